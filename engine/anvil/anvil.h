@@ -1,0 +1,16 @@
+#pragma once
+// The umbrella header: everything a library user needs. It only includes.
+#include "engine/autograd/autograd_meta.h"
+#include "engine/autograd/functions.h"
+#include "engine/autograd/grad_mode.h"
+#include "engine/core/allocator.h"
+#include "engine/core/config.h"
+#include "engine/core/cuda_backend.h"
+#include "engine/core/device.h"
+#include "engine/core/dtype.h"
+#include "engine/core/error.h"
+#include "engine/core/random.h"
+#include "engine/core/tensor.h"
+#include "engine/dispatch/gemm_problem.h"
+#include "engine/dispatch/selection.h"
+#include "kernels/register.h"

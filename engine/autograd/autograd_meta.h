@@ -1,0 +1,39 @@
+#pragma once
+// Per-tensor autograd state, hung off TensorImpl::autograd (null when not needed).
+#include <memory>
+
+#include "engine/autograd/node.h"
+#include "engine/core/tensor.h"
+
+namespace anvil {
+
+struct AutogradMeta final : AutogradMetaBase {
+  bool requires_grad = false;        // set by the user on leaves
+  Tensor grad;                       // accumulated gradient (leaves)
+  std::shared_ptr<Node> grad_fn;     // the node that produced this tensor (non-leaves)
+  std::uint32_t output_nr = 0;       // which output of grad_fn
+  std::weak_ptr<Node> accumulator;   // leaves: their AccumulateGrad, while a graph uses it
+};
+
+// The tensor's meta, or nullptr.
+AutogradMeta* autograd_meta(const Tensor& t);
+// The tensor's meta, created when missing.
+AutogradMeta& ensure_autograd_meta(const Tensor& t);
+
+// The edge through which a gradient flows into `t` (invalid when t needs no gradient).
+Edge gradient_edge(const Tensor& t);
+
+// True when grad mode is on and any of `inputs` requires grad.
+bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
+bool any_requires_grad(const std::vector<Tensor>& inputs);
+
+// Records a node named `name` that produced `outputs` from `inputs`. Call only when
+// any_requires_grad(inputs). `fn` receives one gradient per output and returns one per input.
+void record(const char* name, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+            Node::BackwardFn fn);
+
+// Runs reverse mode from `roots` with seed gradients `grads` (Note [Backward engine]).
+void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
+                  bool retain_graph);
+
+}  // namespace anvil

@@ -1,0 +1,79 @@
+// matmul and linear with their backward GEMMs.
+//
+// Note [Linear layout]
+// weight is [out, in] as in PyTorch, so y = x @ W^T is an NT GEMM, dx = dy @ W is NN and
+// dW = dy^T @ x is TN; the bias is written into y first and the GEMM adds onto it (beta = 1),
+// which saves a pass over y. Which kernel runs each GEMM is the gemm table's choice per
+// (shape, mode) (Note [Variant selection]).
+#include "engine/autograd/autograd_meta.h"
+#include "engine/autograd/functions.h"
+#include "engine/core/views.h"
+#include "engine/ops/gemm.h"
+#include "engine/ops/reduce.h"
+
+namespace anvil {
+namespace {
+using Grads = std::vector<Tensor>;
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_defined(a, "matmul", "a");
+  check_defined(b, "matmul", "b");
+  if (a.dim() > 2 && b.dim() == 2) {  // [..., K] @ [K, N]: flatten the leading dims
+    Shape out_shape(a.sizes().begin(), a.sizes().end() - 1);
+    out_shape.push_back(b.sizes()[1]);
+    return matmul(a.reshape({-1, a.sizes().back()}), b).reshape(out_shape);
+  }
+  ANVIL_CHECK((a.dim() == 2 && b.dim() == 2) || (a.dim() == 3 && b.dim() == 3), "matmul",
+              "supports 2-D @ 2-D, 3-D @ 3-D and N-D @ 2-D, got ", shape_str(a.sizes()), " @ ",
+              shape_str(b.sizes()));
+  Tensor out = ops::mm(a, false, b, false);
+  if (any_requires_grad({&a, &b})) {
+    const Tensor ad = a.detach(), bd = b.detach();
+    const bool ga = a.requires_grad(), gb = b.requires_grad();
+    record("MatmulBackward", {a, b}, {out}, [ad, bd, ga, gb](const Grads& g) {
+      return Grads{ga ? ops::mm(g[0], false, bd, true) : Tensor(),   // dA = dC @ B^T
+                   gb ? ops::mm(ad, true, g[0], false) : Tensor()};  // dB = A^T @ dC
+    });
+  }
+  return out;
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_defined(x, "linear", "input");
+  check_defined(weight, "linear", "weight");
+  ANVIL_CHECK(weight.dim() == 2, "linear", "expected weight [out, in], got ", shape_str(weight.sizes()));
+  ANVIL_CHECK(x.dim() >= 1 && x.sizes().back() == weight.sizes()[1], "linear", "input ",
+              shape_str(x.sizes()), " has ", x.dim() ? x.sizes().back() : 0,
+              " features but weight ", shape_str(weight.sizes()), " expects ", weight.sizes()[1]);
+  if (bias.defined())
+    ANVIL_CHECK(bias.dim() == 1 && bias.sizes()[0] == weight.sizes()[0], "linear", "bias ",
+                shape_str(bias.sizes()), " does not match weight ", shape_str(weight.sizes()));
+  if (x.dim() != 2) {  // [..., in] -> [rows, in] -> [..., out]
+    Shape out_shape(x.sizes().begin(), x.sizes().end() - 1);
+    out_shape.push_back(weight.sizes()[0]);
+    return linear(x.reshape({-1, x.sizes().back()}), weight, bias).reshape(out_shape);
+  }
+  const std::int64_t rows = x.sizes()[0], out_f = weight.sizes()[0];
+  Tensor y = Tensor::empty({rows, out_f}, x.dtype(), x.device());
+  double beta = 0.0;
+  if (bias.defined()) {
+    y.copy_(raw::expand(bias, y.sizes()));
+    beta = 1.0;
+  }
+  ops::gemm(x, false, weight, true, y, 1.0, beta);  // y (+)= x @ W^T
+  if (any_requires_grad({&x, &weight, &bias})) {
+    const Tensor xd = x.detach(), wd = weight.detach();
+    const bool gx = x.requires_grad(), gw = weight.requires_grad();
+    const bool gb = bias.defined() && bias.requires_grad();
+    record("LinearBackward", {x, weight, bias}, {y}, [xd, wd, gx, gw, gb](const Grads& g) {
+      const Tensor& dy = g[0];
+      return Grads{gx ? ops::mm(dy, false, wd, false) : Tensor(),  // dx = dy @ W     (NN)
+                   gw ? ops::mm(dy, true, xd, false) : Tensor(),   // dW = dy^T @ x   (TN)
+                   gb ? ops::sum(dy, {0}) : Tensor()};             // db = sum_rows dy
+    });
+  }
+  return y;
+}
+
+}  // namespace anvil

@@ -1,0 +1,54 @@
+// softmax, log_softmax and the fused softmax cross-entropy, with their backward passes.
+#include "engine/autograd/autograd_meta.h"
+#include "engine/autograd/functions.h"
+#include "engine/core/views.h"
+#include "engine/ops/elementwise.h"
+#include "engine/ops/softmax.h"
+
+namespace anvil {
+namespace {
+using Grads = std::vector<Tensor>;
+
+Tensor softmax_family(const Tensor& x, std::int64_t dim, bool log) {
+  check_defined(x, log ? "log_softmax" : "softmax", "input");
+  const std::int64_t d = wrap_dim(dim, std::max<std::int64_t>(x.dim(), 1), log ? "log_softmax" : "softmax");
+  if (x.dim() > 0 && d != x.dim() - 1)  // move `dim` last, compute, move it back
+    return softmax_family(x.transpose(d, -1), -1, log).transpose(d, -1);
+  Tensor out = log ? ops::log_softmax(x) : ops::softmax(x);
+  if (any_requires_grad({&x})) {
+    const Tensor od = out.detach();
+    record(log ? "LogSoftmaxBackward" : "SoftmaxBackward", {x}, {out}, [od, log](const Grads& g) {
+      return Grads{ops::softmax_backward(od, g[0], log)};
+    });
+  }
+  return out;
+}
+}  // namespace
+
+Tensor softmax(const Tensor& x, std::int64_t dim) { return softmax_family(x, dim, false); }
+Tensor log_softmax(const Tensor& x, std::int64_t dim) { return softmax_family(x, dim, true); }
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
+  auto [losses, lse] = ops::cross_entropy_forward(logits, target);
+  const std::int64_t n = logits.sizes()[0];
+  Tensor loss = Tensor::full({}, 0.0, logits.dtype());
+  {
+    double s = 0.0;
+    visit_dtype(losses.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* p = losses.data<T>();
+      for (std::int64_t i = 0; i < n; ++i) s += static_cast<double>(p[i]);
+    });
+    loss.fill_(n > 0 ? s / static_cast<double>(n) : 0.0);
+  }
+  if (any_requires_grad({&logits})) {
+    const Tensor xd = logits.detach(), td = target.detach(), lsed = lse;
+    record("CrossEntropyBackward", {logits}, {loss}, [xd, td, lsed, n](const Grads& g) {
+      const double scale = g[0].item() / static_cast<double>(std::max<std::int64_t>(n, 1));
+      return Grads{ops::cross_entropy_backward(xd, td, lsed, scale)};
+    });
+  }
+  return loss;
+}
+
+}  // namespace anvil

@@ -1,0 +1,72 @@
+// Threads and knobs (engine/core/config.h).
+#include "engine/core/config.h"
+
+#include <omp.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "engine/core/error.h"
+
+namespace anvil {
+namespace {
+std::mutex& setters_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::vector<std::function<void(int)>>& setters() {
+  static std::vector<std::function<void(int)>> s;
+  return s;
+}
+int& current_threads() {
+  static int n = [] {
+    const std::string env = env_or_empty("ANVIL_NUM_THREADS");
+    if (!env.empty()) {
+      char* end = nullptr;
+      const long v = std::strtol(env.c_str(), &end, 10);
+      ANVIL_CHECK(end && *end == '\0' && v > 0 && v < 4096, "ANVIL_NUM_THREADS",
+                  "expected a positive integer, got '", env, "'");
+      omp_set_num_threads(static_cast<int>(v));
+      return static_cast<int>(v);
+    }
+    return omp_get_max_threads();
+  }();
+  return n;
+}
+}  // namespace
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+void set_num_threads(int n) {
+  ANVIL_CHECK(n > 0, "set_num_threads", "thread count must be positive, got ", n);
+  omp_set_num_threads(n);
+  current_threads() = n;
+  std::lock_guard<std::mutex> lock(setters_mutex());
+  for (auto& s : setters()) s(n);
+}
+
+int get_num_threads() { return current_threads(); }
+
+void add_thread_setter(std::function<void(int)> setter) {
+  setter(get_num_threads());
+  std::lock_guard<std::mutex> lock(setters_mutex());
+  setters().push_back(std::move(setter));
+}
+
+std::map<std::string, std::string> config_summary() {
+  std::map<std::string, std::string> m;
+  m["threads"] = std::to_string(get_num_threads());
+  m["omp_max_threads"] = std::to_string(omp_get_max_threads());
+  for (const char* name : {"ANVIL_NUM_THREADS", "ANVIL_VARIANT", "ANVIL_AUTOTUNE", "OMP_WAIT_POLICY",
+                           "OMP_PROC_BIND", "ANVIL_CUDA_LIBRARY"}) {
+    const std::string v = env_or_empty(name);
+    if (!v.empty()) m[std::string("env.") + name] = v;
+  }
+  return m;
+}
+
+}  // namespace anvil

@@ -1,0 +1,28 @@
+#pragma once
+// Every run-time knob of anvil, read in one place and printable into benchmark contexts.
+//
+// Environment variables (read once, on first use):
+//   ANVIL_NUM_THREADS  threads for OpenMP, Eigen and oneDNN (default: OpenMP's default)
+//   ANVIL_VARIANT      forced variants, "op=name[,op=name...]" (e.g. "gemm=cpu.blocked")
+//   ANVIL_AUTOTUNE     1 to time the candidate variants once per problem and keep the fastest
+//   ANVIL_CUDA_LIBRARY path of libanvil_cuda.so when it is not next to libanvil
+#include <functional>
+#include <map>
+#include <string>
+
+namespace anvil {
+
+// Sets the thread count of OpenMP and of every library registered through
+// add_thread_setter() (Eigen, oneDNN), so that one knob controls all of them.
+void set_num_threads(int n);
+int get_num_threads();
+// Kernel libraries call this at registration to follow set_num_threads().
+void add_thread_setter(std::function<void(int)> setter);
+
+// All knobs as name -> value text (threads, forced variants, autotune, build facts).
+std::map<std::string, std::string> config_summary();
+
+// Reads an environment variable ("" when unset).
+std::string env_or_empty(const char* name);
+
+}  // namespace anvil

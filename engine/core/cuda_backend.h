@@ -1,0 +1,42 @@
+#pragma once
+// The seam between the engine and the optional CUDA backend library (libanvil_cuda.so).
+//
+// Note [Lazy CUDA loading]
+// Loading cudart + cuBLAS + cuDNN costs about 220 MB of resident memory and up to 1 s, so the
+// engine never links them. The backend is a shared library of its own that implements
+// CudaBackend; cuda_backend() dlopen()s it on the first GPU request (a CUDA tensor, a device
+// query) and caches the result. When the library or a GPU is missing, cuda_backend() returns
+// nullptr and cuda_unavailable_reason() says why; CPU work never triggers the load.
+#include <cstddef>
+#include <string>
+
+#include "engine/core/allocator.h"
+
+namespace anvil {
+
+class CudaBackend {
+ public:
+  virtual ~CudaBackend() = default;
+  virtual int device_count() = 0;
+  virtual std::string device_name(int device) = 0;
+  virtual std::string version() = 0;  // "CUDA runtime 13.0, driver 13.0, cuBLAS ..."
+  virtual Allocator& allocator(int device) = 0;
+  // Copies `bytes` between any two of host memory and device memory, then waits for it.
+  virtual void copy(void* dst, Device dst_device, const void* src, Device src_device,
+                    std::size_t bytes) = 0;
+  virtual void synchronize(int device) = 0;
+};
+
+// Name of the C entry point the backend library exports: `anvil::CudaBackend* anvil_cuda_backend()`.
+inline constexpr const char* kCudaBackendEntry = "anvil_cuda_backend";
+
+// Loads the backend on first call (thread-safe); nullptr when no usable GPU or library.
+CudaBackend* cuda_backend();
+// True when the backend loaded and reports at least one device.
+bool cuda_available();
+// Why cuda_backend() is null ("" when it is not).
+std::string cuda_unavailable_reason();
+// The backend or an anvil::Error naming `where` and the reason.
+CudaBackend& require_cuda(const char* where);
+
+}  // namespace anvil

@@ -1,0 +1,318 @@
+// Tensor storage, factories, metadata, copies and printing (engine/core/tensor.h).
+// The differentiable member functions are in engine/autograd/tensor_methods.cpp.
+#include "engine/core/tensor.h"
+
+#include <cmath>
+#include <cstring>
+#include <iomanip>
+#include <sstream>
+
+#include "engine/core/cuda_backend.h"
+#include "engine/core/strided_loop.h"
+#include "engine/core/views.h"
+
+namespace anvil {
+
+std::string shape_str(const Shape& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+std::int64_t shape_numel(const Shape& s) {
+  std::int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+Shape contiguous_strides(const Shape& s) {
+  Shape st(s.size());
+  std::int64_t acc = 1;
+  for (auto i = static_cast<std::int64_t>(s.size()) - 1; i >= 0; --i) {
+    st[i] = acc;
+    acc *= std::max<std::int64_t>(s[i], 1);
+  }
+  return st;
+}
+
+std::int64_t wrap_dim(std::int64_t d, std::int64_t ndim, const char* where) {
+  ANVIL_CHECK(d >= -ndim && d < ndim, where, "dimension ", d, " out of range for a ", ndim,
+              "-D tensor");
+  return d < 0 ? d + ndim : d;
+}
+
+void check_defined(const Tensor& t, const char* where, const char* name) {
+  ANVIL_CHECK(t.defined(), where, name, " is an undefined tensor");
+}
+void check_dtype(const Tensor& t, DType expected, const char* where, const char* name) {
+  ANVIL_CHECK(t.dtype() == expected, where, "expected ", name, " of dtype ", dtype_name(expected),
+              ", got ", dtype_name(t.dtype()));
+}
+void check_dim(const Tensor& t, std::int64_t dim, const char* where, const char* name) {
+  ANVIL_CHECK(t.dim() == dim, where, "expected ", name, " to be ", dim, "-D, got ",
+              shape_str(t.sizes()));
+}
+void check_same_device(const Tensor& a, const Tensor& b, const char* where) {
+  ANVIL_CHECK(a.device() == b.device(), where, "tensors on different devices: ", a.device(),
+              " and ", b.device());
+}
+
+// ---- storage ----------------------------------------------------------------------------
+
+StorageImpl::StorageImpl(std::size_t bytes, Device device)
+    : bytes_(bytes), device_(device), allocator_(&allocator_for(device)) {
+  data_ = allocator_->allocate(bytes);
+}
+StorageImpl::StorageImpl(void* data, std::size_t bytes, Device device)
+    : data_(data), bytes_(bytes), device_(device) {}
+StorageImpl::~StorageImpl() {
+  if (allocator_ != nullptr) allocator_->deallocate(data_, bytes_);
+}
+
+Allocator& allocator_for(Device device) {
+  if (device.is_cpu()) return cpu_allocator();
+  return require_cuda("allocator_for").allocator(device.index);
+}
+
+// ---- factories --------------------------------------------------------------------------
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+  for (auto d : shape)
+    ANVIL_CHECK(d >= 0, "Tensor::empty", "negative dimension in shape ", shape_str(shape));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<StorageImpl>(shape_numel(shape) * dtype_size(dtype), device);
+  impl->sizes = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
+  return full(shape, 0.0, dtype, device);
+}
+Tensor Tensor::ones(const Shape& shape, DType dtype, Device device) {
+  return full(shape, 1.0, dtype, device);
+}
+Tensor Tensor::full(const Shape& shape, double value, DType dtype, Device device) {
+  Tensor t = empty(shape, dtype, device);
+  t.fill_(value);
+  return t;
+}
+Tensor Tensor::scalar(double value, DType dtype) { return full({}, value, dtype); }
+
+Tensor Tensor::arange(double end, DType dtype) { return arange(0.0, end, 1.0, dtype); }
+Tensor Tensor::arange(double start, double end, double step, DType dtype) {
+  ANVIL_CHECK(step != 0.0, "Tensor::arange", "step must not be 0");
+  const double count = std::ceil((end - start) / step);
+  const auto n = static_cast<std::int64_t>(std::max(0.0, count));
+  Tensor t = empty({n}, dtype);
+  visit_dtype(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    T* p = static_cast<T*>(t.data_ptr());
+    for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + step * static_cast<double>(i));
+  });
+  return t;
+}
+
+template <typename T>
+static Tensor from_values(const std::vector<T>& values, const Shape& shape, const char* where) {
+  ANVIL_CHECK(shape_numel(shape) == static_cast<std::int64_t>(values.size()), where, "shape ",
+              shape_str(shape), " needs ", shape_numel(shape), " values, got ", values.size());
+  Tensor t = Tensor::empty(shape, DTypeOf<T>::value);
+  if (!values.empty()) std::memcpy(t.data_ptr(), values.data(), values.size() * sizeof(T));
+  return t;
+}
+Tensor Tensor::from_vector(const std::vector<float>& v, const Shape& s) {
+  return from_values(v, s, "Tensor::from_vector");
+}
+Tensor Tensor::from_vector(const std::vector<double>& v, const Shape& s) {
+  return from_values(v, s, "Tensor::from_vector");
+}
+Tensor Tensor::from_vector(const std::vector<std::int64_t>& v, const Shape& s) {
+  return from_values(v, s, "Tensor::from_vector");
+}
+Tensor Tensor::from_vector(const std::vector<std::int32_t>& v, const Shape& s) {
+  return from_values(v, s, "Tensor::from_vector");
+}
+
+Tensor Tensor::from_blob(void* data, const Shape& shape, DType dtype, Device device) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<StorageImpl>(data, shape_numel(shape) * dtype_size(dtype), device);
+  impl->sizes = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+// ---- metadata ---------------------------------------------------------------------------
+
+std::int64_t Tensor::size(std::int64_t d) const { return sizes()[wrap_dim(d, dim(), "Tensor::size")]; }
+std::int64_t Tensor::stride(std::int64_t d) const {
+  return strides()[wrap_dim(d, dim(), "Tensor::stride")];
+}
+
+bool Tensor::is_contiguous() const {
+  std::int64_t expected = 1;
+  for (auto d = dim() - 1; d >= 0; --d) {
+    if (sizes()[d] != 1 && strides()[d] != expected) return false;
+    expected *= sizes()[d];
+  }
+  return true;
+}
+
+bool Tensor::shares_storage_with(const Tensor& other) const {
+  return defined() && other.defined() && storage() == other.storage();
+}
+
+void* Tensor::data_ptr() const {
+  const auto& s = impl().storage;
+  if (!s || s->data() == nullptr) return nullptr;
+  return static_cast<char*>(s->data()) + offset() * static_cast<std::int64_t>(element_size());
+}
+
+double Tensor::item() const {
+  ANVIL_CHECK(numel() == 1, "Tensor::item", "tensor of shape ", shape_str(sizes()),
+              " has ", numel(), " elements, not 1");
+  Tensor c = device().is_cpu() ? *this : raw::to_device(*this, Device::cpu());
+  return visit_dtype(dtype(), [&](auto zero) {
+    return static_cast<double>(*static_cast<const decltype(zero)*>(c.data_ptr()));
+  });
+}
+
+// ---- in-place fills and copies ------------------------------------------------------------
+
+Tensor& Tensor::fill_(double value) {
+  if (device().is_cuda()) {  // fill on the host, then copy: rare outside tests, simple
+    Tensor host = full(sizes(), value, dtype());
+    return copy_(host);
+  }
+  visit_dtype(dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T v = static_cast<T>(value);
+    const auto L = make_strided_layout<1>(sizes(), {&strides()});
+    T* base = static_cast<T*>(data_ptr());
+    const std::int64_t n = L.inner_size(), s = L.inner_stride(0);
+    for (std::int64_t r = 0; r < L.outer_count(); ++r) {
+      T* p = base + L.outer_offsets(r)[0];
+      for (std::int64_t i = 0; i < n; ++i) p[i * s] = v;
+    }
+  });
+  return *this;
+}
+
+namespace {
+// Strided CPU copy with dtype conversion; dst and src have the same shape.
+void cpu_copy(const Tensor& dst, const Tensor& src) {
+  if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous()) {
+    if (dst.nbytes() > 0) std::memmove(dst.data_ptr(), src.data_ptr(), dst.nbytes());
+    return;
+  }
+  visit_dtype(dst.dtype(), [&](auto dzero) {
+    visit_dtype(src.dtype(), [&](auto szero) {
+      using D = decltype(dzero);
+      using S = decltype(szero);
+      const auto L = make_strided_layout<2>(dst.sizes(), {&dst.strides(), &src.strides()});
+      D* d = static_cast<D*>(dst.data_ptr());
+      const S* s = static_cast<const S*>(src.data_ptr());
+      const std::int64_t n = L.inner_size(), ds = L.inner_stride(0), ss = L.inner_stride(1);
+      for (std::int64_t r = 0; r < L.outer_count(); ++r) {
+        const auto off = L.outer_offsets(r);
+        for (std::int64_t i = 0; i < n; ++i) d[off[0] + i * ds] = static_cast<D>(s[off[1] + i * ss]);
+      }
+    });
+  });
+}
+}  // namespace
+
+Tensor& Tensor::copy_(const Tensor& src_in) {
+  check_defined(src_in, "Tensor::copy_", "source");
+  Tensor src = raw::expand(src_in, sizes());
+  if (device().is_cpu() && src.device().is_cpu()) {
+    cpu_copy(*this, src);
+    return *this;
+  }
+  // Across devices the backend copies raw bytes: stage through contiguous tensors of the
+  // destination dtype on the source side first.
+  Tensor s = src;
+  if (s.dtype() != dtype() || !s.is_contiguous()) {
+    if (s.device().is_cpu()) s = raw::to_dtype(raw::contiguous(s), dtype());
+    else s = raw::to_dtype(raw::to_device(s, Device::cpu()), dtype());  // convert on the host
+  }
+  if (s.device() == device() && !is_contiguous()) {
+    fail("Tensor::copy_", "non-contiguous CUDA destination not supported yet (shape ",
+         shape_str(sizes()), ")");
+  }
+  if (!is_contiguous()) {  // land contiguous on the host, then scatter
+    Tensor host = raw::to_device(s, Device::cpu());
+    cpu_copy(*this, host);
+    return *this;
+  }
+  CudaBackend& cuda = require_cuda("Tensor::copy_");
+  cuda.copy(data_ptr(), device(), s.data_ptr(), s.device(), nbytes());
+  return *this;
+}
+
+// ---- printing -----------------------------------------------------------------------------
+
+namespace {
+constexpr std::int64_t kEdgeItems = 3;  // summarised dims show this many at each end
+
+void print_values(std::ostream& os, const Tensor& t, std::int64_t dim, std::int64_t offset,
+                  bool summarise, int indent) {
+  const std::int64_t n = t.sizes()[dim];
+  os << '[';
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (summarise && n > 2 * kEdgeItems && i == kEdgeItems) {
+      os << "..., ";
+      i = n - kEdgeItems - 1;
+      continue;
+    }
+    const std::int64_t off = offset + i * t.strides()[dim];
+    if (dim + 1 == t.dim()) {
+      visit_dtype(t.dtype(), [&](auto zero) {
+        using T = decltype(zero);
+        os << static_cast<const T*>(t.storage()->data())[off];
+      });
+    } else {
+      print_values(os, t, dim + 1, off, summarise, indent + 1);
+    }
+    if (i + 1 < n) os << (dim + 1 == t.dim() ? ", " : ",\n" + std::string(indent + 1, ' '));
+  }
+  os << ']';
+}
+}  // namespace
+
+std::string Tensor::str() const {
+  if (!defined()) return "Tensor(undefined)";
+  std::ostringstream os;
+  os << "Tensor" << shape_str(sizes()) << ' ' << dtype() << ' ' << device();
+  if (requires_grad()) os << " requires_grad";
+  os << '\n' << std::setprecision(6);
+  Tensor host = device().is_cpu() ? *this : raw::to_device(*this, Device::cpu());
+  if (dim() == 0) {
+    os << host.item();
+  } else if (numel() == 0) {
+    os << "[]";
+  } else {
+    print_values(os, host, 0, host.offset(), numel() > 1000, 0);
+  }
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+
+Device Device::parse(const std::string& text) {
+  if (text == "cpu") return cpu();
+  if (text == "cuda") return cuda(0);
+  if (text.rfind("cuda:", 0) == 0) {
+    try {
+      std::size_t used = 0;
+      const int i = std::stoi(text.substr(5), &used);
+      if (used == text.size() - 5 && i >= 0) return cuda(i);
+    } catch (const std::exception&) {
+    }
+  }
+  fail("Device::parse", "unknown device '", text, "' (expected cpu, cuda or cuda:N)");
+}
+
+}  // namespace anvil

@@ -1,0 +1,65 @@
+#pragma once
+// The elementwise problem descriptor and its variant table.
+// One table serves every pointwise op: the op code says what to compute; the operands arrive
+// already broadcast to the output shape (stride-0 dims), so kernels only walk strides.
+//   unary:  out = f(a)            binary: out = f(a, b)         scalar forms use `scalar`
+//   backward forms take (y or x, dy) as (a, b).
+// Variants: cpu.omp (parallel, contiguous fast path), ref (serial strided loop); cuda later.
+#include <cstdint>
+#include <string>
+
+#include "engine/core/device.h"
+#include "engine/core/dtype.h"
+#include "engine/dispatch/variant_table.h"
+
+namespace anvil {
+
+enum class EwOp : std::uint8_t {
+  // unary
+  neg, exp, log, sqrt, sigmoid, tanh, relu, abs, sign,
+  // binary (out = a op b); add/sub compute a + alpha*b, a - alpha*b
+  add, sub, mul, div, pow, maximum, gt,
+  // with a scalar s
+  add_scalar, mul_scalar, pow_scalar, rsub_scalar /* s - a */, rdiv_scalar /* s / a */,
+  // backward helpers: a = saved value, b = incoming gradient
+  sigmoid_backward /* b*a*(1-a), a = y */, tanh_backward /* b*(1-a*a), a = y */,
+  relu_backward /* b*(a>0) */, pow_scalar_backward /* b*s*a^(s-1), a = x */,
+};
+
+// Number of tensor inputs (1 or 2) of an op.
+int ew_arity(EwOp op);
+const char* ew_name(EwOp op);
+// True for ops defined on integer dtypes too (neg, abs, add, sub, mul, the scalar add/mul, maximum, gt).
+bool ew_allows_integers(EwOp op);
+
+// A strided operand view handed to kernels (non-owning).
+struct EwOperand {
+  void* data = nullptr;             // first element
+  const std::int64_t* strides = nullptr;  // in elements, one per output dim
+};
+
+struct ElementwiseProblem {
+  EwOp op = EwOp::add;
+  DType dtype = DType::f32;
+  Device device = Device::cpu();
+  std::int64_t numel = 0;
+  bool contiguous = false;  // all operands dense and of the output's shape (no broadcast)
+
+  DeviceType device_type() const { return device.type; }
+  std::string key() const;
+  std::string repr() const;
+};
+
+struct ElementwiseArgs {
+  ElementwiseProblem problem;
+  const std::int64_t* sizes = nullptr;  // output shape
+  int ndim = 0;
+  EwOperand out, a, b;  // b unused for unary ops
+  double scalar = 0.0;  // s of the scalar ops
+  double alpha = 1.0;   // add/sub: out = a +- alpha * b
+};
+
+using ElementwiseTable = VariantTable<ElementwiseProblem, ElementwiseArgs>;
+ElementwiseTable& elementwise_table();
+
+}  // namespace anvil

@@ -1,0 +1,115 @@
+// Variant selection, forcing and the autotune switch (engine/dispatch/selection.h).
+#include "engine/dispatch/selection.h"
+
+#include <mutex>
+
+#include "engine/core/config.h"
+#include "engine/core/error.h"
+
+namespace anvil {
+
+std::size_t select_variant(const std::string& op, const std::string& problem,
+                           const std::vector<Candidate>& candidates, const SelectionPolicy& policy) {
+  auto index_of = [&](const std::string& name) -> std::optional<std::size_t> {
+    for (std::size_t i = 0; i < candidates.size(); ++i)
+      if (candidates[i].name == name) return i;
+    return std::nullopt;
+  };
+  auto all_names = [&] {
+    std::string s;
+    for (const auto& c : candidates) s += (s.empty() ? "" : ", ") + c.name;
+    return s;
+  };
+  if (!policy.forced.empty()) {
+    const auto i = index_of(policy.forced);
+    ANVIL_CHECK(i.has_value(), op.c_str(), "forced variant '", policy.forced,
+                "' does not exist; variants are: ", all_names());
+    ANVIL_CHECK(candidates[*i].support.ok, op.c_str(), "forced variant '", policy.forced,
+                "' does not support ", problem, ": ", candidates[*i].support.reason);
+    return *i;
+  }
+  for (const std::string* pick : {&policy.tuned_winner, &policy.heuristic_pick}) {
+    if (pick->empty()) continue;
+    const auto i = index_of(*pick);
+    if (i && candidates[*i].support.ok) return *i;
+  }
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    if (candidates[i].support.ok) return i;
+  std::string reasons;
+  for (const auto& c : candidates) reasons += "\n  " + c.name + ": " + c.support.reason;
+  fail(op.c_str(), "no variant supports ", problem, ":", reasons.empty() ? " (no variants registered)" : reasons);
+}
+
+// ---- forcing ----------------------------------------------------------------------------------
+namespace {
+std::mutex& global_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<std::string, std::string>& global_forced() {
+  static std::map<std::string, std::string> m;
+  return m;
+}
+const std::map<std::string, std::string>& env_forced() {
+  static const std::map<std::string, std::string> m = parse_variant_spec(env_or_empty("ANVIL_VARIANT"));
+  return m;
+}
+thread_local std::map<std::string, std::string> tls_forced;  // ForceVariant guards
+}  // namespace
+
+std::map<std::string, std::string> parse_variant_spec(const std::string& spec) {
+  std::map<std::string, std::string> out;
+  std::size_t pos = 0;
+  while (pos < spec.size()) {
+    std::size_t end = spec.find(',', pos);
+    if (end == std::string::npos) end = spec.size();
+    const std::string item = spec.substr(pos, end - pos);
+    pos = end + 1;
+    if (item.empty()) continue;
+    const std::size_t eq = item.find('=');
+    ANVIL_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < item.size(), "parse_variant_spec",
+                "expected op=name in '", spec, "', got '", item, "'");
+    out[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  return out;
+}
+
+std::string forced_variant(const std::string& op) {
+  if (auto it = tls_forced.find(op); it != tls_forced.end()) return it->second;
+  {
+    std::lock_guard<std::mutex> lock(global_mutex());
+    if (auto it = global_forced().find(op); it != global_forced().end()) return it->second;
+  }
+  if (auto it = env_forced().find(op); it != env_forced().end()) return it->second;
+  return {};
+}
+
+void set_forced_variant(const std::string& op, const std::string& name) {
+  std::lock_guard<std::mutex> lock(global_mutex());
+  if (name.empty()) global_forced().erase(op);
+  else global_forced()[op] = name;
+}
+
+ForceVariant::ForceVariant(std::string op, std::string name) : op_(std::move(op)) {
+  if (auto it = tls_forced.find(op_); it != tls_forced.end()) previous_ = it->second;
+  tls_forced[op_] = std::move(name);
+}
+ForceVariant::~ForceVariant() {
+  if (previous_) tls_forced[op_] = *previous_;
+  else tls_forced.erase(op_);
+}
+
+// ---- autotune ----------------------------------------------------------------------------------
+namespace {
+bool& autotune_flag() {
+  static bool on = [] {
+    const std::string v = env_or_empty("ANVIL_AUTOTUNE");
+    return !v.empty() && v != "0";
+  }();
+  return on;
+}
+}  // namespace
+bool autotune_enabled() { return autotune_flag(); }
+void set_autotune(bool on) { autotune_flag() = on; }
+
+}  // namespace anvil

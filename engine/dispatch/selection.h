@@ -1,0 +1,74 @@
+#pragma once
+// Variant selection as one pure function, and the policy knobs that feed it.
+//
+// Note [Variant selection]
+// Every op has an ordered table of variants (engine/dispatch/variant_table.h). For a problem,
+// each variant answers supports(problem) -> {ok, reason}. Then, in this order:
+//   1. a forced name (ForceVariant guard > set_forced_variant()/CLI flag > ANVIL_VARIANT) wins if
+//      it supports the problem, else it is an error (never a silent fallback);
+//   2. with autotune on, the cached winner for this problem's key, once it has been timed;
+//   3. the table's heuristic pick, when it has one and that variant supports the problem;
+//   4. the first supporting variant in priority order; `ref` is last and supports everything
+//      it can compute, so it is the fallback.
+// When nothing supports the problem, the error lists every variant with its reason.
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace anvil {
+
+struct Support {
+  bool ok = true;
+  std::string reason;  // why not, when !ok
+  static Support yes() { return {true, {}}; }
+  static Support no(std::string why) { return {false, std::move(why)}; }
+};
+
+// One variant as selection sees it.
+struct Candidate {
+  std::string name;
+  Support support;
+};
+
+struct SelectionPolicy {
+  std::string forced;          // "" = not forced
+  std::string tuned_winner;    // autotune result for this problem ("" = none yet)
+  std::string heuristic_pick;  // the table heuristic's choice ("" = none)
+};
+
+// Index into `candidates` chosen by the rules of Note [Variant selection] (steps 1, 2, 3, 4).
+// Throws anvil::Error naming `op`, the problem and every candidate's reason when none fits,
+// or when a forced name is unknown or does not support the problem.
+std::size_t select_variant(const std::string& op, const std::string& problem,
+                           const std::vector<Candidate>& candidates, const SelectionPolicy& policy);
+
+// ---- forcing --------------------------------------------------------------------------------
+// The forced variant name for `op` ("" when none), looking at the innermost ForceVariant guard
+// of this thread, then the process-wide setting (CLI flags), then ANVIL_VARIANT.
+std::string forced_variant(const std::string& op);
+// Process-wide forcing, as a CLI flag sets it; name "" clears it.
+void set_forced_variant(const std::string& op, const std::string& name);
+// Parses "op=name[,op=name...]" (the ANVIL_VARIANT / --variant syntax) into a map.
+std::map<std::string, std::string> parse_variant_spec(const std::string& spec);
+
+// RAII: forces `name` for `op` on this thread while alive.
+class ForceVariant {
+ public:
+  ForceVariant(std::string op, std::string name);
+  ~ForceVariant();
+  ForceVariant(const ForceVariant&) = delete;
+  ForceVariant& operator=(const ForceVariant&) = delete;
+
+ private:
+  std::string op_;
+  std::optional<std::string> previous_;
+};
+
+// ---- autotune -------------------------------------------------------------------------------
+// Off by default; on with ANVIL_AUTOTUNE=1 or set_autotune(true).
+bool autotune_enabled();
+void set_autotune(bool on);
+
+}  // namespace anvil

@@ -1,0 +1,33 @@
+// The global index of variant tables (engine/dispatch/variant_table.h).
+#include <mutex>
+
+#include "engine/dispatch/variant_table.h"
+
+namespace anvil {
+namespace {
+std::mutex& mu() {
+  static std::mutex m;
+  return m;
+}
+std::vector<VariantTableBase*>& tables() {
+  static std::vector<VariantTableBase*> t;
+  return t;
+}
+}  // namespace
+
+void register_variant_table(VariantTableBase* table) {
+  std::lock_guard<std::mutex> lock(mu());
+  tables().push_back(table);
+}
+std::vector<VariantTableBase*> variant_tables() {
+  std::lock_guard<std::mutex> lock(mu());
+  return tables();
+}
+VariantTableBase* find_variant_table(const std::string& op) {
+  std::lock_guard<std::mutex> lock(mu());
+  for (auto* t : tables())
+    if (t->op() == op) return t;
+  return nullptr;
+}
+
+}  // namespace anvil

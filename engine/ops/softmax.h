@@ -1,0 +1,19 @@
+#pragma once
+// Softmax family without autograd (last dimension; f32/f64; CPU).
+#include "engine/core/tensor.h"
+
+namespace anvil::ops {
+
+Tensor softmax(const Tensor& x);      // over the last dim
+Tensor log_softmax(const Tensor& x);  // over the last dim
+// dx from y = (log_)softmax(x) and dy.
+Tensor softmax_backward(const Tensor& y, const Tensor& dy, bool log);
+
+// Fused softmax cross-entropy over logits [N, C] and class ids [N] (i64 or i32):
+// returns per-row losses [N] and the row log-sum-exps [N] (saved for backward).
+std::pair<Tensor, Tensor> cross_entropy_forward(const Tensor& logits, const Tensor& target);
+// d(loss)/d(logits) scaled by `scale` (1/N for the mean, times the incoming gradient).
+Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse,
+                              double scale);
+
+}  // namespace anvil::ops

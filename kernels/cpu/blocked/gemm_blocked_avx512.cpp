@@ -1,0 +1,278 @@
+// GEMM `cpu.blocked`, AVX-512 part: the 14x32 f32 micro-kernel, its edge tiles, the macro-kernel
+// over one packed A block x one packed B block, and the packing routines (16x16 register
+// transposes absorb the transpose modes). Compiled with -mavx512f/dq/bw/vl -mfma: see
+// Note [ISA translation units] (blocked_kernels.h) for what may and may not appear here.
+// Row-major C; packed layouts in Note [Packed layouts] below.
+// GCC 12 reports its own _mm512_undefined_ps() (`__m512 __Y = __Y;`) as maybe-uninitialized
+// when shuffles/set1 are inlined here: a false positive inside the intrinsics header.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/cpu/blocked/blocked_kernels.h"
+
+#ifndef ANVIL_BLOCKED_MR  // overridable only for tile-size experiments
+#define ANVIL_BLOCKED_MR 14
+#endif
+#ifndef ANVIL_BLOCKED_NV
+#define ANVIL_BLOCKED_NV 2
+#endif
+
+namespace anvil::kernels::blocked {
+namespace {
+
+using i64 = std::int64_t;
+
+// Note [Register tile 14x32]
+// Zen 5 retires two 512-bit FMAs per cycle with a latency of 4 cycles, so at least 2 x 4 = 8
+// independent accumulator chains are needed to keep both pipes busy; more chains give slack for
+// load latency. 32 zmm registers hold MR x NV accumulators + NV vectors of B (A is broadcast
+// straight from memory as an FMA operand, {1to16}). 14 x 2 = 28 accumulators + 2 B vectors = 30
+// registers, and per step of k: 2 vector loads + 14 broadcasts for 28 FMAs, i.e. 16 loads per 14
+// cycles, within the 2 loads/cycle of the core. Compared with 6x64 (24 accumulators, 4 B vectors)
+// it moves half as many bytes of B per FMA (128 B per 14 cycles instead of 256 B per 12), which
+// matters because B streams from L2 (Note [Blocking]); measured 6x64, 8x48 and 12x32 were equal or
+// slower. N being a multiple of 32 in every DLBench shape is a bonus. M edges (M = 64 is 4x14 + 8)
+// use exact-height tiles, not zero padding, so no FMA is wasted on them.
+constexpr int kMR = ANVIL_BLOCKED_MR;
+constexpr int kNV = ANVIL_BLOCKED_NV;  // zmm vectors across a tile
+constexpr int kNR = 16 * kNV;
+static_assert(kMR >= 1 && kMR <= 16, "pack_a writes one micro-panel row with one masked store");
+static_assert(kNV >= 1 && kMR * kNV + kNV <= 32, "accumulators + B vectors must fit in 32 zmm");
+
+// Note [Blocking]
+// Loop nest (driver in gemm_blocked.cpp, inner two loops here):
+//   for ic (MC rows of A)  for pc (KC deep)  pack A block [MC x KC]      shared, L3
+//     for jc (NC columns, split across threads)  pack B block [KC x NC]   per thread, L2
+//       for ir (MR rows)  for jr (NR columns)  micro-kernel               A micro-panel in L1
+// The broadcast operand (A) stays in L1 and the vector operand (B) streams from L2, as in BLIS's
+// x86 kernels: the A micro-panel, 14 x 384 x 4 B = 21 KiB, leaves room in the 48 KiB L1 for the
+// B stream; the B block, 384 x 256 x 4 B = 384 KiB, sits in the 1 MiB private L2 together with
+// C tiles and prefetched A. KC = 384 also keeps the C traffic low: every KC step reads and writes
+// the C tile once (K/KC passes over C), which for K = 26752 is 70 passes. MC only bounds the A
+// buffer (2 x MC x KC x 4 B, double-buffered) and the number of times B is repacked (M / MC).
+constexpr int kMC = 2048;
+constexpr int kKC = 384;
+constexpr int kNC = 256;
+
+// Note [Packed layouts]
+// A micro-panel p (rows 14p .. 14p+mr-1, mr = 14 except for the last one) is stored [KC][mr]:
+// element (r, l) at panel[l*mr + r]; the last panel is compact (stride mr, not 14) so that its
+// edge tile, compiled for exactly mr rows, reads it directly. B micro-panel q (columns 32q ..) is
+// stored [KC][wp], wp = the panel width rounded up to 16, zero padded: element (l, c) at
+// panel[l*wp + c]. Panels start at p*14*KC and q*32*KC floats (blocked_kernels.h), so every B row
+// is 64-byte aligned.
+
+inline __mmask16 low_mask(i64 n) {  // lanes [0, n), n clamped to [0, 16]
+  if (n >= 16) return 0xFFFF;
+  if (n <= 0) return 0;
+  return static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// One register tile: C[0:MR, 0:16*NV] = alpha * sum_l A[:, l] B[l, :] (+ beta * C), with the
+// last vector's columns limited by `last_mask`. Always inlined into its per-shape instance.
+template <int MR, int NV>
+__attribute__((always_inline)) inline void tile(i64 kc, const float* __restrict ap,
+                                                const float* __restrict bp, float* c, i64 ldc,
+                                                float alpha, float beta, bool read_c,
+                                                __mmask16 last_mask) {
+  // The C tile is needed only after the whole k loop (thousands of cycles from now): prefetch it
+  // so the write-back does not stall on L3/DRAM latency with C read and written K/KC times.
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + 16 * v), _MM_HINT_T0);
+
+  __m512 acc[MR][NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
+
+#pragma GCC unroll 2
+  for (i64 l = 0; l < kc; ++l) {
+    __m512 b[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) b[v] = _mm512_load_ps(bp + 16 * v);
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+      const __m512 a = _mm512_set1_ps(ap[r]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);
+    }
+    ap += MR;
+    bp += 16 * NV;
+  }
+
+  const __m512 va = _mm512_set1_ps(alpha);
+  const __m512 vb = _mm512_set1_ps(beta);
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) {
+    float* cr = c + r * ldc;
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      const __mmask16 m = (v == NV - 1) ? last_mask : static_cast<__mmask16>(0xFFFF);
+      __m512 x = _mm512_mul_ps(acc[r][v], va);
+      // beta == 0 must not read C (NaN/Inf there must not leak): read_c is false then.
+      if (read_c) x = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m, cr + 16 * v), x);
+      _mm512_mask_storeu_ps(cr + 16 * v, m, x);
+    }
+  }
+}
+
+using TileFn = void (*)(i64, const float*, const float*, float*, i64, float, float, bool,
+                        __mmask16);
+
+template <int MR, int NV>
+__attribute__((noinline)) void tile_fn(i64 kc, const float* ap, const float* bp, float* c,
+                                       i64 ldc, float alpha, float beta, bool read_c,
+                                       __mmask16 last_mask) {
+  tile<MR, NV>(kc, ap, bp, c, ldc, alpha, beta, read_c, last_mask);
+}
+
+// Edge tiles: kEdge.f[mr-1][nv-1] handles an mr-row, nv-vector tile.
+struct EdgeTable {
+  TileFn f[kMR][kNV];
+};
+template <int R, int V>
+constexpr void fill_edges(EdgeTable& t) {
+  t.f[R - 1][V - 1] = &tile_fn<R, V>;
+  if constexpr (V > 1) fill_edges<R, V - 1>(t);
+  else if constexpr (R > 1) fill_edges<R - 1, kNV>(t);
+}
+constexpr EdgeTable make_edges() {
+  EdgeTable t{};
+  fill_edges<kMR, kNV>(t);
+  return t;
+}
+constexpr EdgeTable kEdge = make_edges();
+
+void macro(i64 mc, i64 nc, i64 kc, const float* ap, const float* bp, float* c, i64 ldc,
+           float alpha, float beta, bool read_c) {
+  for (i64 i = 0; i < mc; i += kMR) {
+    const i64 mr = (mc - i < kMR) ? mc - i : kMR;
+    const float* api = ap + i * kc;
+    for (i64 j = 0; j < nc; j += kNR) {
+      const i64 w = (nc - j < kNR) ? nc - j : kNR;
+      const float* bpj = bp + j * kc;
+      float* cij = c + i * ldc + j;
+      if (mr == kMR && w == kNR) {
+        tile<kMR, kNV>(kc, api, bpj, cij, ldc, alpha, beta, read_c, 0xFFFF);
+      } else {
+        const i64 nv = (w + 15) / 16;
+        kEdge.f[mr - 1][nv - 1](kc, api, bpj, cij, ldc, alpha, beta, read_c,
+                                low_mask(w - 16 * (nv - 1)));
+      }
+    }
+  }
+}
+
+// In-register transpose of a 16x16 block: r[i] holds row i on entry, column i on exit.
+// Stage 1/2 interleave within 128-bit lanes, stage 3/4 move 128-bit lanes (shuffle_f32x4).
+inline void transpose16(__m512 r[16]) {
+  __m512 t[16], u[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  // u[4g + x]: rows 4g..4g+3, columns {x, x+4, x+8, x+12} (one per 128-bit lane).
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; ++g) {
+    const __m512d t0 = _mm512_castps_pd(t[4 * g]), t1 = _mm512_castps_pd(t[4 * g + 1]);
+    const __m512d t2 = _mm512_castps_pd(t[4 * g + 2]), t3 = _mm512_castps_pd(t[4 * g + 3]);
+    u[4 * g + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+    u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+    u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+  }
+  // v (rows 0-7) and w (rows 8-15): lanes [x rows lo, x+8 rows lo, x rows hi, x+8 rows hi].
+#pragma GCC unroll 4
+  for (int x = 0; x < 4; ++x) {
+    const __m512 v0 = _mm512_shuffle_f32x4(u[x], u[4 + x], 0x88);
+    const __m512 v4 = _mm512_shuffle_f32x4(u[x], u[4 + x], 0xDD);
+    const __m512 w0 = _mm512_shuffle_f32x4(u[8 + x], u[12 + x], 0x88);
+    const __m512 w4 = _mm512_shuffle_f32x4(u[8 + x], u[12 + x], 0xDD);
+    r[x] = _mm512_shuffle_f32x4(v0, w0, 0x88);
+    r[x + 8] = _mm512_shuffle_f32x4(v0, w0, 0xDD);
+    r[x + 4] = _mm512_shuffle_f32x4(v4, w4, 0x88);
+    r[x + 12] = _mm512_shuffle_f32x4(v4, w4, 0xDD);
+  }
+}
+
+void pack_a(const float* a, i64 lda, bool trans, i64 mc, i64 kc, float* dst) {
+  for (i64 i = 0; i < mc; i += kMR) {
+    const i64 mr = (mc - i < kMR) ? mc - i : kMR;
+    const __mmask16 mm = low_mask(mr);
+    float* d = dst + i * kc;
+    if (trans) {
+      // op(A)(i+r, l) = a[l*lda + i + r]: each l is one contiguous run of mr floats.
+      const float* s = a + i;
+      for (i64 l = 0; l < kc; ++l)
+        _mm512_mask_storeu_ps(d + l * mr, mm, _mm512_maskz_loadu_ps(mm, s + l * lda));
+    } else {
+      // op(A)(i+r, l) = a[(i+r)*lda + l]: rows run along l, so transpose 16-deep chunks.
+      const float* s = a + i * lda;
+      for (i64 l0 = 0; l0 < kc; l0 += 16) {
+        const i64 lw = (kc - l0 < 16) ? kc - l0 : 16;
+        const __mmask16 ml = low_mask(lw);
+        __m512 r[16];
+#pragma GCC unroll 16
+        for (int q = 0; q < 16; ++q)
+          r[q] = (q < mr) ? _mm512_maskz_loadu_ps(ml, s + q * lda + l0) : _mm512_setzero_ps();
+        transpose16(r);
+        for (i64 t = 0; t < lw; ++t) _mm512_mask_storeu_ps(d + (l0 + t) * mr, mm, r[t]);
+      }
+    }
+  }
+}
+
+void pack_b(const float* b, i64 ldb, bool trans, i64 kc, i64 nc, float* dst) {
+  for (i64 j = 0; j < nc; j += kNR) {
+    const i64 w = (nc - j < kNR) ? nc - j : kNR;
+    const i64 nv = (w + 15) / 16;
+    const i64 wp = 16 * nv;
+    float* d = dst + j * kc;
+    if (!trans) {
+      // op(B)(l, j+c) = b[l*ldb + j + c]: a contiguous row segment per l.
+      const float* s = b + j;
+      if (w == kNR) {
+        for (i64 l = 0; l < kc; ++l)
+#pragma GCC unroll 4
+          for (int v = 0; v < kNV; ++v)
+            _mm512_store_ps(d + l * kNR + 16 * v, _mm512_loadu_ps(s + l * ldb + 16 * v));
+      } else {
+        for (i64 l = 0; l < kc; ++l)
+          for (i64 v = 0; v < nv; ++v)
+            _mm512_store_ps(d + l * wp + 16 * v,
+                            _mm512_maskz_loadu_ps(low_mask(w - 16 * v), s + l * ldb + 16 * v));
+      }
+    } else {
+      // op(B)(l, j+c) = b[(j+c)*ldb + l]: 16 columns x 16 deep at a time, transposed.
+      for (i64 v = 0; v < nv; ++v) {
+        const i64 cw = (w - 16 * v < 16) ? w - 16 * v : 16;
+        const float* s = b + (j + 16 * v) * ldb;
+        for (i64 l0 = 0; l0 < kc; l0 += 16) {
+          const i64 lw = (kc - l0 < 16) ? kc - l0 : 16;
+          const __mmask16 ml = low_mask(lw);
+          __m512 r[16];
+#pragma GCC unroll 16
+          for (int q = 0; q < 16; ++q)
+            r[q] = (q < cw) ? _mm512_maskz_loadu_ps(ml, s + q * ldb + l0) : _mm512_setzero_ps();
+          transpose16(r);
+          for (i64 t = 0; t < lw; ++t) _mm512_store_ps(d + (l0 + t) * wp + 16 * v, r[t]);
+        }
+      }
+    }
+  }
+}
+
+constexpr IsaKernels kAvx512 = {"avx512", kMR, kNR, kMC, kKC, kNC, &pack_a, &pack_b, &macro};
+
+}  // namespace
+
+const IsaKernels* isa_kernels_avx512() { return &kAvx512; }
+
+}  // namespace anvil::kernels::blocked

@@ -1,0 +1,38 @@
+#pragma once
+// Registration entry points and direct entry points of the OpenMP CPU kernels.
+// The direct kernels take dense row-major buffers; engine/ops/ arranges that.
+#include <cstdint>
+
+namespace anvil::kernels {
+
+void register_elementwise_omp();
+
+// out[o, i] = scale * sum_r x[o, r, i]   (x viewed as [outer, reduce, inner])
+template <typename T>
+void reduce_sum(const T* x, T* out, std::int64_t outer, std::int64_t reduce, std::int64_t inner,
+                double scale);
+// out[o, i] = max_r x[o, r, i], index[o, i] = its r (first one on ties)
+template <typename T>
+void reduce_max(const T* x, T* out, std::int64_t* index, std::int64_t outer, std::int64_t reduce,
+                std::int64_t inner);
+
+// Row-wise (last dim) softmax or log-softmax of x[rows, cols] into y.
+template <typename T>
+void softmax_rows(const T* x, T* y, std::int64_t rows, std::int64_t cols, bool log);
+// Gradient of softmax_rows given its output y and dy: softmax dx = y*(dy - <dy,y>);
+// log-softmax dx = dy - exp(y)*sum(dy).
+template <typename T>
+void softmax_backward_rows(const T* y, const T* dy, T* dx, std::int64_t rows, std::int64_t cols,
+                           bool log);
+
+// Cross-entropy of logits x[rows, cols] against class ids: loss[r] = lse_r - x[r, t_r];
+// lse[r] is kept for the backward pass. Throws naming the row when a class id is out of range.
+template <typename T, typename I>
+void cross_entropy_forward(const T* x, const I* target, T* loss, T* lse, std::int64_t rows,
+                           std::int64_t cols);
+// dx[r, c] = scale * (exp(x[r,c] - lse[r]) - [c == t_r])
+template <typename T, typename I>
+void cross_entropy_backward(const T* x, const I* target, const T* lse, T* dx, std::int64_t rows,
+                            std::int64_t cols, double scale);
+
+}  // namespace anvil::kernels

@@ -1,0 +1,46 @@
+// Elementwise `ref`: one serial loop over the N-d index space, any strides, all dtypes.
+#include "engine/core/strided_loop.h"
+#include "kernels/cpu/elementwise_functors.h"
+#include "kernels/cpu/ref/ref_kernels.h"
+
+namespace anvil::kernels {
+namespace {
+
+template <typename T>
+void run_ref(const ElementwiseArgs& args) {
+  const std::vector<std::int64_t> sizes(args.sizes, args.sizes + args.ndim);
+  const std::vector<std::int64_t> so(args.out.strides, args.out.strides + args.ndim);
+  const std::vector<std::int64_t> sa(args.a.strides, args.a.strides + args.ndim);
+  const std::vector<std::int64_t> sb =
+      args.b.strides ? std::vector<std::int64_t>(args.b.strides, args.b.strides + args.ndim) : so;
+  const auto L = make_strided_layout<3>(sizes, {&so, &sa, &sb});
+  T* out = static_cast<T*>(args.out.data);
+  const T* a = static_cast<const T*>(args.a.data);
+  const T* b = args.b.data ? static_cast<const T*>(args.b.data) : a;
+  const T s = static_cast<T>(args.scalar), alpha = static_cast<T>(args.alpha);
+  with_ew_functor<T>(args.problem.op, [&](auto f) {
+    for (std::int64_t r = 0; r < L.outer_count(); ++r) {
+      const auto off = L.outer_offsets(r);
+      for (std::int64_t i = 0; i < L.inner_size(); ++i)
+        out[off[0] + i * L.inner_stride(0)] =
+            f(a[off[1] + i * L.inner_stride(1)], b[off[2] + i * L.inner_stride(2)], s, alpha);
+    }
+  });
+}
+
+}  // namespace
+
+void register_elementwise_ref() {
+  elementwise_table().add({
+      .name = "ref",
+      .device = DeviceType::cpu,
+      .priority = kRefPriority,
+      .supports = nullptr,
+      .fn = [](const ElementwiseArgs& a) {
+        visit_dtype(a.problem.dtype, [&](auto zero) { run_ref<decltype(zero)>(a); });
+      },
+      .description = "serial strided loop (reference)",
+  });
+}
+
+}  // namespace anvil::kernels

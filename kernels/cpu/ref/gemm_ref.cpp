@@ -1,0 +1,62 @@
+// GEMM `ref`: the obviously correct triple loop, f32 and f64, all four transpose modes,
+// batched. Accumulates in double so it can serve as the reference for every other variant.
+// Row-major operands as described in engine/dispatch/gemm_problem.h.
+#include "kernels/cpu/ref/ref_kernels.h"
+
+#include "engine/dispatch/gemm_problem.h"
+
+namespace anvil::kernels {
+namespace {
+
+template <typename T>
+void gemm_ref_typed(const GemmArgs& args) {
+  const GemmProblem& p = args.problem;
+  const T* A = static_cast<const T*>(args.a);
+  const T* B = static_cast<const T*>(args.b);
+  T* C = static_cast<T*>(args.c);
+  // Element (i, l) of op(A) and (l, j) of op(B).
+  auto a_at = [&](const T* a, std::int64_t i, std::int64_t l) {
+    return p.trans_a ? a[l * p.lda + i] : a[i * p.lda + l];
+  };
+  auto b_at = [&](const T* b, std::int64_t l, std::int64_t j) {
+    return p.trans_b ? b[j * p.ldb + l] : b[l * p.ldb + j];
+  };
+#pragma omp parallel for collapse(2) schedule(static)
+  for (std::int64_t bi = 0; bi < p.batch; ++bi) {
+    for (std::int64_t i = 0; i < p.m; ++i) {
+      const T* a = A + bi * p.stride_a;
+      const T* b = B + bi * p.stride_b;
+      T* c = C + bi * p.stride_c + i * p.ldc;
+      for (std::int64_t j = 0; j < p.n; ++j) {
+        double acc = 0.0;
+        for (std::int64_t l = 0; l < p.k; ++l)
+          acc += static_cast<double>(a_at(a, i, l)) * static_cast<double>(b_at(b, l, j));
+        const double old = p.beta_zero ? 0.0 : args.beta * static_cast<double>(c[j]);
+        c[j] = static_cast<T>(args.alpha * acc + old);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void register_gemm_ref() {
+  gemm_table().add({
+      .name = "ref",
+      .device = DeviceType::cpu,
+      .priority = kRefPriority,
+      .supports =
+          [](const GemmProblem& p) {
+            if (p.dtype != DType::f32 && p.dtype != DType::f64)
+              return Support::no("ref gemm handles f32 and f64 only");
+            return Support::yes();
+          },
+      .fn = [](const GemmArgs& a) {
+        if (a.problem.dtype == DType::f64) gemm_ref_typed<double>(a);
+        else gemm_ref_typed<float>(a);
+      },
+      .description = "triple loop, double accumulation (reference)",
+  });
+}
+
+}  // namespace anvil::kernels

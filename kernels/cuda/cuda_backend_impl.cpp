@@ -1,0 +1,211 @@
+// anvil::CudaBackend over the CUDA runtime API: device discovery, per-device stream and caching
+// allocator, copies between host and devices. The engine dlopen()s this library on first GPU
+// use and calls the exported anvil_cuda_backend() (Note [Lazy CUDA loading]).
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/core/cuda_backend.h"
+#include "engine/core/error.h"
+#include "kernels/cuda/cuda_allocator.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_context.h"
+#include "kernels/cuda/device_guard.h"
+
+#ifndef ANVIL_CUDA_ARCHS
+#define ANVIL_CUDA_ARCHS "?"
+#endif
+
+namespace anvil::cuda {
+namespace {
+
+// "13.0" from CUDA's 13000 encoding.
+std::string version_text(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+struct DeviceState {
+  explicit DeviceState(int device) : allocator(device) {}
+  CudaCachingAllocator allocator;
+  std::mutex mu;                 // guards the lazily filled fields below
+  cudaStream_t stream = nullptr;
+  std::string name;
+  std::string description;       // "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)"
+  std::string kernel_status;     // "" until the probe ran, then "ok" or the error
+};
+
+class CudaBackendImpl final : public CudaBackend {
+ public:
+  CudaBackendImpl() {
+    // Without a GPU the call returns error 35 (insufficient driver) and leaves the count
+    // unwritten (TOOLCHAIN.md): start from 0 and treat any error as "no device".
+    int count = 0;
+    const cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess) {
+      (void)cudaGetLastError();
+      count = 0;
+      no_device_reason_ = "cudaGetDeviceCount failed with " + status_text(status);
+      if (status == cudaErrorInsufficientDriver || status == cudaErrorNoDevice)
+        no_device_reason_ += ": no NVIDIA GPU/driver on this machine, or a driver older than "
+                             "the CUDA runtime";
+    } else if (count <= 0) {
+      count = 0;
+      no_device_reason_ = "cudaGetDeviceCount reports 0 devices";
+    }
+    for (int d = 0; d < count; ++d) devices_.push_back(std::make_unique<DeviceState>(d));
+  }
+  // Never destroyed (leaked by anvil_cuda_backend()): destroying streams after the CUDA
+  // runtime has shut down at process exit fails.
+
+  int device_count() override { return static_cast<int>(devices_.size()); }
+
+  std::string device_name(int device) override {
+    DeviceState& s = state(device, "CudaBackend::device_name");
+    std::lock_guard<std::mutex> lock(s.mu);
+    fill_properties_locked(s, device);
+    return s.name;
+  }
+
+  std::string version() override {
+    int runtime = 0, driver = 0;
+    if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) (void)cudaGetLastError();
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) (void)cudaGetLastError();
+    std::string v = "CUDA runtime " + version_text(runtime) + ", driver " +
+                    (driver > 0 ? version_text(driver) : std::string("none")) +
+                    ", kernels built for " + ANVIL_CUDA_ARCHS;
+    if (devices_.empty()) return v + "; no device: " + no_device_reason_;
+    for (int d = 0; d < device_count(); ++d) {
+      DeviceState& s = *devices_[d];
+      std::lock_guard<std::mutex> lock(s.mu);
+      try {
+        fill_properties_locked(s, d);
+        v += "; cuda:" + std::to_string(d) + " " + s.description;
+      } catch (const Error& e) {
+        v += "; cuda:" + std::to_string(d) + " unavailable: " + e.what();
+      }
+      if (!s.kernel_status.empty() && s.kernel_status != "ok")
+        v += " (custom kernels do not run: " + s.kernel_status + ")";
+    }
+    return v;
+  }
+
+  Allocator& allocator(int device) override {
+    return state(device, "CudaBackend::allocator").allocator;
+  }
+
+  void copy(void* dst, Device dst_device, const void* src, Device src_device,
+            std::size_t bytes) override {
+    if (bytes == 0) return;
+    ANVIL_CHECK(dst != nullptr && src != nullptr, "CudaBackend::copy", "null pointer (dst ",
+                dst, ", src ", src, ") for ", bytes, " bytes");
+    if (dst_device.is_cpu() && src_device.is_cpu()) {
+      std::memmove(dst, src, bytes);
+      return;
+    }
+    if (src_device.is_cpu()) {  // host -> device
+      const int d = dst_device.index;
+      cudaStream_t s = get_stream(d, "CudaBackend::copy");
+      DeviceGuard guard(d);
+      ANVIL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
+      ANVIL_CUDA_CHECK(cudaStreamSynchronize(s));
+      return;
+    }
+    if (dst_device.is_cpu()) {  // device -> host; earlier work on the stream finishes first
+      const int d = src_device.index;
+      cudaStream_t s = get_stream(d, "CudaBackend::copy");
+      DeviceGuard guard(d);
+      ANVIL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
+      ANVIL_CUDA_CHECK(cudaStreamSynchronize(s));
+      return;
+    }
+    if (dst_device.index == src_device.index) {
+      const int d = dst_device.index;
+      cudaStream_t s = get_stream(d, "CudaBackend::copy");
+      DeviceGuard guard(d);
+      ANVIL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
+      ANVIL_CUDA_CHECK(cudaStreamSynchronize(s));
+      return;
+    }
+    // Between two devices: the source's pending work must finish before the peer copy, which
+    // runs on the destination's stream.
+    cudaStream_t src_stream = get_stream(src_device.index, "CudaBackend::copy");
+    cudaStream_t dst_stream = get_stream(dst_device.index, "CudaBackend::copy");
+    {
+      DeviceGuard guard(src_device.index);
+      ANVIL_CUDA_CHECK(cudaStreamSynchronize(src_stream));
+    }
+    DeviceGuard guard(dst_device.index);
+    ANVIL_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, bytes,
+                                         dst_stream));
+    ANVIL_CUDA_CHECK(cudaStreamSynchronize(dst_stream));
+  }
+
+  void synchronize(int device) override {
+    state(device, "CudaBackend::synchronize");
+    // The whole device, not only anvil's stream: libraries may use internal streams.
+    DeviceGuard guard(device);
+    ANVIL_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
+  // The device's stream (cuda_context.h), created with the first use of the device.
+  cudaStream_t get_stream(int device, const char* where) {
+    DeviceState& s = state(device, where);
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.stream == nullptr) {
+      DeviceGuard guard(device);
+      cudaStream_t created = nullptr;
+      ANVIL_CUDA_CHECK(cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking));
+      s.stream = created;
+      // Learn now, with a clear message, whether our compiled kernels run on this GPU; copies
+      // and library kernels (cuBLAS, cuDNN) work either way, so this is recorded, not thrown.
+      const cudaError_t probe = launch_probe_kernel(created);
+      if (probe != cudaSuccess) (void)cudaGetLastError();
+      s.kernel_status = probe == cudaSuccess ? "ok" : status_text(probe);
+    }
+    return s.stream;
+  }
+
+ private:
+  DeviceState& state(int device, const char* where) {
+    ANVIL_CHECK(device >= 0 && device < device_count(), where, "no CUDA device cuda:", device,
+                " (", device_count(), " device(s) present)");
+    return *devices_[static_cast<std::size_t>(device)];
+  }
+
+  static void fill_properties_locked(DeviceState& s, int device) {
+    if (!s.name.empty()) return;
+    cudaDeviceProp prop{};
+    ANVIL_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    s.name = prop.name;
+    const double gib = static_cast<double>(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0);
+    char mem[32];
+    std::snprintf(mem, sizeof mem, "%.1f", gib);
+    s.description = s.name + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
+                    ", " + mem + " GiB)";
+  }
+
+  std::vector<std::unique_ptr<DeviceState>> devices_;
+  std::string no_device_reason_;
+};
+
+CudaBackendImpl& instance() {
+  // Leaked on purpose: tensors in static objects may outlive main(), and the CUDA runtime must
+  // not be called from static destructors.
+  static auto* backend = new CudaBackendImpl();
+  return *backend;
+}
+
+}  // namespace
+
+cudaStream_t stream(int device) { return instance().get_stream(device, "cuda::stream"); }
+
+}  // namespace anvil::cuda
+
+extern "C" __attribute__((visibility("default"))) anvil::CudaBackend* anvil_cuda_backend() {
+  return &anvil::cuda::instance();
+}

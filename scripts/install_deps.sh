@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs anvil's build and run dependencies from Debian 12 packages (see ../shared/TOOLCHAIN.md).
+# Idempotent and fast when everything is present: apt is only touched for missing packages.
+# Needs root (or sudo). The CUDA toolkit is not a Debian package here: it is preinstalled on the
+# machines that have it, and the build skips the CUDA backend where it is absent.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build                 # toolchain
+  libeigen3-dev libdnnl-dev             # CPU kernel libraries
+  libbenchmark-dev libbenchmark-tools   # benchmarks and compare.py
+  catch2                                # tests (v2)
+  libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
+  python3-matplotlib python3-scipy      # report plots, compare.py statistics
+  dataset-fashion-mnist                 # loader tests and the training CLI
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install_deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+as_root=()
+if [[ $(id -u) -ne 0 ]]; then
+  if command -v sudo >/dev/null; then
+    as_root=(sudo)
+  else
+    echo "install_deps: missing ${missing[*]}; run as root to install them" >&2
+    exit 1
+  fi
+fi
+
+echo "install_deps: installing ${missing[*]}"
+"${as_root[@]}" apt-get update
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y --no-install-recommends "${missing[@]}"

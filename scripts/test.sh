@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The project's test command (README): configure and build build/ (Ninja, Release), run every
+# test, check the installed package with the example, then the sanitizer build.
+#   ANVIL_CI_SANITIZE=0   skip the ASan/UBSan stage (it rebuilds everything once more)
+#   ANVIL_JOBS=N          parallel build/test jobs (default: nproc)
+#   ANVIL_TEST_BUILD_DIR  build directory (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=${ANVIL_JOBS:-$(nproc)}
+build=${ANVIL_TEST_BUILD_DIR:-build}
+
+stage_start=0
+stage() { stage_name=$1; stage_start=$SECONDS; echo "=== $stage_name"; }
+stage_done() { echo "=== $stage_name: $((SECONDS - stage_start)) s"; }
+
+stage "configure $build/"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
+stage_done
+
+stage "build"
+cmake --build "$build" -j "$jobs"
+stage_done
+
+stage "ctest"
+ctest --test-dir "$build" --output-on-failure -j "$jobs"
+stage_done
+
+stage "check_install"
+ANVIL_BUILD_DIR=$PWD/$build bash scripts/check_install.sh
+stage_done
+
+if [[ "${ANVIL_CI_SANITIZE:-1}" != 0 ]]; then
+  stage "sanitize"
+  bash scripts/sanitize.sh
+  stage_done
+fi
+echo "=== all stages passed in $SECONDS s"
