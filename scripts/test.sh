@@ -26,7 +26,7 @@ ctest --test-dir "$build" --output-on-failure -j "$jobs"
 stage_done
 
 stage "check_install"
-ANVIL_BUILD_DIR=$PWD/$build bash scripts/check_install.sh
+ANVIL_BUILD_DIR="$(cd "$build" && pwd)" bash scripts/check_install.sh
 stage_done
 
 if [[ "${ANVIL_CI_SANITIZE:-1}" != 0 ]]; then

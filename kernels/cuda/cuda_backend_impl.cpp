@@ -78,7 +78,7 @@ class CudaBackendImpl final : public CudaBackend {
     std::string v = "CUDA runtime " + version_text(runtime) + ", driver " +
                     (driver > 0 ? version_text(driver) : std::string("none")) +
                     ", kernels built for " + ANVIL_CUDA_ARCHS;
-    if (devices_.empty()) return v + "; no device: " + no_device_reason_;
+    if (devices_.empty()) return v + "; 0 devices: " + no_device_reason_;
     for (int d = 0; d < device_count(); ++d) {
       DeviceState& s = *devices_[d];
       std::lock_guard<std::mutex> lock(s.mu);

@@ -5,6 +5,8 @@
 //
 // Listing requests run normally without touching CUDA: catch_discover_tests runs the binary
 // with --list-test-names-only at build time, on machines with no GPU.
+// CTest shows a skipped test only as "***Skipped", so the reason also goes into a note that
+// CTest prints when it loads the tests (--anvil-skip-reason, see CMakeLists.txt).
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -27,6 +29,14 @@ bool is_listing(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // For the note CTest prints before running (gpu_skip_note.cmake.in): one line, exit 0.
+  if (argc == 2 && std::strcmp(argv[1], "--anvil-skip-reason") == 0) {
+    if (anvil::cuda_available())
+      std::cout << "GPU tests run on: " << anvil::cuda_backend()->version() << std::endl;
+    else
+      std::cout << "GPU tests SKIPPED: " << anvil::cuda_unavailable_reason() << std::endl;
+    return 0;
+  }
   if (!is_listing(argc, argv) && !anvil::cuda_available()) {
     std::cout << "SKIPPED: " << anvil::cuda_unavailable_reason() << std::endl;
     return 77;

@@ -36,3 +36,22 @@ void cross_entropy_backward(const T* x, const I* target, const T* lse, T* dx, st
                             std::int64_t cols, double scale);
 
 }  // namespace anvil::kernels
+
+namespace anvil::kernels {
+
+// Fused SGD step over n elements (torch.optim.SGD semantics): g' = g + wd*p; with momentum,
+// buf = first ? g' : momentum*buf + (1-dampening)*g', and the step uses buf (or g' + momentum*buf
+// with Nesterov); p -= lr * step. `buf` may be null when momentum == 0.
+template <typename T>
+void sgd_update(T* p, const T* g, T* buf, std::int64_t n, double lr, double momentum,
+                double dampening, double weight_decay, bool nesterov, bool first);
+// Fused Adam step (torch.optim.Adam semantics, L2 weight decay) with bias corrections
+// c1 = 1 - beta1^t, c2 = 1 - beta2^t.
+template <typename T>
+void adam_update(T* p, const T* g, T* m, T* v, std::int64_t n, double lr, double beta1,
+                 double beta2, double eps, double weight_decay, double c1, double c2);
+// sum of squares, accumulated in double.
+template <typename T>
+double sum_squares(const T* x, std::int64_t n);
+
+}  // namespace anvil::kernels

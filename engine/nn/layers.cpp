@@ -1,0 +1,127 @@
+// Linear, activations, Dropout, Flatten, Sequential (engine/nn/layers.h).
+#include "engine/nn/layers.h"
+
+#include <cmath>
+
+#include "engine/autograd/functions.h"
+#include "engine/nn/init.h"
+
+namespace anvil::nn {
+
+Linear::Linear(std::int64_t in, std::int64_t out, bool bias, Generator* gen) : in_(in), out_(out) {
+  ANVIL_CHECK(in > 0 && out > 0, "Linear", "features must be positive, got in=", in, ", out=", out);
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in));
+  register_parameter("weight", uniform({out, in}, -bound, bound, DType::f32, gen));
+  if (bias) register_parameter("bias", uniform({out}, -bound, bound, DType::f32, gen));
+  // Pointers are taken after all registrations (the parameter list may reallocate before).
+  weight_ = &parameter("weight");
+  bias_ = bias ? &parameter("bias") : &no_bias_;
+}
+
+Tensor Linear::forward(const Tensor& x) { return linear(x, *weight_, *bias_); }
+
+std::string Linear::extra_repr() const {
+  return detail::str_cat("in=", in_, ", out=", out_, ", bias=", bias_->defined() ? "true" : "false");
+}
+
+Shape Linear::output_shape(const Shape& in) const {
+  ANVIL_CHECK(!in.empty() && in.back() == in_, "Linear", "input shape ", shape_str(in),
+              " does not end in ", in_);
+  Shape out = in;
+  out.back() = out_;
+  return out;
+}
+
+double Linear::forward_flops(const Shape& in) const {
+  const double rows = static_cast<double>(shape_numel(in) / in_);
+  return rows * (2.0 * in_ * out_ + (bias_->defined() ? out_ : 0));
+}
+
+void Linear::gemm_problems(const Shape& in, const std::string& prefix, std::vector<NamedGemm>& out) const {
+  const std::int64_t rows = shape_numel(in) / in_;
+  // Note [Linear layout]: forward NT, input gradient NN, weight gradient TN.
+  NamedGemm fwd{prefix + "forward", GemmProblem::dense(rows, out_, in_, false, true)};
+  fwd.problem.beta_zero = !bias_->defined();  // the bias is pre-written into y (beta = 1)
+  out.push_back(fwd);
+  out.push_back({prefix + "grad_input", GemmProblem::dense(rows, in_, out_, false, false)});
+  out.push_back({prefix + "grad_weight", GemmProblem::dense(out_, in_, rows, true, false)});
+}
+
+Tensor ActivationLayer::forward(const Tensor& x) {
+  switch (kind_) {
+    case Activation::sigmoid: return sigmoid(x);
+    case Activation::tanh: return tanh(x);
+    case Activation::relu: return relu(x);
+  }
+  return x;
+}
+
+std::string ActivationLayer::type_name() const {
+  switch (kind_) {
+    case Activation::sigmoid: return "Sigmoid";
+    case Activation::tanh: return "Tanh";
+    case Activation::relu: return "ReLU";
+  }
+  return "?";
+}
+
+double ActivationLayer::forward_flops(const Shape& in) const {
+  return static_cast<double>(shape_numel(in));  // one "op" per element, as usual in summaries
+}
+
+Dropout::Dropout(double p, Generator* seed_from) : p_(p) {
+  if (seed_from != nullptr) gen_.emplace(seed_from->next());
+  ANVIL_CHECK(p >= 0.0 && p < 1.0, "Dropout", "probability must be in [0, 1), got ", p);
+}
+Tensor Dropout::forward(const Tensor& x) {
+  return dropout(x, p_, is_training(), gen_ ? &*gen_ : nullptr);
+}
+std::string Dropout::extra_repr() const { return detail::str_cat("p=", p_); }
+
+Shape Flatten::output_shape(const Shape& in) const {
+  ANVIL_CHECK(!in.empty(), "Flatten", "needs a batch dimension");
+  return {in[0], shape_numel(in) / std::max<std::int64_t>(in[0], 1)};
+}
+
+Sequential::Sequential(std::initializer_list<ModulePtr> layers) {
+  for (const auto& l : layers) add(l);
+}
+
+Sequential& Sequential::add(ModulePtr layer, std::string name) {
+  ANVIL_CHECK(layer != nullptr, "Sequential::add", "null layer");
+  if (name.empty()) name = std::to_string(children().size());
+  register_module(std::move(name), std::move(layer));
+  return *this;
+}
+
+Tensor Sequential::forward(const Tensor& x) {
+  Tensor h = x;
+  for (const auto& [name, m] : children()) h = m->forward(h);
+  return h;
+}
+
+Shape Sequential::output_shape(const Shape& in) const {
+  Shape s = in;
+  for (const auto& [name, m] : children()) s = m->output_shape(s);
+  return s;
+}
+
+double Sequential::forward_flops(const Shape& in) const {
+  double f = 0;
+  Shape s = in;
+  for (const auto& [name, m] : children()) {
+    f += m->forward_flops(s);
+    s = m->output_shape(s);
+  }
+  return f;
+}
+
+void Sequential::gemm_problems(const Shape& in, const std::string& prefix, std::vector<NamedGemm>& out) const {
+  Shape s = in;
+  for (const auto& [name, m] : children()) {
+    m->gemm_problems(s, prefix + name + ".", out);
+    s = m->output_shape(s);
+  }
+}
+
+}  // namespace anvil::nn

@@ -1,0 +1,92 @@
+#pragma once
+// The basic layers: Linear, activations, Dropout, Flatten and the Sequential container.
+#include <initializer_list>
+#include <optional>
+
+#include "engine/core/random.h"
+#include "engine/nn/module.h"
+
+namespace anvil::nn {
+
+// y = x W^T + b with W [out, in] (PyTorch layout, Note [Linear layout]).
+// Default init as PyTorch: W, b ~ U(-1/sqrt(in), 1/sqrt(in)).
+class Linear final : public Module {
+ public:
+  Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true,
+         Generator* gen = nullptr);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "Linear"; }
+  std::string extra_repr() const override;
+  Shape output_shape(const Shape& in) const override;
+  double forward_flops(const Shape& in) const override;
+  void gemm_problems(const Shape& in, const std::string& prefix,
+                     std::vector<NamedGemm>& out) const override;
+
+  Tensor& weight() { return *weight_; }
+  Tensor& bias() { return *bias_; }
+  std::int64_t in_features() const { return in_; }
+  std::int64_t out_features() const { return out_; }
+
+ private:
+  std::int64_t in_, out_;
+  Tensor* weight_ = nullptr;
+  Tensor* bias_ = nullptr;
+  Tensor no_bias_;
+};
+
+enum class Activation { sigmoid, tanh, relu };
+
+// A parameter-free pointwise activation.
+class ActivationLayer final : public Module {
+ public:
+  explicit ActivationLayer(Activation kind) : kind_(kind) {}
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
+  double forward_flops(const Shape& in) const override;
+
+ private:
+  Activation kind_;
+};
+
+inline std::shared_ptr<ActivationLayer> Sigmoid() { return std::make_shared<ActivationLayer>(Activation::sigmoid); }
+inline std::shared_ptr<ActivationLayer> Tanh() { return std::make_shared<ActivationLayer>(Activation::tanh); }
+inline std::shared_ptr<ActivationLayer> ReLU() { return std::make_shared<ActivationLayer>(Activation::relu); }
+
+// Draws its masks from its own Generator, seeded from `seed_from` at construction (so a model
+// built from a seed drops the same units every run), or from the default generator when null.
+class Dropout final : public Module {
+ public:
+  explicit Dropout(double p = 0.5, Generator* seed_from = nullptr);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "Dropout"; }
+  std::string extra_repr() const override;
+
+ private:
+  double p_;
+  std::optional<Generator> gen_;
+};
+
+// Flattens every dim after the batch dim.
+class Flatten final : public Module {
+ public:
+  Tensor forward(const Tensor& x) override { return x.flatten(1); }
+  std::string type_name() const override { return "Flatten"; }
+  Shape output_shape(const Shape& in) const override;
+};
+
+class Sequential final : public Module {
+ public:
+  Sequential() = default;
+  Sequential(std::initializer_list<ModulePtr> layers);
+  // Appends a layer named by its position ("0", "1", ...) unless a name is given.
+  Sequential& add(ModulePtr layer, std::string name = {});
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "Sequential"; }
+  Shape output_shape(const Shape& in) const override;
+  double forward_flops(const Shape& in) const override;
+  void gemm_problems(const Shape& in, const std::string& prefix,
+                     std::vector<NamedGemm>& out) const override;
+  std::size_t size() const { return children().size(); }
+};
+
+}  // namespace anvil::nn

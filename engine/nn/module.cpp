@@ -1,0 +1,76 @@
+// nn::Module bookkeeping (engine/nn/module.h).
+#include "engine/nn/module.h"
+
+#include "engine/core/views.h"
+
+namespace anvil::nn {
+
+Tensor& Module::parameter(const std::string& name) {
+  for (auto& [n, t] : params_)
+    if (n == name) return t;
+  fail("Module::parameter", type_name(), " has no parameter '", name, "'");
+}
+
+void Module::register_parameter(std::string name, Tensor value) {
+  check_defined(value, "Module::register_parameter", name.c_str());
+  for (const auto& [n, t] : params_)
+    ANVIL_CHECK(n != name, "Module::register_parameter", "parameter '", name, "' registered twice");
+  value.set_requires_grad(true);
+  params_.emplace_back(std::move(name), std::move(value));
+}
+
+void Module::collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const {
+  for (const auto& [n, t] : params_) out.emplace_back(prefix + n, t);
+  for (const auto& [n, m] : children_) m->collect(prefix + n + ".", out);
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect("", out);
+  return out;
+}
+
+std::vector<Tensor> Module::parameters() const {
+  std::vector<Tensor> out;
+  for (auto& [n, t] : named_parameters()) out.push_back(t);
+  return out;
+}
+
+std::int64_t Module::num_parameters() const {
+  std::int64_t n = 0;
+  for (const auto& [name, t] : named_parameters()) n += t.numel();
+  return n;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [n, m] : children_) m->train(on);
+}
+
+void Module::zero_grad() {
+  for (auto& t : parameters()) t.mutable_grad() = Tensor();
+}
+
+void Module::to(Device device) {
+  for (auto& [n, t] : params_) {
+    if (t.device() == device) continue;
+    Tensor moved = raw::to_device(t, device);
+    moved.set_requires_grad(true);
+    t = moved;
+  }
+  for (auto& [n, m] : children_) m->to(device);
+}
+
+void Module::describe(std::string& out, const std::string& name, int depth) const {
+  out += std::string(2 * depth, ' ') + (name.empty() ? "" : name + ": ") + type_name() + "(" +
+         extra_repr() + ")\n";
+  for (const auto& [n, m] : children_) m->describe(out, n, depth + 1);
+}
+
+std::string Module::str() const {
+  std::string out;
+  describe(out, "", 0);
+  return out;
+}
+
+}  // namespace anvil::nn

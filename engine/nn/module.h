@@ -1,0 +1,81 @@
+#pragma once
+// nn::Module: named parameters, child modules, train/eval mode, shape and FLOP description.
+// The API follows libtorch: `auto y = model->forward(x); loss.backward(); opt.step();`.
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/core/tensor.h"
+#include "engine/dispatch/gemm_problem.h"
+
+namespace anvil::nn {
+
+// A GEMM a layer runs, named "fc1.forward" etc. (shared by tests and benchmarks).
+struct NamedGemm {
+  std::string name;
+  GemmProblem problem;
+};
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  virtual Tensor forward(const Tensor& x) = 0;
+  Tensor operator()(const Tensor& x) { return forward(x); }
+
+  // "Linear", "Sequential", ...
+  virtual std::string type_name() const = 0;
+  // Constructor arguments for printing ("in=784, out=512, bias=true").
+  virtual std::string extra_repr() const { return {}; }
+  // Output shape for an input of shape `in` (batch dim included); identity by default.
+  virtual Shape output_shape(const Shape& in) const { return in; }
+  // Forward FLOPs for an input of shape `in` (multiply-add = 2 FLOPs); 0 by default.
+  virtual double forward_flops(const Shape& in) const { (void)in; return 0.0; }
+  // Appends the GEMMs of forward and backward for input `in`, names prefixed by `prefix`.
+  virtual void gemm_problems(const Shape& in, const std::string& prefix,
+                             std::vector<NamedGemm>& out) const {
+    (void)in; (void)prefix; (void)out;
+  }
+
+  // Parameters of this module and its children, named "0.weight", "fc1.bias", ...
+  std::vector<std::pair<std::string, Tensor>> named_parameters() const;
+  std::vector<Tensor> parameters() const;
+  std::int64_t num_parameters() const;
+  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const { return children_; }
+
+  // Training mode (dropout active) for this module and its children.
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  // Sets every parameter's gradient to undefined (the cheapest "zero").
+  void zero_grad();
+  // Moves parameters to `device` in place (the Tensor handles held by optimizers stay valid
+  // only if the optimizer is created after this call).
+  void to(Device device);
+
+  // Multi-line description: one line per module with its extra_repr.
+  std::string str() const;
+
+ protected:
+  // Adds a parameter (a leaf that requires grad).
+  void register_parameter(std::string name, Tensor value);
+  // The stored handle of a parameter of this module (stable once registration is over).
+  Tensor& parameter(const std::string& name);
+  template <typename M>
+  std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
+    children_.emplace_back(std::move(name), module);
+    return module;
+  }
+
+ private:
+  void collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;
+  void describe(std::string& out, const std::string& name, int depth) const;
+
+  std::vector<std::pair<std::string, Tensor>> params_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  bool training_ = true;
+};
+
+using ModulePtr = std::shared_ptr<Module>;
+
+}  // namespace anvil::nn

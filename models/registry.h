@@ -1,0 +1,64 @@
+#pragma once
+// The model zoo: networks of ../shared/spec/networks.md by name, with summaries and the GEMM
+// problems their layers generate (one source of truth for tests and kernel benchmarks).
+//   auto net = anvil::models::create("fcn5");
+//   auto s = anvil::models::summary("fcn5");   // params, FLOPs per sample, layer table
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/random.h"
+#include "engine/nn/module.h"
+
+namespace anvil::models {
+
+// What a model consumes: float features [B, ...] with class-id targets [B] (images and FCN
+// inputs), or token ids.
+enum class InputKind { features, tokens };
+
+struct ModelOptions {
+  std::int64_t num_classes = 0;  // 0 = the definition's default
+  std::uint64_t seed = 1;        // parameter initialisation
+};
+
+struct ModelInfo {
+  std::string name;
+  std::string description;  // one line, from networks.md
+  Shape sample_shape;       // input shape of one sample (no batch dim)
+  InputKind input = InputKind::features;
+  std::int64_t num_classes = 0;
+  std::int64_t cpu_batch = 0;                 // the paper's CPU mini-batch
+  std::vector<std::int64_t> gpu_batches;      // the GPU sweep
+  std::string optimizer;                      // the timing method's optimizer, e.g. "sgd lr=0.01"
+  std::function<nn::ModulePtr(const ModelOptions&, Generator&)> build;
+};
+
+struct LayerRow {
+  std::string name;    // "0", "fc1", ...
+  std::string type;    // "Linear"
+  std::string repr;    // "in=26752, out=2048, bias=true"
+  Shape output_shape;  // for batch 1
+  std::int64_t params = 0;
+  double flops = 0;    // forward, per sample
+};
+
+struct ModelSummary {
+  std::string name;
+  std::int64_t params = 0;
+  double flops_per_sample = 0;  // forward FLOPs (2 per multiply-add)
+  std::vector<LayerRow> layers;
+  std::string table() const;    // printable layer table
+};
+
+// Adds a model (done for the built-ins by the registry itself; user code may add its own).
+void register_model(ModelInfo info);
+std::vector<std::string> list();
+const ModelInfo& info(const std::string& name);  // throws listing the known names
+nn::ModulePtr create(const std::string& name, const ModelOptions& options = {});
+ModelSummary summary(const std::string& name);
+// Forward, input-gradient and weight-gradient GEMMs of every layer at batch `batch`,
+// named "fcn5:0.forward" etc.
+std::vector<nn::NamedGemm> gemm_problems(const std::string& name, std::int64_t batch);
+
+}  // namespace anvil::models

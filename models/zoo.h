@@ -1,0 +1,11 @@
+#pragma once
+// The built-in model families, one file each (fcn.cpp now; CNNs and LSTMs later).
+#include <vector>
+
+#include "models/registry.h"
+
+namespace anvil::models {
+
+std::vector<ModelInfo> builtin_fcn_models();  // fcn5, fcn8, fcn_r, mlp_mnist
+
+}  // namespace anvil::models
