@@ -46,9 +46,15 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   ANVIL_CHECK(x.dim() >= 1 && x.sizes().back() == weight.sizes()[1], "linear", "input ",
               shape_str(x.sizes()), " has ", x.dim() ? x.sizes().back() : 0,
               " features but weight ", shape_str(weight.sizes()), " expects ", weight.sizes()[1]);
-  if (bias.defined())
+  ANVIL_CHECK(weight.dtype() == x.dtype(), "linear", "dtype mismatch: input is ",
+              dtype_name(x.dtype()), " but weight is ", dtype_name(weight.dtype()));
+  if (bias.defined()) {
     ANVIL_CHECK(bias.dim() == 1 && bias.sizes()[0] == weight.sizes()[0], "linear", "bias ",
                 shape_str(bias.sizes()), " does not match weight ", shape_str(weight.sizes()));
+    // Checked here because the bias is copied into y (copy_ converts dtypes silently).
+    ANVIL_CHECK(bias.dtype() == x.dtype(), "linear", "dtype mismatch: input is ",
+                dtype_name(x.dtype()), " but bias is ", dtype_name(bias.dtype()));
+  }
   if (x.dim() != 2) {  // [..., in] -> [rows, in] -> [..., out]
     Shape out_shape(x.sizes().begin(), x.sizes().end() - 1);
     out_shape.push_back(weight.sizes()[0]);

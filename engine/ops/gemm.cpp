@@ -2,6 +2,10 @@
 // checks, autotune trials, dispatch.
 #include "engine/ops/gemm.h"
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include "engine/core/views.h"
 #include "engine/ops/elementwise.h"
 #include "kernels/register.h"
@@ -31,6 +35,26 @@ Operand as_operand(const Tensor& x, bool trans) {
   return {d, trans, std::max<std::int64_t>(c, 1), nd == 3 ? r * c : 0};
 }
 
+// Note [GEMM output overlap]
+// C is written, so no two of its elements may share memory. An expand()ed C (stride 0) or one
+// whose rows overlap (row stride < N) used to pass the checks and then be written through
+// ldc = max(row stride, N), i.e. past the end of its storage. This is a sufficient test: with
+// the dims of size > 1 sorted by stride, each stride must reach past the span of the smaller
+// ones. Every dense layout, permutation and padded slice passes.
+bool non_overlapping(const Tensor& t) {
+  if (t.numel() == 0) return true;
+  std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // (stride, size)
+  for (std::int64_t d = 0; d < t.dim(); ++d)
+    if (t.sizes()[d] > 1) dims.emplace_back(t.strides()[d], t.sizes()[d]);
+  std::sort(dims.begin(), dims.end());
+  std::int64_t span = 1;  // elements covered by the dims so far
+  for (const auto& [stride, size] : dims) {
+    if (stride < span) return false;
+    span += stride * (size - 1);
+  }
+  return true;
+}
+
 void check_args(const Tensor& a, bool ta, const Tensor& b, bool tb, const Tensor& c) {
   check_defined(a, "gemm", "A");
   check_defined(b, "gemm", "B");
@@ -57,6 +81,9 @@ void check_args(const Tensor& a, bool ta, const Tensor& b, bool tb, const Tensor
   ANVIL_CHECK(c.strides()[nd - 1] == 1 || c.sizes()[nd - 1] == 1, "gemm",
               "C must have dense rows (stride 1 in its last dim), got strides ",
               shape_str(c.strides()));
+  ANVIL_CHECK(non_overlapping(c), "gemm", "C ", shape_str(c.sizes()), " with strides ",
+              shape_str(c.strides()), " has elements that overlap in memory (e.g. an expand() view); "
+              "write into a contiguous tensor instead");
 }
 
 GemmProblem make_problem(const Operand& A, const Operand& B, const Tensor& c, std::int64_t m,

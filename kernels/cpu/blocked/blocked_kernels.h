@@ -31,10 +31,11 @@ struct IsaKernels {
   void (*pack_b)(const float* b, std::int64_t ldb, bool trans, std::int64_t kc, std::int64_t nc,
                  float* dst);
   // C[0:mc, 0:nc] = alpha * Ap * Bp + (read_c ? beta * C : 0) over packed blocks of depth kc.
-  // With read_c false, C is only written.
-  void (*macro)(std::int64_t mc, std::int64_t nc, std::int64_t kc, const float* ap,
-                const float* bp, float* c, std::int64_t ldc, float alpha, float beta,
-                bool read_c);
+  // With read_c false, C is only written. With b_src non-null, bp is not packed yet: the macro
+  // packs it from op(B) = b_src (not transposed, rows ldb apart), fused or first.
+  void (*macro)(std::int64_t mc, std::int64_t nc, std::int64_t kc, const float* ap, float* bp,
+                const float* b_src, std::int64_t ldb, float* c, std::int64_t ldc, float alpha,
+                float beta, bool read_c);
 };
 
 // Each returns its ISA's table. Call only after checking the CPU supports that ISA.

@@ -57,8 +57,11 @@ __attribute__((always_inline)) inline void tile(i64 kc, const float* __restrict 
   }
 }
 
-void macro(i64 mc, i64 nc, i64 kc, const float* ap, const float* bp, float* c, i64 ldc,
-           float alpha, float beta, bool read_c) {
+void pack_b(const float* b, i64 ldb, bool trans, i64 kc, i64 nc, float* dst);
+
+void macro(i64 mc, i64 nc, i64 kc, const float* ap, float* bp, const float* b_src, i64 ldb,
+           float* c, i64 ldc, float alpha, float beta, bool read_c) {
+  if (b_src) pack_b(b_src, ldb, false, kc, nc, bp);  // no fused packing on this path
   alignas(32) float scratch[kMR * kNR];
   for (i64 i = 0; i < mc; i += kMR) {
     const i64 mr = (mc - i < kMR) ? mc - i : kMR;

@@ -75,13 +75,34 @@ inline __mmask16 low_mask(i64 n) {  // lanes [0, n), n clamped to [0, 16]
   return static_cast<__mmask16>((1u << n) - 1u);
 }
 
+// Note [Fused packing of B]
+// When M is small (the FCN-5 batch-64 layers: M = 64) an element of B feeds only M/14 tiles, i.e.
+// about 4 cycles of FMAs, and a separate packing pass costs 0.6-1.5 cycles per element even from
+// L2 (a load plus a store that misses L1: ~190 bytes of L1<->L2 traffic per vector) and more
+// from DRAM: measured, packing B was a quarter to a third of the run time at M = 64. So when op(B)
+// is not transposed (its rows are contiguous, the packed layout is a plain copy), the first row
+// of tiles reads B straight from the source, prefetching kFusedAhead rows ahead (rows are a page
+// apart, which no hardware prefetcher follows), and stores every B vector it loads into the
+// packed panel as it goes; the other rows of tiles read the packed panel. The copy then costs two
+// stores per 28 FMAs, hidden behind them. Transposed B is still packed on its own (16x16
+// transposes in pack_b): a transpose cannot be fused into a broadcast-FMA tile.
+#ifndef ANVIL_FUSED_AHEAD
+#define ANVIL_FUSED_AHEAD 16
+#endif
+#ifndef ANVIL_FUSED_HINT
+#define ANVIL_FUSED_HINT _MM_HINT_T0
+#endif
+constexpr i64 kFusedAhead = ANVIL_FUSED_AHEAD;  // rows x ~28 cycles each > DRAM latency
+
 // One register tile: C[0:MR, 0:16*NV] = alpha * sum_l A[:, l] B[l, :] (+ beta * C), with the
-// last vector's columns limited by `last_mask`. Always inlined into its per-shape instance.
-template <int MR, int NV>
+// last vector's columns limited by `last_mask`. With FUSE, B rows are read from `bsrc` (ldb
+// apart) and copied into the packed panel `bp`; otherwise they are read from `bp`. Always
+// inlined into its per-shape instance.
+template <int MR, int NV, bool FUSE>
 __attribute__((always_inline)) inline void tile(i64 kc, const float* __restrict ap,
-                                                const float* __restrict bp, float* c, i64 ldc,
-                                                float alpha, float beta, bool read_c,
-                                                __mmask16 last_mask) {
+                                                float* __restrict bp, const float* bsrc, i64 ldb,
+                                                float* c, i64 ldc, float alpha, float beta,
+                                                bool read_c, __mmask16 last_mask) {
   // The C tile is needed only after the whole k loop (thousands of cycles from now): prefetch it
   // so the write-back does not stall on L3/DRAM latency with C read and written K/KC times.
 #pragma GCC unroll 16
@@ -99,8 +120,22 @@ __attribute__((always_inline)) inline void tile(i64 kc, const float* __restrict 
 #pragma GCC unroll 2
   for (i64 l = 0; l < kc; ++l) {
     __m512 b[NV];
+    if constexpr (FUSE) {
+      const char* ahead = reinterpret_cast<const char*>(bsrc + kFusedAhead * ldb);
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) b[v] = _mm512_load_ps(bp + 16 * v);
+      for (int v = 0; v < NV; ++v) _mm_prefetch(ahead + 64 * v, ANVIL_FUSED_HINT);
+      _mm_prefetch(ahead + 64 * NV - 1, ANVIL_FUSED_HINT);  // the row may straddle one more line
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        b[v] = (v == NV - 1) ? _mm512_maskz_loadu_ps(last_mask, bsrc + 16 * v)
+                             : _mm512_loadu_ps(bsrc + 16 * v);
+        _mm512_store_ps(bp + 16 * v, b[v]);
+      }
+      bsrc += ldb;
+    } else {
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) b[v] = _mm512_load_ps(bp + 16 * v);
+    }
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       const __m512 a = _mm512_set1_ps(ap[r]);
@@ -127,48 +162,50 @@ __attribute__((always_inline)) inline void tile(i64 kc, const float* __restrict 
   }
 }
 
-using TileFn = void (*)(i64, const float*, const float*, float*, i64, float, float, bool,
-                        __mmask16);
+using TileFn = void (*)(i64, const float*, float*, const float*, i64, float*, i64, float, float,
+                        bool, __mmask16);
 
-template <int MR, int NV>
-__attribute__((noinline)) void tile_fn(i64 kc, const float* ap, const float* bp, float* c,
-                                       i64 ldc, float alpha, float beta, bool read_c,
-                                       __mmask16 last_mask) {
-  tile<MR, NV>(kc, ap, bp, c, ldc, alpha, beta, read_c, last_mask);
+template <int MR, int NV, bool FUSE>
+__attribute__((noinline)) void tile_fn(i64 kc, const float* ap, float* bp, const float* bsrc,
+                                       i64 ldb, float* c, i64 ldc, float alpha, float beta,
+                                       bool read_c, __mmask16 last_mask) {
+  tile<MR, NV, FUSE>(kc, ap, bp, bsrc, ldb, c, ldc, alpha, beta, read_c, last_mask);
 }
 
-// Edge tiles: kEdge.f[mr-1][nv-1] handles an mr-row, nv-vector tile.
-struct EdgeTable {
-  TileFn f[kMR][kNV];
+// Every tile shape: f[fuse][mr-1][nv-1] handles an mr-row, nv-vector tile.
+struct TileTable {
+  TileFn f[2][kMR][kNV];
 };
 template <int R, int V>
-constexpr void fill_edges(EdgeTable& t) {
-  t.f[R - 1][V - 1] = &tile_fn<R, V>;
-  if constexpr (V > 1) fill_edges<R, V - 1>(t);
-  else if constexpr (R > 1) fill_edges<R - 1, kNV>(t);
+constexpr void fill_tiles(TileTable& t) {
+  t.f[0][R - 1][V - 1] = &tile_fn<R, V, false>;
+  t.f[1][R - 1][V - 1] = &tile_fn<R, V, true>;
+  if constexpr (V > 1) fill_tiles<R, V - 1>(t);
+  else if constexpr (R > 1) fill_tiles<R - 1, kNV>(t);
 }
-constexpr EdgeTable make_edges() {
-  EdgeTable t{};
-  fill_edges<kMR, kNV>(t);
+constexpr TileTable make_tiles() {
+  TileTable t{};
+  fill_tiles<kMR, kNV>(t);
   return t;
 }
-constexpr EdgeTable kEdge = make_edges();
+constexpr TileTable kTiles = make_tiles();
 
-void macro(i64 mc, i64 nc, i64 kc, const float* ap, const float* bp, float* c, i64 ldc,
-           float alpha, float beta, bool read_c) {
+void macro(i64 mc, i64 nc, i64 kc, const float* ap, float* bp, const float* b_src, i64 ldb,
+           float* c, i64 ldc, float alpha, float beta, bool read_c) {
   for (i64 i = 0; i < mc; i += kMR) {
     const i64 mr = (mc - i < kMR) ? mc - i : kMR;
     const float* api = ap + i * kc;
+    const bool fuse = b_src != nullptr && i == 0;  // Note [Fused packing of B]
     for (i64 j = 0; j < nc; j += kNR) {
       const i64 w = (nc - j < kNR) ? nc - j : kNR;
-      const float* bpj = bp + j * kc;
+      float* bpj = bp + j * kc;
       float* cij = c + i * ldc + j;
-      if (mr == kMR && w == kNR) {
-        tile<kMR, kNV>(kc, api, bpj, cij, ldc, alpha, beta, read_c, 0xFFFF);
+      if (mr == kMR && w == kNR && !fuse) {  // the hot path, inlined
+        tile<kMR, kNV, false>(kc, api, bpj, nullptr, 0, cij, ldc, alpha, beta, read_c, 0xFFFF);
       } else {
         const i64 nv = (w + 15) / 16;
-        kEdge.f[mr - 1][nv - 1](kc, api, bpj, cij, ldc, alpha, beta, read_c,
-                                low_mask(w - 16 * (nv - 1)));
+        kTiles.f[fuse][mr - 1][nv - 1](kc, api, bpj, fuse ? b_src + j : nullptr, ldb, cij, ldc,
+                                       alpha, beta, read_c, low_mask(w - 16 * (nv - 1)));
       }
     }
   }
@@ -243,22 +280,12 @@ void pack_a(const float* a, i64 lda, bool trans, i64 mc, i64 kc, float* dst) {
   }
 }
 
-#ifndef ANVIL_PACK_AHEAD
-#define ANVIL_PACK_AHEAD 4
-#define ANVIL_PACK_AHEAD_T 4
-#endif
-constexpr i64 kPackAhead = ANVIL_PACK_AHEAD;
-constexpr i64 kPackAheadT = ANVIL_PACK_AHEAD_T;
-
 void pack_b(const float* b, i64 ldb, bool trans, i64 kc, i64 nc, float* dst) {
   if (!trans) {
     // op(B)(l, j) = b[l*ldb + j]: row l of the source is row l of every panel.
     const i64 full = nc / kNR * kNR;
     for (i64 l = 0; l < kc; ++l) {
       const float* s = b + l * ldb;
-      if (l + kPackAhead < kc)
-        for (i64 j = 0; j < nc; j += 16)
-          _mm_prefetch(reinterpret_cast<const char*>(s + kPackAhead * ldb + j), _MM_HINT_T0);
       for (i64 j = 0; j < full; j += kNR)
 #pragma GCC unroll 4
         for (int v = 0; v < kNV; ++v)
@@ -284,10 +311,6 @@ void pack_b(const float* b, i64 ldb, bool trans, i64 kc, i64 nc, float* dst) {
       for (i64 l0 = 0; l0 < kc; l0 += 16) {
         const i64 lw = (kc - l0 < 16) ? kc - l0 : 16;
         const __mmask16 ml = low_mask(lw);
-        if (l0 + 16 * kPackAheadT < kc)
-          for (i64 q = 0; q < cw; ++q)
-            _mm_prefetch(reinterpret_cast<const char*>(s + q * ldb + l0 + 16 * kPackAheadT),
-                         _MM_HINT_T0);
         __m512 r[16];
 #pragma GCC unroll 16
         for (int q = 0; q < 16; ++q)

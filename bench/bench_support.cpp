@@ -1,0 +1,103 @@
+// Command-line flags and run context of anvil_bench (bench/bench_support.h).
+#include "bench/bench_support.h"
+
+#include <sys/resource.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "engine/anvil/anvil.h"
+
+namespace anvil::bench {
+namespace {
+
+Options& mutable_options() {
+  static Options o;
+  return o;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, sep))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown";
+}
+
+}  // namespace
+
+Options parse_options(int& argc, char** argv) {
+  Options& o = mutable_options();
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int t = 1; t <= hw; t *= 2) o.threads.push_back(t);  // 1, 2, 4, ... up to the hardware
+  o.models = {"fcn5"};
+  int out = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](const char* flag) -> const char* {
+      const std::size_t n = std::strlen(flag);
+      return a.compare(0, n, flag) == 0 ? argv[i] + n : nullptr;
+    };
+    if (const char* v = value("--anvil_threads=")) {
+      o.threads.clear();
+      for (const auto& t : split(v, ',')) o.threads.push_back(std::stoi(t));
+    } else if (const char* v = value("--anvil_models=")) {
+      o.models = split(v, ',');
+    } else if (const char* v = value("--anvil_variant=")) {
+      for (const auto& [op, name] : parse_variant_spec(v)) set_forced_variant(op, name);
+    } else if (const char* v = value("--anvil_peak=")) {
+      o.peak_gflops_per_core = std::stod(v);
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  argc = out;
+  return o;
+}
+
+const Options& options() { return mutable_options(); }
+
+void add_context() {
+  register_builtin_kernels();
+  benchmark::AddCustomContext("anvil.git_revision", ANVIL_GIT_REV);
+  benchmark::AddCustomContext("anvil.compiler", ANVIL_CXX_COMPILER);
+  benchmark::AddCustomContext("anvil.cpu_model", cpu_model());
+  benchmark::AddCustomContext("anvil.peak_gflops_per_core", std::to_string(options().peak_gflops_per_core));
+  std::string threads;
+  for (int t : options().threads) threads += (threads.empty() ? "" : ",") + std::to_string(t);
+  benchmark::AddCustomContext("anvil.thread_sweep", threads);
+  for (const auto& [k, v] : config_summary()) benchmark::AddCustomContext("anvil." + k, v);
+  for (auto* table : variant_tables()) {
+    std::string names;
+    for (const auto& v : table->list()) names += (names.empty() ? "" : ",") + v.name;
+    benchmark::AddCustomContext("anvil.variants." + table->op(), names);
+    const std::string forced = forced_variant(table->op());
+    if (!forced.empty()) benchmark::AddCustomContext("anvil.forced." + table->op(), forced);
+  }
+  benchmark::AddCustomContext("anvil.autotune", autotune_enabled() ? "on" : "off");
+}
+
+void set_pct_peak(benchmark::State& state, double flops_per_iteration, double seconds, int threads) {
+  if (seconds <= 0) return;
+  const double achieved = flops_per_iteration * static_cast<double>(state.iterations()) / seconds;
+  state.counters["pct_peak"] = achieved / (options().peak_gflops_per_core * 1e9 * threads) * 100.0;
+}
+
+double peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) * 1024.0;
+}
+
+}  // namespace anvil::bench

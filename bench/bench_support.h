@@ -1,0 +1,33 @@
+#pragma once
+// Shared pieces of the benchmark binary: anvil's own command-line flags, the run context
+// (machine, versions, threads, variants) and measurement helpers.
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <vector>
+
+namespace anvil::bench {
+
+struct Options {
+  std::vector<int> threads;       // thread counts to sweep (--anvil_threads=1,2)
+  std::vector<std::string> models;  // model names for step benchmarks (--anvil_models=fcn5)
+  double peak_gflops_per_core = 242.0;  // --anvil_peak (TOOLCHAIN.md's measured FMA peak)
+};
+
+// Removes --anvil_* flags from argv (the rest goes to Google Benchmark) and applies
+// --anvil_variant=op=name[,...] through set_forced_variant().
+Options parse_options(int& argc, char** argv);
+const Options& options();
+
+// Adds machine, build and configuration facts to the JSON/console context.
+void add_context();
+
+// Sets the "pct_peak" counter: achieved FLOP/s as a percentage of threads x the per-core peak.
+// `seconds` is the wall time of the timed loop (Google Benchmark 1.7 does not expose it, and a
+// rate counter would print a misleading "/s" unit).
+void set_pct_peak(benchmark::State& state, double flops_per_iteration, double seconds, int threads);
+
+// Peak resident set size of the process so far, in bytes (getrusage).
+double peak_rss_bytes();
+
+}  // namespace anvil::bench
