@@ -263,6 +263,8 @@ TEST_CASE("gradcheck: linear", "[gradcheck][linear]") {
   Tensor x3 = uniform_leaf({2, 3, 4}, -1, 1, 93);
   ANVIL_CHECK_GRADCHECK("linear 3-D input", [](const V& in) { return linear(in[0], in[1], in[2]); },
                         {x3, w, b});
+  ANVIL_CHECK_GRADCHECK("linear 1-D input", [](const V& in) { return linear(in[0], in[1], in[2]); },
+                        {uniform_leaf({4}, -1, 1, 98), w, b});
   ANVIL_CHECK_GRADCHECK("linear transposed input",
                         [](const V& in) { return linear(in[0].t(), in[1], in[2]); },
                         {uniform_leaf({4, 3}, -1, 1, 94), w, b});

@@ -37,7 +37,7 @@ TEST_CASE("transpose and slice share storage", "[tensor][views]") {
   CHECK(c.select(0, 3).select(0, 2).item() == 42.0);
 }
 
-TEST_CASE("view follows strides; reshape copies only when it must", "[tensor][views]") {
+TEST_CASE("view follows strides, reshape copies only when it must", "[tensor][views]") {
   Tensor a = Tensor::arange(24).reshape({2, 3, 4});
   Tensor p = a.permute({0, 2, 1});  // [2,4,3]
   CHECK_THROWS_WITH(p.view({2, 12}), Catch::Contains("cannot view"));

@@ -429,7 +429,7 @@ TEST_CASE("select_variant follows the rules of Note [Variant selection]", "[sele
   }
 }
 
-TEST_CASE("ForceVariant nests, restores and is per thread; set_forced_variant is global", "[selection]") {
+TEST_CASE("ForceVariant nests, restores and is per thread, set_forced_variant is global", "[selection]") {
   const std::string base = forced_variant("gemm");  // ANVIL_VARIANT may set one
   {
     ForceVariant outer("gemm", "ref");

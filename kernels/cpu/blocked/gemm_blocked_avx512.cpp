@@ -25,16 +25,18 @@ namespace {
 using i64 = std::int64_t;
 
 // Note [Register tile 14x32]
-// Zen 5 retires two 512-bit FMAs per cycle with a latency of 4 cycles, so at least 2 x 4 = 8
-// independent accumulator chains are needed to keep both pipes busy; more chains give slack for
-// load latency. 32 zmm registers hold MR x NV accumulators + NV vectors of B (A is broadcast
-// straight from memory as an FMA operand, {1to16}). 14 x 2 = 28 accumulators + 2 B vectors = 30
-// registers, and per step of k: 2 vector loads + 14 broadcasts for 28 FMAs, i.e. 16 loads per 14
-// cycles, within the 2 loads/cycle of the core. Compared with 6x64 (24 accumulators, 4 B vectors)
-// it moves half as many bytes of B per FMA (128 B per 14 cycles instead of 256 B per 12), which
-// matters because B streams from L2 (Note [Blocking]); measured 6x64, 8x48 and 12x32 were equal or
-// slower. N being a multiple of 32 in every DLBench shape is a bonus. M edges (M = 64 is 4x14 + 8)
-// use exact-height tiles, not zero padding, so no FMA is wasted on them.
+// A Zen 5 core retires two 512-bit FMAs per cycle with a latency of 4, so at least 2 x 4 = 8
+// independent accumulator chains are needed to keep both pipes busy, and more give slack for
+// load latency. 32 zmm registers hold MR x NV accumulators, NV vectors of B and one broadcast of
+// A: 14 x 2 = 28 accumulators + 2 + 1 = 31 registers. Per step of k that is 2 vector loads and 14
+// broadcasts for 28 FMAs (16 loads per 14 cycles, within the 2-3 loads/cycle of the core), and
+// 128 B of B per 28 FMAs. The wider 6x64 tile (24 accumulators) needs 256 B of B per 24 FMAs,
+// twice the L2 bandwidth, and B is the operand streamed from L2 (Note [Blocking]); 12x32 and
+// 8x48 sit in between. On the host this was tuned on (a VM whose 512-bit and 256-bit FMA peaks
+// are equal, 117 GFLOP/s, i.e. Zen 4-like one 512-bit FMA per cycle) 14x32, 12x32, 8x48 and 6x64
+// all ran within noise of each other (100-105 GFLOP/s on M=1022 N=1024 K=6000), so the choice
+// rests on the bandwidth argument. M edges (M = 64 is 4 x 14 + 8) use exact-height tiles, not
+// zero padding, so no FMA is wasted on them; all DLBench N are multiples of 32.
 constexpr int kMR = ANVIL_BLOCKED_MR;
 constexpr int kNV = ANVIL_BLOCKED_NV;  // zmm vectors across a tile
 constexpr int kNR = 16 * kNV;
@@ -43,15 +45,18 @@ static_assert(kNV >= 1 && kMR * kNV + kNV <= 32, "accumulators + B vectors must 
 
 // Note [Blocking]
 // Loop nest (driver in gemm_blocked.cpp, inner two loops here):
-//   for ic (MC rows of A)  for pc (KC deep)  pack A block [MC x KC]      shared, L3
+//   for ic (MC rows of A)  for pc (KC deep)  pack A block [MC x KC]      shared by the threads
 //     for jc (NC columns, split across threads)  pack B block [KC x NC]   per thread, L2
 //       for ir (MR rows)  for jr (NR columns)  micro-kernel               A micro-panel in L1
-// The broadcast operand (A) stays in L1 and the vector operand (B) streams from L2, as in BLIS's
-// x86 kernels: the A micro-panel, 14 x 384 x 4 B = 21 KiB, leaves room in the 48 KiB L1 for the
-// B stream; the B block, 384 x 256 x 4 B = 384 KiB, sits in the 1 MiB private L2 together with
-// C tiles and prefetched A. KC = 384 also keeps the C traffic low: every KC step reads and writes
-// the C tile once (K/KC passes over C), which for K = 26752 is 70 passes. MC only bounds the A
-// buffer (2 x MC x KC x 4 B, double-buffered) and the number of times B is repacked (M / MC).
+// The broadcast operand (A) stays near the core and the vector operand (B) streams from L2, as
+// in BLIS's x86 kernels: the A micro-panel, 14 x 384 x 4 B = 21 KiB, is reused by the NC/NR = 8
+// tiles of a row; the B block, 384 x 256 x 4 B = 384 KiB, sits in the 1 MiB private L2 with room
+// for C tiles and A. KC = 384 also keeps C traffic low: each K step reads and writes C once
+// (K/KC passes: 70 for K = 26752, from L3 for the 8 MiB DLBench C). MC only bounds the A buffer
+// (2 x MC x KC x 4 B, double-buffered) and how often B is repacked (M / MC times). Measured on
+// M=1022 N=1024 K=6000: KC in {256, 384, 512} x NC in {128, 256, 512} all gave 100-106 GFLOP/s
+// on the 117 GFLOP/s host (noise ~5 %), KC = 256 the lowest; 384 x 256 keeps the L1 and L2
+// footprints safe on both 32 KiB (Zen 4) and 48 KiB (Zen 5) L1s.
 #ifndef ANVIL_BLOCKED_KC  // overridable only for blocking experiments
 #define ANVIL_BLOCKED_MC 2048
 #define ANVIL_BLOCKED_KC 384
@@ -86,14 +91,7 @@ inline __mmask16 low_mask(i64 n) {  // lanes [0, n), n clamped to [0, 16]
 // packed panel as it goes; the other rows of tiles read the packed panel. The copy then costs two
 // stores per 28 FMAs, hidden behind them. Transposed B is still packed on its own (16x16
 // transposes in pack_b): a transpose cannot be fused into a broadcast-FMA tile.
-#ifndef ANVIL_FUSED_AHEAD
-#define ANVIL_FUSED_AHEAD 16
-#endif
-#ifndef ANVIL_FUSED_HINT
-#define ANVIL_FUSED_HINT _MM_HINT_T0
-#endif
-constexpr i64 kFusedAhead = ANVIL_FUSED_AHEAD;  // rows x ~28 cycles each > DRAM latency
-
+constexpr i64 kFusedAhead = 16;  // rows ahead (x ~28 cycles each) for the first micro-panel
 // One register tile: C[0:MR, 0:16*NV] = alpha * sum_l A[:, l] B[l, :] (+ beta * C), with the
 // last vector's columns limited by `last_mask`. With FUSE, B rows are read from `bsrc` (ldb
 // apart) and copied into the packed panel `bp`; otherwise they are read from `bp`. Always
@@ -121,10 +119,17 @@ __attribute__((always_inline)) inline void tile(i64 kc, const float* __restrict 
   for (i64 l = 0; l < kc; ++l) {
     __m512 b[NV];
     if constexpr (FUSE) {
+      // Into L2 (T1): row l + kFusedAhead of this panel, for the first panel of a block, and row
+      // l of the next panel (the next 16*NV floats of the same source row), one tile ahead.
       const char* ahead = reinterpret_cast<const char*>(bsrc + kFusedAhead * ldb);
+      const char* next = reinterpret_cast<const char*>(bsrc + 16 * NV);
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) _mm_prefetch(ahead + 64 * v, ANVIL_FUSED_HINT);
-      _mm_prefetch(ahead + 64 * NV - 1, ANVIL_FUSED_HINT);  // the row may straddle one more line
+      for (int v = 0; v < NV; ++v) {
+        _mm_prefetch(ahead + 64 * v, _MM_HINT_T1);
+        _mm_prefetch(next + 64 * v, _MM_HINT_T1);
+      }
+      _mm_prefetch(ahead + 64 * NV - 1, _MM_HINT_T1);  // a misaligned row straddles one more line
+      _mm_prefetch(next + 64 * NV - 1, _MM_HINT_T1);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) {
         b[v] = (v == NV - 1) ? _mm512_maskz_loadu_ps(last_mask, bsrc + 16 * v)
@@ -311,6 +316,10 @@ void pack_b(const float* b, i64 ldb, bool trans, i64 kc, i64 nc, float* dst) {
       for (i64 l0 = 0; l0 < kc; l0 += 16) {
         const i64 lw = (kc - l0 < 16) ? kc - l0 : 16;
         const __mmask16 ml = low_mask(lw);
+        // The same 64 bytes of the next 16 source rows, into L2: one group ahead is enough lead
+        // time, and rows a page apart are beyond the hardware prefetchers (-20 % pack time).
+        for (int q = 16; q < 32; ++q)
+          _mm_prefetch(reinterpret_cast<const char*>(s + q * ldb + l0), _MM_HINT_T1);
         __m512 r[16];
 #pragma GCC unroll 16
         for (int q = 0; q < 16; ++q)

@@ -21,7 +21,11 @@ void gemm_ref_typed(const GemmArgs& args) {
   auto b_at = [&](const T* b, std::int64_t l, std::int64_t j) {
     return p.trans_b ? b[j * p.ldb + l] : b[l * p.ldb + j];
   };
-#pragma omp parallel for collapse(2) schedule(static)
+  // Small problems run serially: a parallel region costs more than their work, and much more
+  // when the cores are oversubscribed (tests run side by side), where every barrier can wait a
+  // whole scheduler time slice.
+  const double work = static_cast<double>(p.batch) * p.m * p.n * p.k;
+#pragma omp parallel for collapse(2) schedule(static) if (work >= 262144.0)
   for (std::int64_t bi = 0; bi < p.batch; ++bi) {
     for (std::int64_t i = 0; i < p.m; ++i) {
       const T* a = A + bi * p.stride_a;

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Collects the raw outputs of scripts/compare_pytorch.sh into compare_pytorch.json / .md.
+
+  compare_report.py batch-of RAW_ANVIL.json      prints the batch of the model benchmark it ran
+  compare_report.py summarize --raw DIR --config CFG --commands FILE --json OUT --md OUT
+
+Statistics: anvil_bench reports, per process, the median over its repetitions of the mean time
+per iteration (Google Benchmark aggregates); the PyTorch peer reports the same statistic
+(median_of_rep_means_s). Each side ran `rounds` processes interleaved; the table shows the
+median over those rounds, and the range across rounds to show the host's noise.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+TAG = re.compile(r"(?P<side>anvil|torch)_(?P<model>.+)_(?P<phase>train|inference)_t(?P<threads>\d+)_r(?P<round>\d+)\.jsonl?$")
+
+
+def anvil_entry(path: str) -> dict:
+    """The model benchmark of one anvil_bench JSON output: its median aggregate when repetitions
+    > 1 (Google Benchmark prints no aggregates for a single repetition), else the plain run."""
+    with open(path) as f:
+        doc = json.load(f)
+    runs = [b for b in doc.get("benchmarks", []) if b.get("name", "").startswith("model/")]
+    if not runs:
+        raise ValueError(f"{path}: no model benchmark in the output")
+    for b in runs:
+        if b.get("error_occurred"):
+            raise ValueError(f"{path}: {b['name']}: {b.get('error_message')}")
+    med = [b for b in runs if b.get("aggregate_name") == "median"]
+    b = med[0] if med else runs[0]
+    name = b.get("run_name", b["name"])
+    m = re.search(r"/batch:(\d+)/threads:(\d+)", name)
+    return {"name": name, "seconds": b["real_time"] * UNIT[b.get("time_unit", "ns")],
+            "repetitions": b.get("repetitions", 1), "batch": int(m.group(1)), "threads": int(m.group(2)),
+            "peak_rss_MB": b.get("peak_rss_MB"), "alloc_peak_MB": b.get("alloc_peak_MB"),
+            "pct_peak": b.get("pct_peak"), "context": doc.get("context", {})}
+
+
+def torch_entry(path: str) -> dict:
+    with open(path) as f:
+        objs = [json.loads(l) for l in f if l.startswith("{")]
+    if not objs:
+        raise ValueError(f"{path}: the PyTorch peer printed no result")
+    return objs[0]
+
+
+def load_peer_module():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("pytorch_models", os.path.join(os.path.dirname(__file__), "pytorch_models.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def summarize(a) -> None:
+    groups: dict = {}
+    for path in sorted(glob.glob(os.path.join(a.raw, "*.json*"))):
+        m = TAG.search(os.path.basename(path))
+        if not m:
+            continue
+        key = (m["model"], m["phase"], int(m["threads"]))
+        g = groups.setdefault(key, {"anvil": [], "torch": []})
+        g[m["side"]].append(anvil_entry(path) if m["side"] == "anvil" else torch_entry(path))
+
+    if a.config == "preset":
+        cfg_doc = {"chosen": load_peer_module().PRESET, "measurements": None}
+    else:
+        with open(a.config) as f:
+            cfg_doc = json.load(f)
+
+    rows = []
+    anvil_context = {}
+    torch_config = {}
+    for (model, phase, threads), g in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] != "train", kv[0][2])):
+        if not g["anvil"] or not g["torch"]:
+            continue
+        anvil_context = g["anvil"][0]["context"] or anvil_context
+        torch_config = g["torch"][0]["config"]
+        an = [e["seconds"] for e in g["anvil"]]
+        to = [e["median_of_rep_means_s"] for e in g["torch"]]
+        row = {
+            "model": model, "phase": phase + "_step", "threads": threads, "batch": g["anvil"][0]["batch"],
+            "rounds": len(an),
+            "anvil_median_s": statistics.median(an), "anvil_rounds_s": an,
+            "torch_median_s": statistics.median(to), "torch_rounds_s": to,
+            "torch_per_step_median_s": statistics.median([e["median_s"] for e in g["torch"]]),
+            "torch_per_step_mean_s": statistics.fmean([e["mean_s"] for e in g["torch"]]),
+            "anvil_peak_rss_MB": statistics.median([e["peak_rss_MB"] for e in g["anvil"] if e["peak_rss_MB"] is not None] or [float("nan")]),
+            "anvil_alloc_peak_MB": statistics.median([e["alloc_peak_MB"] for e in g["anvil"] if e["alloc_peak_MB"] is not None] or [float("nan")]),
+            "torch_peak_rss_MB": statistics.median([e["peak_rss_MB"] for e in g["torch"]]),
+            "torch_rss_after_import_MB": statistics.median([e["rss_after_import_MB"] for e in g["torch"]]),
+            "anvil_pct_peak": statistics.median([e["pct_peak"] for e in g["anvil"] if e["pct_peak"] is not None] or [float("nan")]),
+            "torch_pct_peak": statistics.median([e["pct_peak"] for e in g["torch"]]),
+        }
+        row["ratio_anvil_over_torch"] = row["anvil_median_s"] / row["torch_median_s"]
+        row["meets_target"] = row["ratio_anvil_over_torch"] <= 0.9 if phase == "train" else None
+        rows.append(row)
+    if not rows:
+        sys.exit("compare_report: no matching anvil/PyTorch results under " + a.raw)
+
+    commands = open(a.commands).read().splitlines() if a.commands and os.path.exists(a.commands) else []
+    doc = {"rows": rows, "target": "training: anvil/PyTorch <= 0.9",
+           "statistic": "median over interleaved rounds (processes) of each process's median over repetitions "
+                        "of the mean seconds per step",
+           "pytorch_config": {"chosen": cfg_doc.get("chosen"), "effective": torch_config,
+                              "tuning_measurements": cfg_doc.get("measurements")},
+           "anvil_context": anvil_context, "commands": commands}
+    with open(a.json, "w") as f:
+        json.dump(doc, f, indent=2)
+    with open(a.md, "w") as f:
+        f.write(markdown(doc))
+
+
+def fmt_range(v):
+    return f"{min(v):.4f}–{max(v):.4f}" if len(v) > 1 else f"{v[0]:.4f}"
+
+
+def markdown(doc) -> str:
+    L = ["# anvil vs PyTorch: seconds per step", ""]
+    L.append("| model | phase | threads | batch | anvil s/step | PyTorch s/step | anvil/PyTorch | target ≤ 0.9 | "
+             "anvil peak RSS MB | PyTorch peak RSS MB (after import) | anvil range | PyTorch range |")
+    L.append("|---|---|---:|---:|---:|---:|---:|:---:|---:|---:|---|---|")
+    for r in doc["rows"]:
+        tgt = "—" if r["meets_target"] is None else ("yes" if r["meets_target"] else "**no**")
+        L.append(f"| {r['model']} | {r['phase']} | {r['threads']} | {r['batch']} | {r['anvil_median_s']:.4f} | "
+                 f"{r['torch_median_s']:.4f} | {r['ratio_anvil_over_torch']:.3f} | {tgt} | {r['anvil_peak_rss_MB']:.0f} | "
+                 f"{r['torch_peak_rss_MB']:.0f} ({r['torch_rss_after_import_MB']:.0f}) | {fmt_range(r['anvil_rounds_s'])} | "
+                 f"{fmt_range(r['torch_rounds_s'])} |")
+    L += ["", f"Statistic: {doc['statistic']}; {doc['rows'][0]['rounds']} rounds per side, run interleaved "
+          "(anvil, PyTorch, anvil, ...). PyTorch's \"after import\" RSS is what `import torch` alone costs "
+          "(the PyPI wheel is a CUDA build and maps its CUDA libraries even on a CPU-only run).", ""]
+
+    cfg = doc["pytorch_config"]
+    eff = cfg.get("effective") or {}
+    L += ["## PyTorch configuration", ""]
+    ch = cfg.get("chosen") or {}
+    L.append(f"- chosen ({ch.get('source', '?')}): MKL path `{ch.get('mkl')}`, allocator `{ch.get('allocator')}`, "
+             f"OMP_WAIT_POLICY `{ch.get('omp_wait_policy')}`, SGD `{ch.get('sgd')}`, flush denormals `{ch.get('flush_denormal')}`")
+    if eff:
+        L.append(f"- torch {eff.get('torch_version')}, Python {eff.get('python')}; BLAS: {eff.get('blas')}; {eff.get('onednn')}")
+        L.append(f"- ATen CPU capability {eff.get('cpu_capability')}; MKL's CPU code path "
+                 f"(mkl_serv_cpu_detect; 0 generic, 7 AVX-512): {eff.get('mkl_cpu')}; malloc in use: {eff.get('allocator')}; "
+                 f"interop threads {eff.get('num_interop_threads')}; fp32 matmul precision {eff.get('float32_matmul_precision')} "
+                 f"(oneDNN fp32 matmul precision {eff.get('mkldnn_matmul_fp32_precision')})")
+        L.append("- environment of the last run: " + ", ".join(f"`{k}={v}`" for k, v in (eff.get('env') or {}).items()))
+        L.append("- threads: `torch.set_num_threads(t)` and `OMP_NUM_THREADS=MKL_NUM_THREADS=t`, set per run")
+    meas = cfg.get("tuning_measurements")
+    if meas:
+        L += ["", "### Tuning measurements", "",
+              f"{meas.get('rounds')} interleaved rounds per candidate; load average at start {meas.get('machine', {}).get('loadavg')}.", "",
+              "torch.mm GFLOP/s at 1 thread, (M×26752)@(26752×2048), best run of each round → median over rounds (best of all rounds):", "",
+              "| MKL setting | mkl_serv_cpu_detect | M=64 | M=1024 |", "|---|---:|---:|---:|"]
+        for c, v in meas["gemm"].items():
+            L.append(f"| {c} | {v['mkl_cpu'].get('mkl_serv_cpu_detect', '?')} | {v['M64_gflops_median_of_rounds']:.1f} "
+                     f"({v['M64_gflops_best_of_rounds']:.1f}) | {v['M1024_gflops_median_of_rounds']:.1f} ({v['M1024_gflops_best_of_rounds']:.1f}) |")
+        L += ["", "FCN-5 training step (batch 64), median s/step over rounds:", "",
+              "| knob | candidate | threads | s/step | peak RSS MB |", "|---|---|---:|---:|---:|"]
+        for c, v in meas["allocator"].items():
+            L.append(f"| allocator | {c} | 1 | {v['median_s']:.4f} | {v['peak_rss_MB']:.0f} |")
+        for c, v in meas["sgd"].items():
+            L.append(f"| SGD | {c} | 1 | {v['median_s']:.4f} | |")
+        for c, v in meas["omp_wait_policy"].items():
+            L.append(f"| OMP_WAIT_POLICY | {c} | {v['threads']} | {v['median_s']:.4f} | |")
+    ctx = doc.get("anvil_context") or {}
+    L += ["", "## anvil", "", f"- git {ctx.get('anvil.git_revision')}, {ctx.get('anvil.compiler')}, "
+          f"OMP_WAIT_POLICY={ctx.get('anvil.env.OMP_WAIT_POLICY')}, host {ctx.get('host_name')}, "
+          f"load average {ctx.get('load_avg')}", "", "## Commands", "", "```"]
+    L += doc.get("commands", [])
+    L += ["```", ""]
+    return "\n".join(L)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("batch-of")
+    b.add_argument("path")
+    s = sub.add_parser("summarize")
+    s.add_argument("--raw", required=True)
+    s.add_argument("--config", required=True)
+    s.add_argument("--commands", default="")
+    s.add_argument("--json", required=True)
+    s.add_argument("--md", required=True)
+    a = p.parse_args()
+    if a.cmd == "batch-of":
+        try:
+            print(anvil_entry(a.path)["batch"])
+        except (ValueError, OSError, json.JSONDecodeError) as e:
+            sys.exit(str(e))
+    else:
+        summarize(a)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The main job: set up, build, run the default benchmark sweep, write JSON results and a report.
+#   bash scripts/bench.sh [--out DIR] [--threads 1,2] [--models fcn5] [--filter REGEX]
+#                         [--variant op=name] [--reps N] [--no-install] [--with-pytorch]
+# Defaults: GEMM variants x NN/NT/TN/TT on the DLBench shape and the FCN-5 batch-64 shapes,
+# the FCN-5 training and inference step at batch 64, threads 1..hardware (about 10 minutes on
+# the 2-core development machine). --with-pytorch adds the side-by-side PyTorch comparison.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+out="results/$(date +%Y%m%d-%H%M%S)"
+threads=""
+models="fcn5"
+filter=""
+variant=""
+reps=1
+install=1
+with_pytorch=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out="$2"; shift 2 ;;
+    --threads) threads="$2"; shift 2 ;;
+    --models) models="$2"; shift 2 ;;
+    --filter) filter="$2"; shift 2 ;;
+    --variant) variant="$2"; shift 2 ;;
+    --reps) reps="$2"; shift 2 ;;
+    --no-install) install=0; shift ;;
+    --with-pytorch) with_pytorch=1; shift ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+
+[ "$install" = 1 ] && bash scripts/install_deps.sh
+build="${ANVIL_BUILD_DIR:-build}"
+echo "== configure and build ($build)"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" --target anvil_bench
+
+mkdir -p "$out"
+args=(--benchmark_out="$out/anvil_bench.json" --benchmark_out_format=json
+      --anvil_models="$models" --benchmark_counters_tabular=false)
+[ -n "$threads" ] && args+=(--anvil_threads="$threads")
+[ -n "$filter" ] && args+=(--benchmark_filter="$filter")
+[ -n "$variant" ] && args+=(--anvil_variant="$variant")
+if [ "$reps" -gt 1 ]; then
+  args+=(--benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true)
+fi
+echo "== anvil_bench -> $out/anvil_bench.json (progress below, one line per benchmark)"
+# Passive waiting: idle OpenMP threads sleep instead of spinning on a shared 2-core machine.
+OMP_WAIT_POLICY=PASSIVE "$build/bench/anvil_bench" "${args[@]}"
+
+if [ "$with_pytorch" = 1 ]; then
+  echo "== side by side with PyTorch"
+  ANVIL_BUILD_DIR="$build" bash scripts/compare_pytorch.sh --models "$models" \
+    ${threads:+--threads "$threads"} --out "$out"
+fi
+
+echo "== report"
+python3 scripts/report.py "$out"

@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""Turns anvil_bench JSON results into report.md (tables) and PNG plots.
+
+usage: scripts/report.py RESULTS_DIR     (reads RESULTS_DIR/*.json written by anvil_bench,
+                                          and compare_pytorch.json when present)
+Benchmark names are shaped family/variant/.../threads:T (see bench/); aggregates (median, cv)
+are used when the run had repetitions, else the single run.
+"""
+import json
+import os
+import statistics
+import sys
+from collections import defaultdict
+
+
+def load_runs(results_dir):
+    runs, contexts = [], []
+    for name in sorted(os.listdir(results_dir)):
+        if not name.endswith(".json") or name.startswith("compare_"):
+            continue
+        with open(os.path.join(results_dir, name)) as f:
+            data = json.load(f)
+        contexts.append(data.get("context", {}))
+        runs.extend(data.get("benchmarks", []))
+    return runs, contexts
+
+
+def parse_name(name):
+    """gemm/cpu.blocked/NT/dlbench_1024x2048x26752/threads:1/min_time:.. -> dict"""
+    parts = [p for p in name.split("/") if not p.startswith(("min_time", "min_warmup_time", "real_time", "repeats"))]
+    out = {"family": parts[0]}
+    for p in parts[1:]:
+        if ":" in p:
+            k, v = p.split(":", 1)
+            out[k] = v
+    plain = [p for p in parts[1:] if ":" not in p]
+    if out["family"] == "gemm" and len(plain) >= 3:
+        out.update(variant=plain[0], mode=plain[1], shape=plain[2])
+    elif out["family"] == "model" and len(plain) >= 2:
+        out.update(model=plain[0], phase=plain[1])
+    return out
+
+
+def collect(runs):
+    """One record per benchmark: median real time (s), cv, counters, label, error."""
+    groups = defaultdict(list)
+    aggregates = defaultdict(dict)
+    for r in runs:
+        base = r.get("run_name", r["name"])
+        if r.get("run_type") == "aggregate":
+            aggregates[base][r.get("aggregate_name")] = r
+        else:
+            groups[base].append(r)
+    records = []
+    for base in sorted(set(groups) | set(aggregates)):
+        its = groups.get(base, [])
+        agg = aggregates.get(base, {})
+        first = its[0] if its else next(iter(agg.values()))
+        rec = parse_name(base)
+        rec["name"] = base
+        rec["label"] = first.get("label", "")
+        if first.get("error_occurred"):
+            rec["error"] = first.get("error_message", "error")
+            records.append(rec)
+            continue
+        unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[first.get("time_unit", "ns")]
+        times = [r["real_time"] * unit for r in its]
+        if "median" in agg:
+            rec["seconds"] = agg["median"]["real_time"] * unit
+            src = agg["median"]
+        else:
+            rec["seconds"] = statistics.median(times)
+            src = first
+        if "cv" in agg:
+            rec["cv"] = agg["cv"]["real_time"]
+        elif len(times) > 1:
+            rec["cv"] = statistics.pstdev(times) / statistics.mean(times)
+        for key in ("FLOP/s", "pct_peak", "samples/s", "peak_rss_MB", "alloc_peak_MB"):
+            if key in src:
+                rec[key] = src[key]
+        records.append(rec)
+    return records
+
+
+def fmt(x, digits=1):
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
+def gemm_section(records, out, plots, results_dir):
+    gemm = [r for r in records if r["family"] == "gemm"]
+    if not gemm:
+        return
+    out.append("## GEMM: GFLOP/s per variant and transpose mode\n")
+    out.append("Each cell: GFLOP/s (% of the per-core peak × threads). `default` is anvil's own choice "
+               "(heuristic or autotune); its label names the variant it ran. cv > 10 % is flagged with !.\n")
+    by_shape = defaultdict(list)
+    for r in gemm:
+        by_shape[(r["shape"], r.get("threads"))].append(r)
+    for (shape, threads), rs in sorted(by_shape.items()):
+        out.append(f"\n### {shape}, threads {threads}\n")
+        variants = sorted({r["variant"] for r in rs}, key=lambda v: (v != "default", v))
+        out.append("| variant | NN | NT | TN | TT |")
+        out.append("|---|---|---|---|---|")
+        cell = {(r["variant"], r["mode"]): r for r in rs}
+        for v in variants:
+            row = [v]
+            for m in ("NN", "NT", "TN", "TT"):
+                r = cell.get((v, m))
+                if r is None:
+                    row.append("")
+                elif "error" in r:
+                    row.append("skipped: " + r["error"][:40])
+                else:
+                    flag = " !" if r.get("cv", 0) > 0.10 else ""
+                    txt = f"{r['FLOP/s'] / 1e9:.0f} ({fmt(r.get('pct_peak'), 0)} %){flag}"
+                    if v == "default":
+                        txt += f" [{r['label']}]"
+                    row.append(txt)
+            out.append("| " + " | ".join(row) + " |")
+        # default vs fastest, and the transpose penalty per variant
+        lines = []
+        for m in ("NN", "NT", "TN", "TT"):
+            timed = [r for r in rs if r["mode"] == m and "error" not in r and r["variant"] != "default"]
+            d = cell.get(("default", m))
+            if timed and d and "error" not in d:
+                best = max(timed, key=lambda r: r["FLOP/s"])
+                lines.append(f"{m}: default {d['FLOP/s'] / best['FLOP/s'] * 100:.0f} % of fastest ({best['variant']})")
+        if lines:
+            out.append("\nDefault choice vs fastest: " + "; ".join(lines) + ".")
+        pen = []
+        for v in variants:
+            nn = cell.get((v, "NN"))
+            if not nn or "error" in nn or v == "default":
+                continue
+            for m in ("NT", "TN", "TT"):
+                r = cell.get((v, m))
+                if r and "error" not in r:
+                    pen.append(f"{v} {m}/NN time ×{nn['FLOP/s'] / r['FLOP/s']:.2f}")
+        if pen:
+            out.append("\nTranspose penalty (time relative to NN): " + "; ".join(pen) + ".")
+    plot_gemm(gemm, plots, results_dir)
+
+
+def plot_gemm(gemm, plots, results_dir):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    dl = [r for r in gemm if r["shape"].startswith("dlbench") and "error" not in r and r["variant"] != "default"]
+    for threads in sorted({r.get("threads") for r in dl}):
+        rs = [r for r in dl if r.get("threads") == threads]
+        variants = sorted({r["variant"] for r in rs})
+        modes = ["NN", "NT", "TN", "TT"]
+        fig, ax = plt.subplots(figsize=(7, 4))
+        width = 0.8 / max(1, len(variants))
+        for i, v in enumerate(variants):
+            vals = [next((r["FLOP/s"] / 1e9 for r in rs if r["variant"] == v and r["mode"] == m), 0) for m in modes]
+            ax.bar([x + i * width for x in range(len(modes))], vals, width, label=v)
+        ax.set_xticks([x + width * (len(variants) - 1) / 2 for x in range(len(modes))])
+        ax.set_xticklabels(modes)
+        ax.set_ylabel("GFLOP/s")
+        ax.set_title(f"GEMM M=1024 N=2048 K=26752, {threads} thread(s)")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        name = f"gemm_transpose_modes_threads{threads}.png"
+        fig.savefig(os.path.join(results_dir, name), dpi=110)
+        plt.close(fig)
+        plots.append(name)
+
+
+def model_section(records, out, plots, results_dir):
+    models = [r for r in records if r["family"] == "model"]
+    if not models:
+        return
+    out.append("\n## Models: seconds per mini-batch\n")
+    out.append("| model | phase | batch | threads | s/step (median) | cv | samples/s | % peak | peak RSS MB |")
+    out.append("|---|---|---|---|---|---|---|---|---|")
+    for r in models:
+        if "error" in r:
+            out.append(f"| {r['model']} | {r['phase']} | {r.get('batch')} | {r.get('threads')} | skipped: {r['error']} | | | | |")
+            continue
+        flag = " !" if r.get("cv", 0) > 0.10 else ""
+        out.append(f"| {r['model']} | {r['phase']} | {r.get('batch')} | {r.get('threads')} | {r['seconds']:.4f} | "
+                   f"{fmt(r.get('cv', 0) * 100)} %{flag} | {fmt(r.get('samples/s'))} | {fmt(r.get('pct_peak'))} | "
+                   f"{fmt(r.get('peak_rss_MB'), 0)} |")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    train = [r for r in models if r["phase"] == "train_step" and "error" not in r]
+    for model in sorted({r["model"] for r in train}):
+        rs = sorted((r for r in train if r["model"] == model), key=lambda r: int(r["threads"]))
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        ax.plot([int(r["threads"]) for r in rs], [r["seconds"] for r in rs], "o-", label="anvil")
+        ax.set_xlabel("threads")
+        ax.set_ylabel("seconds per mini-batch")
+        ax.set_title(f"{model} training step, batch {rs[0].get('batch')}")
+        ax.set_xscale("log", base=2)
+        ax.legend()
+        fig.tight_layout()
+        name = f"{model}_train_vs_threads.png"
+        fig.savefig(os.path.join(results_dir, name), dpi=110)
+        plt.close(fig)
+        plots.append(name)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: scripts/report.py RESULTS_DIR")
+    results_dir = sys.argv[1]
+    runs, contexts = load_runs(results_dir)
+    if not runs:
+        sys.exit(f"report.py: no anvil_bench JSON results in {results_dir}")
+    records = collect(runs)
+    out = ["# anvil benchmark report\n"]
+    ctx = contexts[0] if contexts else {}
+    out.append("| context | value |\n|---|---|")
+    for key in ("date", "host_name", "anvil.cpu_model", "num_cpus", "mhz_per_cpu", "anvil.git_revision",
+                "anvil.compiler", "anvil.thread_sweep", "anvil.peak_gflops_per_core", "anvil.variants.gemm",
+                "anvil.autotune", "library_build_type"):
+        if key in ctx:
+            out.append(f"| {key} | {ctx[key]} |")
+    for key, value in sorted(ctx.items()):
+        if key.startswith(("anvil.forced.", "anvil.env.")):
+            out.append(f"| {key} | {value} |")
+    out.append("")
+    plots = []
+    gemm_section(records, out, plots, results_dir)
+    model_section(records, out, plots, results_dir)
+    cmp_md = os.path.join(results_dir, "compare_pytorch.md")
+    if os.path.exists(cmp_md):
+        out.append("\n## Side by side with PyTorch\n")
+        with open(cmp_md) as f:
+            out.append(f.read())
+    if plots:
+        out.append("\n## Plots\n")
+        out.extend(f"![{p}]({p})" for p in plots)
+    errors = [r for r in records if "error" in r]
+    if errors:
+        out.append(f"\n{len(errors)} benchmark(s) skipped with an error (see tables).")
+    path = os.path.join(results_dir, "report.md")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+    print(f"report: {path} ({len(records)} benchmarks, {len(plots)} plots)")
+
+
+if __name__ == "__main__":
+    main()
