@@ -4,13 +4,15 @@
 #
 #   scripts/compare_pytorch.sh [--models fcn5] [--threads 1,2] [--reps 3] [--rounds 3]
 #                              [--phases train,inference] [--torch-config tune|preset|FILE]
-#                              [--out DIR]
+#                              [--nice N] [--out DIR]
 #
 #   --reps R      repetitions inside each process (anvil_bench --benchmark_repetitions=R; the
 #                 PyTorch peer's R timed repetitions of >= 2 s each, like anvil's MinTime(2.0))
 #   --rounds K    processes per side and configuration, run interleaved anvil, torch, anvil,
 #                 torch, ... so that the shared host's noise falls on both alike; the table
 #                 shows the median over rounds of each process's median
+#   --nice N      run both sides under `nice -n N` (e.g. -5 as root on a host busy with
+#                 compiles, so both get a fairer share of the cores; default 0)
 #   --torch-config  tune (default): measure PyTorch's candidate settings first (MKL code path,
 #                 allocator, SGD implementation, OpenMP wait policy; a few minutes) and use the
 #                 fastest; preset: the choice measured when the peer was written; FILE: a JSON
@@ -25,9 +27,9 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 peer="$repo/bench/peers/pytorch_models.py"
 report="$repo/bench/peers/compare_report.py"
 
-models=fcn5 threads=1,2 reps=3 rounds=3 phases=train,inference torch_config=tune
+models=fcn5 threads=1,2 reps=3 rounds=3 phases=train,inference torch_config=tune nice=0
 out="compare-pytorch-$(date +%Y%m%d-%H%M%S)"
-usage() { sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --models) models="$2"; shift 2 ;;
@@ -37,6 +39,7 @@ while [[ $# -gt 0 ]]; do
     --phases) phases="$2"; shift 2 ;;
     --torch-config) torch_config="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
+    --nice) nice="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "compare_pytorch.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -64,7 +67,7 @@ log() { echo "[compare] $*" >&2; }
 case "$torch_config" in
   tune)
     log "tuning PyTorch's configuration (MKL path, allocator, SGD, wait policy) -> $out/pytorch_config.json"
-    python3 "$peer" tune --out "$out/pytorch_config.json" >/dev/null 2>"$out/raw/tune.log" \
+    nice -n "$nice" python3 "$peer" tune --out "$out/pytorch_config.json" >/dev/null 2>"$out/raw/tune.log" \
       || { cat "$out/raw/tune.log" >&2; die "PyTorch tuning failed"; }
     cat "$out/raw/tune.log" >&2
     cfg="$out/pytorch_config.json" ;;
@@ -87,7 +90,7 @@ for m in "${model_list[@]}"; do
       filter="^model/$m/${ph}_step/batch:[0-9]+/threads:$t(/|\$)"
       for ((r = 1; r <= rounds; r++)); do
         tag="${m}_${ph}_t${t}_r${r}"
-        acmd=(env OMP_WAIT_POLICY=PASSIVE "$bench" "--benchmark_filter=$filter" "--anvil_models=$m"
+        acmd=(nice -n "$nice" env OMP_WAIT_POLICY=PASSIVE "$bench" "--benchmark_filter=$filter" "--anvil_models=$m"
               "--anvil_threads=$t" "--benchmark_repetitions=$reps" --benchmark_report_aggregates_only=true
               --benchmark_format=json)
         echo "${acmd[*]}" >> "$commands"
@@ -97,7 +100,7 @@ for m in "${model_list[@]}"; do
         # The PyTorch side uses the batch anvil_bench ran with (read from its benchmark name).
         batch="$(python3 "$report" batch-of "$out/raw/anvil_$tag.json")" \
           || die "anvil_bench ran no benchmark matching '$filter' (is $m registered?)"
-        tcmd=(python3 "$peer" run --models "$m" --threads "$t" --phases "$ph" --batch "$batch"
+        tcmd=(nice -n "$nice" python3 "$peer" run --models "$m" --threads "$t" --phases "$ph" --batch "$batch"
               --reps "$reps" --config "$cfg")
         echo "${tcmd[*]}" >> "$commands"
         log "pytorch $m $ph threads=$t round $r/$rounds"

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <functional>
+#include <string>
 
 #include "engine/core/random.h"
 #include "engine/core/views.h"
@@ -61,7 +62,7 @@ const std::vector<OpSpec>& op_specs() {
 
 // Operand layouts: each returns (a, b) views over fresh random buffers, shapes broadcastable.
 struct Layout {
-  const char* name;
+  const char* name;  // names containing "large" run for f32 and i64 only (time)
   std::function<std::pair<Tensor, Tensor>(DType, bool positive_a, Generator&)> make;
 };
 
@@ -83,7 +84,7 @@ const std::vector<Layout>& layouts() {
   static const std::vector<Layout> l = {
       {"dense small", [](DType dt, bool p, Generator& g) {
          return std::pair{rand_a({5, 7}, dt, p, g), rand_b({5, 7}, dt, g)}; }},
-      {"dense above the parallel grain", [](DType dt, bool p, Generator& g) {
+      {"dense above the parallel grain, large", [](DType dt, bool p, Generator& g) {
          return std::pair{rand_a({40000}, dt, p, g), rand_b({40000}, dt, g)}; }},
       {"row-broadcast b (bias-like), large", [](DType dt, bool p, Generator& g) {
          return std::pair{rand_a({300, 130}, dt, p, g), rand_b({130}, dt, g)}; }},
@@ -130,6 +131,8 @@ TEST_CASE("every elementwise variant computes every op on every layout", "[eleme
       for (const auto& spec : op_specs()) {
         if (is_int && !ew_allows_integers(spec.op)) continue;
         for (const auto& layout : layouts()) {
+          const bool large = std::string(layout.name).find("large") != std::string::npos;
+          if (large && (dt == DType::f64 || dt == DType::i32)) continue;
           Generator g(++seed);
           auto [a, b] = layout.make(dt, spec.positive_a, g);
           const bool binary = ew_arity(spec.op) == 2;

@@ -143,7 +143,8 @@ def markdown(doc) -> str:
     L += ["## PyTorch configuration", ""]
     ch = cfg.get("chosen") or {}
     L.append(f"- chosen ({ch.get('source', '?')}): MKL path `{ch.get('mkl')}`, allocator `{ch.get('allocator')}`, "
-             f"OMP_WAIT_POLICY `{ch.get('omp_wait_policy')}`, SGD `{ch.get('sgd')}`, flush denormals `{ch.get('flush_denormal')}`")
+             f"OMP_WAIT_POLICY `{ch.get('omp_wait_policy')}`, SGD `{ch.get('sgd')}`, inference route `{ch.get('inference', 'eager')}`, "
+             f"flush denormals `{ch.get('flush_denormal')}`")
     if eff:
         L.append(f"- torch {eff.get('torch_version')}, Python {eff.get('python')}; BLAS: {eff.get('blas')}; {eff.get('onednn')}")
         L.append(f"- ATen CPU capability {eff.get('cpu_capability')}; MKL's CPU code path "
@@ -161,6 +162,14 @@ def markdown(doc) -> str:
         for c, v in meas["gemm"].items():
             L.append(f"| {c} | {v['mkl_cpu'].get('mkl_serv_cpu_detect', '?')} | {v['M64_gflops_median_of_rounds']:.1f} "
                      f"({v['M64_gflops_best_of_rounds']:.1f}) | {v['M1024_gflops_median_of_rounds']:.1f} ({v['M1024_gflops_best_of_rounds']:.1f}) |")
+        for m, v in (meas.get("onednn") or {}).items():
+            L.append(f"| oneDNN inner product (torch.utils.mkldnn, inference only), {m} | | "
+                     + (f"{v.get('mkldnn_linear_fp32_gflops_best', float('nan')):.1f} | |" if m == "M64" else
+                        f"| {v.get('mkldnn_linear_fp32_gflops_best', float('nan')):.1f} |"))
+            if "matmul_bf16_precision_gflops_best_NOT_ELIGIBLE" in v:
+                L.append(f"| (not eligible: bf16 arithmetic) mkldnn.matmul.fp32_precision='bf16', {m} | | "
+                         + (f"{v['matmul_bf16_precision_gflops_best_NOT_ELIGIBLE']:.1f} | |" if m == "M64" else
+                            f"| {v['matmul_bf16_precision_gflops_best_NOT_ELIGIBLE']:.1f} |"))
         L += ["", "FCN-5 training step (batch 64), median s/step over rounds:", "",
               "| knob | candidate | threads | s/step | peak RSS MB |", "|---|---|---:|---:|---:|"]
         for c, v in meas["allocator"].items():
@@ -169,6 +178,9 @@ def markdown(doc) -> str:
             L.append(f"| SGD | {c} | 1 | {v['median_s']:.4f} | |")
         for c, v in meas["omp_wait_policy"].items():
             L.append(f"| OMP_WAIT_POLICY | {c} | {v['threads']} | {v['median_s']:.4f} | |")
+        for c, v in (meas.get("inference") or {}).items():
+            for k, x in v.items():
+                L.append(f"| inference route (inference step) | {c} | {k.split('_')[1]} | {x:.4f} | |")
     ctx = doc.get("anvil_context") or {}
     L += ["", "## anvil", "", f"- git {ctx.get('anvil.git_revision')}, {ctx.get('anvil.compiler')}, "
           f"OMP_WAIT_POLICY={ctx.get('anvil.env.OMP_WAIT_POLICY')}, host {ctx.get('host_name')}, "

@@ -93,6 +93,9 @@ ALLOCATOR_CANDIDATES = {
 
 WAIT_CANDIDATES = ["PASSIVE", "ACTIVE"]
 SGD_CANDIDATES = ["for_loop", "foreach", "fused"]
+# Inference step: eager nn.Linear (MKL sgemm) or the model converted with
+# torch.utils.mkldnn.to_mkldnn (oneDNN fp32 inner product; inference only, no autograd).
+INFERENCE_CANDIDATES = ["eager", "mkldnn"]
 
 # What `tune` chose on this machine when the script was written (2-core EPYC Zen 5, torch
 # 2.15.0 with MKL 2024.2); the measurements are in docs of the comparison run. `tune` re-derives it.
@@ -101,6 +104,7 @@ PRESET = {
     "allocator": "jemalloc_retain",
     "omp_wait_policy": "PASSIVE",
     "sgd": "foreach",
+    "inference": "eager",
     "flush_denormal": True,
     "source": "preset (bench/peers/pytorch_models.py)",
 }
@@ -280,7 +284,8 @@ def torch_facts(torch, cfg: dict) -> dict:
         "allocator": loaded_allocator(),
         "mkl_cpu": mkl_cpu_type(torch),
         "env": {k: os.environ[k] for k in ENV_OF_INTEREST if k in os.environ},
-        "choice": {k: cfg.get(k) for k in ("mkl", "allocator", "omp_wait_policy", "sgd", "flush_denormal", "source")},
+        "choice": {k: cfg.get(k) for k in ("mkl", "allocator", "omp_wait_policy", "sgd", "inference",
+                                           "flush_denormal", "source")},
     }
     try:
         facts["mkldnn_matmul_fp32_precision"] = str(mk.matmul.fp32_precision)
@@ -370,6 +375,17 @@ def child_main(a) -> None:
         with torch.inference_mode():
             net(x)
 
+    if not train and cfg.get("inference", "eager") == "mkldnn":
+        # oneDNN's fp32 inner product instead of MKL's sgemm (same precision): the model's
+        # weights are converted once, as a deployment would; the input conversion and the
+        # conversion of the output back to a dense tensor are part of every step.
+        from torch.utils import mkldnn as mkldnn_utils
+        net = mkldnn_utils.to_mkldnn(net.eval())
+
+        def inference_step():
+            with torch.inference_mode():
+                net(x.to_mkldnn()).to_dense()
+
     step = train_step if train else inference_step
     per_rep = time_loop(step, a.warmup, a.reps, a.min_time, a.min_steps)
     flat = [t for r in per_rep for t in r]
@@ -453,10 +469,42 @@ def probe_gemm_main(a) -> None:
             torch.mm(A, B, out=C)
             ts.append(time.perf_counter() - t0)
         flop = 2.0 * m * n * k
-        res["shapes"].append({"m": m, "n": n, "k": k, "runs": len(ts),
-                              "gflops_best": flop / min(ts) / 1e9,
-                              "gflops_median": flop / statistics.median(ts) / 1e9})
+        entry = {"m": m, "n": n, "k": k, "runs": len(ts), "gflops_best": flop / min(ts) / 1e9,
+                 "gflops_median": flop / statistics.median(ts) / 1e9}
+        if a.onednn:
+            entry["onednn"] = probe_onednn(torch, A, B, flop, a.min_time)
+        res["shapes"].append(entry)
     print(json.dumps(res), flush=True)
+
+
+def probe_onednn(torch, A, B, flop: float, min_time: float) -> dict:
+    """The oneDNN routes PyTorch offers for the same product, for the record: the fp32 inner
+    product of torch.utils.mkldnn (inference only) and matmul with
+    torch.backends.mkldnn.matmul.fp32_precision = 'bf16' (bf16 arithmetic: not eligible, it
+    changes the numerics)."""
+    def best(f):
+        f()
+        ts, start = [], time.perf_counter()
+        while len(ts) < 3 or (time.perf_counter() - start < min_time and len(ts) < 50):
+            t0 = time.perf_counter()
+            f()
+            ts.append(time.perf_counter() - t0)
+        return flop / min(ts) / 1e9
+    out = {}
+    W = B.t().contiguous()  # nn.Linear's [out, in] weight
+    Am, Wm = A.to_mkldnn(), W.to_mkldnn()
+    with torch.inference_mode():
+        out["mkldnn_linear_fp32_gflops_best"] = best(lambda: torch._C._nn.mkldnn_linear(Am, Wm, None))
+    mk = torch.backends.mkldnn.matmul
+    old = mk.fp32_precision
+    try:
+        mk.fp32_precision = "bf16"
+        out["matmul_bf16_precision_gflops_best_NOT_ELIGIBLE"] = best(lambda: torch.mm(A, B))
+    except (AttributeError, RuntimeError) as e:
+        out["matmul_bf16_precision_error"] = str(e)
+    finally:
+        mk.fp32_precision = old
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -508,13 +556,21 @@ def tune_main(a) -> None:
     log("[tune] MKL code path: torch.mm GFLOP/s at 1 thread")
     runs = {c: [] for c in MKL_CANDIDATES}
     cpu = {}
+    onednn = {64: [], 1024: []}
     for r in range(a.rounds):
         for c in MKL_CANDIDATES:
+            # oneDNN does not go through MKL: its routes are timed once per round, with "default".
+            extra = ["--onednn"] if c == "default" else []
             res = run_child({"mkl": c, "allocator": "glibc", "omp_wait_policy": "PASSIVE"}, 1,
-                            ["probe-gemm", "--threads", "1", "--min-time", "1.0"])[0]
+                            ["probe-gemm", "--threads", "1", "--min-time", "1.0", *extra])[0]
             runs[c].append({s["m"]: s["gflops_best"] for s in res["shapes"]})
             cpu[c] = res["mkl_cpu"]
-            log(f"  round {r} {c:20s} " + "  ".join(f"M={m}: {g:6.1f}" for m, g in runs[c][-1].items()))
+            for s in res["shapes"]:
+                if "onednn" in s:
+                    onednn[s["m"]].append(s["onednn"])
+            log(f"  round {r} {c:20s} " + "  ".join(f"M={m}: {g:6.1f}" for m, g in runs[c][-1].items())
+                + (f"  oneDNN: {[s.get('onednn') for s in res['shapes']]}" if extra else ""))
+    report["onednn"] = {f"M{m}": {k: med([x[k] for x in v if k in x]) for k in v[0]} for m, v in onednn.items() if v}
     for c, rs in runs.items():
         report["gemm"][c] = {"mkl_cpu": cpu[c]} | {
             f"M{m}_gflops_best_of_rounds": max(x[m] for x in rs) for m in (64, 1024)} | {
@@ -523,8 +579,8 @@ def tune_main(a) -> None:
     chosen["mkl"] = max(runs, key=lambda c: med([min(x.values()) for x in runs[c]]))
     log(f"[tune] MKL: {chosen['mkl']}")
 
-    def step_time(cfg, threads, model="fcn5"):
-        obj = run_child(cfg, threads, ["child", "--model", model, "--phase", "train", "--threads",
+    def step_time(cfg, threads, model="fcn5", phase="train"):
+        obj = run_child(cfg, threads, ["child", "--model", model, "--phase", phase, "--threads",
                                        str(threads), "--reps", "1", "--warmup", "2",
                                        "--min-time", str(a.step_time), "--min-steps", "4"])[0]
         return obj["median_s"], obj["peak_rss_MB"]
@@ -571,6 +627,20 @@ def tune_main(a) -> None:
     best = min(res, key=lambda c: med(res[c]))
     chosen["omp_wait_policy"] = best if med(res[best]) < 0.98 * med(res["PASSIVE"]) else "PASSIVE"
     log(f"[tune] OMP_WAIT_POLICY: {chosen['omp_wait_policy']}")
+
+    # 5. Inference route (eager MKL vs torch.utils.mkldnn), by the FCN-5 inference step at 1 and
+    # 2 threads (the sum of the two medians decides).
+    log("[tune] inference route: fcn5 inference step")
+    res = {c: {1: [], threads: []} for c in INFERENCE_CANDIDATES}
+    for r in range(a.rounds):
+        for t in sorted({1, threads}):
+            for c in INFERENCE_CANDIDATES:
+                s, _ = step_time(dict(chosen, inference=c), t, phase="inference")
+                res[c][t].append(s)
+                log(f"  round {r} {c:20s} threads {t} {s:.4f} s/step")
+    report["inference"] = {c: {f"threads_{t}_median_s": med(v) for t, v in d.items()} for c, d in res.items()}
+    chosen["inference"] = min(res, key=lambda c: sum(med(v) for v in res[c].values()))
+    log(f"[tune] inference: {chosen['inference']}")
 
     out = {"chosen": chosen, "measurements": report}
     text = json.dumps(out, indent=2)
@@ -621,6 +691,7 @@ def main() -> None:
     g = sub.add_parser("probe-gemm", help="torch.mm GFLOP/s on the FCN-5 shapes under one configuration")
     g.add_argument("--threads", type=int, default=1)
     g.add_argument("--min-time", type=float, default=1.0)
+    g.add_argument("--onednn", action="store_true", help="also time PyTorch's oneDNN routes")
     g.add_argument("--cfg-json", default=None)
     g.add_argument("--config", default="preset")
 
@@ -638,7 +709,8 @@ def main() -> None:
     elif a.cmd == "probe-gemm":
         if a.cfg_json is None:  # called by hand: launch itself under the configuration
             for obj in run_child(load_config(a.config), a.threads,
-                                 ["probe-gemm", "--threads", str(a.threads), "--min-time", str(a.min_time)]):
+                                 ["probe-gemm", "--threads", str(a.threads), "--min-time", str(a.min_time)]
+                                 + (["--onednn"] if a.onednn else [])):
                 print(json.dumps(obj))
         else:
             probe_gemm_main(a)

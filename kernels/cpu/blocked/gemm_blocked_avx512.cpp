@@ -82,16 +82,20 @@ inline __mmask16 low_mask(i64 n) {  // lanes [0, n), n clamped to [0, 16]
 
 // Note [Fused packing of B]
 // When M is small (the FCN-5 batch-64 layers: M = 64) an element of B feeds only M/14 tiles, i.e.
-// about 4 cycles of FMAs, and a separate packing pass costs 0.6-1.5 cycles per element even from
-// L2 (a load plus a store that misses L1: ~190 bytes of L1<->L2 traffic per vector) and more
-// from DRAM: measured, packing B was a quarter to a third of the run time at M = 64. So when op(B)
-// is not transposed (its rows are contiguous, the packed layout is a plain copy), the first row
-// of tiles reads B straight from the source, prefetching kFusedAhead rows ahead (rows are a page
-// apart, which no hardware prefetcher follows), and stores every B vector it loads into the
-// packed panel as it goes; the other rows of tiles read the packed panel. The copy then costs two
-// stores per 28 FMAs, hidden behind them. Transposed B is still packed on its own (16x16
-// transposes in pack_b): a transpose cannot be fused into a broadcast-FMA tile.
-constexpr i64 kFusedAhead = 16;  // rows ahead (x ~28 cycles each) for the first micro-panel
+// about 4 cycles of FMAs, while a separate packing pass costs 0.6 cycles per element even with
+// the source in L2 (a load plus a store that misses L1) and 1-2 cycles from DRAM: measured,
+// packing B was a quarter to a third of the run time at M = 64. So when op(B) is not transposed
+// (its rows are contiguous, the packed layout is a plain copy), the first row of tiles reads B
+// straight from the source and stores every vector it loads into the packed panel as it goes;
+// the other rows of tiles read the packed panel. The copy costs two stores per 28 FMAs. Source
+// rows are ldb apart (often pages apart, beyond the hardware prefetchers), so each step also
+// prefetches into L2 the same row of the next panel (one whole tile of lead time) and the row
+// kFusedAhead further down (which covers the first panel of a block). Measured at M = 64, K or
+// N = 26752, 1 thread: separate pack 80-87 GFLOP/s, fused with only the row-ahead prefetch into
+// L1 81-88, into L2 89-92, with both prefetches 93-99. Transposed B is still packed on its own
+// (16x16 transposes in pack_b): a transpose cannot be fused into a broadcast-FMA tile.
+constexpr i64 kFusedAhead = 16;
+
 // One register tile: C[0:MR, 0:16*NV] = alpha * sum_l A[:, l] B[l, :] (+ beta * C), with the
 // last vector's columns limited by `last_mask`. With FUSE, B rows are read from `bsrc` (ldb
 // apart) and copied into the packed panel `bp`; otherwise they are read from `bp`. Always
