@@ -51,6 +51,19 @@ if ldd "$libdir/libanvil.so" | grep -q libcudart; then
   exit 1
 fi
 
+# Every installed header compiles on its own against the prefix alone: catches a public header
+# that includes one that is not installed (kernels/cpu/..., a third-party header).
+failed=$(cd "$prefix/include/anvil" && find . -name '*.h' | sed 's|^\./||' | sort |
+  xargs -P "$jobs" -I{} sh -c 'echo "#include \"{}\"" |
+    c++ -std=c++20 -fsyntax-only -I"$1/include/anvil" -I"$1/include" -x c++ - 2>/dev/null ||
+    echo "{}"' _ "$prefix")
+if [[ -n "$failed" ]]; then
+  echo "check_install: these installed headers do not compile on their own:" >&2
+  echo "$failed" >&2
+  exit 1
+fi
+echo "check_install: $(find "$prefix/include/anvil" -name '*.h' | wc -l) installed headers compile on their own"
+
 cmake -S "$root/examples/train_fcn" -B "$example_build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$example_build" -j "$jobs"

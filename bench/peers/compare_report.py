@@ -158,16 +158,22 @@ def markdown(doc) -> str:
         L += ["", "### Tuning measurements", "",
               f"{meas.get('rounds')} interleaved rounds per candidate; load average at start {meas.get('machine', {}).get('loadavg')}.", "",
               "torch.mm GFLOP/s at 1 thread, (M×26752)@(26752×2048), best run of each round → median over rounds (best of all rounds):", "",
-              "| MKL setting | mkl_serv_cpu_detect | M=64 | M=1024 |", "|---|---:|---:|---:|"]
+              "The FMA peak column is a 512-bit FMA loop run just before each probe: the core's available peak at "
+              "that moment (242 on a quiet host; a busy neighbour on the same physical core halves it), and the "
+              "percentages are GEMM GFLOP/s over it.", "",
+              "| MKL setting | mkl_serv_cpu_detect | FMA peak now | M=64 | M=1024 |", "|---|---:|---:|---:|---:|"]
         for c, v in meas["gemm"].items():
-            L.append(f"| {c} | {v['mkl_cpu'].get('mkl_serv_cpu_detect', '?')} | {v['M64_gflops_median_of_rounds']:.1f} "
-                     f"({v['M64_gflops_best_of_rounds']:.1f}) | {v['M1024_gflops_median_of_rounds']:.1f} ({v['M1024_gflops_best_of_rounds']:.1f}) |")
+            pct = lambda m: (f" = {100 * v[f'M{m}_fraction_of_fma_peak_median']:.0f} %"
+                             if v.get(f"M{m}_fraction_of_fma_peak_median") == v.get(f"M{m}_fraction_of_fma_peak_median") else "")
+            L.append(f"| {c} | {v['mkl_cpu'].get('mkl_serv_cpu_detect', '?')} | {v.get('fma_peak_gflops_median', float('nan')):.0f} | "
+                     f"{v['M64_gflops_median_of_rounds']:.1f} ({v['M64_gflops_best_of_rounds']:.1f}){pct(64)} | "
+                     f"{v['M1024_gflops_median_of_rounds']:.1f} ({v['M1024_gflops_best_of_rounds']:.1f}){pct(1024)} |")
         for m, v in (meas.get("onednn") or {}).items():
-            L.append(f"| oneDNN inner product (torch.utils.mkldnn, inference only), {m} | | "
+            L.append(f"| oneDNN inner product (torch.utils.mkldnn, inference only), {m} | | | "
                      + (f"{v.get('mkldnn_linear_fp32_gflops_best', float('nan')):.1f} | |" if m == "M64" else
                         f"| {v.get('mkldnn_linear_fp32_gflops_best', float('nan')):.1f} |"))
             if "matmul_bf16_precision_gflops_best_NOT_ELIGIBLE" in v:
-                L.append(f"| (not eligible: bf16 arithmetic) mkldnn.matmul.fp32_precision='bf16', {m} | | "
+                L.append(f"| (not eligible: bf16 arithmetic) mkldnn.matmul.fp32_precision='bf16', {m} | | | "
                          + (f"{v['matmul_bf16_precision_gflops_best_NOT_ELIGIBLE']:.1f} | |" if m == "M64" else
                             f"| {v['matmul_bf16_precision_gflops_best_NOT_ELIGIBLE']:.1f} |"))
         L += ["", "FCN-5 training step (batch 64), median s/step over rounds:", "",

@@ -153,6 +153,50 @@ def build_shim() -> str:
     return path
 
 
+# A calibration of the core this process is given right now: 512-bit FMAs on 12 independent
+# accumulators (TOOLCHAIN.md: >= 8 reach the core's peak, 242 GFLOP/s when the host is quiet).
+# The vCPUs of this shared host can lose half their FMA throughput to a busy neighbour (measured
+# 116 at times), so GEMM GFLOP/s are also reported as a fraction of this figure, taken just
+# before each probe.
+FMA_PEAK_SOURCE = r"""
+#include <immintrin.h>
+#include <stdio.h>
+#include <time.h>
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
+int main(void) {
+  __m512 a[12], b = _mm512_set1_ps(1.0000001f), c = _mm512_set1_ps(1e-7f);
+  for (int i = 0; i < 12; i++) a[i] = _mm512_set1_ps((float)i);
+  const long n = 60000000;
+  double t0 = now();
+  for (long k = 0; k < n; k++) {
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; i++) a[i] = _mm512_fmadd_ps(a[i], b, c);
+  }
+  double t = now() - t0;
+  float s = 0;
+  for (int i = 0; i < 12; i++) s += _mm512_reduce_add_ps(a[i]);
+  printf("%.3f %g\n", n * 12 * 32.0 / t / 1e9, s);
+  return 0;
+}
+"""
+
+
+def fma_peak_gflops() -> float | None:
+    """Single-core FP32 FMA GFLOP/s available right now (None without gcc or AVX-512)."""
+    exe = os.path.join(workdir(), "fma_peak")
+    try:
+        if not os.path.exists(exe):
+            src = exe + ".c"
+            with open(src, "w") as f:
+                f.write(FMA_PEAK_SOURCE)
+            subprocess.run([shutil.which("gcc") or "cc", "-O2", "-mavx512f", "-o", exe, src], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        r = subprocess.run([exe], stdout=subprocess.PIPE, text=True, check=True)
+        return float(r.stdout.split()[0])
+    except (OSError, subprocess.CalledProcessError, ValueError):
+        return None
+
+
 def find_library(name: str) -> str | None:
     for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib"):
         p = os.path.join(d, name)
@@ -197,8 +241,8 @@ def child_env(cfg: dict, threads: int) -> dict:
     else:
         env.pop("OMP_WAIT_POLICY", None)
     env["CUDA_VISIBLE_DEVICES"] = ""  # the wheel is a CUDA build: keep it off any GPU
-    # The wheel warns at import that NumPy is missing (it is not needed here).
-    env.setdefault("PYTHONWARNINGS", "ignore::UserWarning")
+    # The wheel warns at import that NumPy is missing, to_mkldnn that TorchScript is deprecated.
+    env.setdefault("PYTHONWARNINGS", "ignore")
     preload = []
     mkl = MKL_CANDIDATES[cfg.get("mkl", "default")]
     if mkl.get("shim"):
@@ -544,6 +588,16 @@ def med(v):
     return statistics.median(v) if v else float("nan")
 
 
+def pick(scores: dict, lower_is_better: bool, margin: float = 0.02) -> str:
+    """The first candidate (candidates are listed simplest first) within `margin` of the best:
+    on this noisy host a difference under 2 % is not evidence for a more exotic setting."""
+    best = min(scores.values()) if lower_is_better else max(scores.values())
+    for c, v in scores.items():
+        if (v <= best * (1 + margin)) if lower_is_better else (v >= best * (1 - margin)):
+            return c
+    return next(iter(scores))
+
+
 def tune_main(a) -> None:
     """Measures every candidate, interleaving them round by round so that the host's noise falls
     on all of them alike, and keeps the fastest of each kind."""
@@ -557,8 +611,10 @@ def tune_main(a) -> None:
     runs = {c: [] for c in MKL_CANDIDATES}
     cpu = {}
     onednn = {64: [], 1024: []}
+    peaks = {c: [] for c in MKL_CANDIDATES}
     for r in range(a.rounds):
         for c in MKL_CANDIDATES:
+            peaks[c].append(fma_peak_gflops())
             # oneDNN does not go through MKL: its routes are timed once per round, with "default".
             extra = ["--onednn"] if c == "default" else []
             res = run_child({"mkl": c, "allocator": "glibc", "omp_wait_policy": "PASSIVE"}, 1,
@@ -568,15 +624,18 @@ def tune_main(a) -> None:
             for s in res["shapes"]:
                 if "onednn" in s:
                     onednn[s["m"]].append(s["onednn"])
-            log(f"  round {r} {c:20s} " + "  ".join(f"M={m}: {g:6.1f}" for m, g in runs[c][-1].items())
+            log(f"  round {r} {c:20s} FMA peak now {peaks[c][-1] or float('nan'):6.1f}  "
+                + "  ".join(f"M={m}: {g:6.1f}" for m, g in runs[c][-1].items())
                 + (f"  oneDNN: {[s.get('onednn') for s in res['shapes']]}" if extra else ""))
     report["onednn"] = {f"M{m}": {k: med([x[k] for x in v if k in x]) for k in v[0]} for m, v in onednn.items() if v}
     for c, rs in runs.items():
-        report["gemm"][c] = {"mkl_cpu": cpu[c]} | {
+        pk = [p for p in peaks[c] if p]
+        report["gemm"][c] = {"mkl_cpu": cpu[c], "fma_peak_gflops_median": med(pk)} | {
+            f"M{m}_fraction_of_fma_peak_median": med([x[m] / p for x, p in zip(rs, peaks[c]) if p]) for m in (64, 1024)} | {
             f"M{m}_gflops_best_of_rounds": max(x[m] for x in rs) for m in (64, 1024)} | {
             f"M{m}_gflops_median_of_rounds": med([x[m] for x in rs]) for m in (64, 1024)}
     # Rank by the median over rounds of the slower of the two shapes' GFLOP/s (both matter).
-    chosen["mkl"] = max(runs, key=lambda c: med([min(x.values()) for x in runs[c]]))
+    chosen["mkl"] = pick({c: med([min(x.values()) for x in runs[c]]) for c in runs}, lower_is_better=False)
     log(f"[tune] MKL: {chosen['mkl']}")
 
     def step_time(cfg, threads, model="fcn5", phase="train"):
@@ -597,7 +656,7 @@ def tune_main(a) -> None:
             rss[c] = m
             log(f"  round {r} {c:20s} {s:.4f} s/step  peak RSS {m:.0f} MB")
     report["allocator"] = {c: {"median_s": med(v), "runs_s": v, "peak_rss_MB": rss[c]} for c, v in res.items()}
-    chosen["allocator"] = min(res, key=lambda c: med(res[c]))
+    chosen["allocator"] = pick({c: med(v) for c, v in res.items()}, lower_is_better=True)
     log(f"[tune] allocator: {chosen['allocator']}")
 
     # 3. SGD implementation (for-loop / foreach / fused), by the FCN-5 training step at 1 thread.
@@ -609,7 +668,7 @@ def tune_main(a) -> None:
             res[c].append(s)
             log(f"  round {r} {c:20s} {s:.4f} s/step")
     report["sgd"] = {c: {"median_s": med(v), "runs_s": v} for c, v in res.items()}
-    chosen["sgd"] = min(res, key=lambda c: med(res[c]))
+    chosen["sgd"] = pick({c: med(v) for c, v in res.items()}, lower_is_better=True)
     log(f"[tune] SGD: {chosen['sgd']}")
 
     # 4. OpenMP wait policy, by the FCN-5 training step at 2 threads (at 1 thread nobody waits).
@@ -622,10 +681,9 @@ def tune_main(a) -> None:
             res[c].append(s)
             log(f"  round {r} {c:20s} {s:.4f} s/step")
     report["omp_wait_policy"] = {c: {"median_s": med(v), "runs_s": v, "threads": threads} for c, v in res.items()}
-    # PASSIVE is the project's default (a shared host; spinning threads steal other processes'
-    # cycles), so ACTIVE must win by more than the noise (2 %) to be chosen.
-    best = min(res, key=lambda c: med(res[c]))
-    chosen["omp_wait_policy"] = best if med(res[best]) < 0.98 * med(res["PASSIVE"]) else "PASSIVE"
+    # PASSIVE is listed first (the project's default: on a shared host spinning threads steal
+    # other processes' cycles), so ACTIVE must win by more than the noise to be chosen.
+    chosen["omp_wait_policy"] = pick({c: med(v) for c, v in res.items()}, lower_is_better=True)
     log(f"[tune] OMP_WAIT_POLICY: {chosen['omp_wait_policy']}")
 
     # 5. Inference route (eager MKL vs torch.utils.mkldnn), by the FCN-5 inference step at 1 and
@@ -639,7 +697,7 @@ def tune_main(a) -> None:
                 res[c][t].append(s)
                 log(f"  round {r} {c:20s} threads {t} {s:.4f} s/step")
     report["inference"] = {c: {f"threads_{t}_median_s": med(v) for t, v in d.items()} for c, d in res.items()}
-    chosen["inference"] = min(res, key=lambda c: sum(med(v) for v in res[c].values()))
+    chosen["inference"] = pick({c: sum(med(v) for v in d.values()) for c, d in res.items()}, lower_is_better=True)
     log(f"[tune] inference: {chosen['inference']}")
 
     out = {"chosen": chosen, "measurements": report}

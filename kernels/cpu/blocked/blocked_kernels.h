@@ -26,16 +26,13 @@ struct IsaKernels {
   // of op(A): with trans, element (i, l) is a[l*lda + i], else a[i*lda + l].
   void (*pack_a)(const float* a, std::int64_t lda, bool trans, std::int64_t mc, std::int64_t kc,
                  float* dst);
-  // Packs op(B)[0:kc, 0:nc] into ceil(nc/nr) micro-panels at dst. With trans, element (l, j) is
-  // b[j*ldb + l], else b[l*ldb + j].
-  void (*pack_b)(const float* b, std::int64_t ldb, bool trans, std::int64_t kc, std::int64_t nc,
-                 float* dst);
-  // C[0:mc, 0:nc] = alpha * Ap * Bp + (read_c ? beta * C : 0) over packed blocks of depth kc.
-  // With read_c false, C is only written. With b_src non-null, bp is not packed yet: the macro
-  // packs it from op(B) = b_src (not transposed, rows ldb apart), fused or first.
+  // C[0:mc, 0:nc] = alpha * op(A) * op(B) + (read_c ? beta * C : 0) over depth kc, from the
+  // packed A block ap and op(B) at b_src (with b_trans, element (l, j) is b_src[j*ldb + l], else
+  // b_src[l*ldb + j]); the macro-kernel packs B itself into bp (room for a [kc x nc] block), how
+  // and when is the ISA's choice. With read_c false, C is only written.
   void (*macro)(std::int64_t mc, std::int64_t nc, std::int64_t kc, const float* ap, float* bp,
-                const float* b_src, std::int64_t ldb, float* c, std::int64_t ldc, float alpha,
-                float beta, bool read_c);
+                const float* b_src, std::int64_t ldb, bool b_trans, float* c, std::int64_t ldc,
+                float alpha, float beta, bool read_c);
 };
 
 // Each returns its ISA's table. Call only after checking the CPU supports that ISA.

@@ -11,7 +11,6 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
@@ -160,10 +159,8 @@ void run_matrix(const Plan& pl, i64 bi, int tid, int nt, int tn, float* abuf, fl
       if (r0 >= r1) continue;
       for (i64 jc = n0; jc < n1; jc += pl.nc) {
         const i64 ncur = std::min(pl.nc, n1 - jc);
-        // Untransposed B is packed by the macro-kernel itself (Note [Fused packing of B]).
-        const float* b_src = b_at(p, B, pc, jc);
-        if (p.trans_b) K.pack_b(b_src, p.ldb, true, kcur, ncur, bbuf);
-        K.macro(r1 - r0, ncur, kcur, ablk + r0 * kcur, bbuf, p.trans_b ? nullptr : b_src, p.ldb,
+        // The macro-kernel packs the B block itself (Note [Fused packing of B]).
+        K.macro(r1 - r0, ncur, kcur, ablk + r0 * kcur, bbuf, b_at(p, B, pc, jc), p.ldb, p.trans_b,
                 C + (ic + r0) * p.ldc + jc, p.ldc, pl.alpha, beta, read_c);
       }
     }

@@ -1,8 +1,8 @@
-// GEMM `cpu.blocked`, AVX-512 part: the 14x32 f32 micro-kernel, its edge tiles, the macro-kernel
-// over one packed A block x one packed B block, and the packing routines (16x16 register
-// transposes absorb the transpose modes). Compiled with -mavx512f/dq/bw/vl -mfma: see
-// Note [ISA translation units] (blocked_kernels.h) for what may and may not appear here.
-// Row-major C; packed layouts in Note [Packed layouts] below.
+// GEMM `cpu.blocked`, AVX-512 part: the 14x32 f32 micro-kernel and its edge tiles, the
+// macro-kernel over one packed A block x one B block (packed by the first row of tiles, or by
+// 16x16 register transposes when B is transposed), and A packing. Row-major C; packed layouts in
+// Note [Packed layouts]. Compiled with -mavx512f/dq/bw/vl -mfma: see Note [ISA translation units]
+// (blocked_kernels.h) for what may and may not appear here.
 // GCC 12 reports its own _mm512_undefined_ps() (`__m512 __Y = __Y;`) as maybe-uninitialized
 // when shuffles/set1 are inlined here: a false positive inside the intrinsics header.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -57,9 +57,13 @@ static_assert(kNV >= 1 && kMR * kNV + kNV <= 32, "accumulators + B vectors must 
 // M=1022 N=1024 K=6000: KC in {256, 384, 512} x NC in {128, 256, 512} all gave 100-106 GFLOP/s
 // on the 117 GFLOP/s host (noise ~5 %), KC = 256 the lowest; 384 x 256 keeps the L1 and L2
 // footprints safe on both 32 KiB (Zen 4) and 48 KiB (Zen 5) L1s.
-#ifndef ANVIL_BLOCKED_KC  // overridable only for blocking experiments
+#ifndef ANVIL_BLOCKED_MC  // overridable only for blocking experiments
 #define ANVIL_BLOCKED_MC 2048
+#endif
+#ifndef ANVIL_BLOCKED_KC
 #define ANVIL_BLOCKED_KC 384
+#endif
+#ifndef ANVIL_BLOCKED_NC
 #define ANVIL_BLOCKED_NC 256
 #endif
 constexpr int kMC = ANVIL_BLOCKED_MC;
@@ -93,7 +97,7 @@ inline __mmask16 low_mask(i64 n) {  // lanes [0, n), n clamped to [0, 16]
 // kFusedAhead further down (which covers the first panel of a block). Measured at M = 64, K or
 // N = 26752, 1 thread: separate pack 80-87 GFLOP/s, fused with only the row-ahead prefetch into
 // L1 81-88, into L2 89-92, with both prefetches 93-99. Transposed B is still packed on its own
-// (16x16 transposes in pack_b): a transpose cannot be fused into a broadcast-FMA tile.
+// (16x16 transposes in pack_b_transposed): a transpose cannot be fused into a broadcast-FMA tile.
 constexpr i64 kFusedAhead = 16;
 
 // One register tile: C[0:MR, 0:16*NV] = alpha * sum_l A[:, l] B[l, :] (+ beta * C), with the
@@ -119,6 +123,8 @@ __attribute__((always_inline)) inline void tile(i64 kc, const float* __restrict 
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
 
+  // Unrolling k by 1, 2 or 4 and software prefetch of packed B (256-1024 B ahead) measured the
+  // same within noise: the packed B stream is sequential and the hardware prefetcher keeps up.
 #pragma GCC unroll 2
   for (i64 l = 0; l < kc; ++l) {
     __m512 b[NV];
@@ -199,8 +205,16 @@ constexpr TileTable make_tiles() {
 }
 constexpr TileTable kTiles = make_tiles();
 
+void pack_b_transposed(const float* b, i64 ldb, i64 kc, i64 nc, float* dst);
+
 void macro(i64 mc, i64 nc, i64 kc, const float* ap, float* bp, const float* b_src, i64 ldb,
-           float* c, i64 ldc, float alpha, float beta, bool read_c) {
+           bool b_trans, float* c, i64 ldc, float alpha, float beta, bool read_c) {
+  // Transposed B: one packing pass over the block (packing each 32-column panel just before
+  // its column of tiles instead measured 0-5 % slower at M = 64).
+  if (b_trans) {
+    pack_b_transposed(b_src, ldb, kc, nc, bp);
+    b_src = nullptr;
+  }
   for (i64 i = 0; i < mc; i += kMR) {
     const i64 mr = (mc - i < kMR) ? mc - i : kMR;
     const float* api = ap + i * kc;
@@ -253,10 +267,9 @@ inline void transpose16(__m512 r[16]) {
   }
 }
 
-// Packing order follows the source: along its rows, so that every row is read front to back
-// in long runs the hardware prefetcher can follow (a panel-by-panel walk down the rows would
-// touch 56-128 bytes per row with a stride of whole pages, which no prefetcher follows and
-// which made packing B for M = 64 cost a quarter of the run time).
+// Packs op(A)[0:mc, 0:kc] into the panels of Note [Packed layouts]. The walk follows the
+// source rows, front to back, in runs the hardware prefetcher can follow: a panel-by-panel walk
+// of transposed A would read 56 bytes per source row at a stride of lda (often pages).
 void pack_a(const float* a, i64 lda, bool trans, i64 mc, i64 kc, float* dst) {
   if (trans) {
     // op(A)(i, l) = a[l*lda + i]: row l of the source holds column l of every panel.
@@ -289,31 +302,15 @@ void pack_a(const float* a, i64 lda, bool trans, i64 mc, i64 kc, float* dst) {
   }
 }
 
-void pack_b(const float* b, i64 ldb, bool trans, i64 kc, i64 nc, float* dst) {
-  if (!trans) {
-    // op(B)(l, j) = b[l*ldb + j]: row l of the source is row l of every panel.
-    const i64 full = nc / kNR * kNR;
-    for (i64 l = 0; l < kc; ++l) {
-      const float* s = b + l * ldb;
-      for (i64 j = 0; j < full; j += kNR)
-#pragma GCC unroll 4
-        for (int v = 0; v < kNV; ++v)
-          _mm512_store_ps(dst + j * kc + l * kNR + 16 * v, _mm512_loadu_ps(s + j + 16 * v));
-      if (full < nc) {  // last, narrower panel: compact width wp, zero padded
-        const i64 w = nc - full, wp = (w + 15) / 16 * 16;
-        for (i64 v = 0; 16 * v < w; ++v)
-          _mm512_store_ps(dst + full * kc + l * wp + 16 * v,
-                          _mm512_maskz_loadu_ps(low_mask(w - 16 * v), s + full + 16 * v));
-      }
-    }
-    return;
-  }
+// Packs op(B)[0:kc, 0:nc] with op(B)(l, j) = b[j*ldb + l] (B stored transposed) into panels of
+// Note [Packed layouts]. (Untransposed B is packed by the tiles themselves: Note [Fused packing
+// of B].) 16 columns x 16 deep at a time, transposed in registers; each source row is read
+// front to back.
+void pack_b_transposed(const float* b, i64 ldb, i64 kc, i64 nc, float* dst) {
   for (i64 j = 0; j < nc; j += kNR) {
     const i64 w = (nc - j < kNR) ? nc - j : kNR;
     const i64 wp = (w + 15) / 16 * 16;
     float* d = dst + j * kc;
-    // op(B)(l, j+c) = b[(j+c)*ldb + l]: 16 columns x 16 deep at a time, transposed; each of the
-    // 16 source rows is read front to back.
     for (i64 v = 0; 16 * v < w; ++v) {
       const i64 cw = (w - 16 * v < 16) ? w - 16 * v : 16;
       const float* s = b + (j + 16 * v) * ldb;
@@ -335,7 +332,7 @@ void pack_b(const float* b, i64 ldb, bool trans, i64 kc, i64 nc, float* dst) {
   }
 }
 
-constexpr IsaKernels kAvx512 = {"avx512", kMR, kNR, kMC, kKC, kNC, &pack_a, &pack_b, &macro};
+constexpr IsaKernels kAvx512 = {"avx512", kMR, kNR, kMC, kKC, kNC, &pack_a, &macro};
 
 }  // namespace
 
