@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "bench/peak_kernels.h"
 #include "engine/anvil/anvil.h"
 
 namespace anvil::bench {
@@ -63,6 +64,12 @@ Options parse_options(int& argc, char** argv) {
     }
   }
   argc = out;
+  if (o.peak_gflops_per_core > 0) {
+    o.peak_source = "given with --anvil_peak";
+  } else {
+    o.peak_gflops_per_core = measure_fma_flops(1, 0.3) / 1e9;
+    o.peak_source = std::string("measured at start-up, 1 thread, ") + fma_isa() + " FMA";
+  }
   return o;
 }
 
@@ -74,6 +81,7 @@ void add_context() {
   benchmark::AddCustomContext("anvil.compiler", ANVIL_CXX_COMPILER);
   benchmark::AddCustomContext("anvil.cpu_model", cpu_model());
   benchmark::AddCustomContext("anvil.peak_gflops_per_core", std::to_string(options().peak_gflops_per_core));
+  benchmark::AddCustomContext("anvil.peak_source", options().peak_source);
   std::string threads;
   for (int t : options().threads) threads += (threads.empty() ? "" : ",") + std::to_string(t);
   benchmark::AddCustomContext("anvil.thread_sweep", threads);

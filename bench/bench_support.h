@@ -11,7 +11,10 @@ namespace anvil::bench {
 struct Options {
   std::vector<int> threads;       // thread counts to sweep (--anvil_threads=1,2)
   std::vector<std::string> models;  // model names for step benchmarks (--anvil_models=fcn5)
-  double peak_gflops_per_core = 242.0;  // --anvil_peak (TOOLCHAIN.md's measured FMA peak)
+  // FP32 FMA peak of one core in GFLOP/s: measured at start-up (bench/peak_kernels.h) unless
+  // given with --anvil_peak=G. "% of peak" counters are against threads x this.
+  double peak_gflops_per_core = 0.0;
+  std::string peak_source;
 };
 
 // Removes --anvil_* flags from argv (the rest goes to Google Benchmark) and applies

@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     anvil::bench::add_context();
+    anvil::bench::register_peak_benchmarks();
     anvil::bench::register_gemm_benchmarks();
     anvil::bench::register_model_benchmarks();
     benchmark::RunSpecifiedBenchmarks();

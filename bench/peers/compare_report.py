@@ -181,7 +181,7 @@ def markdown(doc) -> str:
         for c, v in meas["allocator"].items():
             L.append(f"| allocator | {c} | 1 | {v['median_s']:.4f} | {v['peak_rss_MB']:.0f} |")
         for c, v in meas["sgd"].items():
-            L.append(f"| SGD | {c} | 1 | {v['median_s']:.4f} | |")
+            L.append(f"| SGD, opt.step() alone | {c} | 1 | {v['median_s']:.4f} | |")
         for c, v in meas["omp_wait_policy"].items():
             L.append(f"| OMP_WAIT_POLICY | {c} | {v['threads']} | {v['median_s']:.4f} | |")
         for c, v in (meas.get("inference") or {}).items():

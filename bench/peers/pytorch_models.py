@@ -494,6 +494,30 @@ def profile_ops(torch, step, steps: int) -> list:
     return rows
 
 
+def probe_sgd_main(a) -> None:
+    """Seconds of opt.step() for each SGD implementation on the model's real gradients, timed
+    alternately in one process (the update is a few % of the step: timing whole steps in
+    separate processes would drown it in the host's noise)."""
+    cfg = json.loads(a.cfg_json)
+    torch = setup_torch(a.threads, cfg)
+    import torch.nn.functional as F
+    fin, _, classes, _, _, batch = MODELS[a.model]
+    net = build_model(torch, a.model)
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randn(batch, fin, generator=g), torch.randint(0, classes, (batch,), generator=g)
+    F.cross_entropy(net(x), y).backward()
+    opts = {c: make_sgd(torch, net.parameters(), SGD_LR[a.model], c) for c in SGD_CANDIDATES}
+    times = {c: [] for c in opts}
+    for i in range(a.iters + 1):
+        for c, opt in opts.items():
+            t0 = time.perf_counter()
+            opt.step()
+            if i:
+                times[c].append(time.perf_counter() - t0)
+    print(json.dumps({"probe": "sgd", "model": a.model, "threads": a.threads,
+                      "median_s": {c: statistics.median(v) for c, v in times.items()}}), flush=True)
+
+
 def probe_gemm_main(a) -> None:
     """torch.mm GFLOP/s on the FCN-5 shapes (batch 64 and 1024) at the given thread count."""
     cfg = json.loads(a.cfg_json)
@@ -660,14 +684,14 @@ def tune_main(a) -> None:
     log(f"[tune] allocator: {chosen['allocator']}")
 
     # 3. SGD implementation (for-loop / foreach / fused), by the FCN-5 training step at 1 thread.
-    log("[tune] SGD implementation: fcn5 train step, 1 thread")
+    log("[tune] SGD implementation: fcn5 opt.step() alone, 1 thread, alternating in one process")
     res = {c: [] for c in SGD_CANDIDATES}
     for r in range(a.rounds):
+        obj = run_child(chosen, 1, ["probe-sgd", "--model", "fcn5", "--threads", "1", "--iters", "15"])[0]
         for c in SGD_CANDIDATES:
-            s, _ = step_time(dict(chosen, sgd=c), 1)
-            res[c].append(s)
-            log(f"  round {r} {c:20s} {s:.4f} s/step")
-    report["sgd"] = {c: {"median_s": med(v), "runs_s": v} for c, v in res.items()}
+            res[c].append(obj["median_s"][c])
+        log(f"  round {r} " + "  ".join(f"{c}: {v:.4f} s" for c, v in obj["median_s"].items()))
+    report["sgd"] = {c: {"median_s": med(v), "runs_s": v, "what": "opt.step() only"} for c, v in res.items()}
     chosen["sgd"] = pick({c: med(v) for c, v in res.items()}, lower_is_better=True)
     log(f"[tune] SGD: {chosen['sgd']}")
 
@@ -753,13 +777,19 @@ def main() -> None:
     g.add_argument("--cfg-json", default=None)
     g.add_argument("--config", default="preset")
 
+    q = sub.add_parser("probe-sgd", help=argparse.SUPPRESS)
+    q.add_argument("--model", default="fcn5")
+    q.add_argument("--threads", type=int, default=1)
+    q.add_argument("--iters", type=int, default=15)
+    q.add_argument("--cfg-json", required=True)
+
     t = sub.add_parser("tune", help="measure the candidate settings; write the fastest configuration")
     t.add_argument("--rounds", type=int, default=3)
     t.add_argument("--step-time", type=float, default=1.5, help="seconds of timed steps per candidate run")
     t.add_argument("--out", default="")
 
     argv = sys.argv[1:]
-    if not argv or argv[0] not in ("run", "child", "probe-gemm", "tune", "-h", "--help"):
+    if not argv or argv[0] not in ("run", "child", "probe-gemm", "probe-sgd", "tune", "-h", "--help"):
         argv = ["run", *argv]
     a = p.parse_args(argv)
     if a.cmd == "child":
@@ -772,6 +802,8 @@ def main() -> None:
                 print(json.dumps(obj))
         else:
             probe_gemm_main(a)
+    elif a.cmd == "probe-sgd":
+        probe_sgd_main(a)
     elif a.cmd == "tune":
         tune_main(a)
     else:
