@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds anvil with AddressSanitizer + UndefinedBehaviorSanitizer (ANVIL_SANITIZE=ON) in its own
-# build directory and runs every test under them. CUDA is off (the sanitizers and the CUDA
-# runtime do not mix, and no GPU is here anyway); benchmarks are off (not tests).
+# build directory and runs every test under them. CUDA is off (the CUDA runtime needs
+# ASAN_OPTIONS=protect_shadow_gap=0 to start under ASan, and without a GPU its code paths do not
+# run anyway); benchmarks are off (not tests).
 #   ANVIL_ASAN_BUILD_DIR  build directory (default: build-asan)
 #   ANVIL_JOBS=N          parallel jobs (default: nproc)
 set -euo pipefail
@@ -32,7 +33,10 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=$leaks:strict_string_checks=1:d
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 echo "sanitize: ASAN_OPTIONS=$ASAN_OPTIONS UBSAN_OPTIONS=$UBSAN_OPTIONS"
 
+# -O2 keeps the sanitized tests fast; -g1 (line tables) is all the reports need for file:line
+# and compiles about 20 % faster than -g.
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
   -DANVIL_SANITIZE=ON -DANVIL_WITH_CUDA=OFF -DANVIL_BUILD_BENCH=OFF
 cmake --build "$build" -j "$jobs"
 ctest --test-dir "$build" --output-on-failure -j "$jobs"

@@ -158,9 +158,10 @@ def markdown(doc) -> str:
         L += ["", "### Tuning measurements", "",
               f"{meas.get('rounds')} interleaved rounds per candidate; load average at start {meas.get('machine', {}).get('loadavg')}.", "",
               "torch.mm GFLOP/s at 1 thread, (M×26752)@(26752×2048), best run of each round → median over rounds (best of all rounds):", "",
-              "The FMA peak column is a 512-bit FMA loop run just before each probe: the core's available peak at "
-              "that moment (242 on a quiet host; a busy neighbour on the same physical core halves it), and the "
-              "percentages are GEMM GFLOP/s over it.", "",
+              "The FMA peak column is a 512-bit FMA loop (12 accumulators) run just before each probe: what the "
+              "core delivers at that moment (about 117 on an idle Zen 4 core, which executes AVX-512 as two 256-bit "
+              "halves; 242 on a Zen 5 core; less when other processes share the core). The percentages are GEMM "
+              "GFLOP/s over it, so only roughly right on a busy host.", "",
               "| MKL setting | mkl_serv_cpu_detect | FMA peak now | M=64 | M=1024 |", "|---|---:|---:|---:|---:|"]
         for c, v in meas["gemm"].items():
             pct = lambda m: (f" = {100 * v[f'M{m}_fraction_of_fma_peak_median']:.0f} %"

@@ -97,14 +97,18 @@ SGD_CANDIDATES = ["for_loop", "foreach", "fused"]
 # torch.utils.mkldnn.to_mkldnn (oneDNN fp32 inner product; inference only, no autograd).
 INFERENCE_CANDIDATES = ["eager", "mkldnn"]
 
-# What `tune` chose on this machine when the script was written (2-core EPYC Zen 5, torch
-# 2.15.0 with MKL 2024.2); the measurements are in docs of the comparison run. `tune` re-derives it.
+# What `tune` chose on this machine when the script was written (2-vCPU AMD EPYC VM, CPU family
+# 25 model 17 = Zen 4 "Genoa"; torch 2.15.0 with MKL 2024.2): the shim (MKL 94 % of the core's
+# FMA peak instead of 64-80 %), an allocator that keeps large blocks (jemalloc_retain,
+# glibc_nommap and tcmalloc tie, all ~30 % faster steps than glibc or stock jemalloc), PASSIVE
+# waiting, the plain for-loop SGD (foreach/fused are no faster on CPU), oneDNN for inference.
+# `tune` re-derives it; compare_pytorch.sh tunes by default.
 PRESET = {
     "mkl": "shim",
     "allocator": "jemalloc_retain",
     "omp_wait_policy": "PASSIVE",
-    "sgd": "foreach",
-    "inference": "eager",
+    "sgd": "for_loop",
+    "inference": "mkldnn",
     "flush_denormal": True,
     "source": "preset (bench/peers/pytorch_models.py)",
 }
@@ -154,10 +158,11 @@ def build_shim() -> str:
 
 
 # A calibration of the core this process is given right now: 512-bit FMAs on 12 independent
-# accumulators (TOOLCHAIN.md: >= 8 reach the core's peak, 242 GFLOP/s when the host is quiet).
-# The vCPUs of this shared host can lose half their FMA throughput to a busy neighbour (measured
-# 116 at times), so GEMM GFLOP/s are also reported as a fraction of this figure, taken just
-# before each probe.
+# accumulators (>= 8 reach a core's peak). TOOLCHAIN.md's 242 GFLOP/s is a Zen 5 core; the VM
+# this was written on reports CPU family 25 model 17 (Zen 4 "Genoa", AVX-512 executed as two
+# 256-bit halves: 117 GFLOP/s, and the same with 256-bit FMAs), and other processes on the host
+# take their share too. So GEMM GFLOP/s are also reported as a fraction of this figure, taken
+# just before each probe.
 FMA_PEAK_SOURCE = r"""
 #include <immintrin.h>
 #include <stdio.h>
@@ -518,6 +523,44 @@ def probe_sgd_main(a) -> None:
                       "median_s": {c: statistics.median(v) for c, v in times.items()}}), flush=True)
 
 
+def probe_layer_gemms_main(a) -> None:
+    """Seconds of each GEMM of one FCN training step as PyTorch issues it (forward
+    F.linear = addmm with the [out, in] weight transposed: mode NT; input gradient dY @ W: NN;
+    weight gradient dY^T @ X: TN), so that it can be set beside anvil_bench's
+    gemm/<variant>/<mode>/fcn5_b64_<M>x<N>x<K> benchmarks. Each GEMM is timed alternately with the
+    others, `iters` times; medians."""
+    cfg = json.loads(a.cfg_json)
+    torch = setup_torch(a.threads, cfg)
+    import torch.nn.functional as F
+    fin, hidden, classes, _, _, batch = MODELS[a.model]
+    widths = [fin, *hidden, classes]
+    g = torch.Generator().manual_seed(0)
+    cases = []
+    for i, (n_in, n_out) in enumerate(zip(widths[:-1], widths[1:])):
+        X = torch.randn(batch, n_in, generator=g)
+        W = torch.randn(n_out, n_in, generator=g)
+        b = torch.randn(n_out, generator=g)
+        dY = torch.randn(batch, n_out, generator=g)
+        cases.append((f"layer{i + 1} forward", "NT", batch, n_out, n_in, lambda X=X, W=W, b=b: F.linear(X, W, b)))
+        if i > 0:  # autograd skips the input gradient of the first layer
+            cases.append((f"layer{i + 1} dX", "NN", batch, n_in, n_out, lambda dY=dY, W=W: torch.mm(dY, W)))
+        cases.append((f"layer{i + 1} dW", "TN", n_out, n_in, batch, lambda dY=dY, X=X: torch.mm(dY.t(), X)))
+    times = {c[0]: [] for c in cases}
+    for it in range(a.iters + 1):
+        for name, _, _, _, _, f in cases:
+            t0 = time.perf_counter()
+            f()
+            if it:
+                times[name].append(time.perf_counter() - t0)
+    rows = []
+    for name, mode, m, n, k, _ in cases:
+        sec = statistics.median(times[name])
+        rows.append({"gemm": name, "mode": mode, "m": m, "n": n, "k": k, "median_s": sec,
+                     "gflops": 2.0 * m * n * k / sec / 1e9})
+    print(json.dumps({"probe": "layer_gemms", "model": a.model, "threads": a.threads, "rows": rows,
+                      "sum_s": sum(r["median_s"] for r in rows)}), flush=True)
+
+
 def probe_gemm_main(a) -> None:
     """torch.mm GFLOP/s on the FCN-5 shapes (batch 64 and 1024) at the given thread count."""
     cfg = json.loads(a.cfg_json)
@@ -783,13 +826,21 @@ def main() -> None:
     q.add_argument("--iters", type=int, default=15)
     q.add_argument("--cfg-json", required=True)
 
+    lg = sub.add_parser("probe-layer-gemms", help="each GEMM of an FCN training step as PyTorch issues it")
+    lg.add_argument("--model", default="fcn5")
+    lg.add_argument("--threads", type=int, default=1)
+    lg.add_argument("--iters", type=int, default=7)
+    lg.add_argument("--cfg-json", default=None)
+    lg.add_argument("--config", default="preset")
+
     t = sub.add_parser("tune", help="measure the candidate settings; write the fastest configuration")
     t.add_argument("--rounds", type=int, default=3)
     t.add_argument("--step-time", type=float, default=1.5, help="seconds of timed steps per candidate run")
     t.add_argument("--out", default="")
 
     argv = sys.argv[1:]
-    if not argv or argv[0] not in ("run", "child", "probe-gemm", "probe-sgd", "tune", "-h", "--help"):
+    if not argv or argv[0] not in ("run", "child", "probe-gemm", "probe-sgd", "probe-layer-gemms", "tune",
+                                   "-h", "--help"):
         argv = ["run", *argv]
     a = p.parse_args(argv)
     if a.cmd == "child":
@@ -804,6 +855,13 @@ def main() -> None:
             probe_gemm_main(a)
     elif a.cmd == "probe-sgd":
         probe_sgd_main(a)
+    elif a.cmd == "probe-layer-gemms":
+        if a.cfg_json is None:  # called by hand: launch itself under the configuration
+            for obj in run_child(load_config(a.config), a.threads, ["probe-layer-gemms", "--model", a.model,
+                                 "--threads", str(a.threads), "--iters", str(a.iters)]):
+                print(json.dumps(obj))
+        else:
+            probe_layer_gemms_main(a)
     elif a.cmd == "tune":
         tune_main(a)
     else:

@@ -23,7 +23,8 @@ bool cpu_has_avx512() {
 Support supports_eigen(const GemmProblem& p) {
   if (p.dtype != DType::f32) return Support::no("cpu.eigen handles f32 only");
   if (!cpu_has_avx512())
-    return Support::no("cpu.eigen is built for AVX-512 (F, DQ, BW, VL) and FMA; this CPU lacks them");
+    return Support::no(
+        "cpu.eigen is built for AVX-512 (F, DQ, BW, VL) and FMA; this CPU lacks them");
   return Support::yes();
 }
 
@@ -48,7 +49,7 @@ void register_gemm_eigen() {
   gemm_table().add({
       .name = "cpu.eigen",
       .device = DeviceType::cpu,
-      .priority = 100,  // Note [GEMM heuristic] (kernels/cpu/gemm_heuristic.cpp)
+      .priority = 100,  // behind oneDNN everywhere (Note [GEMM heuristic])
       .supports = supports_eigen,
       .fn = gemm_eigen,
       .description = "Eigen 3.4 product over row-major Maps, AVX-512 code, batched by a loop",
