@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The project's test command (README): configure and build build/ (Ninja, Release), run every
+# The project's test command (README): install the Debian dependencies (idempotent), configure
+# and build build/ (Ninja, Release), run every
 # test, check the installed package with the example, then the sanitizer build.
 #   ANVIL_CI_SANITIZE=0   skip the ASan/UBSan stage (it rebuilds everything once more)
 #   ANVIL_JOBS=N          parallel build/test jobs (default: nproc)
@@ -12,6 +13,10 @@ build=${ANVIL_TEST_BUILD_DIR:-build}
 stage_start=0
 stage() { stage_name=$1; stage_start=$SECONDS; echo "=== $stage_name"; }
 stage_done() { echo "=== $stage_name: $((SECONDS - stage_start)) s"; }
+
+stage "install_deps"
+bash scripts/install_deps.sh
+stage_done
 
 stage "configure $build/"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
