@@ -222,33 +222,38 @@ void cpu_copy(const Tensor& dst, const Tensor& src) {
     });
   });
 }
+
+// A host tensor with the geometry of a (possibly strided) CUDA tensor: the storage span the
+// view covers is copied to the host in one transfer, then viewed with the same strides.
+Tensor host_view_of_device(const Tensor& t) {
+  if (t.numel() == 0) return Tensor::empty(t.sizes(), t.dtype());
+  std::int64_t span = 1;  // elements from the first to the last one the view reaches
+  for (std::int64_t d = 0; d < t.dim(); ++d) span += (t.sizes()[d] - 1) * t.strides()[d];
+  Tensor host = Tensor::empty({span}, t.dtype());
+  const auto* first = static_cast<const char*>(t.data_ptr());
+  require_cuda("Tensor::copy_").copy(host.data_ptr(), Device::cpu(), first, t.device(),
+                                     static_cast<std::size_t>(span) * t.element_size());
+  return raw::make_view(host, t.sizes(), t.strides(), 0);
+}
+
 }  // namespace
 
 Tensor& Tensor::copy_(const Tensor& src_in) {
   check_defined(src_in, "Tensor::copy_", "source");
-  Tensor src = raw::expand(src_in, sizes());
-  if (device().is_cpu() && src.device().is_cpu()) {
-    cpu_copy(*this, src);
+  Tensor s = raw::expand(src_in, sizes());
+  // The CUDA backend moves raw bytes: a device source that needs conversion or gathering is
+  // brought to the host first, where cpu_copy handles any strides and dtypes.
+  if (s.device().is_cuda() && (s.dtype() != dtype() || !s.is_contiguous() || device().is_cpu()))
+    s = host_view_of_device(s);
+  if (device().is_cpu()) {
+    cpu_copy(*this, s);
     return *this;
   }
-  // Across devices the backend copies raw bytes: stage through contiguous tensors of the
-  // destination dtype on the source side first.
-  Tensor s = src;
-  if (s.dtype() != dtype() || !s.is_contiguous()) {
-    if (s.device().is_cpu()) s = raw::to_dtype(raw::contiguous(s), dtype());
-    else s = raw::to_dtype(raw::to_device(s, Device::cpu()), dtype());  // convert on the host
-  }
-  if (s.device() == device() && !is_contiguous()) {
-    fail("Tensor::copy_", "non-contiguous CUDA destination not supported yet (shape ",
-         shape_str(sizes()), ")");
-  }
-  if (!is_contiguous()) {  // land contiguous on the host, then scatter
-    Tensor host = raw::to_device(s, Device::cpu());
-    cpu_copy(*this, host);
-    return *this;
-  }
-  CudaBackend& cuda = require_cuda("Tensor::copy_");
-  cuda.copy(data_ptr(), device(), s.data_ptr(), s.device(), nbytes());
+  ANVIL_CHECK(is_contiguous(), "Tensor::copy_", "copying into a non-contiguous CUDA tensor (shape ",
+              shape_str(sizes()), ", strides ", shape_str(strides()), ") is not supported yet");
+  if (s.device().is_cpu() && (s.dtype() != dtype() || !s.is_contiguous()))
+    s = raw::to_dtype(raw::contiguous(s), dtype());
+  require_cuda("Tensor::copy_").copy(data_ptr(), device(), s.data_ptr(), s.device(), nbytes());
   return *this;
 }
 
