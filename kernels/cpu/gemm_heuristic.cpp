@@ -1,7 +1,7 @@
 // GEMM default-selection heuristic (kernels/cpu/gemm_heuristic.h): picks the CPU variant for a
-// problem from (M, N, K, transpose modes, batch) by the rules of Note [GEMM heuristic]. Each rule
-// names a ranked list; the first variant that is registered and supports the problem wins, so
-// the rules hold whether or not cpu.blocked / cpu.eigen / oneDNN are built in.
+// problem from (M, N, K, transpose modes, batch, ldb) by the rules of Note [GEMM heuristic].
+// Each rule names a ranked list; the first variant that is registered and supports the problem
+// wins, so the rules hold whether or not cpu.blocked / cpu.eigen / oneDNN are built in.
 #include "kernels/cpu/gemm_heuristic.h"
 
 #include <array>
@@ -13,68 +13,87 @@ namespace anvil::kernels {
 namespace {
 
 // Note [GEMM heuristic]
-// Measured with /tmp/gemm_variants_driver (kept by the GEMM variants work; see docs/benchmarks),
-// f32, dense, beta = 0, on the 2-vCPU AMD EPYC of the dev machines, which is a Zen 4 (CPU family
-// 25 model 17, "Genoa"): 512-bit FMAs are double-pumped, so the FP32 peak is ~117 GFLOP/s per
-// core (234 on both), measured beside every row by a 12-chain FMA probe, not the 242 that
-// TOOLCHAIN.md quotes for Zen 5. The host was shared (load 4-11), so the tables use CPU time
-// (process CPU seconds / threads, best of >= 3 interleaved runs, over several runs); wall-time
-// rows from quieter moments agree where we have them. GFLOP/s, 1 thread / 2 threads:
+// Measured with the standalone GEMM variants driver (gemm_variants_driver.cpp: every variant
+// checked against ref first, then timed), f32, dense, beta = 0, on the dev machine's 2-vCPU
+// AMD EPYC. That CPU is a Zen 4 (family 25, model 17, "Genoa"), not the Zen 5 of TOOLCHAIN.md:
+// its 512-bit FMAs are double-pumped, so the FP32 peak is ~117 GFLOP/s per core, 234 on both (a
+// 12-chain FMA probe run beside every row), not 242. The host was shared (load 2-11), so the
+// numbers are CPU-time GFLOP/s (process CPU seconds / threads; best of 3 interleaved calls, best
+// over 4-6 runs); wall-time rows taken while it was quiet agree. GFLOP/s at 1 thread / 2 threads:
 //
-//   shape (M,N,K)        mode  blocked    onednn     matmul     eigen     winner
-//   DLBench 1024,2048,26752 NN  109/213   111/221    98/189    101/173   onednn  (95% of peak)
-//                        NT    107/207   108/213   103/206     98/165   onednn  (92%)
-//                        TN    108/213   108/214    99/195     98/167   onednn  (92%)
-//                        TT    105/210   108/215    97/199     96/166   onednn  (92%)
-//   FCN 64,2048,26752    NN    108/214   109/214    75/149     74/73    onednn ~ blocked
-//                        NT     90/178    61/121    90/180     67/41    matmul ~ blocked
-//                        TN    110/217    85/166    82/163     77/22    blocked
-//                        TT     90/177    62/124    87/165     66/66    blocked ~ matmul
-//   FCN 64,26752,2048    NN    105/204   109/219    93/184     54/100   onednn
-//                        NT     81/161    69/66     95/189     44/80    matmul
-//                        TN    102/207   111/221    96/188     54/100   onednn (blocked 92-93%)
-//                        TT     81/162    33/66     88/179     44/81    matmul
-//   FCN 64,2048,2048     NN    107/206   106/208    84/167     75/149   blocked ~ onednn
-//                        NT     85/171    72/67     95/193     62/52    matmul
-//                        TN    110/214    88/168    84/170     80/100   blocked
-//                        TT     86/166    34/67     92/179     63/109   matmul
-//   FCN 2048,26752,64    all   102-104/199-205  92-94/183-187  84-86/168-170  71/150  blocked
-//   FCN 2048,2048,64     all   104-107/206-210  99-104/200-202 98-102/194-202 82-95  blocked
-//   FCN 26752,2048,64    all   101-104/200-206  98/194-197     94-96/186-189  75-77  blocked
+//   (M,N,K)             mode  blocked   onednn    matmul    eigen    -> pick (rule)
+//   DLBench 1024,2048,26752 NN 110/217  110/220    97/195  101/164   onednn (6)  94% of peak
+//                       NT   108/215   110/218   104/205   99/167   onednn (6)  93%
+//                       TN   111/219   111/220   102/204  100/172   onednn (6)  94%
+//                       TT   109/215   110/218   103/208  100/180   onednn (6)  93%
+//   FCN 64,2048,26752   NN   108/216   110/215    77/153   79/46    blocked (5)
+//                       NT    89/176    62/125    90/178   68/25    matmul (2)
+//                       TN   108/215    84/164    81/160   78/50    blocked (5)
+//                       TT    89/173    62/124    86/169   66/50    matmul (2)  96-98 % of blocked
+//   FCN 64,26752,2048   NN   102/204   112/223    93/185   54/100   onednn (6)
+//                       NT    81/161    70/67     95/189   45/81    matmul (2)
+//                       TN   102/202   111/223    97/191   54/100   onednn (6)
+//                       TT    81/162    33/67     91/181   46/79    matmul (2)
+//   FCN 64,2048,2048    NN   108/215   108/211    86/173   80/22    blocked (5)
+//                       NT    87/168    72/67     97/189   65/22    matmul (2)
+//                       TN   110/214    88/171    85/170   78/69    blocked (5)
+//                       TT    87/166    34/67     92/183   61/21    matmul (2)
+//   FCN 2048,26752,64   all  104/201-204  94-95/187-189  83-85/166-168  70-71/150  blocked (4)
+//   FCN 2048,2048,64    all  101-105/206-211  101-104/208-211  97-100/195-204  82-89  blocked (4)
+//   FCN 26752,2048,64   all  102-103/203-204  98-99/196-197  93-94/186-187  76-77/155  blocked (4)
 //
-// Rules, in order (first registered variant of the list that supports the problem):
-//  1. op(B) transposed and M small (M <= 256): cpu.onednn.matmul > cpu.blocked > cpu.onednn.
-//     dnnl_sgemm loses 30-70 % here (61 vs 90, 33 vs 88: its row-major 'T' path for a skinny
-//     C), exactly as TOOLCHAIN.md reports; the matmul primitive's brgemm kernels do not care.
-//     cpu.blocked is 93-105 % of matmul on these rows (TT 64,2048,26752 it is 3 % ahead).
-//  2. K small (K <= 128, the weight-gradient GEMMs, C as large as A and B together):
-//     cpu.blocked > cpu.onednn > cpu.onednn.matmul. blocked leads by 3-10 %, oneDNN sgemm is
-//     next (90-98 % of blocked), matmul trails (82-97 %).
-//  3. op(A) transposed, op(B) not, M small (TN, M <= 256): cpu.blocked > cpu.onednn >
-//     cpu.onednn.matmul. dnnl_sgemm loses 20 % on two of the three shapes (85 vs 110); blocked is
-//     92-93 % of dnnl_sgemm on the third (64,26752,2048), within the 10 % budget.
-//  4. Everything else (large GEMMs, small-M NN): cpu.onednn > cpu.blocked > cpu.onednn.matmul.
-//     dnnl_sgemm is the best or within 2 % on every such row, at 92-95 % of the FMA peak on the
-//     DLBench shape in all four modes at 1 thread; blocked is 97-99 % of it.
-// Eigen is never preferred (it trails everywhere and its 2-thread GEMM collapses on a busy host:
-// its threads spin on each other); it is still listed last so an Eigen-only build uses it.
-// `ref` is never named: selection falls back to it by priority.
-constexpr std::int64_t kSmallM = 256;  // "batch-sized" M: 64-row FCN/LSTM GEMMs
-constexpr std::int64_t kSmallK = 128;  // weight-gradient depth (= batch size)
+// Two effects explain most of it:
+//  * dnnl_sgemm with a skinny C (M <= 256) and B transposed runs at 30-60 % of its NN speed
+//    (62 vs 110, 33 vs 112): TOOLCHAIN.md's observation, reproduced. The matmul primitive
+//    (brgemm) does not care, and cpu.blocked, which packs B, is close behind it.
+//  * dnnl_sgemm with M <= 256 and B not transposed is fast (111-113) unless the rows of B are
+//    4 KiB-aliased (ldb a multiple of 1024 floats: every row maps to the same L1 sets). Sweep at
+//    M = 64, K = 2048, TN, 1 thread: N = 2000 / 3000 / 5000 / 10000 / 20000 / 26752 -> sgemm
+//    111-113, blocked 101-108; N = 2048 / 3072 / 4096 / 5120 / 6144 / 8192 / 12288 / 16384 /
+//    32768 -> sgemm 80-88, blocked 106-110 (NN: sgemm 97-108 there, blocked 106-110). That is
+//    why FCN's N = 2048 layers prefer blocked and its N = 26752 layer prefers sgemm.
+// Beyond the FCN/DLBench requirement (1 thread / 2 threads, best variant first):
+//  * batched: 32 x (64,64,64): matmul 92-107/134-141, blocked 93-100/105-135, sgemm loop
+//    73-96/19-68; 8 x (256,256,256): matmul 106-114/206-223, sgemm 99-112/165-213. One
+//    batched primitive beats a loop of calls.
+//  * skinny N, (2048,64,2048): matmul 84-113/168-222 is best or within 2 % in every mode
+//    (sgemm 75-102/142-205, blocked 81-87/149-166).
+//  * (128,2048,1024) and (256,2048,2048): the same pattern as the FCN small-M rows.
+//
+// Rules, in order; each names a ranking, and the first variant in it that is registered and
+// supports the problem is the pick (so builds without cpu.blocked or oneDNN stay sensible):
+//  1. batch > 1:                         matmul > onednn > blocked
+//  2. B transposed, M <= 256:            matmul > blocked > onednn
+//  3. N <= 256 < M (skinny C):           matmul > onednn > blocked
+//  4. K <= 128 and M*N >= 2^20 (weight gradients): blocked > onednn > matmul
+//     (blocked leads by 2-10 %; sgemm is 90-99 % of it, matmul 81-97 %)
+//  5. M <= 256, B not transposed, ldb % 1024 == 0 (aliased B rows): blocked > onednn > matmul
+//  6. otherwise:                         onednn > blocked > matmul
+//     (sgemm is best or within 2 %: 93-95 % of the FMA peak on DLBench in all four modes)
+// Eigen comes last in every ranking: it trails everywhere, and its 2-thread GEMM collapses on a
+// busy host (its threads spin-wait on each other: 21-50 GFLOP/s above). `ref` is never named;
+// selection falls back to it by priority.
+constexpr std::int64_t kSmallM = 256;       // "batch-sized" M (FCN 64, LSTM 128)
+constexpr std::int64_t kSmallN = 256;
+constexpr std::int64_t kSmallK = 128;       // weight-gradient depth (= batch size)
+constexpr std::int64_t kLargeC = 1 << 20;   // M*N elements of a weight gradient
+constexpr std::int64_t kAliasLd = 1024;     // floats: 4 KiB, the L1 set-aliasing stride
 
 using Ranking = std::array<const char*, 4>;
 
-constexpr Ranking kRankSkinnyTransB = {"cpu.onednn.matmul", "cpu.blocked", "cpu.onednn",
-                                       "cpu.eigen"};
-constexpr Ranking kRankSmallK = {"cpu.blocked", "cpu.onednn", "cpu.onednn.matmul", "cpu.eigen"};
-constexpr Ranking kRankSkinnyTN = {"cpu.blocked", "cpu.onednn", "cpu.onednn.matmul", "cpu.eigen"};
-constexpr Ranking kRankDefault = {"cpu.onednn", "cpu.blocked", "cpu.onednn.matmul", "cpu.eigen"};
+constexpr Ranking kMatmulFirst = {"cpu.onednn.matmul", "cpu.onednn", "cpu.blocked", "cpu.eigen"};
+constexpr Ranking kMatmulThenBlocked = {"cpu.onednn.matmul", "cpu.blocked", "cpu.onednn",
+                                        "cpu.eigen"};
+constexpr Ranking kBlockedFirst = {"cpu.blocked", "cpu.onednn", "cpu.onednn.matmul", "cpu.eigen"};
+constexpr Ranking kSgemmFirst = {"cpu.onednn", "cpu.blocked", "cpu.onednn.matmul", "cpu.eigen"};
 
 const Ranking& ranking_for(const GemmProblem& p) {
-  if (p.trans_b && p.m <= kSmallM) return kRankSkinnyTransB;
-  if (p.k <= kSmallK) return kRankSmallK;
-  if (p.trans_a && !p.trans_b && p.m <= kSmallM) return kRankSkinnyTN;
-  return kRankDefault;
+  if (p.batch > 1) return kMatmulFirst;                                   // rule 1
+  if (p.trans_b && p.m <= kSmallM) return kMatmulThenBlocked;             // rule 2
+  if (p.n <= kSmallN && p.m > kSmallN) return kMatmulFirst;               // rule 3
+  if (p.k <= kSmallK && p.m * p.n >= kLargeC) return kBlockedFirst;       // rule 4
+  if (p.m <= kSmallM && !p.trans_b && p.ldb % kAliasLd == 0) return kBlockedFirst;  // rule 5
+  return kSgemmFirst;                                                     // rule 6
 }
 
 }  // namespace

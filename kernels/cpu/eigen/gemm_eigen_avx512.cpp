@@ -14,7 +14,9 @@
 //    each inline/template symbol per library. If this TU instantiated std::string, std::vector,
 //    anvil helpers..., another TU's call could be bound to this AVX-512 copy and crash an older
 //    CPU. Hence: only Eigen headers and <cstdint>, raw pointers in, and only this folder includes
-//    Eigen, so Eigen's own templates are instantiated here only.
+//    Eigen, so Eigen's own templates are instantiated here only. Check after editing:
+//    `nm -C gemm_eigen_avx512.cpp.o | grep ' [WVu] '` must list Eigen:: symbols only (plus
+//    DW.ref.__gxx_personality_v0, a data word).
 #include "kernels/cpu/eigen/gemm_eigen_kernel.h"
 
 #include <Eigen/Core>
