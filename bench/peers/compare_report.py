@@ -144,7 +144,8 @@ def markdown(doc) -> str:
     ch = cfg.get("chosen") or {}
     L.append(f"- chosen ({ch.get('source', '?')}): MKL path `{ch.get('mkl')}`, allocator `{ch.get('allocator')}`, "
              f"OMP_WAIT_POLICY `{ch.get('omp_wait_policy')}`, SGD `{ch.get('sgd')}`, inference route `{ch.get('inference', 'eager')}`, "
-             f"flush denormals `{ch.get('flush_denormal')}`")
+             f"flush denormals `{ch.get('flush_denormal')}`"
+             + (f"; inference route per model {ch['inference_by_model']}" if ch.get("inference_by_model") else ""))
     if eff:
         L.append(f"- torch {eff.get('torch_version')}, Python {eff.get('python')}; BLAS: {eff.get('blas')}; {eff.get('onednn')}")
         L.append(f"- ATen CPU capability {eff.get('cpu_capability')}; MKL's CPU code path "
@@ -188,6 +189,9 @@ def markdown(doc) -> str:
         for c, v in (meas.get("inference") or {}).items():
             for k, x in v.items():
                 L.append(f"| inference route (inference step) | {c} | {k.split('_')[1]} | {x:.4f} | |")
+        for model, d in (meas.get("inference_by_model") or {}).items():
+            for c, v in d.items():
+                L.append(f"| inference route, {model} | {c} | 1 | {v['threads_1_median_s']:.5f} | |")
     ctx = doc.get("anvil_context") or {}
     L += ["", "## anvil", "", f"- git {ctx.get('anvil.git_revision')}, {ctx.get('anvil.compiler')}, "
           f"OMP_WAIT_POLICY={ctx.get('anvil.env.OMP_WAIT_POLICY')}, host {ctx.get('host_name')}, "
