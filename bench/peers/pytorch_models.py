@@ -6,22 +6,27 @@ plain SGD (lr 0.01) -- and the inference step (forward under torch.inference_mod
 fully connected networks of networks.md, with PyTorch configured at its best on this machine,
 and prints one JSON object per (model, phase, threads, batch) on stdout.
 
-The configuration matters more than usual on this machine (an AMD Zen 5 CPU with AVX-512):
-PyTorch's PyPI wheel takes its fp32 GEMMs from a statically linked MKL 2024.2, which runs a
-generic (non-AVX-512) code path on AMD CPUs unless its `mkl_serv_intel_cpu_true` is
-interposed; its CPU tensors come straight from malloc, so glibc mmap()s and munmap()s every
-large tensor (page faults on each step) unless a caching allocator is preloaded. Both only
-take effect through the environment a process *starts* with (LD_PRELOAD, OMP_*, MKL_*), so
-this script is a launcher: every measurement runs in a fresh child process whose environment
-is built from a configuration, which is also what keeps peak RSS per configuration.
+The configuration matters more than usual on this machine (an AMD EPYC with AVX-512; the VM
+measured reports Zen 4, TOOLCHAIN.md says Zen 5): PyTorch's PyPI wheel takes its fp32 GEMMs
+from a statically linked MKL 2024.2, which picks its generic code path on AMD CPUs
+(mkl_serv_cpu_detect() == 0; 65-88 % of the core's FMA peak instead of 93-95 %) unless its
+`mkl_serv_intel_cpu_true` is interposed; its CPU tensors come straight from malloc, so glibc
+mmap()s and munmap()s every large tensor (page faults on each step, ~40 % on the FCN-5 step)
+unless an allocator that keeps large blocks is used. Both only take effect through the
+environment a process *starts* with (LD_PRELOAD, OMP_*, MKL_*, MALLOC_*), so this script is a
+launcher: every measurement runs in a fresh child process whose environment is built from a
+configuration, which is also what keeps peak RSS per configuration.
 
 Subcommands (the default is `run`):
-  run    time models:  pytorch_models.py run --models fcn5 --threads 1,2 --reps 3
+  run    time models:  pytorch_models.py run --models fcn5 --threads 1,2 --reps 3 [--breakdown]
+         [--profile STEPS] [--config preset|FILE]
   tune   measure the candidate settings and write the fastest configuration as JSON:
            pytorch_models.py tune --out pytorch_config.json
-         (MKL code path by torch.mm GFLOP/s at 1 thread, allocator and SGD implementation by
-          the FCN-5 training step at 1 thread, OpenMP wait policy by the step at 2 threads)
-  probe-gemm   torch.mm GFLOP/s under one configuration (what `tune` uses)
+         (MKL code path by torch.mm GFLOP/s at 1 thread; allocator by the FCN-5 training step at
+          1 thread; SGD implementation by opt.step() alone; OpenMP wait policy by the step at 2
+          threads; inference route, eager vs torch.utils.mkldnn, by each model's inference step)
+  probe-gemm          torch.mm GFLOP/s on the FCN-5 shapes under one configuration [--onednn]
+  probe-layer-gemms   each GEMM of an FCN training step as PyTorch issues it
 A configuration is either a JSON file written by `tune` or `preset` (the choice measured when
 this script was written, see PRESET below).
 """
@@ -98,17 +103,20 @@ SGD_CANDIDATES = ["for_loop", "foreach", "fused"]
 INFERENCE_CANDIDATES = ["eager", "mkldnn"]
 
 # What `tune` chose on this machine when the script was written (2-vCPU AMD EPYC VM, CPU family
-# 25 model 17 = Zen 4 "Genoa"; torch 2.15.0 with MKL 2024.2): the shim (MKL 94 % of the core's
-# FMA peak instead of 64-80 %), an allocator that keeps large blocks (jemalloc_retain,
-# glibc_nommap and tcmalloc tie, all ~30 % faster steps than glibc or stock jemalloc), PASSIVE
-# waiting, the plain for-loop SGD (foreach/fused are no faster on CPU), oneDNN for inference.
+# 25 model 17 = Zen 4 "Genoa"; torch 2.15.0 with MKL 2024.2): the shim (MKL at 93-95 % of the
+# core's FMA peak instead of 65-88 %), an allocator that keeps large blocks (tcmalloc,
+# glibc_nommap and jemalloc_retain are within a few % of each other, ~30 % faster steps than
+# glibc or stock jemalloc; tcmalloc has the smaller, steadier peak RSS), PASSIVE waiting (ACTIVE
+# 8-40 % slower on this shared host), the plain for-loop SGD (foreach/fused are no faster on
+# CPU), oneDNN for inference except mlp_mnist.
 # `tune` re-derives it; compare_pytorch.sh tunes by default.
 PRESET = {
     "mkl": "shim",
-    "allocator": "jemalloc_retain",
+    "allocator": "tcmalloc",
     "omp_wait_policy": "PASSIVE",
     "sgd": "for_loop",
     "inference": "mkldnn",
+    "inference_by_model": {"fcn5": "mkldnn", "fcn8": "mkldnn", "fcn_r": "mkldnn", "mlp_mnist": "eager"},
     "flush_denormal": True,
     "source": "preset (bench/peers/pytorch_models.py)",
 }
@@ -716,15 +724,20 @@ def tune_main(a) -> None:
     log("[tune] allocator: fcn5 train step, 1 thread")
     alloc_c = [c for c, v in ALLOCATOR_CANDIDATES.items() if not v.get("preload") or libs.get(v["preload"])]
     res = {c: [] for c in alloc_c}
-    rss = {}
+    rss = {c: [] for c in alloc_c}
     for r in range(a.rounds):
         for c in alloc_c:
             s, m = step_time(dict(chosen, allocator=c), 1)
             res[c].append(s)
-            rss[c] = m
+            rss[c].append(m)
             log(f"  round {r} {c:20s} {s:.4f} s/step  peak RSS {m:.0f} MB")
-    report["allocator"] = {c: {"median_s": med(v), "runs_s": v, "peak_rss_MB": rss[c]} for c, v in res.items()}
-    chosen["allocator"] = pick({c: med(v) for c, v in res.items()}, lower_is_better=True)
+    report["allocator"] = {c: {"median_s": med(v), "runs_s": v, "peak_rss_MB": med(rss[c]), "runs_peak_rss_MB": rss[c]}
+                           for c, v in res.items()}
+    # Among the candidates tied on time (within 2 % of the fastest), the smallest peak RSS wins:
+    # glibc without mmap ties on time but fragments (its peak RSS varied by 400 MB between runs).
+    fastest = min(med(v) for v in res.values())
+    tied = [c for c in alloc_c if med(res[c]) <= fastest * 1.02]
+    chosen["allocator"] = min(tied, key=lambda c: med(rss[c]))
     log(f"[tune] allocator: {chosen['allocator']}")
 
     # 3. SGD implementation (for-loop / foreach / fused), by the FCN-5 training step at 1 thread.

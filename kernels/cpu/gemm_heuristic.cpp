@@ -13,52 +13,61 @@ namespace anvil::kernels {
 namespace {
 
 // Note [GEMM heuristic]
-// Measured with the standalone GEMM variants driver (gemm_variants_driver.cpp: every variant
-// checked against ref first, then timed), f32, dense, beta = 0, on the dev machine's 2-vCPU
-// AMD EPYC. That CPU is a Zen 4 (family 25, model 17, "Genoa"), not the Zen 5 of TOOLCHAIN.md:
-// its 512-bit FMAs are double-pumped, so the FP32 peak is ~117 GFLOP/s per core, 234 on both (a
-// 12-chain FMA probe run beside every row), not 242. The host was shared (load 2-11), so the
-// numbers are CPU-time GFLOP/s (process CPU seconds / threads; best of 3 interleaved calls, best
-// over 4-6 runs); wall-time rows taken while it was quiet agree. GFLOP/s at 1 thread / 2 threads:
+// Measured with the standalone GEMM variants driver (gemm_variants_driver.cpp: every variant is
+// checked against ref on the timed inputs first), f32, dense, beta = 0, on the dev machine's
+// 2-vCPU AMD EPYC. That CPU is a Zen 4 (family 25, model 17, "Genoa"), not the Zen 5 of
+// TOOLCHAIN.md: its 512-bit FMAs are double-pumped, so the FP32 peak is ~117 GFLOP/s per core
+// and 234 on both (a 12-chain FMA probe run beside every row), not 242 / 484. The host was
+// shared (load 2-11 throughout), so: 1-thread numbers are wall time (best of 3 interleaved calls,
+// best over 6-8 runs; a single thread got a whole core often enough); 2-thread numbers are CPU
+// time (process CPU seconds / 2, same best-of), because two threads never had both cores to
+// themselves. cpu.blocked as of 2026-11-21 11:20. GFLOP/s, 1 thread / 2 threads:
 //
-//   (M,N,K)             mode  blocked   onednn    matmul    eigen    -> pick (rule)
-//   DLBench 1024,2048,26752 NN 110/217  110/220    97/195  101/164   onednn (6)  94% of peak
-//                       NT   108/215   110/218   104/205   99/167   onednn (6)  93%
-//                       TN   111/219   111/220   102/204  100/172   onednn (6)  94%
-//                       TT   109/215   110/218   103/208  100/180   onednn (6)  93%
-//   FCN 64,2048,26752   NN   108/216   110/215    77/153   79/46    blocked (5)
-//                       NT    89/176    62/125    90/178   68/25    matmul (2)
-//                       TN   108/215    84/164    81/160   78/50    blocked (5)
-//                       TT    89/173    62/124    86/169   66/50    matmul (2)  96-98 % of blocked
-//   FCN 64,26752,2048   NN   102/204   112/223    93/185   54/100   onednn (6)
-//                       NT    81/161    70/67     95/189   45/81    matmul (2)
-//                       TN   102/202   111/223    97/191   54/100   onednn (6)
-//                       TT    81/162    33/67     91/181   46/79    matmul (2)
-//   FCN 64,2048,2048    NN   108/215   108/211    86/173   80/22    blocked (5)
-//                       NT    87/168    72/67     97/189   65/22    matmul (2)
-//                       TN   110/214    88/171    85/170   78/69    blocked (5)
-//                       TT    87/166    34/67     92/183   61/21    matmul (2)
-//   FCN 2048,26752,64   all  104/201-204  94-95/187-189  83-85/166-168  70-71/150  blocked (4)
-//   FCN 2048,2048,64    all  101-105/206-211  101-104/208-211  97-100/195-204  82-89  blocked (4)
-//   FCN 26752,2048,64   all  102-103/203-204  98-99/196-197  93-94/186-187  76-77/155  blocked (4)
+//   (M,N,K)              mode  blocked    onednn     matmul     eigen      pick (rule)
+//   DLBench 1024,2048,26752 NN 110/220   110/221     97/195    101/173    onednn (6) 94% of peak
+//                        NT   108/215   110/218    104/205     99/167    onednn (6) 93%
+//                        TN   110/219   110/220    101/204    100/172    onednn (6) 94%
+//                        TT   109/215   109/218    103/208    100/180    onednn (6) 93%
+//   FCN 64,2048,26752    NN   108/216   109/216     78/154     79/81     blocked (5) 99%/100%
+//                        NT    90/176    62/125     90/178     69/136    matmul (2)
+//                        TN   108/215    85/166     82/165     79/116    blocked (5)
+//                        TT    89/178    62/127     87/172     69/50     matmul (2) 97%/97%
+//   FCN 64,26752,2048    NN   101/204   111/223     94/187     54/101    onednn (6)
+//                        NT    81/163    70/67      95/189     46/84     matmul (2)
+//                        TN   101/202   111/223     97/193     54/100    onednn (6)
+//                        TT    81/162    33/67      93/181     46/81     matmul (2)
+//   FCN 64,2048,2048     NN   110/216   108/213     90/181     84/33     blocked (5)
+//                        NT    88/173    73/68     101/192     72/61     matmul (2)
+//                        TN   110/215    93/183     90/179     82/69     blocked (5)
+//                        TT    88/172    34/68      93/189     69/27     matmul (2)
+//   FCN 2048,26752,64    all  105/207-209  95-97/191-193  85-88/172-176  73-74/155-159
+//                                                          blocked (4)
+//   FCN 2048,2048,64     all  105-106/210-212  107-110/211-217  103-106/200-208  93-98/165-180
+//                                                          blocked (4): 97-100 % of onednn
+//   FCN 26752,2048,64    all  103-104/204-207  98-99/197-199  94-95/187-190  76-78/157-161
+//                                                          blocked (4)
+// Every FCN/DLBench row above: the pick is within 3 % of the fastest at 1 and 2 threads.
 //
 // Two effects explain most of it:
-//  * dnnl_sgemm with a skinny C (M <= 256) and B transposed runs at 30-60 % of its NN speed
-//    (62 vs 110, 33 vs 112): TOOLCHAIN.md's observation, reproduced. The matmul primitive
+//  * dnnl_sgemm with a skinny C (M <= 256) and B transposed runs at 30-65 % of its NN speed
+//    (62 vs 109, 33 vs 111): TOOLCHAIN.md's observation, reproduced. The matmul primitive
 //    (brgemm) does not care, and cpu.blocked, which packs B, is close behind it.
-//  * dnnl_sgemm with M <= 256 and B not transposed is fast (111-113) unless the rows of B are
-//    4 KiB-aliased (ldb a multiple of 1024 floats: every row maps to the same L1 sets). Sweep at
-//    M = 64, K = 2048, TN, 1 thread: N = 2000 / 3000 / 5000 / 10000 / 20000 / 26752 -> sgemm
-//    111-113, blocked 101-108; N = 2048 / 3072 / 4096 / 5120 / 6144 / 8192 / 12288 / 16384 /
-//    32768 -> sgemm 80-88, blocked 106-110 (NN: sgemm 97-108 there, blocked 106-110). That is
-//    why FCN's N = 2048 layers prefer blocked and its N = 26752 layer prefers sgemm.
-// Beyond the FCN/DLBench requirement (1 thread / 2 threads, best variant first):
-//  * batched: 32 x (64,64,64): matmul 92-107/134-141, blocked 93-100/105-135, sgemm loop
-//    73-96/19-68; 8 x (256,256,256): matmul 106-114/206-223, sgemm 99-112/165-213. One
-//    batched primitive beats a loop of calls.
-//  * skinny N, (2048,64,2048): matmul 84-113/168-222 is best or within 2 % in every mode
-//    (sgemm 75-102/142-205, blocked 81-87/149-166).
-//  * (128,2048,1024) and (256,2048,2048): the same pattern as the FCN small-M rows.
+//  * dnnl_sgemm with M <= 256 and B not transposed is fast (110-113) unless the rows of B are
+//    4 KiB-aliased (ldb a multiple of 1024 floats, so every row maps to the same L1 sets). Sweep
+//    at M = 64, K = 2048, TN, CPU time, 1 thread: N = 2000 / 3000 / 5000 / 10000 / 20000 / 26752
+//    -> sgemm 111-113, blocked 101-108; N = 2048 / 3072 / 4096 / 5120 / 6144 / 8192 / 12288 /
+//    16384 / 32768 -> sgemm 80-93, blocked 104-110 (NN there: sgemm 97-108, blocked 105-110).
+//    That is why FCN's N = 2048 layers prefer blocked and its N = 26752 layer prefers sgemm.
+// Beyond the FCN/DLBench requirement (1 thread wall / 2 threads CPU time):
+//  * batched 32 x (64,64,64): matmul 92-109/133-157, blocked 93-100/113-140, sgemm loop
+//    74-96/62-76; 8 x (256,256,256): matmul 108-113/208-222, sgemm 99-113/166-211. One
+//    batched primitive beats a loop of calls (the pick is >= 97 % of the fastest in every mode).
+//  * skinny N (2048,64,2048): matmul 79-110/166-221 is best or within 7 % in every mode
+//    (sgemm 72-100/141-203, blocked 78-85/144-170).
+//  * (128,2048,1024) and (256,2048,2048) follow the FCN small-M pattern (picks >= 95 %).
+//  * Known soft spot: rule 2 at 2 threads when N is not a multiple of 64 (N = 3000, 5000,
+//    10000, 20000 at M = 64, K = 2048): matmul is 88-100 % of blocked there (at 1 thread it
+//    leads by up to 10 %).
 //
 // Rules, in order; each names a ranking, and the first variant in it that is registered and
 // supports the problem is the pick (so builds without cpu.blocked or oneDNN stay sensible):
@@ -66,13 +75,13 @@ namespace {
 //  2. B transposed, M <= 256:            matmul > blocked > onednn
 //  3. N <= 256 < M (skinny C):           matmul > onednn > blocked
 //  4. K <= 128 and M*N >= 2^20 (weight gradients): blocked > onednn > matmul
-//     (blocked leads by 2-10 %; sgemm is 90-99 % of it, matmul 81-97 %)
 //  5. M <= 256, B not transposed, ldb % 1024 == 0 (aliased B rows): blocked > onednn > matmul
 //  6. otherwise:                         onednn > blocked > matmul
-//     (sgemm is best or within 2 %: 93-95 % of the FMA peak on DLBench in all four modes)
+//     (sgemm is best or within 2 %, at 93-94 % of the FMA peak on DLBench in all four modes)
 // Eigen comes last in every ranking: it trails everywhere, and its 2-thread GEMM collapses on a
-// busy host (its threads spin-wait on each other: 21-50 GFLOP/s above). `ref` is never named;
-// selection falls back to it by priority.
+// busy host (its threads spin-wait on each other: 27-136 GFLOP/s on the M = 64 rows). `ref` is
+// never named; selection falls back to it by priority. The rules do not depend on the thread
+// count: the same variants win at 1 and 2 threads on every FCN/DLBench row.
 constexpr std::int64_t kSmallM = 256;       // "batch-sized" M (FCN 64, LSTM 128)
 constexpr std::int64_t kSmallN = 256;
 constexpr std::int64_t kSmallK = 128;       // weight-gradient depth (= batch size)
