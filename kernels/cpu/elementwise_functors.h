@@ -7,9 +7,20 @@
 #include <type_traits>
 
 #include "engine/core/error.h"
+#include "engine/core/strided_loop.h"
 #include "engine/dispatch/elementwise_problem.h"
 
 namespace anvil::kernels {
+
+// The coalesced (out, a, b) layout of an elementwise call (b = out's strides for unary ops).
+inline StridedLayout<3> ew_layout(const ElementwiseArgs& args) {
+  const std::vector<std::int64_t> sizes(args.sizes, args.sizes + args.ndim);
+  const std::vector<std::int64_t> so(args.out.strides, args.out.strides + args.ndim);
+  const std::vector<std::int64_t> sa(args.a.strides, args.a.strides + args.ndim);
+  const std::vector<std::int64_t> sb =
+      args.b.strides ? std::vector<std::int64_t>(args.b.strides, args.b.strides + args.ndim) : so;
+  return make_strided_layout<3>(sizes, {&so, &sa, &sb});
+}
 
 template <typename T, typename Fn>
 void with_ew_functor(EwOp op, Fn&& fn) {

@@ -26,12 +26,7 @@ void run_omp(const ElementwiseArgs& args) {
       for (std::int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i], s, alpha);
       return;
     }
-    const std::vector<std::int64_t> sizes(args.sizes, args.sizes + args.ndim);
-    const std::vector<std::int64_t> so(args.out.strides, args.out.strides + args.ndim);
-    const std::vector<std::int64_t> sa(args.a.strides, args.a.strides + args.ndim);
-    const std::vector<std::int64_t> sb =
-        args.b.strides ? std::vector<std::int64_t>(args.b.strides, args.b.strides + args.ndim) : so;
-    const auto L = make_strided_layout<3>(sizes, {&so, &sa, &sb});
+    const auto L = ew_layout(args);
     const std::int64_t inner = L.inner_size();
     const std::int64_t s0 = L.inner_stride(0), s1 = L.inner_stride(1), s2 = L.inner_stride(2);
 #pragma omp parallel for schedule(static) if (n >= kParallelGrain)

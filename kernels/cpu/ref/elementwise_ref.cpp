@@ -8,12 +8,7 @@ namespace {
 
 template <typename T>
 void run_ref(const ElementwiseArgs& args) {
-  const std::vector<std::int64_t> sizes(args.sizes, args.sizes + args.ndim);
-  const std::vector<std::int64_t> so(args.out.strides, args.out.strides + args.ndim);
-  const std::vector<std::int64_t> sa(args.a.strides, args.a.strides + args.ndim);
-  const std::vector<std::int64_t> sb =
-      args.b.strides ? std::vector<std::int64_t>(args.b.strides, args.b.strides + args.ndim) : so;
-  const auto L = make_strided_layout<3>(sizes, {&so, &sa, &sb});
+  const auto L = ew_layout(args);
   T* out = static_cast<T*>(args.out.data);
   const T* a = static_cast<const T*>(args.a.data);
   const T* b = args.b.data ? static_cast<const T*>(args.b.data) : a;
