@@ -58,4 +58,10 @@ if [ "$with_pytorch" = 1 ]; then
 fi
 
 echo "== report"
-python3 scripts/report.py "$out"
+# The plots need Debian's python3-matplotlib, which belongs to the system interpreter; a python3
+# earlier on the PATH (pyenv, venv) may lack it.
+py=python3
+for cand in python3 /usr/bin/python3; do
+  if "$cand" -c 'import matplotlib' 2>/dev/null; then py=$cand; break; fi
+done
+"$py" scripts/report.py "$out"

@@ -147,6 +147,7 @@ def plot_gemm(gemm, plots, results_dir):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
+        print("report.py: matplotlib not importable (apt-get install python3-matplotlib): no plots")
         return
     dl = [r for r in gemm if r["shape"].startswith("dlbench") and "error" not in r and r["variant"] != "default"]
     for threads in sorted({r.get("threads") for r in dl}):
@@ -175,6 +176,9 @@ def model_section(records, out, plots, results_dir):
     if not models:
         return
     out.append("\n## Models: seconds per mini-batch\n")
+    out.append("Peak RSS is the benchmark process's high-water mark, so it includes whatever ran before "
+               "in the same process (GEMM operand buffers, other models); for one model's memory run it "
+               "alone, as scripts/compare_pytorch.sh does.\n")
     out.append("| model | phase | batch | threads | s/step (median) | cv | samples/s | % peak | peak RSS MB |")
     out.append("|---|---|---|---|---|---|---|---|---|")
     for r in models:
