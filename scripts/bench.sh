@@ -3,8 +3,8 @@
 #   bash scripts/bench.sh [--out DIR] [--threads 1,2] [--models fcn5] [--filter REGEX]
 #                         [--variant op=name] [--reps N] [--no-install] [--with-pytorch]
 # Defaults: GEMM variants x NN/NT/TN/TT on the DLBench shape and the FCN-5 batch-64 shapes,
-# the FCN-5 training and inference step at batch 64, threads 1..hardware (estimated 5-10 minutes on
-# the 2-core development machine; only filtered runs were timed so far). --with-pytorch adds
+# the FCN-5 training and inference step at batch 64, threads 1..hardware (288 benchmarks, 9 minutes
+# on the quiet 2-core development machine). --with-pytorch adds
 # the side-by-side PyTorch comparison.
 set -euo pipefail
 cd "$(dirname "$0")/.."
