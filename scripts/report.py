@@ -82,6 +82,20 @@ def collect(runs):
     return records
 
 
+def pyplot():
+    """matplotlib.pyplot with the file-only backend, or None (said once) when missing."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        return plt
+    except ImportError:
+        if not getattr(pyplot, "warned", False):
+            print("report.py: matplotlib not importable (apt-get install python3-matplotlib): no plots")
+            pyplot.warned = True
+        return None
+
+
 def fmt(x, digits=1):
     return "—" if x is None else f"{x:.{digits}f}"
 
@@ -142,12 +156,8 @@ def gemm_section(records, out, plots, results_dir):
 
 
 def plot_gemm(gemm, plots, results_dir):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("report.py: matplotlib not importable (apt-get install python3-matplotlib): no plots")
+    plt = pyplot()
+    if plt is None:
         return
     dl = [r for r in gemm if r["shape"].startswith("dlbench") and "error" not in r and r["variant"] != "default"]
     for threads in sorted({r.get("threads") for r in dl}):
@@ -189,11 +199,8 @@ def model_section(records, out, plots, results_dir):
         out.append(f"| {r['model']} | {r['phase']} | {r.get('batch')} | {r.get('threads')} | {r['seconds']:.4f} | "
                    f"{fmt(r.get('cv', 0) * 100)} %{flag} | {fmt(r.get('samples/s'))} | {fmt(r.get('pct_peak'))} | "
                    f"{fmt(r.get('peak_rss_MB'), 0)} |")
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return
     train = [r for r in models if r["phase"] == "train_step" and "error" not in r]
     for model in sorted({r["model"] for r in train}):

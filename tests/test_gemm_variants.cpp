@@ -186,6 +186,17 @@ const std::vector<std::int64_t> kOdd = {1, 7, 33, 129};
 
 // ---- the harness ----------------------------------------------------------------------------------
 
+// A case of size (m, n, k) in transpose mode `mode` (bit 0: A stored transposed, bit 1: B).
+static GemmCase make_case(std::int64_t m, std::int64_t n, std::int64_t k, int mode) {
+  GemmCase gc;
+  gc.m = m;
+  gc.n = n;
+  gc.k = k;
+  gc.a.stored_trans = mode & 1;
+  gc.b.stored_trans = mode & 2;
+  return gc;
+}
+
 TEST_CASE("ref gemm matches hand-computed products in all modes", "[gemm][variants]") {
   // op(A) = [[1,2,3],[4,5,6]], op(B) = [[1,0],[0,1],[2,-1]] -> op(A)@op(B) = [[7,-1],[16,-1]].
   Tensor a = Tensor::from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
@@ -210,12 +221,7 @@ TEST_CASE("every gemm variant matches ref on odd shapes in all transpose modes",
       for (std::int64_t k : kOdd)
         for (int mode = 0; mode < 4; ++mode)
           for (auto [alpha, beta] : {std::pair{1.0, 0.0}, std::pair{0.5, -1.5}}) {
-            GemmCase gc;
-            gc.m = m;
-            gc.n = n;
-            gc.k = k;
-            gc.a.stored_trans = mode & 1;
-            gc.b.stored_trans = mode & 2;
+            GemmCase gc = make_case(m, n, k, mode);
             gc.alpha = alpha;
             gc.beta = beta;
             run_case(gc, tally, ++seed);
@@ -230,12 +236,7 @@ TEST_CASE("every gemm variant ignores NaN in C when beta is 0", "[gemm][variants
                          std::tuple{1, 7, 1}, std::tuple{64, 48, 300}})
     for (int mode = 0; mode < 4; ++mode)
       for (double alpha : {1.0, 0.5}) {
-        GemmCase gc;
-        gc.m = m;
-        gc.n = n;
-        gc.k = k;
-        gc.a.stored_trans = mode & 1;
-        gc.b.stored_trans = mode & 2;
+        GemmCase gc = make_case(m, n, k, mode);
         gc.alpha = alpha;
         gc.beta = 0.0;
         gc.nan_c = true;
@@ -252,12 +253,7 @@ TEST_CASE("every gemm variant handles views: transposed, padded leading dims, pa
                          std::tuple{1, 7, 33}, std::tuple{33, 1, 7}})
     for (int mode = 0; mode < 4; ++mode)
       for (int layout = 0; layout < 4; ++layout) {
-        GemmCase gc;
-        gc.m = m;
-        gc.n = n;
-        gc.k = k;
-        gc.a.stored_trans = mode & 1;
-        gc.b.stored_trans = mode & 2;
+        GemmCase gc = make_case(m, n, k, mode);
         gc.a.via_view = layout & 1;
         gc.b.via_view = layout & 2;
         gc.a.pad = layout == 0 || layout == 3 ? 5 : 0;
@@ -277,13 +273,8 @@ TEST_CASE("every gemm variant handles batched 3-D operands", "[gemm][variants][b
                          std::tuple{33, 33, 33}})
     for (int mode = 0; mode < 4; ++mode)
       for (int layout = 0; layout < 3; ++layout) {
-        GemmCase gc;
-        gc.m = m;
-        gc.n = n;
-        gc.k = k;
+        GemmCase gc = make_case(m, n, k, mode);
         gc.batch = 3;
-        gc.a.stored_trans = mode & 1;
-        gc.b.stored_trans = mode & 2;
         gc.a.via_view = layout == 1;
         gc.b.via_view = layout == 1;
         gc.a.spaced_batch = layout == 2;
