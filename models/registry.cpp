@@ -111,4 +111,15 @@ std::vector<nn::NamedGemm> gemm_problems(const std::string& name, std::int64_t b
   return out;
 }
 
+std::vector<nn::NamedKernelProblem> kernel_problems(const std::string& name, std::int64_t batch) {
+  ANVIL_CHECK(batch > 0, "models::kernel_problems", "batch must be positive, got ", batch);
+  const ModelInfo& m = info(name);
+  nn::ModulePtr net = create(name);
+  Shape shape = m.sample_shape;
+  shape.insert(shape.begin(), batch);
+  std::vector<nn::NamedKernelProblem> out;
+  net->kernel_problems(shape, name + ":", out);
+  return out;
+}
+
 }  // namespace anvil::models

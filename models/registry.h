@@ -60,5 +60,8 @@ ModelSummary summary(const std::string& name);
 // Forward, input-gradient and weight-gradient GEMMs of every layer at batch `batch`,
 // named "fcn5:0.forward" etc.
 std::vector<nn::NamedGemm> gemm_problems(const std::string& name, std::int64_t batch);
+// Convolution/pool/batch-norm/LSTM problems of every layer at batch `batch`, named
+// "resnet50:layer3.0.conv2" etc.
+std::vector<nn::NamedKernelProblem> kernel_problems(const std::string& name, std::int64_t batch);
 
 }  // namespace anvil::models

@@ -2,6 +2,7 @@
 // Differentiable functions: each computes its forward with engine/ops/ and, when grad mode is
 // on and an input requires grad, records a node whose backward is written beside it (one file
 // per op family: functions_*.cpp).
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -67,5 +68,64 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target);
 // Zeroes each element with probability p and scales the rest by 1/(1-p) when training;
 // identity otherwise.
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen = nullptr);
+
+// ---- convolution (NCHW, float32/float64) -------------------------------------------------------
+struct Conv2dOptions {
+  std::array<std::int64_t, 2> stride{1, 1};
+  std::array<std::int64_t, 2> padding{0, 0};
+  std::array<std::int64_t, 2> dilation{1, 1};
+  std::int64_t groups = 1;
+};
+// x [N, C, H, W], weight [K, C/groups, R, S], bias [K] or undefined -> [N, K, P, Q].
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+              const Conv2dOptions& options = {});
+// relu(conv2d(...)): one fused kernel where the selected variant offers it (oneDNN post-op),
+// otherwise the convolution followed by relu. Same result and gradients either way.
+Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                   const Conv2dOptions& options = {});
+
+// ---- pooling (NCHW) ---------------------------------------------------------------------------
+struct Pool2dOptions {
+  std::array<std::int64_t, 2> kernel{2, 2};
+  std::array<std::int64_t, 2> stride{0, 0};  // 0 = same as kernel
+  std::array<std::int64_t, 2> padding{0, 0};
+  bool ceil_mode = false;
+  bool count_include_pad = true;  // average pooling only (PyTorch's default)
+};
+Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options);
+Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options);
+// Output [N, C, OH, OW] with PyTorch's adaptive bin edges (floor/ceil).
+Tensor adaptive_avg_pool2d(const Tensor& x, std::array<std::int64_t, 2> output_size);
+// Mean over H and W: [N, C, H, W] -> [N, C].
+Tensor global_avg_pool2d(const Tensor& x);
+
+// ---- batch normalisation (NCHW, per channel) -------------------------------------------------
+// training: normalises with the batch statistics (biased variance) and updates running_mean and
+// running_var in place (running = (1 - momentum) * running + momentum * batch, unbiased variance),
+// as PyTorch does; eval: normalises with the running statistics. weight/bias [C] (the affine
+// parameters), running_mean/running_var [C], never differentiated.
+Tensor batch_norm2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                    const Tensor& running_mean, const Tensor& running_var, bool training,
+                    double momentum = 0.1, double eps = 1e-5);
+
+// ---- embedding and recurrent layers ----------------------------------------------------------
+// weight [V, D], ids int64/int32 of any shape -> [ids..., D]. The gradient goes only into the
+// rows that were used. Out-of-range ids throw.
+Tensor embedding(const Tensor& weight, const Tensor& ids);
+
+// One LSTM layer over a whole sequence. Gates in PyTorch's order (input, forget, cell, output):
+//   x [T, B, I]; w_ih [4H, I]; w_hh [4H, H]; b_ih [4H] (the one bias vector of networks.md);
+//   b_hh [4H] or undefined (PyTorch's second bias); h0, c0 [B, H] or undefined (zeros).
+// Returns y [T, B, H] and the final h_n, c_n [B, H].
+struct LstmLayerOutput {
+  Tensor y, h_n, c_n;
+};
+LstmLayerOutput lstm_layer(const Tensor& x, const Tensor& h0, const Tensor& c0,
+                           const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
+                           const Tensor& b_hh = Tensor());
+
+// Mean of the binary cross-entropy between sigmoid(logits) and targets in [0, 1] (same shape),
+// computed stably from the logits.
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target);
 
 }  // namespace anvil

@@ -124,4 +124,13 @@ void Sequential::gemm_problems(const Shape& in, const std::string& prefix, std::
   }
 }
 
+void Sequential::kernel_problems(const Shape& in, const std::string& prefix,
+                                 std::vector<NamedKernelProblem>& out) const {
+  Shape s = in;
+  for (const auto& [name, m] : children()) {
+    m->kernel_problems(s, prefix + name + ".", out);
+    s = m->output_shape(s);
+  }
+}
+
 }  // namespace anvil::nn

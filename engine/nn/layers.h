@@ -86,6 +86,8 @@ class Sequential final : public Module {
   double forward_flops(const Shape& in) const override;
   void gemm_problems(const Shape& in, const std::string& prefix,
                      std::vector<NamedGemm>& out) const override;
+  void kernel_problems(const Shape& in, const std::string& prefix,
+                       std::vector<NamedKernelProblem>& out) const override;
   std::size_t size() const { return children().size(); }
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 // nn::Module: named parameters, child modules, train/eval mode, shape and FLOP description.
 // The API follows libtorch: `auto y = model->forward(x); loss.backward(); opt.step();`.
+#include <any>
 #include <memory>
 #include <string>
 #include <utility>
@@ -15,6 +16,15 @@ namespace anvil::nn {
 struct NamedGemm {
   std::string name;
   GemmProblem problem;
+};
+
+// A non-GEMM kernel problem a layer runs (convolution, pooling, batch norm, LSTM), named
+// "resnet50:layer3.0.conv2" etc. `op` names the variant table ("conv2d", "max_pool2d", ...) and
+// `problem` holds that table's Problem type (std::any keeps nn free of every problem header).
+struct NamedKernelProblem {
+  std::string name;
+  std::string op;
+  std::any problem;
 };
 
 class Module {
@@ -34,6 +44,11 @@ class Module {
   // Appends the GEMMs of forward and backward for input `in`, names prefixed by `prefix`.
   virtual void gemm_problems(const Shape& in, const std::string& prefix,
                              std::vector<NamedGemm>& out) const {
+    (void)in; (void)prefix; (void)out;
+  }
+  // Appends the convolution/pool/batch-norm/LSTM problems of this module for input `in`.
+  virtual void kernel_problems(const Shape& in, const std::string& prefix,
+                               std::vector<NamedKernelProblem>& out) const {
     (void)in; (void)prefix; (void)out;
   }
 
