@@ -19,6 +19,31 @@ void Module::register_parameter(std::string name, Tensor value) {
   params_.emplace_back(std::move(name), std::move(value));
 }
 
+Tensor& Module::buffer(const std::string& name) {
+  for (auto& [n, t] : buffers_)
+    if (n == name) return t;
+  fail("Module::buffer", type_name(), " has no buffer '", name, "'");
+}
+
+void Module::register_buffer(std::string name, Tensor value) {
+  check_defined(value, "Module::register_buffer", name.c_str());
+  for (const auto& [n, t] : buffers_)
+    ANVIL_CHECK(n != name, "Module::register_buffer", "buffer '", name, "' registered twice");
+  buffers_.emplace_back(std::move(name), std::move(value));
+}
+
+void Module::collect_buffers(const std::string& prefix,
+                             std::vector<std::pair<std::string, Tensor>>& out) const {
+  for (const auto& [n, t] : buffers_) out.emplace_back(prefix + n, t);
+  for (const auto& [n, m] : children_) m->collect_buffers(prefix + n + ".", out);
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect_buffers("", out);
+  return out;
+}
+
 void Module::collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const {
   for (const auto& [n, t] : params_) out.emplace_back(prefix + n, t);
   for (const auto& [n, m] : children_) m->collect(prefix + n + ".", out);
@@ -58,6 +83,8 @@ void Module::to(Device device) {
     moved.set_requires_grad(true);
     t = moved;
   }
+  for (auto& [n, t] : buffers_)
+    if (t.device() != device) t = raw::to_device(t, device);
   for (auto& [n, m] : children_) m->to(device);
 }
 

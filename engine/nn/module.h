@@ -56,6 +56,9 @@ class Module {
   std::vector<std::pair<std::string, Tensor>> named_parameters() const;
   std::vector<Tensor> parameters() const;
   std::int64_t num_parameters() const;
+  // State that is saved with the parameters but never trained (batch norm's running
+  // statistics), named like parameters.
+  std::vector<std::pair<std::string, Tensor>> named_buffers() const;
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const { return children_; }
 
   // Training mode (dropout active) for this module and its children.
@@ -76,6 +79,9 @@ class Module {
   void register_parameter(std::string name, Tensor value);
   // The stored handle of a parameter of this module (stable once registration is over).
   Tensor& parameter(const std::string& name);
+  // Adds a buffer (no gradient); `buffer(name)` is its stable handle, updated in place.
+  void register_buffer(std::string name, Tensor value);
+  Tensor& buffer(const std::string& name);
   template <typename M>
   std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
     children_.emplace_back(std::move(name), module);
@@ -84,9 +90,12 @@ class Module {
 
  private:
   void collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;
+  void collect_buffers(const std::string& prefix,
+                       std::vector<std::pair<std::string, Tensor>>& out) const;
   void describe(std::string& out, const std::string& name, int depth) const;
 
   std::vector<std::pair<std::string, Tensor>> params_;
+  std::vector<std::pair<std::string, Tensor>> buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };
