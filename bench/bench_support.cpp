@@ -103,9 +103,20 @@ void set_pct_peak(benchmark::State& state, double flops_per_iteration, double se
 }
 
 double peak_rss_bytes() {
-  rusage u{};
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) * 1024.0;  // "... kB"
+  rusage u{};  // no procfs: the process-lifetime peak
   getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_maxrss) * 1024.0;
+}
+
+bool reset_peak_rss() {
+  std::ofstream clear_refs("/proc/self/clear_refs");
+  clear_refs << "5";
+  clear_refs.flush();
+  return static_cast<bool>(clear_refs);
 }
 
 }  // namespace anvil::bench

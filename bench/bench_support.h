@@ -31,6 +31,11 @@ void add_context();
 void set_pct_peak(benchmark::State& state, double flops_per_iteration, double seconds, int threads);
 
 // Peak resident set size of the process so far, in bytes (getrusage).
+// Peak resident set size of the process since the last reset_peak_rss() (VmHWM), so that a
+// benchmark's figure covers its own steps, not whatever ran before it in the process.
 double peak_rss_bytes();
+// Resets the kernel's RSS high-water mark to the current RSS (writes 5 to /proc/self/clear_refs).
+// Returns false where the kernel does not allow it; peak_rss_bytes() is then the process peak.
+bool reset_peak_rss();
 
 }  // namespace anvil::bench

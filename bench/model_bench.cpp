@@ -44,6 +44,7 @@ void run_model(benchmark::State& state, const std::string& name, bool train, std
     };
     step();  // warm-up outside the timed region: page faults, primitive creation
     reset_peak_memory();
+    const bool rss_reset = reset_peak_rss();
     const auto t0 = std::chrono::steady_clock::now();
     for (auto _ : state) step();
     const double loop_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -52,7 +53,10 @@ void run_model(benchmark::State& state, const std::string& name, bool train, std
     state.counters["samples/s"] = benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
     state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
     set_pct_peak(state, flops, loop_seconds, threads);
+    // With the reset: the process's resident peak during the timed steps (the model, its
+    // activations and gradients, plus the libraries' baseline); without: since process start.
     state.counters["peak_rss_MB"] = peak_rss_bytes() / 1048576.0;
+    if (!rss_reset) state.SetLabel("peak_rss_MB is the process lifetime peak");
     state.counters["alloc_peak_MB"] = static_cast<double>(memory_stats().peak) / 1048576.0;
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());

@@ -63,6 +63,7 @@ nn::ModulePtr create(const std::string& name, const ModelOptions& options) {
 
 ModelSummary summary(const std::string& name) {
   const ModelInfo& m = info(name);
+  ShapesOnlyGuard shapes_only;  // Note [Shapes-only construction]
   nn::ModulePtr net = create(name);
   ModelSummary s;
   s.name = name;
@@ -103,6 +104,7 @@ std::string ModelSummary::table() const {
 std::vector<nn::NamedGemm> gemm_problems(const std::string& name, std::int64_t batch) {
   ANVIL_CHECK(batch > 0, "models::gemm_problems", "batch must be positive, got ", batch);
   const ModelInfo& m = info(name);
+  ShapesOnlyGuard shapes_only;  // Note [Shapes-only construction]
   nn::ModulePtr net = create(name);
   Shape shape = m.sample_shape;
   shape.insert(shape.begin(), batch);
@@ -114,6 +116,7 @@ std::vector<nn::NamedGemm> gemm_problems(const std::string& name, std::int64_t b
 std::vector<nn::NamedKernelProblem> kernel_problems(const std::string& name, std::int64_t batch) {
   ANVIL_CHECK(batch > 0, "models::kernel_problems", "batch must be positive, got ", batch);
   const ModelInfo& m = info(name);
+  ShapesOnlyGuard shapes_only;  // Note [Shapes-only construction]
   nn::ModulePtr net = create(name);
   Shape shape = m.sample_shape;
   shape.insert(shape.begin(), batch);

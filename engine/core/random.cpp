@@ -17,6 +17,7 @@ template <typename Draw>
 void fill_random(Tensor& t, const char* where, bool integers, Draw&& draw) {
   ANVIL_CHECK(is_floating(t.dtype()) || integers, where, "needs a float tensor, got ",
               dtype_name(t.dtype()));
+  if (shapes_only()) return;  // Note [Shapes-only construction]
   Tensor host = (t.device().is_cpu() && t.is_contiguous()) ? t : Tensor::empty(t.sizes(), t.dtype());
   visit_dtype(host.dtype(), [&](auto zero) {
     using T = decltype(zero);

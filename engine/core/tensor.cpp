@@ -181,7 +181,15 @@ double Tensor::item() const {
 
 // ---- in-place fills and copies ------------------------------------------------------------
 
+namespace {
+thread_local bool t_shapes_only = false;
+}
+ShapesOnlyGuard::ShapesOnlyGuard() : previous_(t_shapes_only) { t_shapes_only = true; }
+ShapesOnlyGuard::~ShapesOnlyGuard() { t_shapes_only = previous_; }
+bool shapes_only() { return t_shapes_only; }
+
 Tensor& Tensor::fill_(double value) {
+  if (shapes_only()) return *this;  // Note [Shapes-only construction]
   if (device().is_cuda()) {  // fill on the host, then copy: rare outside tests, simple
     Tensor host = full(sizes(), value, dtype());
     return copy_(host);
