@@ -69,11 +69,37 @@ void record(const char* name, const std::vector<Tensor>& inputs, const std::vect
   }
 }
 
+namespace {
+// What folded_sgd_lr() needs to know about the backward running on this thread.
+struct BackwardContext {
+  const std::unordered_map<Node*, int>* deps = nullptr;
+  bool retain_graph = true;
+};
+thread_local BackwardContext t_backward;
+}  // namespace
+
+double folded_sgd_lr(const Tensor& param) {
+  const AutogradMeta* m = autograd_meta(param);
+  if (!m || m->folded_sgd_lr <= 0 || m->grad_fn || !t_backward.deps || t_backward.retain_graph)
+    return 0.0;
+  const std::shared_ptr<Node> acc = m->accumulator.lock();
+  if (!acc) return 0.0;
+  // deps counts the edges into the accumulator from nodes that have not finished yet; the
+  // running node's own edge is still counted, so 1 means "this is the last use".
+  const auto it = t_backward.deps->find(acc.get());
+  return (it != t_backward.deps->end() && it->second == 1) ? m->folded_sgd_lr : 0.0;
+}
+
 void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
                   bool retain_graph) {
   NoGradGuard no_grad;  // backward functions must not record
   // 1. Dependency counts by an iterative walk.
   std::unordered_map<Node*, int> deps;
+  struct ContextScope {  // restores the outer context (a backward run inside a backward)
+    BackwardContext saved = t_backward;
+    ~ContextScope() { t_backward = saved; }
+  } scope;
+  t_backward = {&deps, retain_graph};
   std::vector<Node*> stack;
   std::vector<Edge> root_edges;
   for (const Tensor& r : roots) {

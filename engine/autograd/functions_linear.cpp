@@ -8,6 +8,7 @@
 #include "engine/autograd/autograd_meta.h"
 #include "engine/autograd/functions.h"
 #include "engine/core/views.h"
+#include "engine/ops/elementwise.h"
 #include "engine/ops/gemm.h"
 #include "engine/ops/reduce.h"
 
@@ -72,11 +73,25 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     const Tensor xd = x.detach(), wd = weight.detach();
     const bool gx = x.requires_grad(), gw = weight.requires_grad();
     const bool gb = bias.defined() && bias.requires_grad();
-    record("LinearBackward", {x, weight, bias}, {y}, [xd, wd, gx, gw, gb](const Grads& g) {
+    // The handles themselves (not detached) so that folded_sgd_lr() sees their autograd state.
+    record("LinearBackward", {x, weight, bias}, {y}, [xd, wd, weight, bias, gx, gw, gb](const Grads& g) {
       const Tensor& dy = g[0];
-      return Grads{gx ? ops::mm(dy, false, wd, false) : Tensor(),  // dx = dy @ W     (NN)
-                   gw ? ops::mm(dy, true, xd, false) : Tensor(),   // dW = dy^T @ x   (TN)
-                   gb ? ops::sum(dy, {0}) : Tensor()};             // db = sum_rows dy
+      Grads out(3);
+      if (gx) out[0] = ops::mm(dy, false, wd, false);  // dx = dy @ W (NN), before W changes
+      if (gw) {
+        if (const double lr = folded_sgd_lr(weight); lr > 0)
+          ops::gemm(dy, true, xd, false, wd, -lr, 1.0);  // W -= lr dy^T @ x (Note [Folded SGD])
+        else
+          out[1] = ops::mm(dy, true, xd, false);  // dW = dy^T @ x (TN)
+      }
+      if (gb) {
+        Tensor db = ops::sum(dy, {0});  // db = sum_rows dy
+        if (const double lr = folded_sgd_lr(bias); lr > 0)
+          ops::add_(bias.detach(), db, -lr);
+        else
+          out[2] = std::move(db);
+      }
+      return out;
     });
   }
   return y;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "engine/autograd/autograd_meta.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/core/views.h"
 #include "engine/ops/elementwise.h"
@@ -51,6 +52,19 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions options)
   ANVIL_CHECK(!opt_.nesterov || (opt_.momentum > 0 && opt_.dampening == 0), "SGD",
               "Nesterov needs momentum > 0 and dampening 0");
   momentum_.resize(params_.size());
+}
+
+void SGD::fold_into_backward(bool on) {
+  ANVIL_CHECK(!on || (opt_.momentum == 0 && opt_.weight_decay == 0 && !opt_.nesterov),
+              "SGD::fold_into_backward", "only plain SGD can be folded, got momentum=",
+              opt_.momentum, " weight_decay=", opt_.weight_decay, " nesterov=", opt_.nesterov);
+  folded_ = on;
+  for (auto& p : params_) ensure_autograd_meta(p).folded_sgd_lr = on ? opt_.lr : 0.0;
+}
+
+void SGD::set_lr(double lr) {
+  opt_.lr = lr;
+  if (folded_) fold_into_backward(true);
 }
 
 void SGD::step() {

@@ -39,11 +39,17 @@ class SGD final : public Optimizer {
   SGD(std::vector<Tensor> params, double lr) : SGD(std::move(params), SGDOptions{lr}) {}
   void step() override;
   double lr() const override { return opt_.lr; }
-  void set_lr(double lr) override { opt_.lr = lr; }
+  void set_lr(double lr) override;
   const SGDOptions& options() const { return opt_; }
+  // Lets backward apply this optimizer's update where it can fold it into a GEMM
+  // (Note [Folded SGD]); step() then updates only the parameters that still got a gradient.
+  // Plain SGD only: throws with momentum, weight decay or Nesterov. off = ordinary gradients.
+  void fold_into_backward(bool on = true);
+  bool folded() const { return folded_; }
 
  private:
   SGDOptions opt_;
+  bool folded_ = false;
   std::vector<Tensor> momentum_;  // per parameter, created on the first step
 };
 
