@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <cstring>
+#include <stdexcept>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -57,6 +58,11 @@ Options parse_options(int& argc, char** argv) {
       o.models = split(v, ',');
     } else if (const char* v = value("--anvil_variant=")) {
       for (const auto& [op, name] : parse_variant_spec(v)) set_forced_variant(op, name);
+    } else if (const char* v = value("--anvil_fold_sgd=")) {
+      const std::string f = v;
+      if (f != "on" && f != "off")
+        throw std::invalid_argument("--anvil_fold_sgd: expected on or off, got '" + f + "'");
+      o.fold_sgd = f == "on";
     } else if (const char* v = value("--anvil_peak=")) {
       o.peak_gflops_per_core = std::stod(v);
     } else {
@@ -85,6 +91,7 @@ void add_context() {
   std::string threads;
   for (int t : options().threads) threads += (threads.empty() ? "" : ",") + std::to_string(t);
   benchmark::AddCustomContext("anvil.thread_sweep", threads);
+  benchmark::AddCustomContext("anvil.fold_sgd", options().fold_sgd ? "on" : "off");
   for (const auto& [k, v] : config_summary()) benchmark::AddCustomContext("anvil." + k, v);
   for (auto* table : variant_tables()) {
     std::string names;

@@ -15,6 +15,9 @@ struct Options {
   // given with --anvil_peak=G. "% of peak" counters are against threads x this.
   double peak_gflops_per_core = 0.0;
   std::string peak_source;
+  // Fold plain SGD into backward in training steps (Note [Folded SGD]); --anvil_fold_sgd=off
+  // times the ordinary gradient-then-step path.
+  bool fold_sgd = true;
 };
 
 // Removes --anvil_* flags from argv (the rest goes to Google Benchmark) and applies
@@ -30,7 +33,6 @@ void add_context();
 // rate counter would print a misleading "/s" unit).
 void set_pct_peak(benchmark::State& state, double flops_per_iteration, double seconds, int threads);
 
-// Peak resident set size of the process so far, in bytes (getrusage).
 // Peak resident set size of the process since the last reset_peak_rss() (VmHWM), so that a
 // benchmark's figure covers its own steps, not whatever ran before it in the process.
 double peak_rss_bytes();
