@@ -37,6 +37,12 @@ std::string cpu_model() {
   return "unknown";
 }
 
+bool on_off(const char* flag, const std::string& v) {
+  if (v != "on" && v != "off")
+    throw std::invalid_argument(std::string(flag) + ": expected on or off, got '" + v + "'");
+  return v == "on";
+}
+
 }  // namespace
 
 Options parse_options(int& argc, char** argv) {
@@ -59,10 +65,9 @@ Options parse_options(int& argc, char** argv) {
     } else if (const char* v = value("--anvil_variant=")) {
       for (const auto& [op, name] : parse_variant_spec(v)) set_forced_variant(op, name);
     } else if (const char* v = value("--anvil_fold_sgd=")) {
-      const std::string f = v;
-      if (f != "on" && f != "off")
-        throw std::invalid_argument("--anvil_fold_sgd: expected on or off, got '" + f + "'");
-      o.fold_sgd = f == "on";
+      o.fold_sgd = on_off("--anvil_fold_sgd", v);
+    } else if (const char* v = value("--anvil_phases=")) {
+      o.phases = on_off("--anvil_phases", v);
     } else if (const char* v = value("--anvil_peak=")) {
       o.peak_gflops_per_core = std::stod(v);
     } else {

@@ -18,6 +18,8 @@ struct Options {
   // Fold plain SGD into backward in training steps (Note [Folded SGD]); --anvil_fold_sgd=off
   // times the ordinary gradient-then-step path.
   bool fold_sgd = true;
+  // Also time the training step's phases (forward, backward, update) apart: --anvil_phases=on.
+  bool phases = false;
 };
 
 // Removes --anvil_* flags from argv (the rest goes to Google Benchmark) and applies
