@@ -5,9 +5,17 @@
 
 #include "kernels/cpu/blocked/gemm_blocked.h"
 #include "kernels/cpu/eigen/gemm_eigen.h"
+#include "kernels/cpu/conv_heuristic.h"
 #include "kernels/cpu/gemm_heuristic.h"
+#include "kernels/cpu/im2col/conv_im2col.h"
+#include "kernels/cpu/omp/lstm_fused.h"
 #include "kernels/cpu/omp/omp_kernels.h"
+#include "kernels/cpu/onednn/conv_onednn.h"
 #include "kernels/cpu/onednn/gemm_onednn.h"
+#include "kernels/cpu/onednn/lstm_onednn.h"
+#include "kernels/cpu/onednn/pool_bn_onednn.h"
+#include "kernels/cpu/ref/conv_ref.h"
+#include "kernels/cpu/ref/lstm_ref.h"
 #include "kernels/cpu/ref/ref_kernels.h"
 
 namespace anvil {
@@ -25,6 +33,23 @@ void register_builtin_kernels() {
     // Pointwise ops.
     kernels::register_elementwise_ref();
     kernels::register_elementwise_omp();
+    // Pooling (max_pool2d, avg_pool2d, adaptive_avg_pool2d) and batch_norm2d.
+    kernels::register_pool_ref();
+    kernels::register_pool_omp();
+    kernels::register_pool_onednn();
+    kernels::register_batch_norm_ref();
+    kernels::register_batch_norm_omp();
+    kernels::register_batch_norm_onednn();
+    // conv2d: reference, own im2col + gemm table, oneDNN (direct blocked/NCHW, winograd); then
+    // the per-problem default choice (Note [conv2d heuristic]).
+    kernels::register_conv_ref();
+    kernels::register_conv_im2col();
+    kernels::register_conv_onednn();
+    kernels::install_conv_heuristic();
+    // lstm: reference composition (autograd), own fused GEMM + OpenMP kernel, oneDNN.
+    kernels::register_lstm_ref();
+    kernels::register_lstm_fused();
+    kernels::register_lstm_onednn();
   });
 }
 

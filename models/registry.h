@@ -15,6 +15,16 @@ namespace anvil::models {
 
 // What a model consumes: float features [B, ...] with class-id targets [B] (images and FCN
 // inputs), or token ids.
+//
+// Note [Token models]
+// InputKind::tokens models take int64 ids [B, T] (sample_shape {T}).
+//  * Language models (lstm32, lstm64, ptb_small; num_classes = V = 10000) return logits
+//    [B*T, V] whose rows follow targets.flatten() for next-token targets [B, T], so
+//    `cross_entropy(logits, targets.flatten()) * T` is networks.md's loss (summed over T,
+//    averaged over B). They carry their LSTM state, detached, from one call to the next
+//    (truncated BPTT); nn::LstmLanguageModel::reset_state() starts from zeros again.
+//  * lstm_imdb (num_classes = 1) returns one logit per sequence [B, 1]; the loss is
+//    binary_cross_entropy_with_logits against float targets [B, 1] in {0, 1}.
 enum class InputKind { features, tokens };
 
 struct ModelOptions {

@@ -7,5 +7,6 @@
 namespace anvil::models {
 
 std::vector<ModelInfo> builtin_fcn_models();  // fcn5, fcn8, fcn_r, mlp_mnist
+std::vector<ModelInfo> builtin_lstm_models();  // lstm32, lstm64, ptb_small, lstm_imdb
 
 }  // namespace anvil::models

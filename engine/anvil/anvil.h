@@ -1,5 +1,6 @@
 #pragma once
 // The umbrella header: everything a library user needs. It only includes.
+#include "data/ptb.h"
 #include "engine/autograd/autograd_meta.h"
 #include "engine/autograd/functions.h"
 #include "engine/autograd/grad_mode.h"
@@ -14,8 +15,12 @@
 #include "engine/dispatch/gemm_problem.h"
 #include "engine/dispatch/selection.h"
 #include "engine/nn/init.h"
+#include "engine/nn/batch_norm.h"
+#include "engine/nn/conv.h"
 #include "engine/nn/layers.h"
 #include "engine/nn/module.h"
+#include "engine/nn/pooling.h"
+#include "engine/nn/recurrent.h"
 #include "engine/optim/optimizer.h"
 #include "kernels/register.h"
 #include "models/registry.h"

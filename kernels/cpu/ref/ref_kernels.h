@@ -3,4 +3,6 @@
 namespace anvil::kernels {
 void register_gemm_ref();
 void register_elementwise_ref();
+void register_pool_ref();        // max_pool2d, avg_pool2d, adaptive_avg_pool2d
+void register_batch_norm_ref();  // batch_norm2d
 }  // namespace anvil::kernels

@@ -1,0 +1,332 @@
+// PTB text: Vocabulary, the reader (text checks, tokenising, id mapping) and PtbBatcher
+// (Note [PTB batch layout] in ptb.h). Whole files are read into memory (ptb.train.txt is 5 MB).
+#include "data/ptb.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+namespace anvil::data {
+namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+// Reads the whole file; throws naming `where` and the path when it cannot.
+std::string read_file(const std::string& path, const char* where) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status))
+    fail(where, "cannot open '", path, "': no such file");
+  if (std::filesystem::is_directory(status))
+    fail(where, "cannot read '", path, "': it is a directory, not a text file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(where, "cannot open '", path, "': ", std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) fail(where, "error while reading '", path, "'");
+  return std::move(ss).str();
+}
+
+// Length of the valid UTF-8 sequence at s[i], or 0 when it is invalid (truncated, overlong,
+// surrogate, above U+10FFFF, stray continuation byte).
+std::size_t utf8_sequence_length(const std::string& s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  std::size_t len;
+  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0) lo = 0xA0;  // overlong
+    if (c == 0xED) hi = 0x9F;  // surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0) lo = 0x90;  // overlong
+    if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  if (b(i + 1) < lo || b(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < len; ++k)
+    if (b(i + k) < 0x80 || b(i + k) > 0xBF) return 0;
+  return len;
+}
+
+// Throws "<where>: '<path>' is not a text file (...)" for a NUL byte or invalid UTF-8.
+void check_text(const std::string& text, const std::string& path, const char* where) {
+  std::int64_t line = 1;
+  for (std::size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    if (c == '\0')
+      fail(where, "'", path, "' is not a text file (NUL byte at byte offset ", i, ", line ", line, ")");
+    if (c == '\n') ++line;
+    const std::size_t n = utf8_sequence_length(text, i);
+    if (n == 0)
+      fail(where, "'", path, "' is not a text file (invalid UTF-8 at byte offset ", i, ", line ",
+           line, ")");
+    i += n;
+  }
+}
+
+// Calls on_word(word, line) for every token and on_eol(line) at the end of every line (a final
+// line without '\n' counts when it is not empty). Returns the number of words (without <eos>).
+template <typename OnWord, typename OnEol>
+std::int64_t tokenize(const std::string& text, OnWord&& on_word, OnEol&& on_eol) {
+  std::int64_t words = 0, line = 1;
+  const std::size_t n = text.size();
+  std::size_t i = 0;
+  while (i < n) {
+    // One line: [i, end).
+    std::size_t end = text.find('\n', i);
+    const bool has_newline = end != std::string::npos;
+    if (!has_newline) end = n;
+    std::size_t j = i;
+    while (j < end) {
+      while (j < end && is_space(text[j])) ++j;
+      std::size_t k = j;
+      while (k < end && !is_space(text[k])) ++k;
+      if (k > j) {
+        on_word(std::string_view(text.data() + j, k - j), line);
+        ++words;
+      }
+      j = k;
+    }
+    on_eol(line);
+    ++line;
+    i = has_newline ? end + 1 : n;
+  }
+  return words;
+}
+
+// Reads and checks a PTB text file; throws when it holds no word.
+std::string read_text(const std::string& path, const char* where) {
+  std::string text = read_file(path, where);
+  if (text.empty()) fail(where, "'", path, "' is empty (0 bytes)");
+  check_text(text, path, where);
+  return text;
+}
+
+void fail_no_words(const std::string& path, const char* where) {
+  fail(where, "'", path, "' is empty (no words, only whitespace)");
+}
+
+}  // namespace
+
+// ---- Vocabulary -------------------------------------------------------------------------------
+
+Vocabulary::Vocabulary(std::vector<std::string> words) : words_(std::move(words)) {
+  ids_.reserve(words_.size());
+  for (std::size_t i = 0; i < words_.size(); ++i) {
+    const std::string& w = words_[i];
+    ANVIL_CHECK(!w.empty(), "Vocabulary", "empty word at id ", i);
+    ANVIL_CHECK(std::none_of(w.begin(), w.end(), [](char c) { return is_space(c) || c == '\n'; }),
+                "Vocabulary", "word '", w, "' at id ", i, " contains whitespace");
+    const auto [it, inserted] = ids_.emplace(w, static_cast<std::int64_t>(i));
+    ANVIL_CHECK(inserted, "Vocabulary", "duplicate word '", w, "' (ids ", it->second, " and ", i, ")");
+  }
+}
+
+Vocabulary Vocabulary::build(const std::vector<std::string>& paths) {
+  const char* where = "Vocabulary::build";
+  ANVIL_CHECK(!paths.empty(), where, "no files given");
+  std::unordered_map<std::string, std::int64_t, WordHash, std::equal_to<>> counts;
+  for (const std::string& path : paths) {
+    const std::string text = read_text(path, where);
+    const auto add = [&](std::string_view w) {
+      auto it = counts.find(w);
+      if (it == counts.end()) it = counts.emplace(std::string(w), 0).first;
+      ++it->second;
+    };
+    const std::int64_t words = tokenize(
+        text, [&](std::string_view w, std::int64_t) { add(w); },
+        [&](std::int64_t) { add(kEos); });
+    if (words == 0) fail_no_words(path, where);
+  }
+  std::vector<std::pair<std::string, std::int64_t>> sorted(counts.begin(), counts.end());
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  std::vector<std::string> words;
+  words.reserve(sorted.size());
+  for (auto& [w, c] : sorted) words.push_back(std::move(w));
+  return Vocabulary(std::move(words));
+}
+
+Vocabulary Vocabulary::load(const std::string& path) {
+  const char* where = "Vocabulary::load";
+  const std::string text = read_text(path, where);
+  std::vector<std::string> words;
+  std::unordered_map<std::string, std::int64_t, WordHash, std::equal_to<>> first_line;
+  std::int64_t line = 1;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    std::size_t end = text.find('\n', i);
+    if (end == std::string::npos) end = text.size();
+    std::string_view w(text.data() + i, end - i);
+    if (!w.empty() && w.back() == '\r') w.remove_suffix(1);
+    if (w.empty()) fail(where, "'", path, "' line ", line, ": blank line (expected one word per line)");
+    if (std::any_of(w.begin(), w.end(), is_space))
+      fail(where, "'", path, "' line ", line, ": '", w, "' contains whitespace (expected one word per line)");
+    const auto [it, inserted] = first_line.emplace(std::string(w), line);
+    if (!inserted)
+      fail(where, "'", path, "' line ", line, ": duplicate word '", w, "' (first on line ", it->second, ")");
+    words.emplace_back(w);
+    ++line;
+    i = end + 1;
+  }
+  return Vocabulary(std::move(words));
+}
+
+void Vocabulary::save(const std::string& path) const {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) fail("Vocabulary::save", "cannot open '", path, "' for writing: ", std::strerror(errno));
+  for (const std::string& w : words_) out << w << '\n';
+  out.flush();
+  if (!out) fail("Vocabulary::save", "error while writing '", path, "'");
+}
+
+std::int64_t Vocabulary::find(std::string_view word) const {
+  const auto it = ids_.find(word);
+  return it == ids_.end() ? -1 : it->second;
+}
+
+std::int64_t Vocabulary::id(std::string_view word) const {
+  const std::int64_t i = find(word);
+  ANVIL_CHECK(i >= 0, "Vocabulary::id", "word '", word, "' is not in the vocabulary (", size(), " words)");
+  return i;
+}
+
+const std::string& Vocabulary::word(std::int64_t id) const {
+  ANVIL_CHECK(id >= 0 && id < size(), "Vocabulary::word", "id ", id, " is outside [0, ", size(), ")");
+  return words_[static_cast<std::size_t>(id)];
+}
+
+// ---- reader -----------------------------------------------------------------------------------
+
+std::vector<std::int64_t> read_ptb_ids(const std::string& path, const Vocabulary& vocab,
+                                       UnknownWords unknown) {
+  const char* where = "read_ptb_ids";
+  ANVIL_CHECK(vocab.size() > 0, where, "the vocabulary is empty (reading '", path, "')");
+  const std::int64_t eos = vocab.find(kEos);
+  ANVIL_CHECK(eos >= 0, where, "the vocabulary (", vocab.size(), " words) has no ", kEos,
+              " (reading '", path, "')");
+  std::int64_t unk = -1;
+  if (unknown == UnknownWords::kMapToUnk) {
+    unk = vocab.find(kUnk);
+    ANVIL_CHECK(unk >= 0, where, "UnknownWords::kMapToUnk needs ", kUnk, " in the vocabulary (",
+                vocab.size(), " words; reading '", path, "')");
+  }
+  const std::string text = read_text(path, where);
+  std::vector<std::int64_t> ids;
+  ids.reserve(text.size() / 5);
+  const std::int64_t words = tokenize(
+      text,
+      [&](std::string_view w, std::int64_t line) {
+        std::int64_t id = vocab.find(w);
+        if (id < 0) {
+          if (unk < 0)
+            fail(where, "'", path, "' line ", line, ": word '", w, "' is not in the vocabulary (",
+                 vocab.size(), " words); use UnknownWords::kMapToUnk to read it as ", kUnk);
+          id = unk;
+        }
+        ids.push_back(id);
+      },
+      [&](std::int64_t) { ids.push_back(eos); });
+  if (words == 0) fail_no_words(path, where);
+  return ids;
+}
+
+Tensor read_ptb_tensor(const std::string& path, const Vocabulary& vocab, UnknownWords unknown) {
+  std::vector<std::int64_t> ids = read_ptb_ids(path, vocab, unknown);
+  const Shape shape{static_cast<std::int64_t>(ids.size())};
+  return Tensor::from_vector(ids, shape);
+}
+
+std::vector<std::string> read_ptb_words(const std::string& path) {
+  const char* where = "read_ptb_words";
+  const std::string text = read_text(path, where);
+  std::vector<std::string> out;
+  const std::int64_t words = tokenize(
+      text, [&](std::string_view w, std::int64_t) { out.emplace_back(w); },
+      [&](std::int64_t) { out.emplace_back(kEos); });
+  if (words == 0) fail_no_words(path, where);
+  return out;
+}
+
+// ---- batcher ----------------------------------------------------------------------------------
+
+PtbBatcher::PtbBatcher(const std::vector<std::int64_t>& ids, std::int64_t batch_size,
+                       std::int64_t seq_len, bool drop_last)
+    : batch_size_(batch_size), seq_len_(seq_len), drop_last_(drop_last) {
+  init(ids.data(), static_cast<std::int64_t>(ids.size()));
+}
+
+PtbBatcher::PtbBatcher(const Tensor& ids, std::int64_t batch_size, std::int64_t seq_len, bool drop_last)
+    : batch_size_(batch_size), seq_len_(seq_len), drop_last_(drop_last) {
+  check_defined(ids, "PtbBatcher", "ids");
+  check_dtype(ids, DType::i64, "PtbBatcher", "ids");
+  check_dim(ids, 1, "PtbBatcher", "ids");
+  ANVIL_CHECK(ids.device().is_cpu(), "PtbBatcher", "ids must be on the CPU, got ", ids.device().str());
+  const std::int64_t n = ids.size(0), stride = ids.stride(0);
+  std::vector<std::int64_t> flat(static_cast<std::size_t>(n));
+  const std::int64_t* p = ids.data<std::int64_t>();
+  for (std::int64_t i = 0; i < n; ++i) flat[static_cast<std::size_t>(i)] = p[i * stride];
+  init(flat.data(), n);
+}
+
+void PtbBatcher::init(const std::int64_t* ids, std::int64_t n) {
+  ANVIL_CHECK(batch_size_ >= 1, "PtbBatcher", "batch_size must be >= 1, got ", batch_size_);
+  ANVIL_CHECK(seq_len_ >= 1, "PtbBatcher", "seq_len must be >= 1, got ", seq_len_);
+  stream_len_ = n / batch_size_;
+  ANVIL_CHECK(stream_len_ >= 2, "PtbBatcher", n, " tokens in ", batch_size_,
+              " streams give streams of ", stream_len_, " tokens; at least 2 are needed (input and target)");
+  const std::int64_t columns = stream_len_ - 1;  // input positions that have a next token
+  num_batches_ = drop_last_ ? columns / seq_len_ : (columns + seq_len_ - 1) / seq_len_;
+  ANVIL_CHECK(num_batches_ >= 1, "PtbBatcher", "streams of ", stream_len_, " tokens hold no full window of ",
+              seq_len_, " inputs with drop_last (", n, " tokens, batch_size ", batch_size_, ")");
+  streams_ = Tensor::empty({batch_size_, stream_len_}, DType::i64);
+  // Stream b = ids[b*L, (b+1)*L): the B*L first ids, row-major, are exactly the [B, L] matrix.
+  std::copy(ids, ids + batch_size_ * stream_len_, streams_.data<std::int64_t>());
+  next_ = 0;
+}
+
+std::int64_t PtbBatcher::num_targets() const {
+  const std::int64_t columns = drop_last_ ? num_batches_ * seq_len_ : stream_len_ - 1;
+  return batch_size_ * columns;
+}
+
+PtbBatch PtbBatcher::batch(std::int64_t i) const {
+  ANVIL_CHECK(i >= 0 && i < num_batches_, "PtbBatcher::batch", "index ", i, " is outside [0, ",
+              num_batches_, ")");
+  const std::int64_t start = i * seq_len_;
+  const std::int64_t t = std::min(seq_len_, stream_len_ - 1 - start);
+  PtbBatch out;
+  out.index = i;
+  out.start = start;
+  out.inputs = Tensor::empty({batch_size_, t}, DType::i64);    // [B, t]
+  out.targets = Tensor::empty({batch_size_, t}, DType::i64);   // [B, t]
+  const std::int64_t* s = streams_.data<std::int64_t>();       // [B, L]
+  std::int64_t* x = out.inputs.data<std::int64_t>();
+  std::int64_t* y = out.targets.data<std::int64_t>();
+  for (std::int64_t b = 0; b < batch_size_; ++b) {
+    const std::int64_t* row = s + b * stream_len_ + start;
+    std::copy(row, row + t, x + b * t);
+    std::copy(row + 1, row + 1 + t, y + b * t);
+  }
+  return out;
+}
+
+PtbBatch PtbBatcher::next() {
+  ANVIL_CHECK(has_next(), "PtbBatcher::next", "no batch left (", num_batches_,
+              " per epoch); call reset() to start again");
+  return batch(next_++);
+}
+
+}  // namespace anvil::data

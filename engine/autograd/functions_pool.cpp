@@ -1,0 +1,55 @@
+// Pooling: max, average, adaptive average and global average 2-D pooling with their backward.
+// The backward of max pooling routes each output gradient to the position of its maximum as
+// recorded by the training forward (Note [Max-pool workspace]); the forward state is kept in
+// the node without its output y (no saved outputs: Note [Autograd graph]).
+#include <memory>
+
+#include "engine/autograd/autograd_meta.h"
+#include "engine/autograd/functions.h"
+#include "engine/ops/pool.h"
+
+namespace anvil {
+namespace {
+
+using Grads = std::vector<Tensor>;
+
+Tensor pool(const char* node_name, const Tensor& x, const PoolProblem& problem) {
+  const bool needs_grad = any_requires_grad({&x});
+  auto fwd = std::make_shared<ops::PoolForward>(ops::pool2d_forward(x, problem, needs_grad));
+  Tensor y = fwd->y;
+  fwd->y = Tensor();  // the backward does not need it
+  if (needs_grad)
+    record(node_name, {x}, {y}, [fwd](const Grads& g) {
+      return Grads{ops::pool2d_backward(g[0], *fwd)};
+    });
+  return y;
+}
+
+}  // namespace
+
+Tensor max_pool2d(const Tensor& x, const Pool2dOptions& o) {
+  const PoolProblem p = ops::pool2d_problem(PoolKind::max, x, o.kernel, o.stride, o.padding,
+                                            o.ceil_mode, true, "max_pool2d");
+  return pool("MaxPool2dBackward", x, p);
+}
+
+Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& o) {
+  const PoolProblem p = ops::pool2d_problem(PoolKind::avg, x, o.kernel, o.stride, o.padding,
+                                            o.ceil_mode, o.count_include_pad, "avg_pool2d");
+  return pool("AvgPool2dBackward", x, p);
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& x, std::array<std::int64_t, 2> output_size) {
+  const PoolProblem p = ops::adaptive_avg_pool2d_problem(x, output_size, "adaptive_avg_pool2d");
+  return pool("AdaptiveAvgPool2dBackward", x, p);
+}
+
+Tensor global_avg_pool2d(const Tensor& x) {
+  check_defined(x, "global_avg_pool2d", "input");
+  ANVIL_CHECK(x.dim() == 4, "global_avg_pool2d", "expected 4-D input (N,C,H,W), got ",
+              shape_str(x.sizes()));
+  const PoolProblem p = ops::adaptive_avg_pool2d_problem(x, {1, 1}, "global_avg_pool2d");
+  return pool("AdaptiveAvgPool2dBackward", x, p).flatten(1);
+}
+
+}  // namespace anvil

@@ -1,0 +1,454 @@
+// One LSTM layer, forward and backward, as GEMMs from the `gemm` table plus one fused OpenMP
+// pass per time step (variant `cpu.fused`, f32 and f64). Layout (engine/dispatch/lstm_problem.h):
+// x [T, B, I], y [T, B, H], gate blocks (i, f, g, o) of 4H columns; all dense row-major.
+// Forward: G[T*B, 4H] = X @ W_ih^T in ONE GEMM; per step G_t += h_{t-1} @ W_hh^T, then one pass
+// adds the bias, applies the nonlinearities and updates c and h. Backward: per step one pass
+// for the gate gradients dG_t and one GEMM dh = dG_t @ W_hh; then one GEMM each for dx, dW_ih
+// and dW_hh over all steps (Note [Fused LSTM saved state]).
+#include "kernels/cpu/omp/lstm_fused.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "engine/core/tensor.h"
+#include "engine/dispatch/gemm_problem.h"
+#include "engine/dispatch/lstm_problem.h"
+
+namespace anvil::kernels {
+namespace {
+
+// Note [Fused LSTM saved state]
+// forward_training keeps, besides what the caller already holds (x, weights, h0, c0, y):
+//   gates [T, B, 4H]  the activated gates i, f, g (tanh), o of every step;
+//   c     [T, B, H]   the cell state of every step.
+// tanh(c_t) is recomputed in backward (one tanh per element per step, cheaper than storing
+// and re-reading another [T, B, H]). h_{t-1} is y[t-1] (or h0). Backward needs nothing else.
+// Inference keeps nothing: the gate buffer is freed and c ping-pongs between two [B, H] rows.
+struct FusedSaved final : LstmSaved {
+  Tensor gates;  // [T, B, 4H]
+  Tensor c;      // [T, B, H]
+};
+
+// ---- fast exp for the f32 pointwise passes --------------------------------------------------
+// exp(x) = 2^n * p(r), n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2], p a degree-6
+// Taylor polynomial (relative error < 2e-7 over the clamped range); written with plain
+// arithmetic and an integer exponent insert so that GCC vectorises it in the target clones below.
+__attribute__((always_inline)) inline float exp_f32(float x) {
+  x = std::min(std::max(x, -87.0f), 88.0f);
+  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
+  const float r = (x - n * 0.693145751953125f) - n * 1.428606765330187045e-06f;
+  float p = 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+template <typename T>
+__attribute__((always_inline)) inline T sigmoid_t(T x) {
+  if constexpr (std::is_same_v<T, float>) return 1.0f / (1.0f + exp_f32(-x));
+  else return T(1) / (T(1) + std::exp(-x));
+}
+template <typename T>
+__attribute__((always_inline)) inline T tanh_t(T x) {
+  if constexpr (std::is_same_v<T, float>) return 2.0f / (1.0f + exp_f32(-2.0f * x)) - 1.0f;
+  else return std::tanh(x);
+}
+
+// ---- the per-step pointwise passes ----------------------------------------------------------
+
+// Rows [b0, b1) of one forward step. g [B, 4H]: x- and h-projections without bias; on return
+// (store_gates) the activated gates. c_prev [B, H] or null (zeros); c, h [B, H] outputs.
+// The flags are template parameters so that the inner loop has no branches and vectorises.
+template <typename T, bool kHasPrev, bool kStore>
+__attribute__((always_inline)) inline void forward_rows_body(
+    const T* __restrict bias, T* __restrict g, const T* __restrict c_prev, T* __restrict c,
+    T* __restrict h, std::int64_t b0, std::int64_t b1, std::int64_t H) {
+  for (std::int64_t b = b0; b < b1; ++b) {
+    T* __restrict gi = g + b * 4 * H;
+    T* __restrict gf = gi + H;
+    T* __restrict gg = gi + 2 * H;
+    T* __restrict go = gi + 3 * H;
+    const T* __restrict cp = kHasPrev ? c_prev + b * H : nullptr;
+    T* __restrict cb = c + b * H;
+    T* __restrict hb = h + b * H;
+    const T* __restrict bi = bias;
+    const T* __restrict bf = bias + H;
+    const T* __restrict bg = bias + 2 * H;
+    const T* __restrict bo = bias + 3 * H;
+    for (std::int64_t j = 0; j < H; ++j) {
+      const T i = sigmoid_t<T>(gi[j] + bi[j]);
+      const T f = sigmoid_t<T>(gf[j] + bf[j]);
+      const T gc = tanh_t<T>(gg[j] + bg[j]);
+      const T o = sigmoid_t<T>(go[j] + bo[j]);
+      T cn = i * gc;
+      if constexpr (kHasPrev) cn += f * cp[j];
+      cb[j] = cn;
+      hb[j] = o * tanh_t<T>(cn);
+      if constexpr (kStore) {
+        gi[j] = i;
+        gf[j] = f;
+        gg[j] = gc;
+        go[j] = o;
+      }
+    }
+  }
+}
+
+// Rows [b0, b1) of one backward step. gates [B, 4H] activated; c [B, H] this step's cell;
+// c_prev [B, H] or null (zeros); dy [B, H]; dh [B, H] or null (recurrent gradient into h_t);
+// dc [B, H] in: gradient into c_t from step t+1, out: gradient into c_{t-1}; dg [B, 4H] out:
+// gradients of the gate pre-activations.
+template <typename T, bool kHasPrev, bool kHasDh>
+__attribute__((always_inline)) inline void backward_rows_body(
+    const T* __restrict gates, const T* __restrict c, const T* __restrict c_prev,
+    const T* __restrict dy, const T* __restrict dh, T* __restrict dc, T* __restrict dg,
+    std::int64_t b0, std::int64_t b1, std::int64_t H) {
+  for (std::int64_t b = b0; b < b1; ++b) {
+    const T* __restrict gi = gates + b * 4 * H;
+    const T* __restrict gf = gi + H;
+    const T* __restrict gg = gi + 2 * H;
+    const T* __restrict go = gi + 3 * H;
+    const T* __restrict cb = c + b * H;
+    const T* __restrict cp = kHasPrev ? c_prev + b * H : nullptr;
+    const T* __restrict dyb = dy + b * H;
+    const T* __restrict dhb = kHasDh ? dh + b * H : nullptr;
+    T* __restrict dcb = dc + b * H;
+    T* __restrict di = dg + b * 4 * H;
+    T* __restrict df = di + H;
+    T* __restrict dgg = di + 2 * H;
+    T* __restrict dout = di + 3 * H;
+    for (std::int64_t j = 0; j < H; ++j) {
+      const T i = gi[j], f = gf[j], gc = gg[j], o = go[j];
+      const T tc = tanh_t<T>(cb[j]);
+      T dht = dyb[j];
+      if constexpr (kHasDh) dht += dhb[j];
+      const T dct = dcb[j] + dht * o * (T(1) - tc * tc);
+      T cprev = T(0);
+      if constexpr (kHasPrev) cprev = cp[j];
+      di[j] = dct * gc * i * (T(1) - i);
+      df[j] = dct * cprev * f * (T(1) - f);
+      dgg[j] = dct * i * (T(1) - gc * gc);
+      dout[j] = dht * tc * o * (T(1) - o);
+      dcb[j] = dct * f;
+    }
+  }
+}
+
+// Picks the instantiation for the run-time flags.
+template <typename T>
+__attribute__((always_inline)) inline void forward_rows_any(
+    const T* bias, T* g, const T* c_prev, T* c, T* h, std::int64_t b0, std::int64_t b1,
+    std::int64_t H, bool store) {
+  if (c_prev) {
+    if (store) forward_rows_body<T, true, true>(bias, g, c_prev, c, h, b0, b1, H);
+    else forward_rows_body<T, true, false>(bias, g, c_prev, c, h, b0, b1, H);
+  } else {
+    if (store) forward_rows_body<T, false, true>(bias, g, c_prev, c, h, b0, b1, H);
+    else forward_rows_body<T, false, false>(bias, g, c_prev, c, h, b0, b1, H);
+  }
+}
+template <typename T>
+__attribute__((always_inline)) inline void backward_rows_any(
+    const T* gates, const T* c, const T* c_prev, const T* dy, const T* dh, T* dc, T* dg,
+    std::int64_t b0, std::int64_t b1, std::int64_t H) {
+  if (c_prev) {
+    if (dh) backward_rows_body<T, true, true>(gates, c, c_prev, dy, dh, dc, dg, b0, b1, H);
+    else backward_rows_body<T, true, false>(gates, c, c_prev, dy, dh, dc, dg, b0, b1, H);
+  } else {
+    if (dh) backward_rows_body<T, false, true>(gates, c, c_prev, dy, dh, dc, dg, b0, b1, H);
+    else backward_rows_body<T, false, false>(gates, c, c_prev, dy, dh, dc, dg, b0, b1, H);
+  }
+}
+
+// f32 entry points cloned for AVX-512 / AVX2+FMA / baseline (resolved once at load time), so the
+// library still runs on any x86-64 (never -march=native).
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void forward_rows_f32(
+    const float* bias, float* g, const float* c_prev, float* c, float* h, std::int64_t b0,
+    std::int64_t b1, std::int64_t H, bool store_gates) {
+  forward_rows_any<float>(bias, g, c_prev, c, h, b0, b1, H, store_gates);
+}
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void backward_rows_f32(
+    const float* gates, const float* c, const float* c_prev, const float* dy, const float* dh,
+    float* dc, float* dg, std::int64_t b0, std::int64_t b1, std::int64_t H) {
+  backward_rows_any<float>(gates, c, c_prev, dy, dh, dc, dg, b0, b1, H);
+}
+
+template <typename T>
+void forward_rows(const T* bias, T* g, const T* c_prev, T* c, T* h, std::int64_t b0,
+                  std::int64_t b1, std::int64_t H, bool store_gates) {
+  if constexpr (std::is_same_v<T, float>) forward_rows_f32(bias, g, c_prev, c, h, b0, b1, H, store_gates);
+  else forward_rows_any<T>(bias, g, c_prev, c, h, b0, b1, H, store_gates);
+}
+template <typename T>
+void backward_rows(const T* gates, const T* c, const T* c_prev, const T* dy, const T* dh, T* dc,
+                   T* dg, std::int64_t b0, std::int64_t b1, std::int64_t H) {
+  if constexpr (std::is_same_v<T, float>) backward_rows_f32(gates, c, c_prev, dy, dh, dc, dg, b0, b1, H);
+  else backward_rows_any<T>(gates, c, c_prev, dy, dh, dc, dg, b0, b1, H);
+}
+
+// Splits rows [0, B) over the OpenMP team when the step is big enough to pay for it.
+template <typename F>
+void parallel_rows(std::int64_t B, std::int64_t H, F&& f) {
+  const int nt = omp_get_max_threads();
+  if (nt <= 1 || B * H < 4096) {
+    f(std::int64_t{0}, B);
+    return;
+  }
+#pragma omp parallel num_threads(nt)
+  {
+    const int t = omp_get_thread_num(), n = omp_get_num_threads();
+    const std::int64_t b0 = B * t / n, b1 = B * (t + 1) / n;
+    if (b0 < b1) f(b0, b1);
+  }
+}
+
+// ---- GEMMs through the gemm table -------------------------------------------------------------
+
+// One GEMM shape, selected once (Note [Variant selection]) and run many times (the per-step
+// recurrent GEMMs): selection costs microseconds, T steps need it once.
+class GemmCall {
+ public:
+  // Row-major C[m, n] = op(A) op(B) (+ C when beta = 1), leading dims as in GemmProblem.
+  GemmCall(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
+           std::int64_t lda, std::int64_t ldb, std::int64_t ldc, bool beta_one) {
+    p_ = GemmProblem::dense(m, n, k, ta, tb, dt);
+    p_.lda = lda;
+    p_.ldb = ldb;
+    p_.ldc = ldc;
+    p_.beta_zero = !beta_one;
+  }
+  void run(const void* a, const void* b, void* c) {
+    if (p_.m == 0 || p_.n == 0) return;
+    GemmArgs args;
+    args.problem = p_;
+    args.a = a;
+    args.b = b;
+    args.c = c;
+    args.alpha = 1.0;
+    args.beta = p_.beta_zero ? 0.0 : 1.0;
+    if (p_.k == 0) {  // empty sum
+      if (p_.beta_zero) zero_c(c);
+      return;
+    }
+    if (!variant_) {
+      // Autotune trials (ANVIL_AUTOTUNE=1) run on a scratch C so that beta = 1 calls do not
+      // accumulate twice.
+      auto trial = [&](const GemmTable::Variant& v) {
+        GemmArgs t = args;
+        std::vector<unsigned char> scratch;
+        if (!p_.beta_zero) {
+          const std::size_t bytes = static_cast<std::size_t>(p_.m) * p_.ldc * dtype_size(p_.dtype);
+          scratch.assign(static_cast<const unsigned char*>(c), static_cast<const unsigned char*>(c) + bytes);
+          t.c = scratch.data();
+        }
+        return time_seconds([&] { v.fn(t); });
+      };
+      variant_ = &gemm_table().select(p_, trial);
+    }
+    variant_->fn(args);
+  }
+
+ private:
+  void zero_c(void* c) const {
+    const std::size_t e = dtype_size(p_.dtype);
+    for (std::int64_t i = 0; i < p_.m; ++i)
+      std::memset(static_cast<char*>(c) + i * p_.ldc * e, 0, static_cast<std::size_t>(p_.n) * e);
+  }
+  GemmProblem p_;
+  const GemmTable::Variant* variant_ = nullptr;
+};
+
+// ---- forward ---------------------------------------------------------------------------------
+
+template <typename T>
+void lstm_forward(const LstmArgs& a) {
+  const LstmProblem& p = a.problem;
+  const std::int64_t T_ = p.T, B = p.B, I = p.I, H = p.H, G = 4 * H;
+  const bool training = p.pass == LstmPass::forward_training;
+  const DType dt = p.dtype;
+  const auto* x = static_cast<const T*>(a.x);
+  const auto* h0 = static_cast<const T*>(a.h0);
+  const auto* c0 = static_cast<const T*>(a.c0);
+  auto* y = static_cast<T*>(a.y);
+
+  // Combined bias [4H] (b_ih + b_hh when there are two).
+  std::vector<T> bias(static_cast<std::size_t>(G));
+  const auto* b_ih = static_cast<const T*>(a.b_ih);
+  const auto* b_hh = static_cast<const T*>(a.b_hh);
+  for (std::int64_t j = 0; j < G; ++j) bias[j] = b_ih[j] + (b_hh ? b_hh[j] : T(0));
+
+  std::shared_ptr<FusedSaved> saved;
+  Tensor gates, cseq;
+  if (training) {
+    saved = std::make_shared<FusedSaved>();
+    saved->variant = "cpu.fused";
+    saved->gates = Tensor::empty({T_, B, G}, dt);
+    saved->c = Tensor::empty({T_, B, H}, dt);
+    gates = saved->gates;
+    cseq = saved->c;
+  } else {
+    gates = Tensor::empty({T_, B, G}, dt);
+    cseq = Tensor::empty({2, B, H}, dt);  // ping-pong
+  }
+  T* g = gates.data<T>();
+  T* cs = cseq.data<T>();
+
+  // G = X @ W_ih^T for all steps at once: [T*B, I] x [I, 4H] (NT).
+  GemmCall(dt, false, true, T_ * B, G, I, I, I, G, false).run(x, a.w_ih, g);
+  GemmCall rec(dt, false, true, B, G, H, H, H, G, true);  // G_t += h_{t-1} @ W_hh^T
+
+  for (std::int64_t t = 0; t < T_; ++t) {
+    T* gt = g + t * B * G;
+    const T* h_prev = t == 0 ? h0 : y + (t - 1) * B * H;
+    if (h_prev) rec.run(h_prev, a.w_hh, gt);
+    const T* c_prev;
+    T* c_out;
+    if (training) {
+      c_prev = t == 0 ? c0 : cs + (t - 1) * B * H;
+      c_out = cs + t * B * H;
+    } else {
+      c_prev = t == 0 ? c0 : cs + ((t - 1) & 1) * B * H;
+      c_out = cs + (t & 1) * B * H;
+    }
+    T* h_out = y + t * B * H;
+    const T* bp = bias.data();
+    parallel_rows(B, H, [&](std::int64_t b0, std::int64_t b1) {
+      forward_rows<T>(bp, gt, c_prev, c_out, h_out, b0, b1, H, training);
+    });
+  }
+  const std::size_t state_bytes = static_cast<std::size_t>(B * H) * sizeof(T);
+  const T* c_last = training ? cs + (T_ - 1) * B * H : cs + ((T_ - 1) & 1) * B * H;
+  std::memcpy(a.h_n, y + (T_ - 1) * B * H, state_bytes);
+  std::memcpy(a.c_n, c_last, state_bytes);
+  if (training) {
+    ANVIL_CHECK(a.saved != nullptr, "cpu.fused", "forward_training needs a slot for saved state");
+    *a.saved = saved;
+  }
+}
+
+// ---- backward --------------------------------------------------------------------------------
+
+template <typename T>
+void lstm_backward(const LstmArgs& a) {
+  const LstmProblem& p = a.problem;
+  const std::int64_t T_ = p.T, B = p.B, I = p.I, H = p.H, G = 4 * H;
+  const DType dt = p.dtype;
+  ANVIL_CHECK(a.saved && *a.saved, "cpu.fused", "backward without saved state for ", p.repr());
+  const auto* saved = dynamic_cast<const FusedSaved*>(a.saved->get());
+  ANVIL_CHECK(saved != nullptr, "cpu.fused", "backward got the saved state of variant '",
+              (*a.saved)->variant, "' for ", p.repr());
+  const T* gates = saved->gates.data<T>();
+  const T* cs = saved->c.data<T>();
+  const auto* c0 = static_cast<const T*>(a.c0);
+  const auto* h0 = static_cast<const T*>(a.h0);
+  const auto* y = static_cast<const T*>(a.y);
+  const auto* dy = static_cast<const T*>(a.dy);
+
+  Tensor dgates = Tensor::empty({T_, B, G}, dt);  // [T, B, 4H] pre-activation gradients
+  Tensor state = Tensor::empty({2, B, H}, dt);    // dh, dc
+  T* dg = dgates.data<T>();
+  T* dh = state.data<T>();
+  T* dc = dh + B * H;
+  const std::size_t state_bytes = static_cast<std::size_t>(B * H) * sizeof(T);
+  bool have_dh = a.dh_n != nullptr;
+  if (a.dh_n) std::memcpy(dh, a.dh_n, state_bytes);
+  if (a.dc_n) std::memcpy(dc, a.dc_n, state_bytes);
+  else std::memset(dc, 0, state_bytes);
+
+  GemmCall dh_gemm(dt, false, false, B, H, G, G, H, H, false);  // dh = dG_t @ W_hh  [B,4H]x[4H,H]
+  for (std::int64_t t = T_ - 1; t >= 0; --t) {
+    const T* gt = gates + t * B * G;
+    const T* ct = cs + t * B * H;
+    const T* c_prev = t == 0 ? c0 : cs + (t - 1) * B * H;
+    const T* dyt = dy + t * B * H;
+    T* dgt = dg + t * B * G;
+    const T* dh_in = have_dh ? dh : nullptr;
+    parallel_rows(B, H, [&](std::int64_t b0, std::int64_t b1) {
+      backward_rows<T>(gt, ct, c_prev, dyt, dh_in, dc, dgt, b0, b1, H);
+    });
+    if (t > 0 || a.dh0) {
+      dh_gemm.run(dgt, a.w_hh, dh);
+      have_dh = true;
+    }
+  }
+  if (a.dh0) std::memcpy(a.dh0, dh, state_bytes);
+  if (a.dc0) std::memcpy(a.dc0, dc, state_bytes);
+
+  // dx = dG @ W_ih: [T*B, 4H] x [4H, I] (NN).
+  if (a.dx) GemmCall(dt, false, false, T_ * B, I, G, G, I, I, false).run(dg, a.w_ih, a.dx);
+  // dW_ih = dG^T @ X: [4H, T*B] x [T*B, I] (TN).
+  if (a.dw_ih) GemmCall(dt, true, false, G, I, T_ * B, G, I, I, false).run(dg, a.x, a.dw_ih);
+  // dW_hh = sum_t dG_t^T @ h_{t-1} = dG[1:]^T @ Y[:-1] (+ dG_0^T @ h0): one TN GEMM.
+  if (a.dw_hh) {
+    GemmCall(dt, true, false, G, H, (T_ - 1) * B, G, H, H, false).run(dg + B * G, y, a.dw_hh);
+    if (h0) GemmCall(dt, true, false, G, H, B, G, H, H, true).run(dg, h0, a.dw_hh);
+  }
+  // db = column sums of dG over all T*B rows; both bias vectors get it.
+  if (a.db_ih || a.db_hh) {
+    T* db = static_cast<T*>(a.db_ih ? a.db_ih : a.db_hh);
+    const std::int64_t rows = T_ * B;
+    const std::int64_t chunk = 64;
+    const std::int64_t nchunks = (G + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) if (rows * G >= 65536)
+    for (std::int64_t ch = 0; ch < nchunks; ++ch) {
+      const std::int64_t j0 = ch * chunk, j1 = std::min(G, j0 + chunk);
+      T acc[64];
+      for (std::int64_t j = j0; j < j1; ++j) acc[j - j0] = T(0);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const T* row = dg + r * G;
+        for (std::int64_t j = j0; j < j1; ++j) acc[j - j0] += row[j];
+      }
+      for (std::int64_t j = j0; j < j1; ++j) db[j] = acc[j - j0];
+    }
+    if (a.db_ih && a.db_hh) std::memcpy(a.db_hh, a.db_ih, static_cast<std::size_t>(G) * sizeof(T));
+  }
+}
+
+void run_fused(const LstmArgs& a) {
+  const LstmProblem& p = a.problem;
+  ANVIL_CHECK(p.T >= 1 && p.B >= 1 && p.I >= 1 && p.H >= 1, "cpu.fused", "empty problem ",
+              p.repr());
+  if (p.dtype == DType::f32) {
+    if (p.pass == LstmPass::backward) lstm_backward<float>(a);
+    else lstm_forward<float>(a);
+  } else if (p.dtype == DType::f64) {
+    if (p.pass == LstmPass::backward) lstm_backward<double>(a);
+    else lstm_forward<double>(a);
+  } else {
+    fail("cpu.fused", "unsupported dtype in ", p.repr());
+  }
+}
+
+}  // namespace
+
+void register_lstm_fused() {
+  lstm_table().add({
+      .name = "cpu.fused",
+      .device = DeviceType::cpu,
+      .priority = 200,
+      .supports = [](const LstmProblem& p) {
+        if (p.dtype != DType::f32 && p.dtype != DType::f64)
+          return Support::no(detail::str_cat("cpu.fused handles f32/f64, got ", dtype_name(p.dtype)));
+        return Support::yes();
+      },
+      .fn = run_fused,
+      .description = "one input GEMM for all steps, per-step recurrent GEMM + fused OpenMP gate pass",
+  });
+}
+
+}  // namespace anvil::kernels

@@ -1,0 +1,16 @@
+#pragma once
+// Registration of the oneDNN 2.6 conv2d variants `cpu.onednn` (direct, oneDNN's blocked layout
+// with cached reorders), `cpu.onednn.nchw` (direct on plain NCHW/OIHW descs, no reorders) and
+// `cpu.onednn.winograd`.
+#include <string>
+
+namespace anvil {
+struct ConvProblem;
+}
+
+namespace anvil::kernels {
+void register_conv_onednn();
+// The oneDNN implementation a variant runs for p ("jit:avx512_core", "gemm:jit", ...), or
+// "unsupported: <reason>"; for benchmarks and docs/kernels/conv.md.
+std::string conv_onednn_impl_name(const std::string& variant, const ConvProblem& p);
+}  // namespace anvil::kernels

@@ -1,0 +1,72 @@
+#pragma once
+// Small shared pieces of the oneDNN pooling and batch-norm variants: the CPU engine and stream,
+// a per-thread user scratchpad, and a bounded primitive cache keyed by problem + thread count.
+// The reasoning is Note [oneDNN matmul primitive cache] (gemm_onednn.cpp), applied per problem:
+// creation is slow (implementation search, JIT), so each distinct (problem key, omp threads)
+// creates once; entries are immutable and shared; creation runs outside the lock.
+#include <omp.h>
+
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "engine/core/error.h"
+
+namespace anvil::kernels::onednn {
+
+inline dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+inline dnnl::stream& cpu_stream() {
+  static dnnl::stream stream(cpu_engine());
+  return stream;
+}
+
+// This thread's scratchpad, 64-byte aligned, grown to at least `bytes` (never shrunk).
+inline void* thread_scratchpad(std::size_t bytes, const char* where) {
+  struct Buffer {
+    void* p = nullptr;
+    std::size_t size = 0;
+    ~Buffer() { std::free(p); }
+  };
+  thread_local Buffer buf;
+  if (buf.size < bytes || buf.p == nullptr) {
+    const std::size_t rounded = (bytes + 63) / 64 * 64 + 64;
+    void* p = std::aligned_alloc(64, rounded);
+    if (!p) fail(where, "cannot allocate a ", rounded, "-byte scratchpad");
+    std::free(buf.p);
+    buf.p = p;
+    buf.size = rounded;
+  }
+  return buf.p;
+}
+
+// A process-wide cache of immutable entries E, bounded (cleared past kMax entries).
+template <typename E>
+class PrimitiveCache {
+ public:
+  static constexpr std::size_t kMax = 512;
+  template <typename Create>
+  std::shared_ptr<const E> get(const std::string& problem_key, Create&& create) {
+    std::string key = problem_key + " threads=" + std::to_string(omp_get_max_threads());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = map_.find(key); it != map_.end()) return it->second;
+    }
+    std::shared_ptr<const E> entry = create();  // slow: outside the lock
+    std::lock_guard<std::mutex> lock(mu_);
+    if (map_.size() >= kMax) map_.clear();
+    return map_.emplace(std::move(key), std::move(entry)).first->second;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<const E>> map_;
+};
+
+}  // namespace anvil::kernels::onednn

@@ -1,0 +1,138 @@
+// Pooling `ref`: max, average and adaptive-average 2-D pooling, forward and backward, written as
+// the definitions read (one window at a time, serial), f32 and f64.
+// Layout: dense NCHW (engine/dispatch/pool_problem.h). Max workspace: int32 [N,C,OH,OW] holding
+// ih*W + iw of each maximum in its plane (Note [Max-pool workspace]); the first maximum in
+// row-major window order wins ties; NaN never wins.
+#include <limits>
+
+#include "engine/dispatch/pool_problem.h"
+#include "kernels/cpu/ref/ref_kernels.h"
+
+namespace anvil::kernels {
+namespace {
+
+// Window rows [h0, h1) and columns [w0, w1) of output (i, j), clipped to the input, and the
+// average's divisor (Note [Pool output size]).
+struct Window {
+  std::int64_t h0, h1, w0, w1;
+  double divisor;
+};
+
+Window window_of(const PoolProblem& p, std::int64_t i, std::int64_t j) {
+  Window win{};
+  if (p.kind == PoolKind::adaptive_avg) {
+    win.h0 = adaptive_start(i, p.h, p.oh);
+    win.h1 = adaptive_end(i, p.h, p.oh);
+    win.w0 = adaptive_start(j, p.w, p.ow);
+    win.w1 = adaptive_end(j, p.w, p.ow);
+    win.divisor = double((win.h1 - win.h0) * (win.w1 - win.w0));
+    return win;
+  }
+  std::int64_t h0 = i * p.sh - p.ph, w0 = j * p.sw - p.pw;
+  std::int64_t h1 = std::min(h0 + p.kh, p.h + p.ph), w1 = std::min(w0 + p.kw, p.w + p.pw);
+  const double padded_count = double((h1 - h0) * (w1 - w0));
+  h0 = std::max<std::int64_t>(h0, 0);
+  w0 = std::max<std::int64_t>(w0, 0);
+  h1 = std::min(h1, p.h);
+  w1 = std::min(w1, p.w);
+  win = {h0, h1, w0, w1, p.count_include_pad ? padded_count : double((h1 - h0) * (w1 - w0))};
+  return win;
+}
+
+template <typename T>
+void forward(const PoolArgs& a) {
+  const PoolProblem& p = a.problem;
+  const T* x = static_cast<const T*>(a.x);
+  T* y = static_cast<T*>(a.y);
+  std::int32_t* idx = nullptr;
+  if (p.kind == PoolKind::max && p.pass == PoolPass::forward_training) {
+    *a.workspace = Tensor::empty({p.n, p.c, p.oh, p.ow}, DType::i32);
+    idx = a.workspace->data<std::int32_t>();
+  }
+  for (std::int64_t pl = 0; pl < p.planes(); ++pl) {
+    const T* xp = x + pl * p.h * p.w;
+    for (std::int64_t i = 0; i < p.oh; ++i)
+      for (std::int64_t j = 0; j < p.ow; ++j) {
+        const Window win = window_of(p, i, j);
+        const std::int64_t o = (pl * p.oh + i) * p.ow + j;
+        if (p.kind == PoolKind::max) {
+          T best = -std::numeric_limits<T>::infinity();
+          std::int64_t at = win.h0 * p.w + win.w0;
+          for (std::int64_t h = win.h0; h < win.h1; ++h)
+            for (std::int64_t w = win.w0; w < win.w1; ++w)
+              if (xp[h * p.w + w] > best) {
+                best = xp[h * p.w + w];
+                at = h * p.w + w;
+              }
+          y[o] = best;
+          if (idx) idx[o] = static_cast<std::int32_t>(at);
+        } else {
+          double s = 0.0;
+          for (std::int64_t h = win.h0; h < win.h1; ++h)
+            for (std::int64_t w = win.w0; w < win.w1; ++w) s += xp[h * p.w + w];
+          y[o] = static_cast<T>(s / win.divisor);
+        }
+      }
+  }
+}
+
+template <typename T>
+void backward(const PoolArgs& a) {
+  const PoolProblem& p = a.problem;
+  const T* dy = static_cast<const T*>(a.dy);
+  T* dx = static_cast<T*>(a.dx);
+  for (std::int64_t e = 0; e < p.in_numel(); ++e) dx[e] = T(0);
+  const std::int32_t* idx =
+      p.kind == PoolKind::max ? a.workspace->data<std::int32_t>() : nullptr;
+  for (std::int64_t pl = 0; pl < p.planes(); ++pl) {
+    T* dxp = dx + pl * p.h * p.w;
+    for (std::int64_t i = 0; i < p.oh; ++i)
+      for (std::int64_t j = 0; j < p.ow; ++j) {
+        const std::int64_t o = (pl * p.oh + i) * p.ow + j;
+        if (idx) {
+          dxp[idx[o]] += dy[o];
+          continue;
+        }
+        const Window win = window_of(p, i, j);
+        const T g = static_cast<T>(dy[o] / win.divisor);
+        for (std::int64_t h = win.h0; h < win.h1; ++h)
+          for (std::int64_t w = win.w0; w < win.w1; ++w) dxp[h * p.w + w] += g;
+      }
+  }
+}
+
+template <typename T>
+void run(const PoolArgs& a) {
+  if (a.problem.pass == PoolPass::backward)
+    backward<T>(a);
+  else
+    forward<T>(a);
+}
+
+Support supports_ref(const PoolProblem& p) {
+  if (!is_floating(p.dtype)) return Support::no("ref pooling handles f32 and f64 only");
+  return Support::yes();
+}
+
+void run_any(const PoolArgs& a) {
+  if (a.problem.dtype == DType::f64)
+    run<double>(a);
+  else
+    run<float>(a);
+}
+
+}  // namespace
+
+void register_pool_ref() {
+  for (PoolKind kind : {PoolKind::max, PoolKind::avg, PoolKind::adaptive_avg})
+    pool_table(kind).add({
+        .name = "ref",
+        .device = DeviceType::cpu,
+        .priority = kRefPriority,
+        .supports = supports_ref,
+        .fn = run_any,
+        .description = "serial loops over each window (reference), f32/f64",
+    });
+}
+
+}  // namespace anvil::kernels

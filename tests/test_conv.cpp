@@ -1,0 +1,491 @@
+// conv2d: float64 gradient checks, every registered `conv2d` variant against `ref` on a shared
+// shape list (small odd cases and real AlexNet / ResNet-50 / VGG16 / cnn_mnist layers), all
+// three passes, bias and fused relu; argument errors by message; nn::Conv2d.
+//
+// The variant harness calls each variant's function directly on the exact ConvProblem of each
+// pass (f32 data), and compares with `ref` run on the same values in f64. Outputs start as NaN,
+// so a variant that leaves an element unwritten fails. A variant that declines a problem must
+// give a reason; skips are counted per reason and reported with WARN at the end of each case.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "engine/autograd/functions.h"
+#include "engine/autograd/grad_mode.h"
+#include "engine/core/random.h"
+#include "engine/core/views.h"
+#include "engine/dispatch/conv_problem.h"
+#include "engine/dispatch/selection.h"
+#include "engine/nn/conv.h"
+#include "engine/ops/conv.h"
+#include "helpers/gradcheck.h"
+#include "kernels/register.h"
+
+using namespace anvil;
+using anvil::test::uniform_leaf;
+using anvil::test::values_f64;
+using Catch::Contains;
+using V = std::vector<Tensor>;
+
+namespace {
+
+struct ConvCase {
+  const char* name;
+  std::int64_t n, c, h, w, k, r, s;
+  std::int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
+};
+
+Conv2dOptions options_of(const ConvCase& cc) {
+  Conv2dOptions o;
+  o.stride = {cc.sh, cc.sw};
+  o.padding = {cc.ph, cc.pw};
+  o.dilation = {cc.dh, cc.dw};
+  o.groups = cc.groups;
+  return o;
+}
+
+ConvProblem problem_of(const ConvCase& cc, ConvPass pass, DType dtype, bool bias, bool relu) {
+  ConvProblem p;
+  p.pass = pass;
+  p.dtype = dtype;
+  p.n = cc.n; p.c = cc.c; p.h = cc.h; p.w = cc.w; p.k = cc.k; p.r = cc.r; p.s = cc.s;
+  p.stride_h = cc.sh; p.stride_w = cc.sw; p.pad_h = cc.ph; p.pad_w = cc.pw;
+  p.dil_h = cc.dh; p.dil_w = cc.dw; p.groups = cc.groups;
+  p.has_bias = bias;
+  p.fuse_relu = relu && pass == ConvPass::forward;
+  return p;
+}
+
+// Small shapes with odd sizes that exercise every code path (wide and direct chunks, 1x1,
+// groups, depthwise, asymmetric stride/padding/dilation, winograd-eligible).
+const std::vector<ConvCase> kSmallCases = {
+    {"odd3x3", 2, 3, 7, 5, 4, 3, 3, 1, 1, 1, 1},
+    {"stride2 R3S2", 2, 5, 9, 8, 6, 3, 2, 2, 2, 0, 0},
+    {"dilation2", 1, 4, 9, 9, 5, 3, 3, 1, 1, 2, 2, 2, 2},
+    {"groups2", 2, 4, 6, 7, 6, 3, 3, 1, 1, 1, 1, 1, 1, 2},
+    {"depthwise", 2, 8, 6, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8},
+    {"pointwise", 3, 6, 5, 4, 7, 1, 1},
+    {"1x1 stride2", 2, 8, 7, 7, 16, 1, 1, 2, 2},
+    {"asymmetric", 2, 3, 10, 7, 4, 3, 1, 1, 2, 1, 0, 2, 1},
+    {"winograd-able", 2, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1},
+    {"batch1 5x5 pad2", 1, 6, 11, 13, 5, 5, 5, 1, 1, 2, 2},
+    {"kernel equals input", 2, 3, 4, 5, 2, 4, 5},
+};
+
+// Real layers at batch 1-2 (VGG16 cropped to 32x32 for the ref comparison, channels kept).
+const std::vector<ConvCase> kLayerCases = {
+    {"alexnet conv1", 2, 3, 224, 224, 96, 11, 11, 4, 4, 2, 2},
+    {"alexnet conv2", 1, 96, 27, 27, 256, 5, 5, 1, 1, 2, 2},
+    {"alexnet conv3", 1, 256, 13, 13, 384, 3, 3, 1, 1, 1, 1},
+    {"resnet50 stem", 1, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3},
+    {"resnet50 1x1 64-256 56", 2, 64, 56, 56, 256, 1, 1},
+    {"resnet50 3x3 s2 128 56", 1, 128, 56, 56, 128, 3, 3, 2, 2, 1, 1},
+    {"resnet50 1x1 s2 projection", 2, 256, 56, 56, 512, 1, 1, 2, 2},
+    {"vgg16 3x3 64-64 cropped 32", 2, 64, 32, 32, 64, 3, 3, 1, 1, 1, 1},
+    {"cnn_mnist conv1", 2, 1, 28, 28, 32, 3, 3},
+    // Big enough per sample that cpu.im2col splits output rows into chunks.
+    {"vgg16 3x3 64-8 224 row chunks", 1, 64, 224, 224, 8, 3, 3, 1, 1, 1, 1},
+};
+
+Tensor rand_f32(const Shape& s, Generator& gen) { return uniform(s, -1.0, 1.0, DType::f32, &gen); }
+
+struct Tally {
+  std::map<std::string, int> ran;
+  std::map<std::string, std::map<std::string, int>> skipped;
+  void report() {
+    for (const auto& v : conv_table().variants()) {
+      std::ostringstream os;
+      os << "conv2d variant " << v.name << ": ran " << ran[v.name] << " problems";
+      for (const auto& [reason, count] : skipped[v.name])
+        os << "; skipped " << count << " (" << reason << ")";
+      WARN(os.str());
+    }
+  }
+};
+
+double max_abs(const Tensor& t) {
+  double m = 0;
+  for (double v : values_f64(t)) m = std::max(m, std::fabs(v));
+  return m;
+}
+
+// Compares got (f32) with want (f64); returns "" or a description of the worst element.
+std::string compare(const char* what, const Tensor& got, const Tensor& want, double tol) {
+  const auto g = values_f64(got), w = values_f64(want);
+  if (g.size() != w.size()) return std::string(what) + ": size mismatch";
+  double worst = -1;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    double e = std::fabs(g[i] - w[i]);
+    if (std::isnan(e)) e = INFINITY;
+    if (e > worst) { worst = e; at = i; }
+  }
+  if (worst <= tol) return {};
+  std::ostringstream os;
+  os << what << ": worst |got - ref| = " << worst << " > tol " << tol << " at flat index " << at
+     << " (got " << g[at] << ", ref " << w[at] << ")";
+  return os.str();
+}
+
+// Tolerance scale by variant: winograd's transforms lose a few more bits than direct sums.
+double tol_scale(const std::string& variant) {
+  return variant.find("winograd") != std::string::npos ? 16.0 : 1.0;
+}
+
+void run_case(const ConvCase& cc, bool bias, bool relu, Tally& tally, std::uint64_t seed) {
+  register_builtin_kernels();
+  Generator gen(seed);
+  const ConvProblem fp = problem_of(cc, ConvPass::forward, DType::f32, bias, relu);
+  const Shape xs{cc.n, cc.c, cc.h, cc.w}, ws{cc.k, cc.c / cc.groups, cc.r, cc.s};
+  const Shape ys{cc.n, cc.k, fp.p(), fp.q()};
+  const Tensor x = rand_f32(xs, gen), w = rand_f32(ws, gen), b = rand_f32({cc.k}, gen);
+  const Tensor dy = rand_f32(ys, gen);
+  const Tensor x64 = raw::to_dtype(x, DType::f64), w64 = raw::to_dtype(w, DType::f64);
+  const Tensor b64 = raw::to_dtype(b, DType::f64), dy64 = raw::to_dtype(dy, DType::f64);
+  const ConvTable::Variant* ref = conv_table().find("ref");
+  REQUIRE(ref != nullptr);
+  constexpr double kEps = std::numeric_limits<float>::epsilon();
+  const double cg = static_cast<double>(cc.c / cc.groups), kg = static_cast<double>(cc.k / cc.groups);
+
+  for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
+    if (pass == ConvPass::backward_data && relu) continue;  // relu changes only the forward
+    if (pass == ConvPass::backward_weights && relu) continue;
+    const ConvProblem p = problem_of(cc, pass, DType::f32, bias, relu);
+    ConvProblem p64 = p;
+    p64.dtype = DType::f64;
+    // Reference outputs in f64.
+    Tensor y64 = Tensor::empty(ys, DType::f64), dx64 = Tensor::empty(xs, DType::f64);
+    Tensor dw64 = Tensor::empty(ws, DType::f64), db64 = Tensor::empty({cc.k}, DType::f64);
+    ConvArgs ra;
+    ra.problem = p64;
+    ra.x = x64.data_ptr(); ra.w = w64.data_ptr(); ra.b = b64.data_ptr(); ra.y = y64.data_ptr();
+    ra.dy = dy64.data_ptr(); ra.dx = dx64.data_ptr(); ra.dw = dw64.data_ptr(); ra.db = db64.data_ptr();
+    ref->fn(ra);
+    // Error scales: reduction length times the operands' magnitudes.
+    double len = 0, scale = 0;
+    switch (pass) {
+      case ConvPass::forward: len = cg * cc.r * cc.s; scale = max_abs(x) * max_abs(w); break;
+      case ConvPass::backward_data: len = kg * cc.r * cc.s; scale = max_abs(dy) * max_abs(w); break;
+      case ConvPass::backward_weights:
+        len = static_cast<double>(cc.n) * fp.p() * fp.q(); scale = max_abs(dy) * max_abs(x); break;
+    }
+
+    const auto cands = conv_table().candidates(p);
+    const auto& variants = conv_table().variants();
+    REQUIRE(cands.size() == variants.size());
+    for (std::size_t vi = 0; vi < variants.size(); ++vi) {
+      const std::string& name = variants[vi].name;
+      INFO("variant " << name << " on " << p.repr() << " (" << cc.name << ")");
+      if (!cands[vi].support.ok) {
+        CHECK_FALSE(cands[vi].support.reason.empty());
+        CHECK(name != "ref");
+        ++tally.skipped[name][cands[vi].support.reason];
+        continue;
+      }
+      ++tally.ran[name];
+      const double nan = std::numeric_limits<double>::quiet_NaN();
+      Tensor y = Tensor::full(ys, nan), dx = Tensor::full(xs, nan);
+      Tensor dw = Tensor::full(ws, nan), db = Tensor::full({cc.k}, nan);
+      ConvArgs a;
+      a.problem = p;
+      a.x = x.data_ptr(); a.w = w.data_ptr(); a.b = bias ? b.data_ptr() : nullptr; a.y = y.data_ptr();
+      a.dy = dy.data_ptr(); a.dx = dx.data_ptr(); a.dw = dw.data_ptr(); a.db = bias ? db.data_ptr() : nullptr;
+      REQUIRE_NOTHROW(variants[vi].fn(a));
+      const double tol = tol_scale(name) * 32.0 * kEps * std::sqrt(std::max(len, 1.0)) * scale *
+                             (pass == ConvPass::backward_weights ? 4.0 : 1.0) + 1e-30;
+      std::string bad;
+      switch (pass) {
+        case ConvPass::forward: bad = compare("y", y, y64, tol + (bias ? 2 * kEps : 0)); break;
+        case ConvPass::backward_data: bad = compare("dx", dx, dx64, tol); break;
+        case ConvPass::backward_weights:
+          bad = compare("dw", dw, dw64, tol);
+          if (bias && bad.empty())
+            bad = compare("db", db, db64, 32.0 * kEps * std::sqrt(len) * max_abs(dy) * 4.0);
+          break;
+      }
+      INFO(bad);
+      CHECK(bad.empty());
+    }
+  }
+}
+
+}  // namespace
+
+// ---- problem descriptor ------------------------------------------------------------------------
+
+TEST_CASE("ConvProblem: output size and repr and flops", "[conv]") {
+  ConvCase cc{"alexnet conv1", 16, 3, 224, 224, 96, 11, 11, 4, 4, 2, 2};
+  ConvProblem p = problem_of(cc, ConvPass::forward, DType::f32, true, true);
+  CHECK(p.p() == 55);
+  CHECK(p.q() == 55);
+  CHECK_THAT(p.repr(), Contains("conv2d f32 cpu forward N=16 C=3 H=224 W=224 K=96 R=11 S=11") &&
+                           Contains("stride=4x4 pad=2x2") && Contains("bias relu -> P=55 Q=55"));
+  CHECK(p.flops() == Approx(2.0 * 16 * 96 * 55 * 55 * 3 * 121 + 16.0 * 96 * 55 * 55));
+  ConvProblem q = p;
+  q.pass = ConvPass::backward_data;
+  CHECK(p.key() != q.key());
+  ConvCase dil{"dil", 1, 1, 10, 10, 1, 3, 3, 2, 2, 0, 0, 3, 3};
+  CHECK(problem_of(dil, ConvPass::forward, DType::f32, false, false).p() == 2);  // (10-7)/2+1
+  REQUIRE_NOTHROW(register_builtin_kernels());
+  REQUIRE(find_variant_table("conv2d") != nullptr);
+  REQUIRE(conv_table().find("ref") != nullptr);
+  REQUIRE(conv_table().variants().back().name == "ref");
+}
+
+// ---- gradient checks (float64) ----------------------------------------------------------------
+
+TEST_CASE("conv2d gradcheck over stride and padding and dilation and groups", "[conv][gradcheck]") {
+  const std::vector<ConvCase> cases = {
+      {"plain", 2, 3, 5, 6, 4, 3, 2},
+      {"stride2 pad1", 2, 3, 7, 6, 4, 3, 3, 2, 2, 1, 1},
+      {"dilation2 pad2", 1, 2, 7, 6, 3, 3, 3, 1, 1, 2, 2, 2, 2},
+      {"groups2", 2, 4, 5, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 2},
+      {"depthwise", 1, 3, 5, 5, 3, 3, 3, 1, 1, 1, 1, 1, 1, 3},
+      {"pointwise", 2, 3, 4, 3, 2, 1, 1},
+      {"mixed", 2, 2, 8, 7, 3, 2, 3, 2, 1, 0, 1, 1, 2},
+  };
+  register_builtin_kernels();
+  std::uint64_t seed = 100;
+  for (const auto& cc : cases) {
+    const Conv2dOptions o = options_of(cc);
+    for (const auto& v : conv_table().variants()) {
+      const ConvProblem p = problem_of(cc, ConvPass::forward, DType::f64, true, false);
+      const auto s = v.supports ? v.supports(p) : Support::yes();
+      if (!s.ok) {
+        INFO(v.name << " skipped for f64: " << s.reason);
+        CHECK_FALSE(s.reason.empty());
+        continue;
+      }
+      ForceVariant force("conv2d", v.name);
+      Tensor x = uniform_leaf({cc.n, cc.c, cc.h, cc.w}, -1, 1, ++seed);
+      Tensor w = uniform_leaf({cc.k, cc.c / cc.groups, cc.r, cc.s}, -1, 1, ++seed);
+      Tensor b = uniform_leaf({cc.k}, -1, 1, ++seed);
+      const std::string label = std::string(cc.name) + " on " + v.name;
+      ANVIL_CHECK_GRADCHECK(label, [o](const V& in) { return conv2d(in[0], in[1], in[2], o); },
+                            {x, w, b});
+      ANVIL_CHECK_GRADCHECK(label + " relu",
+                            [o](const V& in) { return conv2d_relu(in[0], in[1], in[2], o); },
+                            {x, w, b});
+      ANVIL_CHECK_GRADCHECK(label + " no bias", [o](const V& in) { return conv2d(in[0], in[1], Tensor(), o); },
+                            {x, w});
+    }
+  }
+}
+
+TEST_CASE("conv2d gradients reach only the inputs that require grad", "[conv][autograd]") {
+  Tensor x = uniform_leaf({2, 3, 5, 5}, -1, 1, 1, false);
+  Tensor w = uniform_leaf({4, 3, 3, 3}, -1, 1, 2, false);
+  Tensor b = uniform_leaf({4}, -1, 1, 3);
+  ANVIL_CHECK_GRADCHECK("bias only", [](const V& in) { return conv2d(in[0], in[1], in[2]); }, {x, w, b});
+  Tensor x2 = uniform_leaf({2, 3, 5, 5}, -1, 1, 4);
+  ANVIL_CHECK_GRADCHECK("input only", [](const V& in) { return conv2d(in[0], in[1]); }, {x2, w});
+  {
+    NoGradGuard guard;
+    Tensor y = conv2d(x2, w, b);
+    CHECK_FALSE(y.requires_grad());
+  }
+  CHECK(conv2d(x2, w, b).requires_grad());
+  CHECK_FALSE(conv2d(x, w).requires_grad());
+}
+
+// ---- every variant against ref ----------------------------------------------------------------
+
+TEST_CASE("conv2d variants match ref on small odd shapes", "[conv][variants]") {
+  Tally tally;
+  std::uint64_t seed = 1;
+  for (const auto& cc : kSmallCases)
+    for (bool bias : {false, true})
+      for (bool relu : {false, true}) run_case(cc, bias, relu, tally, ++seed);
+  tally.report();
+}
+
+// Two halves of the layer list, so that CTest can run them side by side.
+void run_layers(std::size_t begin, std::size_t end) {
+  Tally tally;
+  std::uint64_t seed = 1000 + 2 * begin;
+  for (std::size_t i = begin; i < std::min(end, kLayerCases.size()); ++i) {
+    run_case(kLayerCases[i], true, false, tally, ++seed);
+    run_case(kLayerCases[i], true, true, tally, ++seed);
+  }
+  tally.report();
+}
+
+TEST_CASE("conv2d variants match ref on AlexNet and ResNet-50 stem layers", "[conv][variants]") {
+  run_layers(0, 4);
+}
+
+TEST_CASE("conv2d variants match ref on ResNet-50 and VGG16 and cnn_mnist layers", "[conv][variants]") {
+  run_layers(4, kLayerCases.size());
+}
+
+TEST_CASE("conv2d forcing a variant drives all three passes", "[conv][variants]") {
+  register_builtin_kernels();
+  Generator gen(7);
+  const Conv2dOptions o = options_of({"", 2, 8, 9, 9, 16, 3, 3, 1, 1, 1, 1});
+  const Tensor x0 = rand_f32({2, 8, 9, 9}, gen), w0 = rand_f32({16, 8, 3, 3}, gen);
+  const Tensor b0 = rand_f32({16}, gen);
+  auto grads = [&](const std::string& variant) {
+    ForceVariant force("conv2d", variant);
+    Tensor x = raw::clone(x0).set_requires_grad(), w = raw::clone(w0).set_requires_grad();
+    Tensor b = raw::clone(b0).set_requires_grad();
+    Tensor y = conv2d_relu(x, w, b, o);
+    sum(y * y).backward();
+    return std::vector<Tensor>{y, x.grad(), w.grad(), b.grad()};
+  };
+  const auto want = grads("ref");
+  for (const auto& v : conv_table().variants()) {
+    const auto cands = conv_table().candidates(
+        problem_of({"", 2, 8, 9, 9, 16, 3, 3, 1, 1, 1, 1}, ConvPass::forward, DType::f32, true, true));
+    bool all = true;
+    for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
+      const auto c = conv_table().candidates(
+          problem_of({"", 2, 8, 9, 9, 16, 3, 3, 1, 1, 1, 1}, pass, DType::f32, true, false));
+      for (const auto& cand : c)
+        if (cand.name == v.name && !cand.support.ok) all = false;
+    }
+    (void)cands;
+    if (!all) {
+      INFO(v.name << " does not support every pass of this problem");
+      CHECK_THROWS_WITH(grads(v.name), Contains(v.name));
+      continue;
+    }
+    const auto got = grads(v.name);
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      INFO(v.name << " output " << i);
+      CHECK(anvil::test::max_abs_diff(got[i], want[i]) < 2e-3 * (1.0 + max_abs(want[i])));
+    }
+  }
+}
+
+TEST_CASE("conv2d_relu fuses where the variant can and matches conv then relu", "[conv]") {
+  register_builtin_kernels();
+  Generator gen(9);
+  const Tensor x = rand_f32({2, 4, 6, 6}, gen), w = rand_f32({5, 4, 3, 3}, gen), b = rand_f32({5}, gen);
+  ops::ConvParams params;
+  params.padding = {1, 1};
+  for (const auto& v : conv_table().variants()) {
+    ForceVariant force("conv2d", v.name);
+    const ConvProblem p = ops::conv2d_problem(x, w, b, params);
+    if (v.supports && !v.supports(p).ok) continue;
+    bool fused = false;
+    const Tensor y = ops::conv2d_forward(x, w, b, params, true, &fused);
+    ConvProblem pf = p;
+    pf.fuse_relu = true;
+    INFO(v.name);
+    CHECK(fused == (!v.supports || v.supports(pf).ok));
+    const Tensor unfused = relu(ops::conv2d_forward(x, w, b, params, false));
+    CHECK(anvil::test::max_abs_diff(y, unfused) < 1e-5);
+  }
+}
+
+// ---- argument errors --------------------------------------------------------------------------
+
+TEST_CASE("conv2d rejects bad arguments with clear messages", "[conv][errors]") {
+  const Tensor x = Tensor::zeros({2, 3, 8, 8}), w = Tensor::zeros({4, 3, 3, 3});
+  CHECK_THROWS_WITH(conv2d(Tensor::zeros({3, 224, 224}), w),
+                    Contains("conv2d: expected 4-D input (N,C,H,W), got [3,224,224]"));
+  CHECK_THROWS_WITH(conv2d(x, Tensor::zeros({4, 3, 3})),
+                    Contains("conv2d: expected 4-D weight (K,C/groups,R,S), got [4,3,3]"));
+  CHECK_THROWS_WITH(conv2d(x, Tensor::zeros({4, 2, 3, 3})),
+                    Contains("has C=3 channels but weight [4,2,3,3] with groups=1 expects 2"));
+  Conv2dOptions g3;
+  g3.groups = 3;
+  CHECK_THROWS_WITH(conv2d(x, Tensor::zeros({4, 1, 3, 3}), Tensor(), g3),
+                    Contains("out channels K=4 are not divisible by groups=3"));
+  CHECK_THROWS_WITH(conv2d(x, Tensor::zeros({4, 3, 9, 3})),
+                    Contains("kernel 9x3") && Contains("larger than the padded input 8x8"));
+  Conv2dOptions dil;
+  dil.dilation = {5, 1};
+  dil.padding = {1, 1};
+  CHECK_THROWS_WITH(conv2d(x, w, Tensor(), dil), Contains("larger than the padded input 10x10"));
+  Conv2dOptions s0;
+  s0.stride = {0, 1};
+  CHECK_THROWS_WITH(conv2d(x, w, Tensor(), s0), Contains("conv2d: stride must be positive, got 0x1"));
+  Conv2dOptions d0;
+  d0.dilation = {1, 0};
+  CHECK_THROWS_WITH(conv2d(x, w, Tensor(), d0), Contains("conv2d: dilation must be positive, got 1x0"));
+  Conv2dOptions pneg;
+  pneg.padding = {-1, 0};
+  CHECK_THROWS_WITH(conv2d(x, w, Tensor(), pneg), Contains("padding must be non-negative, got -1x0"));
+  Conv2dOptions gz;
+  gz.groups = 0;
+  CHECK_THROWS_WITH(conv2d(x, w, Tensor(), gz), Contains("groups must be positive, got 0"));
+  CHECK_THROWS_WITH(conv2d(x, Tensor::zeros({4, 3, 3, 3}, DType::f64)),
+                    Contains("dtype mismatch: input is f32 but weight is f64"));
+  CHECK_THROWS_WITH(conv2d(x, w, Tensor::zeros({5})), Contains("expected bias [4]") && Contains("got [5]"));
+  CHECK_THROWS_WITH(conv2d(x, w, Tensor::zeros({4}, DType::f64)), Contains("but bias is f64"));
+  CHECK_THROWS_WITH(conv2d(Tensor::zeros({2, 3, 8, 8}, DType::i64), Tensor::zeros({4, 3, 3, 3}, DType::i64)),
+                    Contains("conv2d: expected a float32 or float64 input, got i64"));
+  CHECK_THROWS_WITH(conv2d(Tensor(), w), Contains("conv2d"));
+  // An empty batch is fine.
+  CHECK(conv2d(Tensor::zeros({0, 3, 8, 8}), w).sizes() == Shape({0, 4, 6, 6}));
+  // A forced variant that cannot run the problem is an error naming it, never a fallback.
+  ForceVariant force("conv2d", "cpu.onednn");
+  CHECK_THROWS_WITH(conv2d(Tensor::zeros({2, 3, 8, 8}, DType::f64), Tensor::zeros({4, 3, 3, 3}, DType::f64)),
+                    Contains("cpu.onednn"));
+}
+
+// ---- nn::Conv2d ---------------------------------------------------------------------------------
+
+TEST_CASE("nn::Conv2d shapes and flops and init and kernel problems", "[conv][nn]") {
+  Generator gen(3);
+  Conv2dOptions o;
+  o.stride = {2, 2};
+  o.padding = {1, 1};
+  nn::Conv2d conv(64, 128, {3, 3}, o, true, &gen);
+  CHECK(conv.num_parameters() == 128 * 64 * 9 + 128);
+  CHECK(conv.output_shape({16, 64, 56, 56}) == Shape({16, 128, 28, 28}));
+  CHECK(conv.forward_flops({16, 64, 56, 56}) ==
+        Approx(2.0 * 16 * 128 * 28 * 28 * 64 * 9 + 16.0 * 128 * 28 * 28));
+  const double bound = 1.0 / std::sqrt(64.0 * 9.0);
+  CHECK(max_abs(conv.weight()) <= bound);
+  CHECK(max_abs(conv.weight()) > 0.9 * bound);
+  CHECK(max_abs(conv.bias()) <= bound);
+  CHECK_THAT(conv.extra_repr(), Contains("in=64, out=128, kernel=3x3, stride=2x2, padding=1x1"));
+  std::vector<nn::NamedKernelProblem> probs;
+  conv.kernel_problems({16, 64, 56, 56}, "resnet50:layer3.0.conv2.", probs);
+  REQUIRE(probs.size() == 1);
+  CHECK(probs[0].name == "resnet50:layer3.0.conv2");
+  CHECK(probs[0].op == "conv2d");
+  const auto& p = std::any_cast<const ConvProblem&>(probs[0].problem);
+  CHECK(p.pass == ConvPass::forward);
+  CHECK(p.n == 16);
+  CHECK(p.p() == 28);
+  CHECK(p.has_bias);
+  CHECK_THROWS_WITH(conv.output_shape({16, 32, 56, 56}), Contains("Conv2d") && Contains("C=32"));
+
+  Tensor x = uniform({2, 64, 9, 9}, -1, 1, DType::f32, &gen);
+  const Tensor y = conv.forward(x);
+  CHECK(y.sizes() == Shape({2, 128, 5, 5}));
+  conv.set_fused_relu(true);
+  CHECK(anvil::test::max_abs_diff(conv.forward(x), relu(y)) < 1e-5);
+  nn::Conv2d grouped(8, 4, {1, 3}, Conv2dOptions{{1, 1}, {0, 1}, {1, 1}, 2}, false, &gen);
+  CHECK(grouped.num_parameters() == 4 * 4 * 3);
+  CHECK(grouped.output_shape({1, 8, 5, 5}) == Shape({1, 4, 5, 5}));
+}
+
+TEST_CASE("conv2d default selection follows the heuristic", "[conv][variants]") {
+  register_builtin_kernels();
+  const ConvCase stem{"stem", 16, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3};
+  CHECK(conv_table().select(problem_of(stem, ConvPass::forward, DType::f32, true, true)).name == "cpu.onednn");
+  CHECK(conv_table().select(problem_of(stem, ConvPass::backward_data, DType::f32, true, false)).name == "cpu.onednn.nchw");
+  const ConvCase five{"alexnet conv2", 16, 64, 27, 27, 192, 5, 5, 1, 1, 2, 2};
+  CHECK(conv_table().select(problem_of(five, ConvPass::forward, DType::f32, true, false)).name == "cpu.onednn");
+  const ConvCase one{"resnet 1x1", 16, 64, 56, 56, 256, 1, 1};
+  CHECK(conv_table().select(problem_of(one, ConvPass::backward_weights, DType::f32, true, false)).name == "cpu.onednn");
+  const ConvCase three{"resnet 3x3", 16, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1};
+  for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
+    const ConvProblem p = problem_of(three, pass, DType::f32, true, false);
+    const auto* wino = conv_table().find("cpu.onednn.winograd");
+    REQUIRE(wino != nullptr);
+    const Support s = wino->supports(p);
+    INFO(p.repr() << ": winograd " << (s.ok ? "supported" : s.reason));
+    CHECK(conv_table().select(p).name == (s.ok ? "cpu.onednn.winograd" : "cpu.onednn"));
+  }
+  // f64 never goes to oneDNN: cpu.im2col (over the f64 gemm table) is the first that supports it.
+  CHECK(conv_table().select(problem_of(three, ConvPass::forward, DType::f64, true, false)).name == "cpu.im2col");
+}

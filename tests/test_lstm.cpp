@@ -1,0 +1,446 @@
+// Embedding, LSTM layer variants, BCE with logits, the recurrent nn modules and the LSTM models:
+// float64 gradient checks, every "lstm" variant against `ref` (forward and backward), memory
+// release after a long backward, error messages, exact parameter counts and short training runs.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/anvil/anvil.h"
+#include "engine/dispatch/lstm_problem.h"
+#include "engine/nn/recurrent.h"
+#include "helpers/gradcheck.h"
+
+using namespace anvil;
+using anvil::test::gradcheck;
+using anvil::test::max_abs_diff;
+using anvil::test::uniform_leaf;
+
+namespace {
+
+std::vector<std::string> lstm_variant_names() {
+  register_builtin_kernels();
+  std::vector<std::string> names;
+  for (const auto& v : lstm_table().variants()) names.push_back(v.name);
+  return names;
+}
+
+// Support of `variant` for every pass of a problem; "" when all are supported.
+std::string unsupported_reason(const std::string& variant, LstmProblem p) {
+  const auto* v = lstm_table().find(variant);
+  if (!v) return "not registered";
+  for (LstmPass pass : {LstmPass::forward_inference, LstmPass::forward_training, LstmPass::backward}) {
+    p.pass = pass;
+    if (v->device != p.device_type()) return "runs on another device";
+    if (v->supports) {
+      const Support s = v->supports(p);
+      if (!s.ok) return s.reason;
+    }
+  }
+  return "";
+}
+
+struct LayerCase {
+  std::int64_t T, B, I, H;
+  bool state, two_biases;
+};
+
+// Leaves of one LSTM layer: x, h0, c0, w_ih, w_hh, b_ih, b_hh (undefined where absent).
+std::vector<Tensor> layer_leaves(const LayerCase& c, DType dt, std::uint64_t seed) {
+  Generator g(seed);
+  auto leaf = [&](const Shape& s, double a) {
+    return uniform(s, -a, a, dt, &g).set_requires_grad(true);
+  };
+  const double k = 1.0 / std::sqrt(static_cast<double>(c.H));
+  std::vector<Tensor> v;
+  v.push_back(leaf({c.T, c.B, c.I}, 1.0));
+  v.push_back(c.state ? leaf({c.B, c.H}, 0.5) : Tensor());
+  v.push_back(c.state ? leaf({c.B, c.H}, 0.5) : Tensor());
+  v.push_back(leaf({4 * c.H, c.I}, 2 * k));
+  v.push_back(leaf({4 * c.H, c.H}, 2 * k));
+  v.push_back(leaf({4 * c.H}, k));
+  v.push_back(c.two_biases ? leaf({4 * c.H}, k) : Tensor());
+  return v;
+}
+
+// A scalar that weighs every output with fixed random values (y, h_n and c_n all matter).
+Tensor weighted_loss(const LstmLayerOutput& o, std::uint64_t seed) {
+  Generator g(seed);
+  const DType dt = o.y.dtype();
+  Tensor ry = uniform(o.y.sizes(), -1, 1, dt, &g);
+  Tensor rh = uniform(o.h_n.sizes(), -1, 1, dt, &g);
+  Tensor rc = uniform(o.c_n.sizes(), -1, 1, dt, &g);
+  return sum(o.y * ry) + sum(o.h_n * rh) + sum(o.c_n * rc);
+}
+
+LstmLayerOutput run_layer(const std::vector<Tensor>& in) {
+  return lstm_layer(in[0], in[1], in[2], in[3], in[4], in[5], in[6]);
+}
+
+const char* kLeafNames[] = {"x", "h0", "c0", "w_ih", "w_hh", "b_ih", "b_hh"};
+
+}  // namespace
+
+// ---- gradient checks (float64) -------------------------------------------------------------------
+
+TEST_CASE("embedding gradcheck in float64 with repeated ids", "[lstm][gradcheck]") {
+  Tensor ids = Tensor::from_vector(std::vector<std::int64_t>{3, 1, 3, 0, 4, 3}, {2, 3});
+  Tensor w = uniform_leaf({6, 5}, -1, 1, 11);
+  ANVIL_CHECK_GRADCHECK("embedding", [ids](const std::vector<Tensor>& in) {
+    return embedding(in[0], ids);
+  }, {w});
+  // Rows never named get exactly zero gradient; used rows get the sum of their uses.
+  Tensor w2 = uniform_leaf({6, 5}, -1, 1, 12);
+  Tensor out = embedding(w2, ids);
+  sum(out).backward();
+  const Tensor& g = w2.grad();
+  REQUIRE(g.sizes() == Shape{6, 5});
+  for (std::int64_t j = 0; j < 5; ++j) {
+    CHECK(g.select(0, 2).select(0, j).item() == 0.0);
+    CHECK(g.select(0, 5).select(0, j).item() == 0.0);
+    CHECK(g.select(0, 3).select(0, j).item() == 3.0);
+    CHECK(g.select(0, 1).select(0, j).item() == 1.0);
+  }
+}
+
+TEST_CASE("binary cross-entropy with logits gradcheck and stability", "[lstm][gradcheck]") {
+  Tensor x = uniform_leaf({4, 3}, -4, 4, 21);
+  Tensor t = uniform_leaf({4, 3}, 0, 1, 22);
+  ANVIL_CHECK_GRADCHECK("bce_with_logits", [](const std::vector<Tensor>& in) {
+    return binary_cross_entropy_with_logits(in[0], in[1]);
+  }, {x, t});
+  // Large logits neither overflow nor lose the value: x = 100, t = 0 -> loss 100.
+  Tensor big = Tensor::from_vector(std::vector<double>{100.0, -100.0}, {2});
+  Tensor tt = Tensor::from_vector(std::vector<double>{0.0, 1.0}, {2});
+  CHECK(binary_cross_entropy_with_logits(big, tt).item() == Approx(100.0));
+  Tensor zero = Tensor::from_vector(std::vector<double>{0.0}, {1});
+  Tensor half = Tensor::from_vector(std::vector<double>{1.0}, {1});
+  CHECK(binary_cross_entropy_with_logits(zero, half).item() == Approx(std::log(2.0)));
+}
+
+TEST_CASE("lstm_layer gradcheck in float64 for every variant with f64 support", "[lstm][gradcheck]") {
+  const std::vector<LayerCase> cases = {
+      {3, 2, 3, 2, false, false}, {3, 2, 3, 2, true, false}, {2, 3, 2, 3, true, true},
+      {1, 1, 2, 2, false, true}};
+  for (const std::string& name : lstm_variant_names()) {
+    for (const LayerCase& c : cases) {
+      LstmProblem p{c.T, c.B, c.I, c.H, c.two_biases, c.state, LstmPass::forward_training,
+                    DType::f64};
+      const std::string why = unsupported_reason(name, p);
+      if (!why.empty()) {
+        WARN("lstm variant " << name << " skipped for gradcheck of " << p.repr() << ": " << why);
+        continue;
+      }
+      ForceVariant force("lstm", name);
+      std::vector<Tensor> leaves = layer_leaves(c, DType::f64, 100 + c.T * 7 + c.H);
+      std::vector<Tensor> used;
+      std::vector<int> slot;
+      for (int i = 0; i < 7; ++i)
+        if (leaves[i].defined()) { used.push_back(leaves[i]); slot.push_back(i); }
+      INFO("variant " << name << " " << p.repr());
+      ANVIL_CHECK_GRADCHECK("lstm_layer/" + name, [slot](const std::vector<Tensor>& in) {
+        std::vector<Tensor> full(7);
+        for (std::size_t k = 0; k < slot.size(); ++k) full[slot[k]] = in[k];
+        LstmLayerOutput o = run_layer(full);
+        return weighted_loss(o, 5);
+      }, used, {.eps = 1e-6, .atol = 1e-7, .rtol = 1e-5});
+    }
+  }
+}
+
+TEST_CASE("two-layer LSTM stack gradcheck in float64", "[lstm][gradcheck]") {
+  for (const std::string& name : {std::string("ref"), std::string("cpu.fused")}) {
+    ForceVariant force("lstm", name);
+    Generator g(8);
+    auto a = layer_leaves({3, 2, 3, 2, true, false}, DType::f64, 31);
+    auto b = layer_leaves({3, 2, 2, 2, true, true}, DType::f64, 32);
+    std::vector<Tensor> used = {a[0], a[1], a[2], a[3], a[4], a[5], b[1], b[2], b[3], b[4], b[5], b[6]};
+    INFO("variant " << name);
+    ANVIL_CHECK_GRADCHECK("lstm_stack/" + name, [](const std::vector<Tensor>& in) {
+      LstmLayerOutput l0 = lstm_layer(in[0], in[1], in[2], in[3], in[4], in[5]);
+      LstmLayerOutput l1 = lstm_layer(l0.y, in[6], in[7], in[8], in[9], in[10], in[11]);
+      return weighted_loss(l1, 9) + sum(l0.c_n * l0.h_n);
+    }, used, {.eps = 1e-6, .atol = 1e-7, .rtol = 1e-5});
+  }
+}
+
+// ---- variants against ref -------------------------------------------------------------------------
+
+TEST_CASE("every lstm variant matches ref forward and backward", "[lstm][variants]") {
+  const std::vector<LayerCase> cases = {
+      {5, 4, 3, 8, false, false},  {4, 3, 5, 7, true, false},   {6, 5, 9, 13, true, true},
+      {1, 1, 1, 1, false, false},  {7, 17, 31, 33, false, true}, {3, 128, 64, 64, true, false},
+      {9, 2, 40, 24, true, true}};
+  for (const std::string& name : lstm_variant_names()) {
+    if (name == "ref") continue;
+    for (const LayerCase& c : cases) {
+      LstmProblem p{c.T, c.B, c.I, c.H, c.two_biases, c.state, LstmPass::forward_training,
+                    DType::f32};
+      const std::string why = unsupported_reason(name, p);
+      if (!why.empty()) {
+        WARN("lstm variant " << name << " not compared for " << p.repr() << ": " << why);
+        continue;
+      }
+      INFO("variant " << name << " vs ref, " << p.repr());
+      std::vector<Tensor> ref_in = layer_leaves(c, DType::f32, 7 + c.H);
+      std::vector<Tensor> var_in = layer_leaves(c, DType::f32, 7 + c.H);
+      LstmLayerOutput r, v;
+      {
+        ForceVariant force("lstm", "ref");
+        r = run_layer(ref_in);
+        weighted_loss(r, 3).backward();
+      }
+      {
+        ForceVariant force("lstm", name);
+        v = run_layer(var_in);
+        weighted_loss(v, 3).backward();
+      }
+      CHECK(max_abs_diff(r.y, v.y) < 1e-5);
+      CHECK(max_abs_diff(r.h_n, v.h_n) < 1e-5);
+      CHECK(max_abs_diff(r.c_n, v.c_n) < 1e-5);
+      for (int i = 0; i < 7; ++i) {
+        if (!ref_in[i].defined()) continue;
+        INFO("gradient of " << kLeafNames[i]);
+        REQUIRE(var_in[i].grad().defined());
+        const double scale = 1.0 + std::sqrt(static_cast<double>(c.T * c.B));
+        CHECK(max_abs_diff(ref_in[i].grad(), var_in[i].grad()) < 2e-5 * scale);
+      }
+      // Inference (no graph) gives the same outputs.
+      NoGradGuard no_grad;
+      ForceVariant force("lstm", name);
+      LstmLayerOutput inf = run_layer(var_in);
+      CHECK(max_abs_diff(inf.y, v.y) < 1e-6);
+      CHECK(max_abs_diff(inf.c_n, v.c_n) < 1e-6);
+    }
+  }
+}
+
+TEST_CASE("a forced lstm variant that cannot run a problem is an error with its reason", "[lstm][variants]") {
+  ForceVariant force("lstm", "cpu.onednn");
+  auto in = layer_leaves({2, 2, 3, 4, false, false}, DType::f64, 1);
+  CHECK_THROWS_WITH(run_layer(in), Catch::Contains("cpu.onednn") && Catch::Contains("f32"));
+  ForceVariant force2("lstm", "cpu.nonesuch");
+  auto in32 = layer_leaves({2, 2, 3, 4, false, false}, DType::f32, 1);
+  CHECK_THROWS_WITH(run_layer(in32), Catch::Contains("cpu.nonesuch"));
+}
+
+TEST_CASE("the lstm table lists ref last and every variant has a description", "[lstm][variants]") {
+  auto names = lstm_variant_names();
+  REQUIRE(names.size() >= 3);
+  CHECK(names.back() == "ref");
+  CHECK(std::find(names.begin(), names.end(), "cpu.fused") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "cpu.onednn") != names.end());
+  LstmProblem p{32, 128, 256, 256, false, false, LstmPass::forward_training, DType::f32};
+  CHECK(p.repr() == "lstm f32 cpu forward_training T=32 B=128 I=256 H=256 biases=1 state=0");
+  CHECK(p.flops() == Approx(2.0 * 32 * 128 * 1024 * 512 + 10.0 * 32 * 128 * 256));
+  LstmProblem q = p;
+  q.pass = LstmPass::backward;
+  CHECK(p.key() != q.key());
+}
+
+// ---- memory and long sequences --------------------------------------------------------------------
+
+TEST_CASE("backward through T=64 and two layers releases its memory", "[lstm][memory]") {
+  for (const std::string& name : lstm_variant_names()) {
+    LstmProblem p{64, 16, 32, 32, false, false, LstmPass::forward_training, DType::f32};
+    const std::string why = unsupported_reason(name, p);
+    if (!why.empty()) {
+      WARN("lstm variant " << name << " skipped for the memory test: " << why);
+      continue;
+    }
+    INFO("variant " << name);
+    Generator g(4);
+    nn::LSTM lstm(32, 32, 2, false, &g);
+    Tensor x = normal({64, 16, 32}, 0, 1, DType::f32, &g);
+    ForceVariant force("lstm", name);
+    // One warm-up step (oneDNN primitive caches, block cache), then measure.
+    for (int round = 0; round < 2; ++round) {
+      lstm.zero_grad();
+      const std::int64_t before = memory_stats().current;
+      {
+        Tensor loss = sum(lstm.forward(x));
+        CHECK(memory_stats().current > before);  // the graph holds saved state
+        loss.backward();
+        CHECK(std::isfinite(loss.item()));
+      }
+      // Only the parameter gradients remain.
+      std::int64_t grad_bytes = 0;
+      for (const auto& prm : lstm.parameters()) {
+        REQUIRE(prm.grad().defined());
+        grad_bytes += static_cast<std::int64_t>(prm.grad().nbytes());
+      }
+      const std::int64_t after = memory_stats().current;
+      INFO("round " << round << ": before " << before << " after " << after << " grads " << grad_bytes);
+      CHECK(after - before <= grad_bytes + 4096);
+    }
+  }
+}
+
+// ---- errors ------------------------------------------------------------------------------------------
+
+TEST_CASE("bad lstm and embedding inputs are rejected with clear messages", "[lstm][errors]") {
+  auto in = layer_leaves({2, 3, 4, 5, true, false}, DType::f32, 2);
+  CHECK_THROWS_WITH(lstm_layer(in[0].select(0, 0), in[1], in[2], in[3], in[4], in[5]),
+                    Catch::Contains("lstm_layer") && Catch::Contains("[T, B, I]") && Catch::Contains("[3,4]"));
+  Tensor x_bad = normal({2, 3, 6});
+  CHECK_THROWS_WITH(lstm_layer(x_bad, in[1], in[2], in[3], in[4], in[5]),
+                    Catch::Contains("w_ih is [20,4]") && Catch::Contains("[20,6]"));
+  CHECK_THROWS_WITH(lstm_layer(in[0], normal({3, 4}), in[2], in[3], in[4], in[5]),
+                    Catch::Contains("h0 is [3,4]") && Catch::Contains("[3,5]"));
+  CHECK_THROWS_WITH(lstm_layer(in[0], in[1], Tensor(), in[3], in[4], in[5]),
+                    Catch::Contains("both h0 and c0"));
+  CHECK_THROWS_WITH(lstm_layer(in[0], in[1], in[2], in[3], in[4], normal({19})),
+                    Catch::Contains("b_ih is [19]"));
+  CHECK_THROWS_WITH(lstm_layer(in[0].to(DType::f64), Tensor(), Tensor(), in[3], in[4], in[5]),
+                    Catch::Contains("dtype mismatch") && Catch::Contains("f64"));
+  CHECK_THROWS_WITH(lstm_layer(in[0], in[1], in[2], in[3], normal({20, 4}), in[5]),
+                    Catch::Contains("w_hh [4H, H]"));
+
+  Tensor w = normal({10, 4});
+  CHECK_THROWS_WITH(embedding(w, Tensor::from_vector(std::vector<std::int64_t>{1, 10}, {2})),
+                    Catch::Contains("embedding") && Catch::Contains("id 10") &&
+                        Catch::Contains("0..9"));
+  CHECK_THROWS_WITH(embedding(w, Tensor::from_vector(std::vector<std::int64_t>{-1}, {1})),
+                    Catch::Contains("id -1"));
+  CHECK_THROWS_WITH(embedding(w, normal({3})), Catch::Contains("int64 or int32"));
+  CHECK_THROWS_WITH(embedding(normal({10}), Tensor::from_vector(std::vector<std::int64_t>{1}, {1})),
+                    Catch::Contains("[V, D]"));
+  CHECK_THROWS_WITH(binary_cross_entropy_with_logits(normal({3}), normal({4})),
+                    Catch::Contains("binary_cross_entropy_with_logits") && Catch::Contains("[4]"));
+  // int32 ids work as well.
+  CHECK(embedding(w, Tensor::from_vector(std::vector<std::int32_t>{9, 0}, {2})).sizes() == Shape{2, 4});
+}
+
+// ---- nn modules and models ------------------------------------------------------------------------
+
+TEST_CASE("LSTM module parameters, shapes, state and kernel problems", "[lstm][nn]") {
+  Generator g(1);
+  nn::LSTM lstm(6, 5, 2, true, &g);
+  auto named = lstm.named_parameters();
+  REQUIRE(named.size() == 8);
+  CHECK(named[0].first == "weight_ih_l0");
+  CHECK(named[0].second.sizes() == Shape{20, 6});
+  CHECK(named[3].first == "bias_hh_l0");
+  CHECK(named[4].first == "weight_ih_l1");
+  CHECK(named[4].second.sizes() == Shape{20, 5});
+  const double k = 1.0 / std::sqrt(5.0);
+  for (const auto& [n, t] : named)
+    for (double v : anvil::test::values_f64(t)) REQUIRE(std::abs(v) <= k);
+  Tensor x = normal({4, 3, 6});
+  auto [y, st] = lstm.forward(x, nn::LstmState{});
+  CHECK(y.sizes() == Shape{4, 3, 5});
+  REQUIRE(st.h.size() == 2);
+  CHECK(st.c[1].sizes() == Shape{3, 5});
+  CHECK(max_abs_diff(st.h[1], y.select(0, 3)) == 0.0);
+  // Running the two halves with carried state equals running the whole sequence.
+  NoGradGuard no_grad;
+  auto [y1, s1] = lstm.forward(x.slice(0, 0, 2), nn::LstmState{});
+  auto [y2, s2] = lstm.forward(x.slice(0, 2, 4), s1);
+  CHECK(max_abs_diff(y2, y.slice(0, 2, 4)) < 1e-6);
+  std::vector<nn::NamedKernelProblem> probs;
+  lstm.kernel_problems({4, 3, 6}, "net:lstm.", probs);
+  REQUIRE(probs.size() == 2);
+  CHECK(probs[0].name == "net:lstm.l0");
+  CHECK(probs[1].name == "net:lstm.l1");
+  CHECK(probs[0].op == "lstm");
+  const auto& p1 = std::any_cast<const LstmProblem&>(probs[1].problem);
+  CHECK(p1.I == 5);
+  CHECK(p1.two_biases);
+}
+
+TEST_CASE("LSTM models have the exact parameter counts", "[lstm][models]") {
+  CHECK(models::create("lstm32")->num_parameters() == 6180624);
+  CHECK(models::create("lstm64")->num_parameters() == 6180624);
+  // networks.md's count with PyTorch's two bias vectors per layer.
+  CHECK(nn::LstmLanguageModel(10000, 256, 256, 2, true).num_parameters() == 6182672);
+  // ptb_small: one bias vector per layer gives exactly 4,651,600 (two would give 4,653,200).
+  CHECK(models::create("ptb_small")->num_parameters() == 4651600);
+  CHECK(nn::LstmLanguageModel(10000, 200, 200, 2, true).num_parameters() == 4653200);
+  CHECK(models::create("lstm_imdb")->num_parameters() == 213301);
+  const auto& info = models::info("lstm32");
+  CHECK(info.input == models::InputKind::tokens);
+  CHECK(info.sample_shape == Shape{32});
+  CHECK(info.cpu_batch == 128);
+  CHECK(models::info("ptb_small").cpu_batch == 20);
+  CHECK(models::info("lstm_imdb").cpu_batch == 500);
+  auto probs = models::kernel_problems("lstm64", 128);
+  REQUIRE(probs.size() == 2);
+  CHECK(probs[0].name == "lstm64:lstm.l0");
+  const auto& p = std::any_cast<const LstmProblem&>(probs[0].problem);
+  CHECK((p.T == 64 && p.B == 128 && p.I == 256 && p.H == 256 && !p.two_biases));
+  auto s = models::summary("lstm32");
+  CHECK(s.params == 6180624);
+  // ptb_small init is U(-0.1, 0.1) everywhere.
+  for (const auto& prm : models::create("ptb_small")->parameters())
+    for (double v : anvil::test::values_f64(prm)) REQUIRE(std::abs(v) <= 0.1);
+}
+
+TEST_CASE("one training step of each LSTM model runs", "[lstm][models][training]") {
+  Generator g(12);
+  for (const std::string name : {"lstm32", "lstm64", "ptb_small"}) {
+    INFO(name);
+    auto net = models::create(name);
+    const std::int64_t T = models::info(name).sample_shape[0], B = 3;
+    Tensor ids = randint({B, T}, 0, 10000, DType::i64, &g);
+    Tensor targets = randint({B, T}, 0, 10000, DType::i64, &g);
+    optim::SGD opt(net->parameters(), 1.0);
+    opt.zero_grad();
+    Tensor logits = net->forward(ids);
+    REQUIRE(logits.sizes() == Shape{B * T, 10000});
+    Tensor loss = cross_entropy(logits, targets.flatten()) * static_cast<double>(T);
+    CHECK(loss.item() / T == Approx(std::log(10000.0)).epsilon(0.15));
+    loss.backward();
+    const double norm = optim::clip_grad_norm_(net->parameters(), 5.0);
+    CHECK(std::isfinite(norm));
+    opt.step();
+    // The state is carried (detached) into the next call.
+    auto* lm = dynamic_cast<nn::LstmLanguageModel*>(net.get());
+    REQUIRE(lm != nullptr);
+    REQUIRE(lm->state().h.size() == 2);
+    CHECK(lm->state().h[0].sizes() == Shape{B, lm->lstm().hidden_size()});
+    CHECK(!lm->state().h[0].requires_grad());
+    CHECK(lm->state().h[0].is_leaf());
+    Tensor loss2 = cross_entropy(net->forward(ids), targets.flatten());
+    loss2.backward();  // the carried state does not reach back into the first graph
+    lm->reset_state();
+    CHECK(lm->state().empty());
+  }
+  // lstm_imdb: one logit per sequence and binary cross-entropy.
+  auto imdb = models::create("lstm_imdb");
+  Tensor ids = randint({4, 50}, 0, 5000, DType::i64, &g);
+  Tensor y = Tensor::from_vector(std::vector<float>{0, 1, 1, 0}, {4, 1});
+  optim::Adam opt(imdb->parameters(), {.lr = 1e-2});
+  Tensor logits = imdb->forward(ids);
+  REQUIRE(logits.sizes() == Shape{4, 1});
+  Tensor loss = binary_cross_entropy_with_logits(logits, y);
+  loss.backward();
+  opt.step();
+  CHECK(std::isfinite(loss.item()));
+}
+
+TEST_CASE("a few SGD steps of a tiny lstm32-like model lower the loss", "[lstm][models][training]") {
+  for (const std::string& name : lstm_variant_names()) {
+    INFO("variant " << name);
+    ForceVariant force("lstm", name);
+    Generator g(5);
+    nn::LstmLanguageModel net(50, 16, 16, 2, false, &g);
+    optim::SGD opt(net.parameters(), 1.0);
+    const std::int64_t B = 4, T = 8;
+    Tensor ids = randint({B, T}, 0, 50, DType::i64, &g);
+    Tensor targets = randint({B, T}, 0, 50, DType::i64, &g);
+    double first = 0, last = 0;
+    for (int step = 0; step < 30; ++step) {
+      net.reset_state();  // the same batch each time: learn it
+      opt.zero_grad();
+      Tensor loss = cross_entropy(net.forward(ids), targets.flatten()) * static_cast<double>(T);
+      loss.backward();
+      optim::clip_grad_norm_(net.parameters(), 5.0);
+      opt.step();
+      (step == 0 ? first : last) = loss.item() / T;
+    }
+    INFO("loss per step " << first << " -> " << last);
+    CHECK(first == Approx(std::log(50.0)).epsilon(0.2));
+    CHECK(last < first - 1.0);
+  }
+}

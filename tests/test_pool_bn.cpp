@@ -1,0 +1,657 @@
+// Pooling and batch norm: known values (from PyTorch 2.x, hard-coded), float64 gradient checks
+// under every f64-capable variant, every registered variant against `ref` for every pass on a
+// shared shape list (small odd cases + the models' real layer shapes), the running-statistics
+// update, the nn modules and the error messages.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <any>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/autograd/functions.h"
+#include "engine/autograd/grad_mode.h"
+#include "engine/core/random.h"
+#include "engine/dispatch/batch_norm_problem.h"
+#include "engine/dispatch/pool_problem.h"
+#include "engine/dispatch/selection.h"
+#include "engine/nn/batch_norm.h"
+#include "engine/nn/layers.h"
+#include "engine/nn/pooling.h"
+#include "engine/ops/batch_norm.h"
+#include "engine/ops/elementwise.h"
+#include "engine/ops/pool.h"
+#include "helpers/gradcheck.h"
+#include "kernels/register.h"
+
+using namespace anvil;
+using anvil::test::values_f64;
+
+namespace {
+
+void check_values(const Tensor& got, const std::vector<double>& want, double tol = 1e-5) {
+  const auto g = values_f64(got);
+  REQUIRE(g.size() == want.size());
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    INFO("element " << i);
+    CHECK(g[i] == Approx(want[i]).margin(tol));
+  }
+}
+
+// max |got - want| / max(1, max |want|): a scale-aware worst error.
+double scaled_error(const Tensor& got, const Tensor& want) {
+  const auto g = values_f64(got), w = values_f64(want);
+  if (g.size() != w.size()) return INFINITY;
+  double scale = 1.0, worst = 0.0;
+  for (double v : w) scale = std::max(scale, std::fabs(v));
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    double e = std::fabs(g[i] - w[i]);
+    if (std::isnan(e)) e = INFINITY;
+    worst = std::max(worst, e);
+  }
+  return worst / scale;
+}
+
+Pool2dOptions opts(std::int64_t k, std::int64_t s, std::int64_t p = 0, bool ceil = false,
+                   bool include_pad = true) {
+  Pool2dOptions o;
+  o.kernel = {k, k};
+  o.stride = {s, s};
+  o.padding = {p, p};
+  o.ceil_mode = ceil;
+  o.count_include_pad = include_pad;
+  return o;
+}
+
+}  // namespace
+
+// ---- known values and shapes ----------------------------------------------------------------
+
+TEST_CASE("pool output sizes follow the PyTorch ceil_mode rule", "[pool]") {
+  CHECK(pool_output_size(5, 2, 2, 0, false) == 2);
+  CHECK(pool_output_size(5, 2, 2, 0, true) == 3);
+  CHECK(pool_output_size(5, 2, 2, 1, true) == 3);  // a 4th window would start in the padding
+  CHECK(pool_output_size(6, 3, 2, 1, true) == 4);
+  CHECK(pool_output_size(112, 3, 2, 1, false) == 56);
+  CHECK(pool_output_size(55, 3, 2, 0, false) == 27);
+  CHECK(pool_output_size(13, 3, 2, 0, false) == 6);
+  CHECK(pool_output_size(13, 3, 2, 0, true) == 6);
+  CHECK(pool_output_size(14, 3, 2, 0, true) == 7);
+  Tensor x = Tensor::zeros({1, 1, 5, 5});
+  CHECK(max_pool2d(x, opts(2, 2, 1, true)).sizes() == Shape{1, 1, 3, 3});
+}
+
+TEST_CASE("pool known values match PyTorch", "[pool]") {
+  register_builtin_kernels();
+  Tensor x = Tensor::arange(30.0).reshape({1, 1, 5, 6});
+  for (const auto& v : max_pool2d_table().variants()) {
+    INFO("variant " << v.name);
+    ForceVariant f1("max_pool2d", v.name), f2("avg_pool2d", v.name),
+        f3("adaptive_avg_pool2d", v.name);
+    check_values(max_pool2d(Tensor::arange(16.0).reshape({1, 1, 4, 4}), opts(2, 2)),
+                 {5, 7, 13, 15});
+    check_values(max_pool2d(x, opts(3, 2, 1, true)), {7, 9, 11, 11, 19, 21, 23, 23, 25, 27, 29, 29});
+    check_values(avg_pool2d(x, opts(3, 2, 1, true, false)),
+                 {3.5, 5, 7, 8, 12.5, 14, 16, 17, 21.5, 23, 25, 26});
+    // include_pad with ceil_mode: oneDNN cannot (its divisor would be 9 in the last column).
+    if (v.name != "cpu.onednn") {
+      check_values(avg_pool2d(x, opts(3, 2, 1, true, true)),
+                   {1.5555555820, 3.3333332538, 4.6666665077, 2.6666667461, 8.3333330154, 14.0,
+                    16.0, 8.5, 9.5555553436, 15.3333330154, 16.6666660308, 8.6666669846});
+      check_values(avg_pool2d(Tensor::ones({1, 1, 6, 6}), opts(3, 2, 1, true)),
+                   {4 / 9., 6 / 9., 6 / 9., 3 / 9., 6 / 9., 1, 1, .5, 6 / 9., 1, 1, .5, 3 / 9., .5,
+                    .5, .25});
+      check_values(adaptive_avg_pool2d(x, {3, 4}),
+                   {3.5, 4.5, 6.5, 7.5, 12.5, 13.5, 15.5, 16.5, 21.5, 22.5, 24.5, 25.5});
+    }
+  }
+  Tensor g = global_avg_pool2d(Tensor::arange(24.0).reshape({2, 3, 2, 2}));
+  CHECK(g.sizes() == Shape{2, 3});
+  check_values(g, {1.5, 5.5, 9.5, 13.5, 17.5, 21.5});
+}
+
+// ---- gradient checks (float64) --------------------------------------------------------------
+
+namespace {
+
+// Runs body once per variant of `table` that supports f64 problem `p`; reports the others.
+template <typename Table, typename Problem, typename Body>
+void for_f64_variants(Table& table, const Problem& p, Body&& body) {
+  register_builtin_kernels();
+  const auto cands = table.candidates(p);
+  for (const auto& c : cands) {
+    if (!c.support.ok) {
+      CHECK(!c.support.reason.empty());
+      INFO("not gradient-checked (f64 unsupported): " << c.name << ": " << c.support.reason);
+      continue;
+    }
+    ForceVariant force(table.op(), c.name);
+    INFO("variant " << c.name);
+    body(c.name);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("max_pool2d float64 gradients", "[pool][gradcheck]") {
+  struct G { Shape shape; Pool2dOptions o; };
+  const std::vector<G> cases = {
+      {{2, 2, 7, 9}, opts(3, 2, 1, true)},    // padding, ceil_mode, overlapping windows, odd
+      {{1, 3, 6, 5}, opts(2, 2)},             // plain, odd width drops a column
+      {{1, 2, 5, 5}, opts(2, 2, 1, true)},    // last window dropped by the ceil rule
+      {{2, 1, 6, 7}, [] { Pool2dOptions o; o.kernel = {3, 2}; o.stride = {1, 2}; o.padding = {1, 1};
+                          return o; }()},
+  };
+  for (const auto& c : cases) {
+    Tensor probe = Tensor::zeros(c.shape, DType::f64);
+    const PoolProblem p = ops::pool2d_problem(PoolKind::max, probe, c.o.kernel, c.o.stride,
+                                              c.o.padding, c.o.ceil_mode, true, "test");
+    for_f64_variants(max_pool2d_table(), p, [&](const std::string&) {
+      Tensor x = test::distinct_leaf(c.shape, 0.01, 11);
+      ANVIL_CHECK_GRADCHECK("max_pool2d", [&](const std::vector<Tensor>& in) {
+        return max_pool2d(in[0], c.o);
+      }, {x});
+    });
+  }
+}
+
+TEST_CASE("avg_pool2d float64 gradients", "[pool][gradcheck]") {
+  for (bool include_pad : {true, false})
+    for (const auto& o : {opts(3, 2, 1, true, include_pad), opts(2, 2, 0, true, include_pad),
+                          opts(3, 1, 1, false, include_pad)}) {
+      const Shape shape{2, 2, 7, 6};
+      const PoolProblem p = ops::pool2d_problem(PoolKind::avg, Tensor::zeros(shape, DType::f64),
+                                                o.kernel, o.stride, o.padding, o.ceil_mode,
+                                                o.count_include_pad, "test");
+      INFO(p.repr());
+      for_f64_variants(avg_pool2d_table(), p, [&](const std::string&) {
+        Tensor x = test::uniform_leaf(shape, -1, 1, 5);
+        ANVIL_CHECK_GRADCHECK("avg_pool2d", [&](const std::vector<Tensor>& in) {
+          return avg_pool2d(in[0], o);
+        }, {x});
+      });
+    }
+}
+
+TEST_CASE("adaptive and global average pooling float64 gradients", "[pool][gradcheck]") {
+  struct A { Shape shape; std::array<std::int64_t, 2> out; };
+  for (const A& c : std::vector<A>{{{2, 2, 7, 9}, {3, 4}}, {{1, 2, 2, 3}, {5, 7}},
+                                   {{1, 3, 6, 4}, {3, 2}}}) {
+    const PoolProblem p =
+        ops::adaptive_avg_pool2d_problem(Tensor::zeros(c.shape, DType::f64), c.out, "test");
+    INFO(p.repr());
+    for_f64_variants(adaptive_avg_pool2d_table(), p, [&](const std::string&) {
+      Tensor x = test::uniform_leaf(c.shape, -1, 1, 6);
+      ANVIL_CHECK_GRADCHECK("adaptive_avg_pool2d", [&](const std::vector<Tensor>& in) {
+        return adaptive_avg_pool2d(in[0], c.out);
+      }, {x});
+    });
+  }
+  Tensor x = test::uniform_leaf({2, 3, 3, 5}, -1, 1, 7);
+  ANVIL_CHECK_GRADCHECK("global_avg_pool2d",
+                        [](const std::vector<Tensor>& in) { return global_avg_pool2d(in[0]); },
+                        {x});
+}
+
+TEST_CASE("batch_norm2d float64 gradients in training and eval mode", "[batch_norm][gradcheck]") {
+  const Shape shape{3, 4, 3, 5};
+  for (bool training : {true, false}) {
+    const BatchNormProblem p =
+        make_batch_norm_problem(shape, training, 0.1, 1e-5, DType::f64, Device::cpu(), "test");
+    INFO((training ? "training" : "eval"));
+    for_f64_variants(batch_norm2d_table(), p, [&](const std::string&) {
+      Tensor x = test::uniform_leaf(shape, -2, 3, 21);
+      Tensor w = test::uniform_leaf({4}, 0.5, 1.5, 22);
+      Tensor b = test::uniform_leaf({4}, -1, 1, 23);
+      Tensor rm = test::uniform_leaf({4}, -0.5, 0.5, 24, false);
+      Tensor rv = test::uniform_leaf({4}, 0.5, 2.0, 25, false);
+      ANVIL_CHECK_GRADCHECK("batch_norm2d", [&](const std::vector<Tensor>& in) {
+        // Fresh running statistics each call: the function must be deterministic.
+        return batch_norm2d(in[0], in[1], in[2], rm.clone(), rv.clone(), training, 0.1, 1e-5);
+      }, {x, w, b});
+      // Without affine parameters (weight/bias undefined).
+      Tensor x2 = test::uniform_leaf(shape, -2, 3, 26);
+      ANVIL_CHECK_GRADCHECK("batch_norm2d (no affine)", [&](const std::vector<Tensor>& in) {
+        return batch_norm2d(in[0], Tensor(), Tensor(), rm.clone(), rv.clone(), training);
+      }, {x2});
+    });
+  }
+}
+
+// ---- every variant against ref ----------------------------------------------------------------
+
+namespace {
+
+struct PoolCase {
+  std::string name;
+  PoolKind kind;
+  Shape shape;
+  Pool2dOptions o;
+  std::array<std::int64_t, 2> out{0, 0};  // adaptive only
+};
+
+std::vector<PoolCase> pool_cases() {
+  std::vector<PoolCase> c;
+  auto fixed = [&](const std::string& name, Shape s, Pool2dOptions o, bool max = true, bool avg = true) {
+    if (max) c.push_back({name, PoolKind::max, s, o});
+    if (avg) {
+      o.count_include_pad = true;
+      c.push_back({name + " include_pad", PoolKind::avg, s, o});
+      o.count_include_pad = false;
+      c.push_back({name + " exclude_pad", PoolKind::avg, s, o});
+    }
+  };
+  // Small odd cases.
+  fixed("odd 3x3/2 pad 1 ceil", {2, 3, 7, 9}, opts(3, 2, 1, true));
+  fixed("odd 2x2/2 pad 1 ceil (last window dropped)", {1, 2, 5, 5}, opts(2, 2, 1, true));
+  fixed("overlapping 3x3/1 pad 1", {2, 3, 6, 7}, opts(3, 1, 1));
+  fixed("window = input", {1, 2, 4, 4}, opts(4, 4));
+  {
+    Pool2dOptions o;
+    o.kernel = {3, 2};
+    o.stride = {2, 1};
+    o.padding = {1, 0};
+    o.ceil_mode = true;
+    fixed("rectangular 3x2/2x1 pad 1x0 ceil", {2, 2, 9, 7}, o);
+  }
+  fixed("1x1 input 1x1 kernel", {3, 2, 1, 1}, opts(1, 1));
+  // The models' layer shapes (batch 2; the ResNet-50 stem and AlexNet pools also as averages).
+  fixed("alexnet pool1 96x55^2 3x3/2", {2, 96, 55, 55}, opts(3, 2), true, false);
+  fixed("alexnet pool2 256x27^2 3x3/2", {2, 256, 27, 27}, opts(3, 2), true, false);
+  fixed("alexnet pool5 256x13^2 3x3/2", {2, 256, 13, 13}, opts(3, 2));
+  fixed("resnet50 stem 64x112^2 3x3/2 pad 1", {2, 64, 112, 112}, opts(3, 2, 1));
+  fixed("vgg16 pool1 64x224^2 2x2/2", {1, 64, 224, 224}, opts(2, 2), true, false);
+  fixed("vgg16 pool5 512x14^2 2x2/2", {2, 512, 14, 14}, opts(2, 2), true, false);
+  fixed("cnn_mnist 64x24^2 2x2/2", {2, 64, 24, 24}, opts(2, 2), true, false);
+  fixed("cifar-style 64x32^2 2x2/2 ceil", {2, 64, 33, 33}, opts(2, 2, 0, true));
+  // Adaptive.
+  c.push_back({"adaptive odd 7x9 -> 3x4", PoolKind::adaptive_avg, {2, 3, 7, 9}, {}, {3, 4}});
+  c.push_back({"adaptive upsampling 2x3 -> 5x7", PoolKind::adaptive_avg, {1, 2, 2, 3}, {}, {5, 7}});
+  c.push_back({"adaptive divisible 10x8 -> 5x4", PoolKind::adaptive_avg, {2, 3, 10, 8}, {}, {5, 4}});
+  c.push_back({"resnet50 global avg 2048x7^2", PoolKind::adaptive_avg, {2, 2048, 7, 7}, {}, {1, 1}});
+  c.push_back({"vgg16 adaptive 512x7^2 -> 7x7", PoolKind::adaptive_avg, {2, 512, 7, 7}, {}, {7, 7}});
+  c.push_back({"vgg16 cifar adaptive 512x1^2 -> 7x7", PoolKind::adaptive_avg, {2, 512, 1, 1}, {}, {7, 7}});
+  return c;
+}
+
+PoolProblem problem_of(const PoolCase& c, const Tensor& x) {
+  if (c.kind == PoolKind::adaptive_avg) return ops::adaptive_avg_pool2d_problem(x, c.out, "test");
+  return ops::pool2d_problem(c.kind, x, c.o.kernel, c.o.stride, c.o.padding, c.o.ceil_mode,
+                             c.o.count_include_pad, "test");
+}
+
+}  // namespace
+
+TEST_CASE("every pooling variant matches ref on every pass and shape", "[pool][variants]") {
+  register_builtin_kernels();
+  std::map<std::string, int> ran, skipped;
+  std::uint64_t seed = 100;
+  for (const PoolCase& c : pool_cases()) {
+    Generator gen(++seed);
+    Tensor x = uniform(c.shape, -1, 1, DType::f32, &gen);
+    const PoolProblem p = problem_of(c, x);
+    Tensor dy = uniform({p.n, p.c, p.oh, p.ow}, -1, 1, DType::f32, &gen);
+    PoolTable& table = pool_table(c.kind);
+    const std::string op = table.op();
+    Tensor y_ref, dx_ref;
+    {
+      ForceVariant force(op, "ref");
+      y_ref = ops::pool2d_forward(x, p, false).y;
+      dx_ref = ops::pool2d_backward(dy, ops::pool2d_forward(x, p, true));
+    }
+    for (const auto& v : table.variants()) {
+      if (v.name == "ref") continue;
+      INFO("variant " << v.name << " on " << c.name << ": " << p.repr());
+      bool all_ok = true;
+      for (PoolPass pass : {PoolPass::forward_inference, PoolPass::forward_training, PoolPass::backward}) {
+        const Support s = v.supports ? v.supports(p.with_pass(pass)) : Support::yes();
+        if (!s.ok) {
+          CHECK(!s.reason.empty());
+          WARN(op << " " << v.name << " does not support " << c.name << " ("
+                  << pool_pass_name(pass) << "): " << s.reason);
+          all_ok = false;
+        }
+      }
+      if (!all_ok) {
+        ++skipped[op + " " + v.name];
+        continue;
+      }
+      ++ran[op + " " + v.name];
+      ForceVariant force(op, v.name);
+      const ops::PoolForward inf = ops::pool2d_forward(x, p, false);
+      const ops::PoolForward tr = ops::pool2d_forward(x, p, true);
+      CHECK(inf.variant == v.name);
+      CHECK(tr.variant == v.name);
+      if (c.kind == PoolKind::max) CHECK(tr.workspace.defined());
+      CHECK(scaled_error(inf.y, y_ref) <= 1e-6);
+      CHECK(scaled_error(tr.y, y_ref) <= 1e-6);
+      const Tensor dx = ops::pool2d_backward(dy, tr);
+      CHECK(scaled_error(dx, dx_ref) <= 1e-5);
+    }
+  }
+  for (const auto& [name, n] : ran) INFO(name << ": " << n << " cases compared");
+  for (const auto& [name, n] : skipped) WARN(name << ": " << n << " cases unsupported (reasons above)");
+  CHECK(ran.size() >= 6);  // cpu.omp and cpu.onednn in all three tables
+}
+
+namespace {
+
+struct BnCase {
+  std::string name;
+  Shape shape;
+};
+
+std::vector<BnCase> bn_cases() {
+  return {
+      {"small odd", {2, 3, 5, 7}},
+      {"one pixel per plane (after global pooling)", {4, 5, 1, 1}},
+      {"single image", {1, 6, 3, 3}},
+      {"resnet50 bn1 64x112^2", {2, 64, 112, 112}},
+      {"resnet50 layer1 256x56^2", {2, 256, 56, 56}},
+      {"resnet50 layer4 2048x7^2", {2, 2048, 7, 7}},
+      {"offset data (mean far from 0)", {2, 4, 9, 9}},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("every batch-norm variant matches ref on every pass and shape", "[batch_norm][variants]") {
+  register_builtin_kernels();
+  std::map<std::string, int> ran;
+  std::uint64_t seed = 300;
+  for (const BnCase& c : bn_cases()) {
+    Generator gen(++seed);
+    const std::int64_t C = c.shape[1];
+    Tensor x = uniform(c.shape, -1, 3, DType::f32, &gen);
+    if (c.name.rfind("offset", 0) == 0) x = ops::add_scalar(x, 100.0);
+    Tensor w = uniform({C}, 0.5, 1.5, DType::f32, &gen), b = uniform({C}, -1, 1, DType::f32, &gen);
+    Tensor rm0 = uniform({C}, -0.5, 0.5, DType::f32, &gen), rv0 = uniform({C}, 0.5, 2, DType::f32, &gen);
+    Tensor dy = uniform(c.shape, -1, 1, DType::f32, &gen);
+    struct Out { Tensor y, mean, var, rm, rv, dx, dw, db, y_eval, dx_eval, dw_eval, db_eval; };
+    auto run_all = [&](const std::string& variant) {
+      ForceVariant force("batch_norm2d", variant);
+      Out o;
+      o.rm = rm0.clone();
+      o.rv = rv0.clone();
+      const auto tr = ops::batch_norm2d_forward(x, w, b, o.rm, o.rv, true, 0.1, 1e-5);
+      o.y = tr.y;
+      o.mean = tr.mean;
+      o.var = tr.var;
+      const auto g = ops::batch_norm2d_backward(dy, x, w, tr);
+      o.dx = g.dx;
+      o.dw = g.dweight;
+      o.db = g.dbias;
+      const auto ev = ops::batch_norm2d_forward(x, w, b, rm0, rv0, false, 0.1, 1e-5);
+      o.y_eval = ev.y;
+      const auto ge = ops::batch_norm2d_backward(dy, x, w, ev);
+      o.dx_eval = ge.dx;
+      o.dw_eval = ge.dweight;
+      o.db_eval = ge.dbias;
+      return o;
+    };
+    const Out ref = run_all("ref");
+    const BatchNormProblem p =
+        make_batch_norm_problem(c.shape, true, 0.1, 1e-5, DType::f32, Device::cpu(), "test");
+    for (const auto& v : batch_norm2d_table().variants()) {
+      if (v.name == "ref") continue;
+      INFO("variant " << v.name << " on " << c.name << ": " << p.repr());
+      bool all_ok = true;
+      for (auto q : {p, p.with_pass(BatchNormPass::forward_inference), p.with_pass(BatchNormPass::backward)}) {
+        const Support s = v.supports ? v.supports(q) : Support::yes();
+        if (!s.ok) {
+          CHECK(!s.reason.empty());
+          WARN("batch_norm2d " << v.name << " does not support " << q.repr() << ": " << s.reason);
+          all_ok = false;
+        }
+      }
+      if (!all_ok) continue;
+      ++ran[v.name];
+      const Out o = run_all(v.name);
+      const double fwd_tol = c.name.rfind("offset", 0) == 0 ? 1e-3 : 1e-5;  // f32 input at 100 +- 2
+      CHECK(scaled_error(o.y, ref.y) <= fwd_tol);
+      CHECK(scaled_error(o.mean, ref.mean) <= 1e-6);
+      CHECK(scaled_error(o.var, ref.var) <= 1e-5);
+      CHECK(scaled_error(o.rm, ref.rm) <= 1e-6);
+      CHECK(scaled_error(o.rv, ref.rv) <= 1e-5);
+      CHECK(scaled_error(o.dx, ref.dx) <= fwd_tol * 10);
+      CHECK(scaled_error(o.dw, ref.dw) <= 1e-4);
+      CHECK(scaled_error(o.db, ref.db) <= 1e-5);
+      CHECK(scaled_error(o.y_eval, ref.y_eval) <= 1e-5);
+      CHECK(scaled_error(o.dx_eval, ref.dx_eval) <= 1e-5);
+      CHECK(scaled_error(o.dw_eval, ref.dw_eval) <= 1e-4);
+      CHECK(scaled_error(o.db_eval, ref.db_eval) <= 1e-5);
+    }
+  }
+  CHECK(ran["cpu.omp"] == static_cast<int>(bn_cases().size()));
+  CHECK(ran["cpu.onednn"] == static_cast<int>(bn_cases().size()));
+}
+
+TEST_CASE("unsupported variants give reasons", "[pool][variants]") {
+  register_builtin_kernels();
+  Tensor x = Tensor::zeros({1, 512, 1, 1});
+  const PoolProblem p = ops::adaptive_avg_pool2d_problem(x, {7, 7}, "test");
+  const auto* v = adaptive_avg_pool2d_table().find("cpu.onednn");
+  REQUIRE(v != nullptr);
+  const Support s = v->supports(p);
+  CHECK_FALSE(s.ok);
+  CHECK_THAT(s.reason, Catch::Contains("H % OH == 0"));
+  // Forcing it is an error naming the reason, never a silent fallback.
+  ForceVariant force("adaptive_avg_pool2d", "cpu.onednn");
+  CHECK_THROWS_WITH(adaptive_avg_pool2d(x, {7, 7}), Catch::Contains("H % OH == 0"));
+  const PoolProblem f64 = ops::pool2d_problem(PoolKind::max, Tensor::zeros({1, 1, 4, 4}, DType::f64),
+                                              {2, 2}, {2, 2}, {0, 0}, false, true, "test");
+  CHECK_THAT(max_pool2d_table().find("cpu.onednn")->supports(f64).reason, Catch::Contains("f32"));
+}
+
+// ---- running statistics ------------------------------------------------------------------------
+
+TEST_CASE("batch_norm2d updates running statistics as PyTorch", "[batch_norm]") {
+  register_builtin_kernels();
+  // x [2, 2, 1, 2]: channel 0 holds 1, 3 (n=0) and 5, 7 (n=1); channel 1 holds 2 everywhere.
+  Tensor x = Tensor::from_vector(std::vector<double>{1, 3, 2, 2, 5, 7, 2, 2}, {2, 2, 1, 2});
+  for (const auto& v : batch_norm2d_table().variants()) {
+    for (DType dt : {DType::f64, DType::f32}) {
+      const BatchNormProblem p = make_batch_norm_problem(x.sizes(), true, 0.1, 1e-5, dt, Device::cpu(), "test");
+      if (v.supports && !v.supports(p).ok) continue;
+      INFO("variant " << v.name << " " << dtype_name(dt));
+      ForceVariant force("batch_norm2d", v.name);
+      Tensor xt = x.to(dt);
+      Tensor rm = Tensor::zeros({2}, dt), rv = Tensor::ones({2}, dt);
+      Tensor w = Tensor::ones({2}, dt), b = Tensor::zeros({2}, dt);
+      {
+        NoGradGuard no_grad;  // the update happens whatever the grad mode
+        Tensor y = batch_norm2d(xt, w, b, rm, rv, true, 0.1, 1e-5);
+        // channel 0: mean 4, biased var 5, unbiased 20/3; channel 1: mean 2, var 0.
+        const double s = std::sqrt(5.0 + 1e-5);
+        check_values(y, {-3 / s, -1 / s, 0, 0, 1 / s, 3 / s, 0, 0}, 1e-5);
+      }
+      check_values(rm, {0.4, 0.2}, 1e-6);
+      check_values(rv, {0.9 + 0.1 * 20.0 / 3.0, 0.9}, 1e-6);
+      // A second step compounds: r = 0.9 r + 0.1 batch.
+      batch_norm2d(xt, w, b, rm, rv, true, 0.1, 1e-5);
+      check_values(rm, {0.9 * 0.4 + 0.4, 0.9 * 0.2 + 0.2}, 1e-6);
+      check_values(rv, {0.9 * (0.9 + 0.1 * 20.0 / 3.0) + 0.1 * 20.0 / 3.0, 0.81}, 1e-6);
+      // Eval mode reads them and changes nothing.
+      const auto before = values_f64(rm);
+      Tensor ye = batch_norm2d(xt, w, b, rm, rv, false, 0.1, 1e-5);
+      CHECK(values_f64(rm) == before);
+      const auto rmv = values_f64(rm), rvv = values_f64(rv);
+      check_values(ye.select(1, 0).flatten(), {(1 - rmv[0]) / std::sqrt(rvv[0] + 1e-5),
+                                               (3 - rmv[0]) / std::sqrt(rvv[0] + 1e-5),
+                                               (5 - rmv[0]) / std::sqrt(rvv[0] + 1e-5),
+                                               (7 - rmv[0]) / std::sqrt(rvv[0] + 1e-5)}, 1e-5);
+      // Momentum 1 replaces; momentum 0 keeps.
+      Tensor rm1 = Tensor::zeros({2}, dt), rv1 = Tensor::ones({2}, dt);
+      batch_norm2d(xt, w, b, rm1, rv1, true, 1.0, 1e-5);
+      check_values(rm1, {4, 2}, 1e-6);
+      check_values(rv1, {20.0 / 3.0, 0}, 1e-5);
+      batch_norm2d(xt, w, b, rm1, rv1, true, 0.0, 1e-5);
+      check_values(rm1, {4, 2}, 1e-6);
+    }
+  }
+  // Training without running statistics (PyTorch's track_running_stats=False) works.
+  CHECK(batch_norm2d(x, Tensor(), Tensor(), Tensor(), Tensor(), true).sizes() == x.sizes());
+}
+
+// ---- nn modules --------------------------------------------------------------------------------
+
+TEST_CASE("pooling modules: shapes flops problems", "[pool][nn]") {
+  nn::MaxPool2d stem(opts(3, 2, 1));
+  CHECK(stem.output_shape({16, 64, 112, 112}) == Shape{16, 64, 56, 56});
+  CHECK(stem.forward_flops({1, 64, 112, 112}) == 64.0 * 56 * 56 * 9);
+  CHECK(stem.extra_repr() == "kernel=[3,3], stride=[2,2], padding=[1,1], ceil_mode=false");
+  nn::MaxPool2d vgg({.kernel = {2, 2}});
+  CHECK(vgg.output_shape({1, 64, 224, 224}) == Shape{1, 64, 112, 112});
+  nn::AvgPool2d avg(opts(3, 2, 1, true, false));
+  CHECK(avg.output_shape({1, 3, 7, 7}) == Shape{1, 3, 4, 4});
+  CHECK_THAT(avg.extra_repr(), Catch::Contains("count_include_pad=false"));
+  nn::AdaptiveAvgPool2d ad({7, 7});
+  CHECK(ad.output_shape({2, 512, 1, 1}) == Shape{2, 512, 7, 7});
+  nn::GlobalAvgPool2d gap;
+  CHECK(gap.output_shape({2, 2048, 7, 7}) == Shape{2, 2048});
+  Tensor y = gap.forward(Tensor::ones({2, 8, 3, 3}));
+  CHECK(y.sizes() == Shape{2, 8});
+
+  nn::Sequential seq{std::make_shared<nn::MaxPool2d>(opts(3, 2, 1)),
+                     std::make_shared<nn::BatchNorm2d>(64), std::make_shared<nn::GlobalAvgPool2d>()};
+  std::vector<nn::NamedKernelProblem> probs;
+  seq.kernel_problems({4, 64, 112, 112}, "net:", probs);
+  REQUIRE(probs.size() == 3);
+  CHECK(probs[0].name == "net:0");
+  CHECK(probs[0].op == "max_pool2d");
+  const auto& mp = std::any_cast<const PoolProblem&>(probs[0].problem);
+  CHECK(mp.oh == 56);
+  CHECK(mp.n == 4);
+  CHECK(probs[1].name == "net:1");
+  CHECK(probs[1].op == "batch_norm2d");
+  const auto& bp = std::any_cast<const BatchNormProblem&>(probs[1].problem);
+  CHECK(bp.h == 56);
+  CHECK(bp.pass == BatchNormPass::forward_training);
+  CHECK(probs[2].op == "adaptive_avg_pool2d");
+  CHECK(std::any_cast<const PoolProblem&>(probs[2].problem).oh == 1);
+  // Op names are table names.
+  for (const auto& np : probs) CHECK(find_variant_table(np.op) != nullptr);
+  CHECK(seq.output_shape({4, 64, 112, 112}) == Shape{4, 64});
+}
+
+TEST_CASE("BatchNorm2d module: parameters buffers modes", "[batch_norm][nn]") {
+  nn::BatchNorm2d bn(3, 1e-3, 0.2);
+  const auto params = bn.named_parameters();
+  REQUIRE(params.size() == 2);
+  CHECK(params[0].first == "weight");
+  CHECK(params[1].first == "bias");
+  CHECK(values_f64(params[0].second) == std::vector<double>{1, 1, 1});
+  CHECK(values_f64(params[1].second) == std::vector<double>{0, 0, 0});
+  CHECK(params[0].second.requires_grad());
+  const auto bufs = bn.named_buffers();
+  REQUIRE(bufs.size() == 2);
+  CHECK(bufs[0].first == "running_mean");
+  CHECK(bufs[1].first == "running_var");
+  CHECK(values_f64(bufs[1].second) == std::vector<double>{1, 1, 1});
+  CHECK(bn.num_parameters() == 6);
+  CHECK(bn.extra_repr() == "channels=3, eps=0.001, momentum=0.2");
+
+  Generator g(3);
+  Tensor x = uniform({4, 3, 5, 5}, 1, 3, DType::f32, &g);
+  Tensor y = bn.forward(x);  // training: batch statistics, updates the buffers
+  CHECK(y.sizes() == x.sizes());
+  const auto rm = values_f64(bn.running_mean());
+  for (double v : rm) CHECK(v > 0.2 * 1.5);  // 0.2 * mean(x) with mean ~ 2
+  y.backward(Tensor::ones(y.sizes()));
+  CHECK(bn.weight().grad().defined());
+  CHECK(bn.bias().grad().defined());
+  check_values(bn.bias().grad(), {100, 100, 100}, 1e-3);  // sum of ones over N*H*W
+  bn.eval();
+  const auto before = values_f64(bn.running_mean());
+  Tensor ye = bn.forward(x);
+  CHECK(values_f64(bn.running_mean()) == before);
+  // Eval output uses the running statistics: not zero-mean per channel any more.
+  std::vector<nn::NamedKernelProblem> probs;
+  bn.kernel_problems({4, 3, 5, 5}, "m:bn.", probs);
+  REQUIRE(probs.size() == 1);
+  CHECK(probs[0].name == "m:bn");
+  CHECK(std::any_cast<const BatchNormProblem&>(probs[0].problem).pass ==
+        BatchNormPass::forward_inference);
+  CHECK_THROWS_WITH(bn.forward(Tensor::zeros({1, 4, 2, 2})), Catch::Contains("[N,3,H,W]"));
+}
+
+TEST_CASE("max pooling backward through the graph", "[pool]") {
+  // A tiny end-to-end check: the gradient of sum(max_pool2d(x)) is 1 at each window's maximum.
+  Tensor x = Tensor::from_vector(std::vector<float>{1, 9, 2, 3, 4, 5, 8, 6, 7, 0, 1, 2, 3, 4, 5, 6},
+                                 {1, 1, 4, 4});
+  x.set_requires_grad(true);
+  for (const auto& v : max_pool2d_table().variants()) {
+    INFO("variant " << v.name);
+    ForceVariant force("max_pool2d", v.name);
+    x.mutable_grad() = Tensor();
+    Tensor y = max_pool2d(x, opts(2, 2));
+    check_values(y, {9, 8, 7, 6});
+    y.backward(Tensor::ones(y.sizes()));
+    check_values(x.grad(), {0, 1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1});
+  }
+}
+
+// ---- errors -----------------------------------------------------------------------------------
+
+TEST_CASE("pooling rejects bad inputs with clear messages", "[pool][errors]") {
+  Tensor x = Tensor::zeros({2, 3, 8, 8});
+  CHECK_THROWS_WITH(max_pool2d(Tensor::zeros({3, 8, 8}), opts(2, 2)),
+                    Catch::Contains("max_pool2d") && Catch::Contains("expected 4-D input (N,C,H,W), got [3,8,8]"));
+  CHECK_THROWS_WITH(max_pool2d(Tensor::zeros({1, 1, 2, 2}), opts(3, 1)),
+                    Catch::Contains("kernel [3,3] is larger than the padded input 2x2"));
+  CHECK_THROWS_WITH(avg_pool2d(x, opts(3, 1, 2)),
+                    Catch::Contains("avg_pool2d") && Catch::Contains("padding [2,2] must be at most half the kernel [3,3]"));
+  CHECK_THROWS_WITH(max_pool2d(x, opts(0, 1)), Catch::Contains("kernel must be positive"));
+  CHECK_THROWS_WITH(max_pool2d(x, opts(2, -1)), Catch::Contains("stride must be positive"));
+  CHECK_THROWS_WITH(max_pool2d(Tensor::zeros({1, 1, 4, 4}, DType::i64), opts(2, 2)),
+                    Catch::Contains("floating-point") && Catch::Contains("i64"));
+  CHECK_THROWS_WITH(adaptive_avg_pool2d(x, {0, 3}), Catch::Contains("output size must be positive"));
+  CHECK_THROWS_WITH(global_avg_pool2d(Tensor::zeros({2, 3})),
+                    Catch::Contains("global_avg_pool2d") && Catch::Contains("[2,3]"));
+  CHECK_THROWS_WITH(nn::MaxPool2d(opts(2, 2, 2)), Catch::Contains("MaxPool2d") && Catch::Contains("half the kernel"));
+  // A stride of 0 means "the kernel".
+  CHECK(max_pool2d(x, [] { Pool2dOptions o; o.kernel = {2, 2}; return o; }()).sizes() == Shape{2, 3, 4, 4});
+}
+
+TEST_CASE("batch_norm2d rejects bad inputs with clear messages", "[batch_norm][errors]") {
+  Tensor x = Tensor::zeros({2, 3, 4, 4});
+  Tensor c3 = Tensor::ones({3}), c4 = Tensor::ones({4});
+  CHECK_THROWS_WITH(batch_norm2d(Tensor::zeros({2, 3, 4}), c3, c3, c3, c3, true),
+                    Catch::Contains("batch_norm2d") && Catch::Contains("expected 4-D input (N,C,H,W), got [2,3,4]"));
+  CHECK_THROWS_WITH(batch_norm2d(x, c4, c3, c3, c3, true),
+                    Catch::Contains("weight has shape [4] but the input [2,3,4,4] has 3 channels"));
+  CHECK_THROWS_WITH(batch_norm2d(x, c3, c4, c3, c3, true), Catch::Contains("bias has shape [4]"));
+  CHECK_THROWS_WITH(batch_norm2d(x, c3, c3, c4, c3, false), Catch::Contains("running_mean has shape [4]"));
+  CHECK_THROWS_WITH(batch_norm2d(x, c3, c3, c3, c4, true), Catch::Contains("running_var has shape [4]"));
+  CHECK_THROWS_WITH(batch_norm2d(x, c3, c3, Tensor(), Tensor(), false),
+                    Catch::Contains("eval mode needs running_mean and running_var"));
+  CHECK_THROWS_WITH(batch_norm2d(Tensor::zeros({1, 3, 1, 1}), c3, c3, c3, c3, true),
+                    Catch::Contains("more than 1 value per channel"));
+  CHECK_THROWS_WITH(batch_norm2d(x, Tensor::ones({3}, DType::f64), c3, c3, c3, true),
+                    Catch::Contains("dtype mismatch") && Catch::Contains("f64"));
+  CHECK_THROWS_WITH(batch_norm2d(Tensor::zeros({2, 3, 4, 4}, DType::i32), Tensor(), Tensor(), Tensor(), Tensor(), true),
+                    Catch::Contains("floating-point") && Catch::Contains("i32"));
+  CHECK_THROWS_WITH(batch_norm2d(x, c3, c3, c3, c3, true, 0.1, 0.0), Catch::Contains("eps must be positive"));
+  CHECK_THROWS_WITH(nn::BatchNorm2d(0), Catch::Contains("channels must be positive"));
+  // Eval mode with one value per channel is fine (no statistics are computed).
+  CHECK(batch_norm2d(Tensor::zeros({1, 3, 1, 1}), c3, c3, c3, c3, false).sizes() == Shape{1, 3, 1, 1});
+}
+
+TEST_CASE("default selection follows the documented order", "[pool][batch_norm][variants]") {
+  register_builtin_kernels();
+  // Note [Pool default order]: adaptive pooling -> cpu.omp; batch norm -> cpu.omp first.
+  const PoolProblem gap = make_adaptive_pool_problem({2, 2048, 7, 7}, {1, 1}, DType::f32,
+                                                     Device::cpu(), "test");
+  CHECK(adaptive_avg_pool2d_table().select(gap).name == "cpu.omp");
+  const BatchNormProblem bn =
+      make_batch_norm_problem({2, 64, 56, 56}, true, 0.1, 1e-5, DType::f32, Device::cpu(), "test");
+  CHECK(batch_norm2d_table().select(bn).name == "cpu.omp");
+  // f64 never reaches cpu.onednn; forcing ref always works.
+  const PoolProblem f64 = make_pool_problem(PoolKind::max, {1, 2, 9, 9}, {3, 3}, {2, 2}, {1, 1},
+                                            false, true, DType::f64, Device::cpu(), "test");
+  CHECK(max_pool2d_table().select(f64).name == "cpu.omp");
+  ForceVariant force("max_pool2d", "ref");
+  CHECK(max_pool2d_table().select(f64).name == "ref");
+}
