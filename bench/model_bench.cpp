@@ -1,63 +1,97 @@
-// model/<name>/<phase>/batch:<b>/threads:<t>: one training step (zero_grad + forward + loss +
-// backward + SGD update, the DLBench step of networks.md) and one inference step (forward
-// under NoGradGuard) on synthetic N(0,1) inputs with uniform random labels.
+// model/<name>/<phase>/batch:<b>/threads:<t>: the timing method's steps of networks.md for
+// every registered model (models/training_step.h) on synthetic inputs:
+//   train_step      forward + loss + backward + (clip) + SGD update, wall time per step;
+//   inference_step  forward under NoGradGuard, eval mode;
+//   forward, backward, update  one phase of the training step each: the whole step runs every
+//                   iteration and only the named phase is timed (manual time), so the three add
+//                   up to about one train_step.
 #include <chrono>
 #include <memory>
 
 #include "bench/bench_support.h"
 #include "bench/registrations.h"
 #include "engine/anvil/anvil.h"
+#include "models/training_step.h"
 
 namespace anvil::bench {
 namespace {
 
-double lr_of(const std::string& optimizer_desc) {
-  const auto pos = optimizer_desc.find("lr=");
-  return pos == std::string::npos ? 0.01 : std::stod(optimizer_desc.substr(pos + 3));
+enum class Phase { train_step, inference_step, forward, backward, update };
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::train_step: return "train_step";
+    case Phase::inference_step: return "inference_step";
+    case Phase::forward: return "forward";
+    case Phase::backward: return "backward";
+    case Phase::update: return "update";
+  }
+  return "?";
 }
 
-void run_model(benchmark::State& state, const std::string& name, bool train, std::int64_t batch,
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Runs the training step with only `phase` timed; returns that phase's seconds.
+double timed_phase(models::TrainingStep& s, Phase phase) {
+  double timed = 0;
+  auto run = [&](Phase p, auto&& fn) {
+    const auto t0 = Clock::now();
+    fn();
+    if (p == phase) timed = seconds_since(t0);
+  };
+  run(Phase::forward, [&] { s.forward_loss(); });
+  run(Phase::backward, [&] { s.backward(); });
+  run(Phase::update, [&] { s.update(); });
+  return timed;
+}
+
+void run_model(benchmark::State& state, const std::string& name, Phase phase, std::int64_t batch,
                int threads) {
   try {
     set_num_threads(threads);
-    const models::ModelInfo& info = models::info(name);
-    auto net = models::create(name);
-    Generator gen(1);
-    Shape shape = info.sample_shape;
-    shape.insert(shape.begin(), batch);
-    Tensor x = normal(shape, 0, 1, DType::f32, &gen);
-    Tensor y = randint({batch}, 0, info.num_classes, DType::i64, &gen);
-    // The DLBench step: plain SGD (networks.md), whatever the model's real-data optimizer.
-    optim::SGD opt(net->parameters(), lr_of(info.optimizer));
-    net->train(train);
+    models::TrainingStep steps(name, batch, /*seed=*/1, options().fold_sgd);
+    const bool whole = phase == Phase::train_step || phase == Phase::inference_step;
     auto step = [&] {
-      if (train) {
-        opt.zero_grad();
-        Tensor loss = cross_entropy(net->forward(x), y);
-        loss.backward();
-        opt.step();
-      } else {
-        NoGradGuard no_grad;
-        Tensor out = net->forward(x);
-        benchmark::DoNotOptimize(out.data_ptr());
-      }
+      if (phase == Phase::inference_step) steps.inference_step();
+      else steps.train_step();
     };
     step();  // warm-up outside the timed region: page faults, primitive creation
     reset_peak_memory();
     const bool rss_reset = reset_peak_rss();
-    const auto t0 = std::chrono::steady_clock::now();
-    for (auto _ : state) step();
-    const double loop_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double fwd = net->forward_flops(shape);
-    const double flops = train ? 3.0 * fwd : fwd;  // backward ~ 2x forward
+    double timed_seconds = 0;
+    for (auto _ : state) {
+      if (whole) {
+        const auto t0 = Clock::now();
+        step();
+        const double s = seconds_since(t0);
+        state.SetIterationTime(s);
+        timed_seconds += s;
+      } else {
+        const double s = timed_phase(steps, phase);
+        state.SetIterationTime(s);
+        timed_seconds += s;
+      }
+    }
+    const double fwd = steps.forward_flops();
+    // FLOPs of the timed work: backward ~ 2x forward; the update is not counted in FLOPs.
+    const double flops = phase == Phase::train_step ? 3.0 * fwd
+                       : phase == Phase::backward   ? 2.0 * fwd
+                       : phase == Phase::update     ? 0.0
+                                                    : fwd;
     state.counters["samples/s"] = benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
-    state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
-    set_pct_peak(state, flops, loop_seconds, threads);
+    if (flops > 0) {
+      state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+      set_pct_peak(state, flops, timed_seconds, threads);
+    }
     // With the reset: the process's resident peak during the timed steps (the model, its
     // activations and gradients, plus the libraries' baseline); without: since process start.
     state.counters["peak_rss_MB"] = peak_rss_bytes() / 1048576.0;
-    if (!rss_reset) state.SetLabel("peak_rss_MB is the process lifetime peak");
     state.counters["alloc_peak_MB"] = static_cast<double>(memory_stats().peak) / 1048576.0;
+    std::string label = steps.sgd_folded() && phase != Phase::inference_step ? "sgd folded into backward" : "";
+    if (!rss_reset) label += std::string(label.empty() ? "" : "; ") + "peak_rss_MB is the process lifetime peak";
+    if (!label.empty()) state.SetLabel(label);
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
   }
@@ -68,15 +102,17 @@ void run_model(benchmark::State& state, const std::string& name, bool train, std
 void register_model_benchmarks() {
   for (const auto& name : options().models) {
     const auto& info = models::info(name);
-    for (const char* phase : {"train_step", "inference_step"})
+    for (Phase phase : {Phase::train_step, Phase::inference_step, Phase::forward, Phase::backward, Phase::update}) {
+      const bool is_phase = phase != Phase::train_step && phase != Phase::inference_step;
+      if (is_phase && !options().phases) continue;
       for (int t : options().threads) {
-        const bool train = std::string(phase) == "train_step";
         const std::int64_t batch = info.cpu_batch;
-        const std::string bname = detail::str_cat("model/", name, "/", phase, "/batch:", batch, "/threads:", t);
+        const std::string bname = detail::str_cat("model/", name, "/", phase_name(phase), "/batch:", batch, "/threads:", t);
         benchmark::RegisterBenchmark(bname.c_str(), [=](benchmark::State& st) {
-          run_model(st, name, train, batch, t);
-        })->UseRealTime()->Unit(benchmark::kMillisecond)->MinWarmUpTime(0.5)->MinTime(2.0);
+          run_model(st, name, phase, batch, t);
+        })->UseManualTime()->Unit(benchmark::kMillisecond)->MinWarmUpTime(0.5)->MinTime(2.0);
       }
+    }
   }
 }
 

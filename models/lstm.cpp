@@ -59,9 +59,9 @@ std::vector<ModelInfo> builtin_lstm_models() {
                  {T}, InputKind::tokens, 10000, 128, {128, 256, 512}, "sgd lr=1.0 clip=5",
                  [](const ModelOptions&, Generator& g) { return dlbench_lm(g); }});
   v.push_back({"ptb_small",
-               "Zaremba small PTB LM: embedding 10000x200, 2x LSTM 200 (one bias), fc 200->10000",
-               {20}, InputKind::tokens, 10000, 20, {20},
-               "sgd lr=1.0 clip=5 (halved each epoch after epoch 4)",
+               "Zaremba small PTB LM: embedding 10000x200, 2x LSTM 200 (one bias), fc 200->10000; "
+               "lr halved each epoch after epoch 4",
+               {20}, InputKind::tokens, 10000, 20, {20}, "sgd lr=1.0 clip=5",
                [](const ModelOptions&, Generator& g) -> nn::ModulePtr {
                  // One bias per layer gives exactly 4,651,600 parameters (two: 4,653,200).
                  auto net = std::make_shared<nn::LstmLanguageModel>(10000, 200, 200, 2, false, &g);
@@ -75,6 +75,11 @@ std::vector<ModelInfo> builtin_lstm_models() {
                [](const ModelOptions&, Generator& g) -> nn::ModulePtr {
                  return std::make_shared<LstmClassifier>(5000, 32, 100, g);
                }});
+  for (auto& m : v) {  // Note [Token models] (models/registry.h)
+    const bool classifier = m.name == "lstm_imdb";
+    m.loss = classifier ? LossKind::binary_cross_entropy : LossKind::sequence_cross_entropy;
+    m.vocab_size = classifier ? 5000 : 10000;
+  }
   return v;
 }
 

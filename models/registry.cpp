@@ -23,6 +23,7 @@ void ensure_builtins() {
   static std::once_flag once;
   std::call_once(once, [] {
     for (auto& m : builtin_fcn_models()) register_model(std::move(m));
+    for (auto& m : builtin_cnn_models()) register_model(std::move(m));
     for (auto& m : builtin_lstm_models()) register_model(std::move(m));
   });
 }

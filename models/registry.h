@@ -27,6 +27,10 @@ namespace anvil::models {
 //    binary_cross_entropy_with_logits against float targets [B, 1] in {0, 1}.
 enum class InputKind { features, tokens };
 
+// The training loss: softmax CE over class ids [B]; the language models' CE over [B, T]
+// next-token targets, summed over T and averaged over B; binary CE with logits on [B, 1].
+enum class LossKind { cross_entropy, sequence_cross_entropy, binary_cross_entropy };
+
 struct ModelOptions {
   std::int64_t num_classes = 0;  // 0 = the definition's default
   std::uint64_t seed = 1;        // parameter initialisation
@@ -42,6 +46,8 @@ struct ModelInfo {
   std::vector<std::int64_t> gpu_batches;      // the GPU sweep
   std::string optimizer;                      // the timing method's optimizer, e.g. "sgd lr=0.01"
   std::function<nn::ModulePtr(const ModelOptions&, Generator&)> build;
+  LossKind loss = LossKind::cross_entropy;  // the training loss (models/training_step.h)
+  std::int64_t vocab_size = 0;              // token models: ids are in [0, vocab_size)
 };
 
 struct LayerRow {

@@ -1,0 +1,137 @@
+// The timing method's steps (models/training_step.h).
+#include "models/training_step.h"
+
+#include <sstream>
+
+#include "engine/autograd/functions.h"
+#include "engine/autograd/grad_mode.h"
+#include "engine/core/error.h"
+
+namespace anvil::models {
+
+Batch synthetic_batch(const ModelInfo& info, std::int64_t batch, Generator& gen) {
+  ANVIL_CHECK(batch > 0, "synthetic_batch", "batch must be positive, got ", batch);
+  Shape shape = info.sample_shape;
+  shape.insert(shape.begin(), batch);
+  Batch b;
+  if (info.input == InputKind::tokens) {
+    ANVIL_CHECK(info.vocab_size > 0, "synthetic_batch", info.name, " takes tokens but has no vocab_size");
+    b.input = randint(shape, 0, info.vocab_size, DType::i64, &gen);
+  } else {
+    b.input = normal(shape, 0, 1, DType::f32, &gen);
+  }
+  switch (info.loss) {
+    case LossKind::cross_entropy:
+      b.target = randint({batch}, 0, info.num_classes, DType::i64, &gen);
+      break;
+    case LossKind::sequence_cross_entropy:
+      b.target = randint(shape, 0, info.num_classes, DType::i64, &gen);
+      break;
+    case LossKind::binary_cross_entropy:
+      b.target = randint({batch, 1}, 0, 2, DType::i64, &gen).to(DType::f32);
+      break;
+  }
+  return b;
+}
+
+Tensor model_loss(const ModelInfo& info, const Tensor& output, const Tensor& target) {
+  switch (info.loss) {
+    case LossKind::cross_entropy:
+      return cross_entropy(output, target);
+    case LossKind::sequence_cross_entropy: {
+      // networks.md: CE summed over the T steps and averaged over B; output is [B*T, V] in the
+      // order of target [B, T] flattened.
+      ANVIL_CHECK(target.dim() == 2, "model_loss", info.name, ": expected targets [B, T], got ",
+                  shape_str(target.sizes()));
+      return cross_entropy(output, target.flatten()) * static_cast<double>(target.sizes()[1]);
+    }
+    case LossKind::binary_cross_entropy:
+      return binary_cross_entropy_with_logits(output, target);
+  }
+  fail("model_loss", "unknown loss kind for ", info.name);
+}
+
+TimingSgd parse_timing_sgd(const std::string& description) {
+  std::istringstream in(description);
+  std::string word;
+  in >> word;
+  ANVIL_CHECK(word == "sgd", "parse_timing_sgd", "expected \"sgd ...\", got \"", description, "\"");
+  TimingSgd s;
+  while (in >> word) {
+    const auto eq = word.find('=');
+    ANVIL_CHECK(eq != std::string::npos, "parse_timing_sgd", "expected key=value, got \"", word,
+                "\" in \"", description, "\"");
+    const std::string key = word.substr(0, eq);
+    double value = 0;
+    try {
+      value = std::stod(word.substr(eq + 1));
+    } catch (const std::exception&) {
+      fail("parse_timing_sgd", "bad number in \"", word, "\" of \"", description, "\"");
+    }
+    if (key == "lr") s.lr = value;
+    else if (key == "momentum") s.momentum = value;
+    else if (key == "clip") s.clip_norm = value;
+    else fail("parse_timing_sgd", "unknown key \"", key, "\" in \"", description, "\"");
+  }
+  return s;
+}
+
+TimingSgd timing_sgd_for(const ModelInfo& info) {
+  if (info.optimizer.rfind("sgd", 0) == 0) return parse_timing_sgd(info.optimizer);
+  TimingSgd s;
+  const auto pos = info.optimizer.find("lr=");
+  if (pos != std::string::npos) s.lr = std::stod(info.optimizer.substr(pos + 3));
+  return s;
+}
+
+TrainingStep::TrainingStep(const std::string& model, std::int64_t batch, std::uint64_t seed,
+                           bool fold_sgd)
+    : info_(&models::info(model)), batch_size_(batch) {
+  ModelOptions options;
+  options.seed = seed;
+  net_ = create(model, options);
+  Generator gen(seed + 1);
+  batch_ = synthetic_batch(*info_, batch, gen);
+  sgd_ = timing_sgd_for(*info_);
+  optim::SGDOptions o;
+  o.lr = sgd_.lr;
+  o.momentum = sgd_.momentum;
+  optimizer_ = std::make_unique<optim::SGD>(net_->parameters(), o);
+  if (fold_sgd && sgd_.momentum == 0 && sgd_.clip_norm == 0) optimizer_->fold_into_backward();
+}
+
+void TrainingStep::forward_loss() {
+  net_->train(true);
+  loss_ = model_loss(*info_, net_->forward(batch_.input), batch_.target);
+}
+
+void TrainingStep::backward() {
+  ANVIL_CHECK(loss_.defined(), "TrainingStep::backward", "call forward_loss() first");
+  loss_.backward();
+}
+
+void TrainingStep::update() {
+  if (sgd_.clip_norm > 0) optim::clip_grad_norm_(net_->parameters(), sgd_.clip_norm);
+  optimizer_->step();
+  optimizer_->zero_grad();
+}
+
+void TrainingStep::inference_step() {
+  net_->train(false);
+  NoGradGuard no_grad;
+  Tensor out = net_->forward(batch_.input);
+  (void)out;
+}
+
+double TrainingStep::last_loss() const {
+  ANVIL_CHECK(loss_.defined(), "TrainingStep::last_loss", "no forward_loss() yet");
+  return loss_.item();
+}
+
+double TrainingStep::forward_flops() const {
+  Shape shape = info_->sample_shape;
+  shape.insert(shape.begin(), batch_size_);
+  return net_->forward_flops(shape);
+}
+
+}  // namespace anvil::models

@@ -1,0 +1,76 @@
+#pragma once
+// The timing method's steps for a registered model (networks.md, "How a step is timed"), shared
+// by the benchmarks, the tests and the comparison tools, so that every one of them times the
+// same work:
+//   models::TrainingStep step("resnet50", /*batch=*/16);
+//   step.train_step();       // forward + loss + backward + (clip) + SGD update
+//   step.inference_step();   // forward under NoGradGuard
+// The phases can also be run one by one (forward_loss, backward, update) to time them apart.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/core/random.h"
+#include "engine/optim/optimizer.h"
+#include "models/registry.h"
+
+namespace anvil::models {
+
+// One mini-batch: inputs and targets in the form the model's loss expects.
+struct Batch {
+  Tensor input;   // features [B, sample_shape...] (f32) or token ids [B, T] (i64)
+  Tensor target;  // class ids [B] or [B, T] (i64), or 0/1 labels [B, 1] (f32)
+};
+
+// Synthetic data of the timing method: N(0, 1) features or uniform token ids, uniform labels.
+Batch synthetic_batch(const ModelInfo& info, std::int64_t batch, Generator& gen);
+
+// The model's training loss for `output = net(batch.input)` (LossKind of the model).
+Tensor model_loss(const ModelInfo& info, const Tensor& output, const Tensor& target);
+
+// The timing method's optimizer, read from ModelInfo::optimizer ("sgd lr=1.0 clip=5"): plain
+// SGD with the given learning rate (0.01 when absent), momentum and global-norm clipping.
+// Throws for a description that is not "sgd ..." (use `timing_optimizer_for` for those).
+struct TimingSgd {
+  double lr = 0.01;
+  double momentum = 0.0;
+  double clip_norm = 0.0;  // 0 = no clipping
+};
+TimingSgd parse_timing_sgd(const std::string& optimizer_description);
+// The timing method uses plain SGD for every model: the model's own description when it is SGD,
+// otherwise SGD at the same learning rate (real-data optimizers such as Adam belong to
+// `anvil train`, not to the DLBench step).
+TimingSgd timing_sgd_for(const ModelInfo& info);
+
+// fold_sgd: with plain SGD (no momentum, no clipping), fold the update into backward
+// (Note [Folded SGD]): same parameters after the step, one pass over the weights fewer.
+class TrainingStep {
+ public:
+  TrainingStep(const std::string& model, std::int64_t batch, std::uint64_t seed = 1,
+               bool fold_sgd = true);
+
+  void forward_loss();  // forward + loss, recording the graph
+  void backward();      // loss.backward(); needs forward_loss() first
+  void update();        // clipping (if any) + SGD step + zero_grad
+  void train_step() { forward_loss(); backward(); update(); }
+  void inference_step();  // forward only, eval mode, no graph
+
+  nn::Module& net() { return *net_; }
+  const ModelInfo& info() const { return *info_; }
+  const Batch& batch() const { return batch_; }
+  double last_loss() const;  // loss of the last forward_loss()
+  // Forward FLOPs of one step's batch (2 per multiply-add).
+  double forward_flops() const;
+  bool sgd_folded() const { return optimizer_->folded(); }
+
+ private:
+  const ModelInfo* info_;
+  std::int64_t batch_size_;
+  nn::ModulePtr net_;
+  Batch batch_;
+  TimingSgd sgd_;
+  std::unique_ptr<optim::SGD> optimizer_;
+  Tensor loss_;
+};
+
+}  // namespace anvil::models
