@@ -2,8 +2,7 @@
 // an independent Python count), the batcher layout (Note [PTB batch layout]) and a corpus of
 // malformed files, each rejected with a message naming the file and the problem.
 //
-// Real files: ANVIL_PTB_DIR (environment) or ANVIL_DATASETS_DIR/ptb (CMake cache variable,
-// default <repo>/../shared/datasets). Missing files FAIL the tests, saying where they looked.
+// Real files: tests/helpers/datasets.h (missing files FAIL the tests, saying where they looked).
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -16,26 +15,15 @@
 #include <unistd.h>
 
 #include "engine/anvil/anvil.h"
+#include "helpers/datasets.h"
 
 using namespace anvil;
 using namespace anvil::data;
+using anvil::test::ptb_dir;
+using anvil::test::ptb_file;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string ptb_dir() {
-  if (const char* env = std::getenv("ANVIL_PTB_DIR"); env && *env) return env;
-  return std::string(ANVIL_DATASETS_DIR) + "/ptb";
-}
-
-// The path of a real PTB file; fails the test (not skips) when it is missing.
-std::string ptb_file(const std::string& name) {
-  const std::string path = ptb_dir() + "/" + name;
-  INFO("PTB file " << path << " not found: set the environment variable ANVIL_PTB_DIR or configure "
-                   "with -DANVIL_DATASETS_DIR=<dir holding ptb/> (looked in " << ptb_dir() << ")");
-  REQUIRE(fs::is_regular_file(path));
-  return path;
-}
 
 // A scratch folder for generated files, removed at the end of the test case.
 struct TempDir {
