@@ -1,0 +1,110 @@
+#pragma once
+// Vectorisable float math for the CPU kernels, written with GCC vector extensions (8 x f32, one
+// AVX2 register) and plain arithmetic: no libm calls and no branches, so every clone of a
+// function built with ANVIL_VEC_CLONES (AVX-512 / AVX2+FMA / baseline SSE2, resolved once at load
+// time; never -march=native) gets straight-line SIMD code. GCC's auto-vectoriser does not
+// vectorise the max / sum reductions or the exp of the softmax rows by itself (no -ffast-math),
+// hence explicit vectors. 8 lanes are as fast as 16 on the Zen 4 of the dev machine (its 512-bit
+// units are double-pumped) and lower to two SSE registers on the baseline clone.
+//
+// Note [Vectorised exp]
+// exp_f32(x) / exp_f32x8(v) follow Cephes' expf: n = round(x / ln 2) (by adding 1.5 * 2^23: no
+// float -> int conversion, defined for NaN too), r = x - n ln 2 with ln 2 split in two constants
+// (n * C1 exact), exp(r) = 1 + r + r^2 p(r), p a degree-5 minimax polynomial on [-ln2/2, ln2/2],
+// then scaled by 2^n as two factors 2^(n>>1) * 2^(n - (n>>1)), each a normal float, so results
+// in the subnormal range are rounded once (by the last multiply) and results above FLT_MAX
+// become +inf through that multiply. x is clamped to [-104, 89] first (outside, the result is 0
+// or +inf anyway; NaN passes the clamp and stays NaN).
+// Against glibc's std::exp, walked over ALL 2^32 floats: at most 1 ulp everywhere (subnormal
+// and overflow edges included, NaN for NaN, 0 for -inf, +inf for +inf), both in the FMA-
+// contracted AVX-512 / AVX2 clones and in the baseline clone without FMA (the compiler may
+// contract a * b + c, so the clones can differ from each other in the last bit);
+// tests/test_vec_math.cpp re-checks every 61st float.
+// Doubles keep std::exp: the f64 paths are for tests and gradchecks, not for speed.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"  // vectors passed between always_inline helpers only
+
+namespace anvil::kernels::vec {
+
+// AVX-512, AVX2+FMA and baseline clones of a function (one ifunc, resolved at load time).
+#define ANVIL_VEC_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+
+constexpr int kLanes = 8;
+typedef float f32x8 __attribute__((vector_size(32)));
+typedef std::int32_t i32x8 __attribute__((vector_size(32)));
+typedef double f64x4 __attribute__((vector_size(32)));
+
+template <typename F> struct IntOf { using type = std::int32_t; };
+template <> struct IntOf<f32x8> { using type = i32x8; };
+
+template <typename F>
+__attribute__((always_inline)) inline F splat(float v) {
+  return F{} + v;  // scalar: v; vector: v in every lane
+}
+
+__attribute__((always_inline)) inline f32x8 load8(const float* p) {
+  f32x8 v;
+  std::memcpy(&v, p, sizeof v);  // one unaligned vector load
+  return v;
+}
+__attribute__((always_inline)) inline void store8(float* p, f32x8 v) { std::memcpy(p, &v, sizeof v); }
+
+// Note [Vectorised exp]; F is float or f32x8.
+template <typename F>
+__attribute__((always_inline)) inline F exp_any(F x) {
+  using I = typename IntOf<F>::type;
+  x = x < splat<F>(-104.0f) ? splat<F>(-104.0f) : x;  // comparisons are false for NaN
+  x = x > splat<F>(89.0f) ? splat<F>(89.0f) : x;
+  const F shifted = x * 1.44269504088896341f + 12582912.0f;  // 1.5 * 2^23 + round(x log2 e)
+  const I n = __builtin_bit_cast(I, shifted) - 0x4B400000;
+  const F fn = shifted - 12582912.0f;
+  F r = x - fn * 0.693359375f;  // C1: 9 significant bits, n * C1 exact
+  r = r - fn * -2.12194440e-4f;  // C2 = ln 2 - C1
+  const F r2 = r * r;
+  F p = splat<F>(1.9875691500e-4f);
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const F y = p * r2 + r + 1.0f;
+  const I n1 = n >> 1;  // n in [-150, 129]: n1 and n - n1 in [-75, 65]
+  const I n2 = n - n1;
+  return (y * __builtin_bit_cast(F, (n1 + 127) << 23)) * __builtin_bit_cast(F, (n2 + 127) << 23);
+}
+
+__attribute__((always_inline)) inline float exp_f32(float x) { return exp_any<float>(x); }
+__attribute__((always_inline)) inline f32x8 exp_f32x8(f32x8 x) { return exp_any<f32x8>(x); }
+
+// exp for the kernels' element type: the vectorised float exp, std::exp for double.
+template <typename T>
+__attribute__((always_inline)) inline T exp(T x) {
+  if constexpr (sizeof(T) == sizeof(float)) return exp_f32(x);
+  else return std::exp(x);
+}
+
+// 1 / (1 + e^-x): e^-x -> inf gives 0, e^-x -> 0 gives 1, NaN stays NaN.
+template <typename T>
+__attribute__((always_inline)) inline T sigmoid(T x) {
+  return T(1) / (T(1) + vec::exp<T>(-x));
+}
+
+// Horizontal reductions of one vector.
+__attribute__((always_inline)) inline float max_lanes(f32x8 v, float m) {
+  for (int j = 0; j < kLanes; ++j) m = v[j] > m ? v[j] : m;
+  return m;
+}
+__attribute__((always_inline)) inline double sum_lanes(f64x4 v) { return (v[0] + v[1]) + (v[2] + v[3]); }
+// The 8 floats of v widened to doubles and added into lo (lanes 0-3) and hi (lanes 4-7).
+__attribute__((always_inline)) inline void add_widened(f32x8 v, f64x4& lo, f64x4& hi) {
+  lo += __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1, 2, 3), f64x4);
+  hi += __builtin_convertvector(__builtin_shufflevector(v, v, 4, 5, 6, 7), f64x4);
+}
+
+}  // namespace anvil::kernels::vec
+
+#pragma GCC diagnostic pop
