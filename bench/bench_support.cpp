@@ -68,6 +68,10 @@ Options parse_options(int& argc, char** argv) {
       o.fold_sgd = on_off("--anvil_fold_sgd", v);
     } else if (const char* v = value("--anvil_phases=")) {
       o.phases = on_off("--anvil_phases", v);
+    } else if (const char* v = value("--anvil_kernels=")) {
+      o.kernels = on_off("--anvil_kernels", v);
+    } else if (const char* v = value("--anvil_kernel_min_time=")) {
+      o.kernel_min_time = std::stod(v);
     } else if (const char* v = value("--anvil_peak=")) {
       o.peak_gflops_per_core = std::stod(v);
     } else {

@@ -20,6 +20,10 @@ struct Options {
   bool fold_sgd = true;
   // Also time the training step's phases (forward, backward, update) apart: --anvil_phases=on.
   bool phases = false;
+  // The kernel/ family (bench/kernel_bench.cpp): --anvil_kernels=off leaves it unregistered;
+  // --anvil_kernel_min_time=S is its MinTime in seconds.
+  bool kernels = true;
+  double kernel_min_time = 0.3;
 };
 
 // Removes --anvil_* flags from argv (the rest goes to Google Benchmark) and applies

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
     anvil::bench::register_peak_benchmarks();
     anvil::bench::register_gemm_benchmarks();
     anvil::bench::register_model_benchmarks();
+    anvil::bench::register_kernel_benchmarks();
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
   } catch (const std::exception& e) {
