@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # The main job: set up, build, run the default benchmark sweep, write JSON results and a report.
-#   bash scripts/bench.sh [--out DIR] [--threads 1,2] [--models fcn5] [--filter REGEX]
-#                         [--variant op=name] [--reps N] [--no-install] [--with-pytorch]
-# Defaults: GEMM variants x NN/NT/TN/TT on the DLBench shape and the FCN-5 batch-64 shapes,
-# the FCN-5 training and inference step at batch 64, threads 1..hardware (288 benchmarks, 9 minutes
-# on the quiet 2-core development machine). --with-pytorch adds
-# the side-by-side PyTorch comparison.
+#   bash scripts/bench.sh [--out DIR] [--threads 1,2] [--models fcn5,...] [--filter REGEX]
+#                         [--variant op=name] [--reps N] [--kernels] [--no-install] [--with-pytorch]
+# Defaults: GEMM variants x NN/NT/TN/TT on the DLBench shape and the FCN-5 batch-64 shapes, and
+# the training and inference step of fcn5, alexnet, resnet50, vgg16, lstm32 and lstm64 at the
+# paper's CPU batch, threads 1..hardware. The GEMM part and FCN-5 took 9 minutes on the quiet
+# 2-core development machine; the CNN/LSTM steps add an estimated 3 minutes (about three steps
+# each: 1-8 s per step there). --kernels adds the per-layer conv/pool/batch-norm/LSTM variant
+# benchmarks of the chosen models (long: ~9 minutes per thread count for the three CNNs' convs
+# alone). --with-pytorch adds the side-by-side PyTorch comparison.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 out="results/$(date +%Y%m%d-%H%M%S)"
 threads=""
-models="fcn5"
+models="fcn5,alexnet,resnet50,vgg16,lstm32,lstm64"
+kernels=off
 filter=""
 variant=""
 reps=1
@@ -25,9 +29,10 @@ while [ $# -gt 0 ]; do
     --filter) filter="$2"; shift 2 ;;
     --variant) variant="$2"; shift 2 ;;
     --reps) reps="$2"; shift 2 ;;
+    --kernels) kernels=on; shift ;;
     --no-install) install=0; shift ;;
     --with-pytorch) with_pytorch=1; shift ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -40,7 +45,7 @@ cmake --build "$build" --target anvil_bench
 
 mkdir -p "$out"
 args=(--benchmark_out="$out/anvil_bench.json" --benchmark_out_format=json
-      --anvil_models="$models" --benchmark_counters_tabular=false)
+      --anvil_models="$models" --anvil_kernels="$kernels" --benchmark_counters_tabular=false)
 [ -n "$threads" ] && args+=(--anvil_threads="$threads")
 [ -n "$filter" ] && args+=(--benchmark_filter="$filter")
 [ -n "$variant" ] && args+=(--anvil_variant="$variant")

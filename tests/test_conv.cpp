@@ -476,7 +476,11 @@ TEST_CASE("conv2d default selection follows the heuristic", "[conv][variants]") 
   const ConvCase five{"alexnet conv2", 16, 64, 27, 27, 192, 5, 5, 1, 1, 2, 2};
   CHECK(conv_table().select(problem_of(five, ConvPass::forward, DType::f32, true, false)).name == "cpu.onednn");
   const ConvCase one{"resnet 1x1", 16, 64, 56, 56, 256, 1, 1};
-  CHECK(conv_table().select(problem_of(one, ConvPass::backward_weights, DType::f32, true, false)).name == "cpu.onednn");
+  for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights})
+    CHECK(conv_table().select(problem_of(one, pass, DType::f32, true, false)).name == "cpu.onednn.nchw");
+  // A first layer with a 3x3 filter (VGG16's) takes the first-layer rule, not winograd.
+  const ConvCase vgg_first{"vgg16 features.0", 16, 3, 224, 224, 64, 3, 3, 1, 1, 1, 1};
+  CHECK(conv_table().select(problem_of(vgg_first, ConvPass::forward, DType::f32, true, true)).name == "cpu.onednn");
   const ConvCase three{"resnet 3x3", 16, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1};
   for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
     const ConvProblem p = problem_of(three, pass, DType::f32, true, false);
