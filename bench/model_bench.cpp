@@ -1,6 +1,7 @@
 // model/<name>/<phase>/batch:<b>/threads:<t>: the timing method's steps of networks.md for
 // every registered model (models/training_step.h) on synthetic inputs:
-//   train_step      forward + loss + backward + (clip) + SGD update, wall time per step;
+//   train_step      forward + loss + backward + (clip) + SGD update, wall time per step
+//                   (models with LSTM layers: also once per `lstm` variant, ".../lstm:<variant>");
 //   inference_step  forward under NoGradGuard, eval mode;
 //   forward, backward, update  one phase of the training step each (--anvil_phases=on): the
 //                   whole step runs every iteration and only the named phase is timed (manual
@@ -11,6 +12,7 @@
 #include "bench/bench_support.h"
 #include "bench/registrations.h"
 #include "engine/anvil/anvil.h"
+#include "engine/dispatch/lstm_problem.h"
 #include "models/training_step.h"
 
 namespace anvil::bench {
@@ -48,10 +50,13 @@ double timed_phase(models::TrainingStep& s, Phase phase) {
   return timed;
 }
 
+// `forced_lstm`: run the model's LSTM layers on this variant ("" = the default selection).
 void run_model(benchmark::State& state, const std::string& name, Phase phase, std::int64_t batch,
-               int threads) {
+               int threads, const std::string& forced_lstm = {}) {
   try {
     set_num_threads(threads);
+    std::unique_ptr<ForceVariant> force;
+    if (!forced_lstm.empty()) force = std::make_unique<ForceVariant>("lstm", forced_lstm);
     // Blocks cached by the previous benchmark's model would count in this one's resident peak.
     empty_cache();
     models::TrainingStep steps(name, batch, /*seed=*/1, options().fold_sgd);
@@ -100,6 +105,25 @@ void run_model(benchmark::State& state, const std::string& name, Phase phase, st
   }
 }
 
+// Models with LSTM layers also get their training and inference step once per CPU variant of
+// the `lstm` table, named model/<name>/<phase>/batch:<b>/threads:<t>/lstm:<variant>.
+void register_lstm_variant_steps(const std::string& name, std::int64_t batch) {
+  bool has_lstm = false;
+  for (const auto& p : models::kernel_problems(name, 1)) has_lstm = has_lstm || p.op == "lstm";
+  if (!has_lstm) return;
+  for (const auto& v : lstm_table().variants()) {
+    if (v.device != DeviceType::cpu || v.name == "ref") continue;
+    for (Phase phase : {Phase::train_step, Phase::inference_step})
+      for (int t : options().threads) {
+        const std::string bname = detail::str_cat("model/", name, "/", phase_name(phase), "/batch:", batch,
+                                                  "/threads:", t, "/lstm:", v.name);
+        benchmark::RegisterBenchmark(bname.c_str(), [=, variant = v.name](benchmark::State& st) {
+          run_model(st, name, phase, batch, t, variant);
+        })->UseManualTime()->Unit(benchmark::kMillisecond)->MinWarmUpTime(0.5)->MinTime(2.0);
+      }
+  }
+}
+
 }  // namespace
 
 void register_model_benchmarks() {
@@ -121,6 +145,7 @@ void register_model_benchmarks() {
         else b->MinWarmUpTime(0.5)->MinTime(2.0);
       }
     }
+    register_lstm_variant_steps(name, info.cpu_batch);
   }
 }
 

@@ -27,7 +27,8 @@ def load_runs(results_dir):
 
 def parse_name(name):
     """gemm/cpu.blocked/NT/dlbench_1024x2048x26752/threads:1/min_time:.. -> dict"""
-    parts = [p for p in name.split("/") if not p.startswith(("min_time", "min_warmup_time", "real_time", "repeats"))]
+    parts = [p for p in name.split("/")
+             if not p.startswith(("min_time", "min_warmup_time", "real_time", "manual_time", "iterations", "repeats"))]
     out = {"family": parts[0]}
     for p in parts[1:]:
         if ":" in p:
@@ -186,23 +187,23 @@ def model_section(records, out, plots, results_dir):
     if not models:
         return
     out.append("\n## Models: seconds per mini-batch\n")
-    out.append("Peak RSS is the benchmark process's high-water mark, so it includes whatever ran before "
-               "in the same process (GEMM operand buffers, other models); for one model's memory run it "
-               "alone, as scripts/compare_pytorch.sh does.\n")
-    out.append("| model | phase | batch | threads | s/step (median) | cv | samples/s | % peak | peak RSS MB |")
-    out.append("|---|---|---|---|---|---|---|---|---|")
+    out.append("Peak RSS is the resident high-water mark during the benchmark's own timed steps (reset "
+               "after its warm-up, the allocator cache emptied before its model was built), libraries "
+               "included. `lstm` names the LSTM variant a row forced (default: the selection).\n")
+    out.append("| model | phase | lstm | batch | threads | s/step (median) | cv | samples/s | % peak | peak RSS MB |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|")
     for r in models:
         if "error" in r:
-            out.append(f"| {r['model']} | {r['phase']} | {r.get('batch')} | {r.get('threads')} | skipped: {r['error']} | | | | |")
+            out.append(f"| {r['model']} | {r['phase']} | {r.get('lstm', 'default')} | {r.get('batch')} | {r.get('threads')} | skipped: {r['error']} | | | | |")
             continue
         flag = " !" if r.get("cv", 0) > 0.10 else ""
-        out.append(f"| {r['model']} | {r['phase']} | {r.get('batch')} | {r.get('threads')} | {r['seconds']:.4f} | "
+        out.append(f"| {r['model']} | {r['phase']} | {r.get('lstm', 'default')} | {r.get('batch')} | {r.get('threads')} | {r['seconds']:.4f} | "
                    f"{fmt(r.get('cv', 0) * 100)} %{flag} | {fmt(r.get('samples/s'))} | {fmt(r.get('pct_peak'))} | "
                    f"{fmt(r.get('peak_rss_MB'), 0)} |")
     plt = pyplot()
     if plt is None:
         return
-    train = [r for r in models if r["phase"] == "train_step" and "error" not in r]
+    train = [r for r in models if r["phase"] == "train_step" and "error" not in r and "lstm" not in r]
     for model in sorted({r["model"] for r in train}):
         rs = sorted((r for r in train if r["model"] == model), key=lambda r: int(r["threads"]))
         fig, ax = plt.subplots(figsize=(5, 3.5))
