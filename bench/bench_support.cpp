@@ -1,6 +1,8 @@
 // Command-line flags and run context of anvil_bench (bench/bench_support.h).
 #include "bench/bench_support.h"
 
+#include "anvil_git_rev.h"  // generated at build time: ANVIL_GIT_REV
+
 #include <sys/resource.h>
 
 #include <cstring>
