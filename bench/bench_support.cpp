@@ -3,7 +3,6 @@
 
 #include "anvil_git_rev.h"  // generated at build time: ANVIL_GIT_REV
 
-#include <sys/resource.h>
 
 #include <cstring>
 #include <stdexcept>
@@ -11,7 +10,7 @@
 #include <sstream>
 #include <thread>
 
-#include "bench/peak_kernels.h"
+#include "kernels/cpu/peak/machine_peak.h"
 #include "engine/anvil/anvil.h"
 
 namespace anvil::bench {
@@ -29,14 +28,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
   while (std::getline(ss, item, sep))
     if (!item.empty()) out.push_back(item);
   return out;
-}
-
-std::string cpu_model() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
 }
 
 bool on_off(const char* flag, const std::string& v) {
@@ -96,7 +87,7 @@ void add_context() {
   register_builtin_kernels();
   benchmark::AddCustomContext("anvil.git_revision", ANVIL_GIT_REV);
   benchmark::AddCustomContext("anvil.compiler", ANVIL_CXX_COMPILER);
-  benchmark::AddCustomContext("anvil.cpu_model", cpu_model());
+  benchmark::AddCustomContext("anvil.cpu_model", cpu_model_name());
   benchmark::AddCustomContext("anvil.peak_gflops_per_core", std::to_string(options().peak_gflops_per_core));
   benchmark::AddCustomContext("anvil.peak_source", options().peak_source);
   std::string threads;
@@ -118,23 +109,6 @@ void set_pct_peak(benchmark::State& state, double flops_per_iteration, double se
   if (seconds <= 0) return;
   const double achieved = flops_per_iteration * static_cast<double>(state.iterations()) / seconds;
   state.counters["pct_peak"] = achieved / (options().peak_gflops_per_core * 1e9 * threads) * 100.0;
-}
-
-double peak_rss_bytes() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) * 1024.0;  // "... kB"
-  rusage u{};  // no procfs: the process-lifetime peak
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) * 1024.0;
-}
-
-bool reset_peak_rss() {
-  std::ofstream clear_refs("/proc/self/clear_refs");
-  clear_refs << "5";
-  clear_refs.flush();
-  return static_cast<bool>(clear_refs);
 }
 
 }  // namespace anvil::bench

@@ -11,7 +11,7 @@ namespace anvil::bench {
 struct Options {
   std::vector<int> threads;       // thread counts to sweep (--anvil_threads=1,2)
   std::vector<std::string> models;  // model names for step benchmarks (--anvil_models=fcn5)
-  // FP32 FMA peak of one core in GFLOP/s: measured at start-up (bench/peak_kernels.h) unless
+  // FP32 FMA peak of one core in GFLOP/s: measured at start-up (kernels/cpu/peak/machine_peak.h) unless
   // given with --anvil_peak=G. "% of peak" counters are against threads x this.
   double peak_gflops_per_core = 0.0;
   std::string peak_source;
@@ -38,12 +38,5 @@ void add_context();
 // `seconds` is the wall time of the timed loop (Google Benchmark 1.7 does not expose it, and a
 // rate counter would print a misleading "/s" unit).
 void set_pct_peak(benchmark::State& state, double flops_per_iteration, double seconds, int threads);
-
-// Peak resident set size of the process since the last reset_peak_rss() (VmHWM), so that a
-// benchmark's figure covers its own steps, not whatever ran before it in the process.
-double peak_rss_bytes();
-// Resets the kernel's RSS high-water mark to the current RSS (writes 5 to /proc/self/clear_refs).
-// Returns false where the kernel does not allow it; peak_rss_bytes() is then the process peak.
-bool reset_peak_rss();
 
 }  // namespace anvil::bench

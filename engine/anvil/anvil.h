@@ -1,5 +1,6 @@
 #pragma once
 // The umbrella header: everything a library user needs. It only includes.
+#include "data/loader.h"
 #include "data/ptb.h"
 #include "engine/autograd/autograd_meta.h"
 #include "engine/autograd/functions.h"
@@ -10,6 +11,7 @@
 #include "engine/core/device.h"
 #include "engine/core/dtype.h"
 #include "engine/core/error.h"
+#include "engine/core/process_stats.h"
 #include "engine/core/random.h"
 #include "engine/core/tensor.h"
 #include "engine/dispatch/gemm_problem.h"

@@ -57,6 +57,27 @@ void add_thread_setter(std::function<void(int)> setter) {
   setters().push_back(std::move(setter));
 }
 
+namespace {
+std::mutex& versions_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<std::string, std::string>& versions() {
+  static std::map<std::string, std::string> v{{"OpenMP", std::to_string(_OPENMP)}, {"compiler", __VERSION__}};
+  return v;
+}
+}  // namespace
+
+void add_library_version(const std::string& library, const std::string& version) {
+  std::lock_guard<std::mutex> lock(versions_mutex());
+  versions()[library] = version;
+}
+
+std::map<std::string, std::string> library_versions() {
+  std::lock_guard<std::mutex> lock(versions_mutex());
+  return versions();
+}
+
 std::map<std::string, std::string> config_summary() {
   std::map<std::string, std::string> m;
   m["threads"] = std::to_string(get_num_threads());
@@ -66,6 +87,7 @@ std::map<std::string, std::string> config_summary() {
     const std::string v = env_or_empty(name);
     if (!v.empty()) m[std::string("env.") + name] = v;
   }
+  for (const auto& [lib, version] : library_versions()) m["version." + lib] = version;
   return m;
 }
 

@@ -19,7 +19,12 @@ int get_num_threads();
 // Kernel libraries call this at registration to follow set_num_threads().
 void add_thread_setter(std::function<void(int)> setter);
 
-// All knobs as name -> value text (threads, forced variants, autotune, build facts).
+// Kernel libraries record their version at registration ("oneDNN" -> "2.6.3"), so that
+// benchmark contexts and `anvil info` say what actually ran.
+void add_library_version(const std::string& library, const std::string& version);
+std::map<std::string, std::string> library_versions();
+
+// All knobs as name -> value text (threads, forced variants, autotune, library versions).
 std::map<std::string, std::string> config_summary();
 
 // Reads an environment variable ("" when unset).

@@ -19,6 +19,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <oneapi/dnnl/dnnl_debug.h>
 
+#include "engine/core/config.h"
 #include "engine/core/error.h"
 #include "engine/dispatch/gemm_problem.h"
 
@@ -221,6 +222,9 @@ void gemm_dnnl_matmul(const GemmArgs& args) {
 }  // namespace
 
 void register_gemm_onednn() {
+  const dnnl_version_t* v = dnnl_version();
+  add_library_version("oneDNN", std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+                                    std::to_string(v->patch));
   gemm_table().add({
       .name = "cpu.onednn",
       .device = DeviceType::cpu,

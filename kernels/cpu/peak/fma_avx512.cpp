@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-namespace anvil::bench::detail {
+namespace anvil::detail {
 
 // Runs `iters` x 12 vector FMAs of 16 floats; returns a value that depends on all of them so the
 // compiler keeps the work.
@@ -22,4 +22,4 @@ float fma_loop_avx512(std::int64_t iters) {
   return _mm512_reduce_add_ps(s);
 }
 
-}  // namespace anvil::bench::detail
+}  // namespace anvil::detail

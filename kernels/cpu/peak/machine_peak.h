@@ -1,9 +1,10 @@
 #pragma once
 // The machine's own ceilings, measured in-process so that "% of peak" is against this machine,
-// not a datasheet: FP32 FMA throughput and STREAM-triad memory bandwidth.
+// not a datasheet: FP32 FMA throughput and STREAM-triad memory bandwidth. Used by anvil_bench
+// ("% of peak", the peak/ benchmarks) and `anvil info`.
 #include <cstdint>
 
-namespace anvil::bench {
+namespace anvil {
 
 // FP32 FLOP/s of independent FMA chains on `threads` threads for about `seconds`
 // (AVX-512 when the CPU has it, else AVX2+FMA, else 0).
@@ -13,4 +14,4 @@ const char* fma_isa();
 // Bytes/s of a[i] = b[i] + s * c[i] over `n` floats per array (3 arrays), `reps` passes.
 double measure_triad_bandwidth(int threads, std::int64_t n, int reps);
 
-}  // namespace anvil::bench
+}  // namespace anvil

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-namespace anvil::bench::detail {
+namespace anvil::detail {
 
 float fma_loop_avx2(std::int64_t iters) {
   __m256 acc[12];
@@ -20,4 +20,4 @@ float fma_loop_avx2(std::int64_t iters) {
   return out[0] + out[7];
 }
 
-}  // namespace anvil::bench::detail
+}  // namespace anvil::detail

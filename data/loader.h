@@ -1,0 +1,117 @@
+#pragma once
+// In-memory datasets and the mini-batch loader of `anvil train`: seeded shuffling, batching,
+// normalisation, and a background thread that prepares the next batches while a step runs.
+//
+//   data::TensorDataset train{images, labels};
+//   data::DataLoader loader(train, {.batch = 80, .shuffle = true, .seed = 1});
+//   loader.start_epoch(0);
+//   while (auto b = loader.next()) step(b->inputs, b->targets);
+//
+// Note [Reproducible data order]
+// The order of epoch e is a permutation drawn from Generator(seed ^ f(e)) alone, never from a
+// generator shared with the model, so epoch e has the same batches whether the run started at
+// epoch 0 or was resumed from a checkpoint at epoch e (and whether batches are prepared by the
+// background thread or inline). start_epoch(e, skip) also resumes inside an epoch.
+//
+// Note [Loader thread]
+// With `background` on, one producer thread gathers (and normalises) up to `prefetch` batches
+// ahead into a bounded queue; next() takes from the queue and only waits when the producer is
+// behind. wait_seconds() is that waiting time, i.e. what the data pipeline costs the training
+// loop; with `background` off, next() gathers inline and wait_seconds() is the gather time. The
+// producer touches only the dataset (read-only) and its own batch tensors, so it needs no other
+// synchronisation; an error in the producer is rethrown by next().
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "engine/core/tensor.h"
+
+namespace anvil::data {
+
+// Samples along dim 0: inputs [N, ...] (any dtype) and targets [N, ...] (any dtype).
+struct TensorDataset {
+  Tensor inputs;
+  Tensor targets;
+  std::int64_t size() const;  // N; throws when inputs and targets disagree
+};
+
+// Rows [begin, end) of both tensors, as copies of their own; throws on an empty or bad range.
+TensorDataset take(const TensorDataset& ds, std::int64_t begin, std::int64_t end);
+
+// Keras' validation_split: the last `fraction` of the samples (before any shuffling) become the
+// validation set. fraction in [0, 1); 0 gives an empty validation set (undefined tensors).
+struct TrainValSplit {
+  TensorDataset train;
+  TensorDataset val;
+};
+TrainValSplit split_validation(const TensorDataset& ds, double fraction);
+
+// x' = (x - mean) / std for float inputs, applied while a batch is gathered. The default is the
+// identity. from_data() takes the mean and std over all input values of a (training) set.
+struct Normalization {
+  double mean = 0.0;
+  double std = 1.0;
+  static Normalization from_data(const Tensor& inputs);
+};
+
+struct LoaderOptions {
+  std::int64_t batch = 32;
+  bool shuffle = true;
+  std::uint64_t seed = 1;
+  bool drop_last = false;  // leave out a last batch smaller than `batch`
+  bool background = true;  // Note [Loader thread]
+  int prefetch = 2;        // batches prepared ahead by the background thread
+  Normalization normalization;
+};
+
+struct LoadedBatch {
+  Tensor inputs;   // [b, ...], float inputs normalised
+  Tensor targets;  // [b, ...]
+};
+
+class DataLoader {
+ public:
+  DataLoader(TensorDataset dataset, LoaderOptions options);
+  ~DataLoader();
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
+
+  std::int64_t batches_per_epoch() const;
+  std::int64_t dataset_size() const { return size_; }
+  // Starts epoch `epoch` (Note [Reproducible data order]), skipping its first `skip_batches`.
+  // Stops a running producer first.
+  void start_epoch(std::int64_t epoch, std::int64_t skip_batches = 0);
+  // The next batch of the epoch, or nullopt at its end. Rethrows a producer error.
+  std::optional<LoadedBatch> next();
+  // Seconds next() spent waiting for (or, inline, gathering) batches since the last start_epoch.
+  double wait_seconds() const { return wait_seconds_; }
+
+ private:
+  LoadedBatch gather(std::int64_t batch_index) const;
+  void stop_producer();
+  void produce(std::int64_t first, std::int64_t last);
+
+  TensorDataset ds_;
+  LoaderOptions opt_;
+  std::int64_t size_ = 0;
+  std::vector<std::int64_t> order_;  // sample order of the current epoch
+  std::int64_t next_batch_ = 0;      // inline mode: the next batch to gather
+  std::int64_t end_batch_ = 0;
+  double wait_seconds_ = 0.0;
+
+  // Background producer (Note [Loader thread]).
+  std::thread producer_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<LoadedBatch> queue_;
+  bool producer_done_ = false;
+  bool stop_ = false;
+  std::exception_ptr producer_error_;
+};
+
+}  // namespace anvil::data
