@@ -12,6 +12,7 @@ packages=(
   catch2                                # tests (v2)
   libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
   python3-matplotlib python3-scipy      # report plots, compare.py statistics
+  clang libclang-rt-14-dev              # libFuzzer for the dataset readers (scripts/fuzz.sh)
   dataset-fashion-mnist                 # loader tests and the training CLI
 )
 

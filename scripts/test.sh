@@ -3,6 +3,7 @@
 # and build build/ (Ninja, Release), run every
 # test, check the installed package with the example, then the sanitizer build.
 #   ANVIL_CI_SANITIZE=0   skip the ASan/UBSan stage (it rebuilds everything once more)
+#   ANVIL_CI_FUZZ=0       skip the bounded libFuzzer run of the dataset readers (scripts/fuzz.sh)
 #   ANVIL_JOBS=N          parallel build/test jobs (default: nproc)
 #   ANVIL_TEST_BUILD_DIR  build directory (default: build)
 set -euo pipefail
@@ -29,6 +30,12 @@ stage_done
 stage "ctest"
 ctest --test-dir "$build" --output-on-failure -j "$jobs"
 stage_done
+
+if [[ "${ANVIL_CI_FUZZ:-1}" != 0 ]]; then
+  stage "fuzz (IDX and CIFAR readers, 30 s each)"
+  bash scripts/fuzz.sh --seconds 30
+  stage_done
+fi
 
 stage "check_install"
 ANVIL_BUILD_DIR="$(cd "$build" && pwd)" bash scripts/check_install.sh

@@ -1,5 +1,8 @@
 #pragma once
 // The umbrella header: everything a library user needs. It only includes.
+#include "data/cifar.h"
+#include "data/idx.h"
+#include "data/imdb.h"
 #include "data/loader.h"
 #include "data/ptb.h"
 #include "engine/autograd/autograd_meta.h"

@@ -1,0 +1,374 @@
+// IDX files: the header and payload checks (Note [Strict IDX] in idx.h), the bounded gunzip
+// (Note [Bounded gunzip]) and the MNIST-format image reader on top. Also the file reading shared
+// by the dataset readers (detail::read_file_bytes).
+#include "data/idx.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace anvil::data {
+namespace fs = std::filesystem;
+
+namespace detail {
+
+std::vector<std::uint8_t> read_file_bytes(const std::string& path, const char* where) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (!fs::exists(status)) fail(where, path, ": no such file");
+  if (fs::is_directory(status)) fail(where, path, ": is a directory, not a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(where, path, ": cannot open: ", std::strerror(errno));
+  std::vector<std::uint8_t> bytes;
+  if (fs::is_regular_file(status)) {
+    const std::uintmax_t size = fs::file_size(path, ec);
+    if (ec) fail(where, path, ": cannot read its size: ", ec.message());
+    bytes.resize(static_cast<std::size_t>(size));
+    in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    if (static_cast<std::size_t>(in.gcount()) != bytes.size())
+      fail(where, path, ": read ", in.gcount(), " of its ", bytes.size(), " bytes (changed while reading?)");
+  } else {  // a pipe or device: read until the end
+    std::array<char, 65536> chunk;
+    while (in.read(chunk.data(), chunk.size()) || in.gcount() > 0)
+      bytes.insert(bytes.end(), chunk.data(), chunk.data() + in.gcount());
+  }
+  if (in.bad()) fail(where, path, ": error while reading");
+  return bytes;
+}
+
+}  // namespace detail
+
+namespace {
+
+constexpr std::uint8_t kIdxUnsignedByte = 0x08;
+// Above this many payload bytes (1 TiB) a declaration is taken as corrupt, whatever the file
+// holds: it keeps every product far from int64 overflow in the tensor shapes.
+constexpr std::uint64_t kMaxIdxPayload = std::uint64_t{1} << 40;
+
+const char* idx_type_name(std::uint8_t t) {
+  switch (t) {
+    case 0x08: return "unsigned byte";
+    case 0x09: return "signed byte";
+    case 0x0B: return "int16";
+    case 0x0C: return "int32";
+    case 0x0D: return "float32";
+    case 0x0E: return "float64";
+    default: return nullptr;
+  }
+}
+
+constexpr const char* kHexDigits = "0123456789abcdef";
+
+// "0x0d"
+std::string hex_byte(std::uint8_t b) {
+  std::string s = "0x";
+  s += kHexDigits[b >> 4];
+  s += kHexDigits[b & 15];
+  return s;
+}
+
+// "1f 8b 08 00"
+std::string hex_bytes(const std::uint8_t* b, std::size_t n) {
+  std::string s;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i) s += ' ';
+    s += kHexDigits[b[i] >> 4];
+    s += kHexDigits[b[i] & 15];
+  }
+  return s;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool has_gzip_magic(const std::uint8_t* b, std::size_t n) { return n >= 2 && b[0] == 0x1f && b[1] == 0x8b; }
+
+std::uint32_t read_be32(const std::uint8_t* p) {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
+}
+
+// "60000 x 28 x 28"
+std::string dims_text(const std::vector<std::int64_t>& dims) {
+  std::ostringstream os;
+  for (std::size_t i = 0; i < dims.size(); ++i) os << (i ? " x " : "") << dims[i];
+  return os.str();
+}
+
+struct IdxHeader {
+  std::uint8_t type = 0;
+  std::vector<std::int64_t> dims;
+  std::size_t header_bytes = 0;   // 4 + 4 * ndims
+  std::uint64_t payload_bytes = 0;
+};
+
+// Number of header bytes the first 4 bytes announce (4 + 4 * ndims).
+std::size_t idx_header_length(const std::uint8_t* b) { return 4 + 4 * std::size_t{b[3]}; }
+
+// Checks the magic, the type and the sizes; needs the whole header in [b, b + size).
+// `has` is how the message names what the payload was measured in ("file has" or, after gunzip,
+// "decompressed data has"); the payload length is checked by the caller.
+IdxHeader parse_idx_header(const std::uint8_t* b, std::size_t size, const std::string& name,
+                           const char* where) {
+  if (size == 0) fail(where, name, ": is empty (0 bytes)");
+  if (size < 4)
+    fail(where, name, ": is too short for an IDX header (", size,
+         " bytes; the magic number alone is 4)");
+  if (b[0] != 0 || b[1] != 0)
+    fail(where, name, ": bad magic number ", hex_bytes(b, 4),
+         " (an IDX file starts with two zero bytes, the element type and the number of dimensions)");
+  IdxHeader h;
+  h.type = b[2];
+  if (h.type != kIdxUnsignedByte) {
+    if (const char* type = idx_type_name(h.type))
+      fail(where, name, ": element type ", hex_byte(h.type), " (", type,
+           ") is not supported: only 0x08 (unsigned byte) is read");
+    fail(where, name, ": bad magic number ", hex_bytes(b, 4), ": unknown element type ",
+         hex_byte(h.type), " (IDX types are 0x08, 0x09 and 0x0b to 0x0e)");
+  }
+  const std::size_t ndims = b[3];
+  if (ndims == 0) fail(where, name, ": declares 0 dimensions (magic number ", hex_bytes(b, 4), ")");
+  h.header_bytes = idx_header_length(b);
+  if (size < h.header_bytes)
+    fail(where, name, ": is truncated in its header: declares ", ndims, " dimensions (a ",
+         h.header_bytes, "-byte header), file has ", size, " bytes");
+  std::uint64_t product = 1;
+  bool overflow = false;
+  h.dims.resize(ndims);
+  for (std::size_t d = 0; d < ndims; ++d) {
+    const std::uint32_t n = read_be32(b + 4 + 4 * d);
+    h.dims[d] = n;
+    if (!overflow && __builtin_mul_overflow(product, std::uint64_t{n}, &product)) overflow = true;
+  }
+  if (overflow)
+    fail(where, name, ": declares ", dims_text(h.dims),
+         " elements: the product overflows 64 bits (corrupt header?)");
+  if (product > kMaxIdxPayload)
+    fail(where, name, ": declares ", dims_text(h.dims), " = ", product,
+         " bytes of data, more than the 1 TiB this reader accepts (corrupt header?)");
+  h.payload_bytes = product;
+  return h;
+}
+
+IdxArray parse_idx_impl(const std::uint8_t* bytes, std::size_t size, const std::string& name,
+                        const char* where, const char* has) {
+  IdxHeader h = parse_idx_header(bytes, size, name, where);
+  const std::uint64_t have = size - h.header_bytes;
+  if (have < h.payload_bytes)
+    fail(where, name, ": declares ", dims_text(h.dims), " = ", h.payload_bytes, " bytes of data, ",
+         has, " ", have, " (truncated)");
+  if (have > h.payload_bytes)
+    fail(where, name, ": declares ", dims_text(h.dims), " = ", h.payload_bytes, " bytes of data, ",
+         has, " ", have, " (", have - h.payload_bytes, " bytes after the data)");
+  IdxArray out;
+  out.type_code = h.type;
+  out.dims = std::move(h.dims);
+  out.data.assign(bytes + h.header_bytes, bytes + size);
+  return out;
+}
+
+// Note [Bounded gunzip]
+// The uncompressed size of a gzip stream is only known by inflating it (the ISIZE trailer is the
+// size mod 2^32 and may lie), so the output buffer starts at 64 KiB and doubles as the stream
+// fills it: memory stays within twice what the data really decompresses to. As soon as the IDX
+// header is out, it is checked (parse_idx_header) and the buffer is capped at header + declared
+// payload + 1 byte: a stream that fills that last byte holds more than it declares and is
+// rejected without inflating the rest (a "zip bomb" behind a small header costs nothing). Several
+// concatenated gzip members are one stream (as gzip -d and Python read them); anything else after
+// the last member is corrupt data.
+std::vector<std::uint8_t> gunzip_idx(const std::uint8_t* bytes, std::size_t size,
+                                     const std::string& name, const char* where) {
+  z_stream zs{};
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)  // 16 +: gzip wrapper only
+    fail(where, name, ": zlib inflateInit2 failed");
+  struct End {
+    z_stream* zs;
+    ~End() { inflateEnd(zs); }
+  } end{&zs};
+
+  std::vector<std::uint8_t> out;
+  std::size_t produced = 0;
+  std::size_t limit = SIZE_MAX;  // header + payload + 1, once the header is known
+  bool header_known = false;
+  IdxHeader header;
+  const auto fail_extra = [&] {
+    fail(where, name, ": declares ", dims_text(header.dims), " = ", header.payload_bytes,
+         " bytes of data, the gzip stream holds more (extra data after the payload)");
+  };
+  const std::uint8_t* in = bytes;
+  std::size_t in_left = size;
+  for (;;) {
+    if (produced == out.size()) {
+      if (produced >= limit) fail_extra();
+      std::size_t grow = std::max<std::size_t>(65536, out.size());
+      grow = std::min(grow, limit - produced);
+      out.resize(produced + grow);
+    }
+    if (zs.avail_in == 0 && in_left > 0) {
+      const std::size_t n = std::min<std::size_t>(in_left, UINT_MAX);
+      zs.next_in = const_cast<Bytef*>(in);
+      zs.avail_in = static_cast<uInt>(n);
+      in += n;
+      in_left -= n;
+    }
+    const std::size_t room = std::min<std::size_t>(out.size() - produced, UINT_MAX);
+    zs.next_out = out.data() + produced;
+    zs.avail_out = static_cast<uInt>(room);
+    const int ret = inflate(&zs, Z_NO_FLUSH);
+    produced += room - zs.avail_out;
+    if (!header_known && produced >= 4 && produced >= idx_header_length(out.data())) {
+      header = parse_idx_header(out.data(), produced, name, where);
+      limit = header.header_bytes + header.payload_bytes + 1;
+      header_known = true;
+      if (produced >= limit) fail_extra();
+      if (out.size() > limit) out.resize(limit);
+    }
+    if (ret == Z_STREAM_END) {
+      if (zs.avail_in == 0 && in_left == 0) break;
+      // Another gzip member follows (inflate checks its magic and reports garbage as corrupt).
+      if (inflateReset(&zs) != Z_OK) fail(where, name, ": zlib inflateReset failed");
+      continue;
+    }
+    if (ret == Z_OK) continue;
+    if (ret == Z_BUF_ERROR && zs.avail_out == 0) continue;  // no room: grows at the top
+    if (ret == Z_BUF_ERROR)  // room but no progress: the input is used up mid-stream
+      fail(where, name, ": truncated gzip data (the stream ends after ", produced,
+           " decompressed bytes, before its end marker)");
+    if (ret == Z_MEM_ERROR) fail(where, name, ": out of memory while gunzipping");
+    fail(where, name, ": corrupt gzip data (", zs.msg ? zs.msg : "inflate error", ", after ",
+         produced, " decompressed bytes)");
+  }
+  out.resize(produced);
+  return out;
+}
+
+IdxArray decode_idx_impl(const std::uint8_t* bytes, std::size_t size, const std::string& name,
+                         const char* where) {
+  const bool gz_name = ends_with(name, ".gz");
+  const bool gz_data = has_gzip_magic(bytes, size);
+  if (size == 0) fail(where, name, ": is empty (0 bytes)");
+  if (gz_name && !gz_data)
+    fail(where, name, ": is not gzip-compressed (it starts with ",
+         hex_bytes(bytes, std::min<std::size_t>(size, 4)),
+         ", not the gzip magic 1f 8b); a name ending in .gz must hold gzip data");
+  if (!gz_name && gz_data)
+    fail(where, name, ": is gzip-compressed (starts with 1f 8b); its name must end in .gz");
+  if (!gz_name) return parse_idx_impl(bytes, size, name, where, "file has");
+  const std::vector<std::uint8_t> raw = gunzip_idx(bytes, size, name, where);
+  return parse_idx_impl(raw.data(), raw.size(), name, where, "gunzipped data has");
+}
+
+IdxArray read_idx_impl(const std::string& path, const char* where) {
+  const std::vector<std::uint8_t> bytes = detail::read_file_bytes(path, where);
+  return decode_idx_impl(bytes.data(), bytes.size(), path, where);
+}
+
+void check_consistent(const IdxArray& a, const std::string& name, const char* where) {
+  ANVIL_CHECK(a.type_code == kIdxUnsignedByte, where, name, ": element type ", hex_byte(a.type_code),
+              " is not supported: only 0x08 (unsigned byte) is read");
+  std::uint64_t product = 1;
+  for (const std::int64_t d : a.dims) {
+    ANVIL_CHECK(d >= 0 && !__builtin_mul_overflow(product, static_cast<std::uint64_t>(d), &product),
+                where, name, ": bad sizes ", dims_text(a.dims));
+  }
+  ANVIL_CHECK(product == a.data.size(), where, name, ": sizes ", dims_text(a.dims), " need ", product,
+              " bytes, the array holds ", a.data.size());
+}
+
+ImageDataset mnist_from_idx_impl(const IdxArray& images, const IdxArray& labels,
+                                 const std::string& images_name, const std::string& labels_name,
+                                 const char* where) {
+  check_consistent(images, images_name, where);
+  check_consistent(labels, labels_name, where);
+  if (images.dims.size() != 3)
+    fail(where, images_name, ": images must be 3-D (count x rows x cols), the file declares ",
+         images.dims.size(), " dimension", images.dims.size() == 1 ? "" : "s", " [",
+         dims_text(images.dims), "]", images.dims.size() == 1 ? " (is it a labels file?)" : "");
+  if (labels.dims.size() != 1)
+    fail(where, labels_name, ": labels must be 1-D (count), the file declares ", labels.dims.size(),
+         " dimensions [", dims_text(labels.dims), "]",
+         labels.dims.size() == 3 ? " (is it an images file?)" : "");
+  const std::int64_t n = images.dims[0], rows = images.dims[1], cols = images.dims[2];
+  if (n == 0) fail(where, images_name, ": holds no images (", dims_text(images.dims), ")");
+  if (rows == 0 || cols == 0)
+    fail(where, images_name, ": holds empty images of ", rows, " x ", cols, " pixels");
+  if (labels.dims[0] != n)
+    fail(where, images_name, " holds ", n, " images but ", labels_name, " holds ", labels.dims[0],
+         " labels");
+  constexpr std::int64_t kClasses = 10;
+  for (std::size_t i = 0; i < labels.data.size(); ++i)
+    if (labels.data[i] >= kClasses)
+      fail(where, labels_name, ": label ", int{labels.data[i]}, " at index ", i, " is outside [0, ",
+           kClasses, ")");
+
+  ImageDataset ds;
+  ds.num_classes = kClasses;
+  ds.images = Tensor::empty({n, 1, rows, cols}, DType::f32);  // [N, 1, H, W]
+  ds.labels = Tensor::empty({n}, DType::i64);                 // [N]
+  std::array<float, 256> scale;
+  for (int b = 0; b < 256; ++b) scale[b] = static_cast<float>(b) / 255.0f;
+  float* x = ds.images.data<float>();
+  for (std::size_t i = 0; i < images.data.size(); ++i) x[i] = scale[images.data[i]];
+  std::int64_t* y = ds.labels.data<std::int64_t>();
+  for (std::size_t i = 0; i < labels.data.size(); ++i) y[i] = labels.data[i];
+  ds.source = images_name + ", " + labels_name;
+  return ds;
+}
+
+}  // namespace
+
+IdxArray parse_idx(const std::uint8_t* bytes, std::size_t size, const std::string& name) {
+  return parse_idx_impl(bytes, size, name, "parse_idx", "file has");
+}
+
+IdxArray decode_idx(const std::uint8_t* bytes, std::size_t size, const std::string& name) {
+  return decode_idx_impl(bytes, size, name, "decode_idx");
+}
+
+IdxArray read_idx(const std::string& path) { return read_idx_impl(path, "read_idx"); }
+
+ImageDataset mnist_from_idx(const IdxArray& images, const IdxArray& labels,
+                            const std::string& images_name, const std::string& labels_name) {
+  return mnist_from_idx_impl(images, labels, images_name, labels_name, "mnist_from_idx");
+}
+
+ImageDataset read_mnist(const std::string& images_path, const std::string& labels_path) {
+  const char* where = "read_mnist";
+  const IdxArray labels = read_idx_impl(labels_path, where);
+  const IdxArray images = read_idx_impl(images_path, where);
+  return mnist_from_idx_impl(images, labels, images_path, labels_path, where);
+}
+
+ImageDataset read_mnist_dir(const std::string& dir, const std::string& split) {
+  const char* where = "read_mnist_dir";
+  std::string prefix;
+  if (split == "train")
+    prefix = "train";
+  else if (split == "t10k" || split == "test")
+    prefix = "t10k";
+  else
+    fail(where, "unknown split '", split, "' (expected \"train\", \"t10k\" or \"test\")");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) fail(where, dir, ": no such directory");
+  const auto pick = [&](const std::string& base) {
+    const std::string raw = (fs::path(dir) / base).string();
+    if (fs::exists(raw, ec)) return raw;
+    const std::string gz = raw + ".gz";
+    if (fs::exists(gz, ec)) return gz;
+    fail(where, dir, ": has neither ", base, " nor ", base, ".gz (the ", split, " split of an MNIST-format dataset)");
+  };
+  const std::string labels = pick(prefix + "-labels-idx1-ubyte");
+  const std::string images = pick(prefix + "-images-idx3-ubyte");
+  const IdxArray l = read_idx_impl(labels, where);
+  const IdxArray i = read_idx_impl(images, where);
+  return mnist_from_idx_impl(i, l, images, labels, where);
+}
+
+}  // namespace anvil::data

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of the dataset readers (tests/fuzz/fuzz_<target>.cpp) with clang,
+# AddressSanitizer and UndefinedBehaviorSanitizer, and runs each for a bounded time over a copy
+# of its committed seed corpus (tests/fuzz/corpus/<target>/), so new inputs never dirty the
+# repository. Exits non-zero when a target crashes, leaks, trips a sanitizer, throws anything
+# but anvil::Error, or hangs; the input that did it is kept in <build>/artifacts/<target>/.
+#
+#   scripts/fuzz.sh [--seconds N] [--build-dir DIR] [--keep-corpus] [TARGET ...]
+#     --seconds N     fuzzing time per target (default 30)
+#     --build-dir DIR where the binaries and artifacts go (default build-fuzz)
+#     --keep-corpus   keep the working corpus (printed) instead of deleting it
+#     TARGET          idx, cifar (default: all)
+#   ANVIL_FUZZ_CXX    the compiler (default: clang++, else the newest clang++-N found)
+#
+# Reproduce a finding:  <build>/fuzz_<target> <build>/artifacts/<target>/crash-...
+#
+# The targets are built from the readers' sources and engine/core only, not from the whole of
+# libanvil (tests/fuzz/fuzz_support.cpp says which two engine symbols it stands in for), so the
+# build takes seconds. Needs clang and its libFuzzer runtime (Debian 12: the packages clang and
+# libclang-rt-14-dev, which clang only recommends) and zlib (zlib1g-dev).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=30
+build=build-fuzz
+keep=0
+targets=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --seconds) seconds=$2; shift 2 ;;
+    --seconds=*) seconds=${1#*=}; shift ;;
+    --build-dir) build=$2; shift 2 ;;
+    --build-dir=*) build=${1#*=}; shift ;;
+    --keep-corpus) keep=1; shift ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -*) echo "fuzz: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) targets+=("$1"); shift ;;
+  esac
+done
+[[ ${#targets[@]} -gt 0 ]] || targets=(idx cifar)
+[[ "$seconds" =~ ^[0-9]+$ && "$seconds" -ge 1 ]] || { echo "fuzz: --seconds must be a positive integer" >&2; exit 2; }
+for t in "${targets[@]}"; do
+  [[ -f tests/fuzz/fuzz_$t.cpp ]] || { echo "fuzz: no target '$t' (tests/fuzz/fuzz_$t.cpp)" >&2; exit 2; }
+done
+
+cxx=${ANVIL_FUZZ_CXX:-}
+if [[ -z "$cxx" ]]; then
+  if command -v clang++ >/dev/null; then
+    cxx=clang++
+  else
+    cxx=$(compgen -c clang++- | grep -E '^clang\+\+-[0-9]+$' | sort -t- -k2 -n | tail -1 || true)
+  fi
+fi
+[[ -n "$cxx" ]] && command -v "$cxx" >/dev/null ||
+  { echo "fuzz: clang++ not found (Debian: apt-get install clang)" >&2; exit 2; }
+
+mkdir -p "$build/obj"
+# The libFuzzer runtime is a separate package on Debian (libclang-rt-<N>-dev, only recommended by
+# clang, so an install with --no-install-recommends lacks it): probe for it.
+echo 'extern "C" int LLVMFuzzerTestOneInput(const char*, unsigned long) { return 0; }' >"$build/obj/probe.cpp"
+if ! "$cxx" -fsanitize=fuzzer "$build/obj/probe.cpp" -o "$build/obj/probe" 2>"$build/obj/probe.err"; then
+  version=$("$cxx" --version | sed -n 's/.*clang version \([0-9]*\).*/\1/p')
+  echo "fuzz: $cxx cannot link -fsanitize=fuzzer (Debian: apt-get install libclang-rt-${version:-N}-dev):" >&2
+  head -5 "$build/obj/probe.err" >&2
+  exit 2
+fi
+flags=(-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
+       -fno-sanitize-recover=undefined -I.)
+# Everything but the targets' entry files is compiled once, instrumented for coverage
+# (fuzzer-no-link), and linked into each target.
+sources=(data/idx.cpp data/cifar.cpp engine/core/tensor.cpp engine/core/cpu_allocator.cpp
+         engine/core/views.cpp tests/fuzz/fuzz_support.cpp)
+echo "=== fuzz: building with $cxx ($("$cxx" --version | head -1))"
+objects=()
+for src in "${sources[@]}"; do
+  obj="$build/obj/$(echo "$src" | tr '/' '_').o"
+  "$cxx" "${flags[@]}" -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
+  objects+=("$obj")
+done
+for t in "${targets[@]}"; do
+  "$cxx" "${flags[@]}" -fsanitize=fuzzer "tests/fuzz/fuzz_$t.cpp" "${objects[@]}" -lz -o "$build/fuzz_$t"
+done
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+work=$(mktemp -d "${TMPDIR:-/tmp}/anvil_fuzz.XXXXXX")
+[[ $keep == 1 ]] || trap 'rm -rf "$work"' EXIT
+
+failed=()
+for t in "${targets[@]}"; do
+  corpus="$work/$t"
+  artifacts="$build/artifacts/$t"
+  mkdir -p "$corpus" "$artifacts"
+  if [[ -d tests/fuzz/corpus/$t ]]; then cp tests/fuzz/corpus/"$t"/* "$corpus"/; fi
+  echo "=== fuzz: $t for ${seconds} s over $(ls "$corpus" | wc -l) seed inputs"
+  # -max_len 16384: room for a multi-record CIFAR batch and a gzip stream with a real header;
+  # -timeout 10: an input that takes 10 s is a hang (the readers are linear in the input).
+  if "$build/fuzz_$t" "$corpus" -max_total_time="$seconds" -max_len=16384 -timeout=10 \
+       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/" \
+       >"$build/fuzz_$t.log" 2>&1; then
+    grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ +DONE)' "$build/fuzz_$t.log" || true
+    echo "=== fuzz: $t passed (corpus now $(ls "$corpus" | wc -l) inputs)"
+  else
+    tail -n 60 "$build/fuzz_$t.log"
+    echo "=== fuzz: $t FAILED: log $build/fuzz_$t.log, input in $artifacts/" >&2
+    failed+=("$t")
+  fi
+done
+[[ $keep == 1 ]] && echo "fuzz: working corpus kept in $work"
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "fuzz: FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+echo "fuzz: all targets passed (${targets[*]}, ${seconds} s each)"
