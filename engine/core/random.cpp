@@ -1,6 +1,9 @@
 // Random tensor factories (engine/core/random.h).
 #include "engine/core/random.h"
 
+#include <locale>
+#include <sstream>
+
 #include "engine/core/views.h"
 
 namespace anvil {
@@ -10,6 +13,25 @@ Generator& default_generator() {
   return gen;
 }
 void manual_seed(std::uint64_t seed) { default_generator().seed(seed); }
+
+// The classic locale: a global locale with digit grouping must not change the text.
+std::string Generator::state() const {
+  std::ostringstream os;
+  os.imbue(std::locale::classic());
+  os << engine_;
+  return os.str();
+}
+
+void Generator::set_state(const std::string& state) {
+  std::istringstream is(state);
+  is.imbue(std::locale::classic());
+  std::mt19937_64 engine;
+  is >> engine;
+  const bool ok = !is.fail() && (is >> std::ws).eof();
+  ANVIL_CHECK(ok, "Generator::set_state", "not an mt19937_64 state (", state.size(),
+              " characters, starting \"", state.substr(0, 40), "\")");
+  engine_ = engine;
+}
 
 namespace {
 // Fills a contiguous CPU tensor from draw() (a double), then places it on t.

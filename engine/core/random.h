@@ -4,6 +4,7 @@
 // Generator passed in or from the default one, so manual_seed(s) makes a run repeatable.
 #include <cstdint>
 #include <random>
+#include <string>
 
 #include "engine/core/tensor.h"
 
@@ -15,6 +16,11 @@ class Generator {
   void seed(std::uint64_t s) { engine_.seed(s); }
   std::mt19937_64& engine() { return engine_; }
   std::uint64_t next() { return engine_(); }
+  // The full engine state as text (the standard's operator<< of mt19937_64: 313 numbers, about
+  // 6 KB), for checkpoints; set_state(state()) continues the exact same stream of numbers.
+  // set_state throws anvil::Error and leaves the generator unchanged when the text is not a state.
+  std::string state() const;
+  void set_state(const std::string& state);
 
  private:
   std::mt19937_64 engine_;

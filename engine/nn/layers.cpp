@@ -77,6 +77,14 @@ Tensor Dropout::forward(const Tensor& x) {
   return dropout(x, p_, is_training(), gen_ ? &*gen_ : nullptr);
 }
 std::string Dropout::extra_repr() const { return detail::str_cat("p=", p_); }
+std::vector<std::pair<std::string, std::string>> Dropout::extra_state() const {
+  if (!gen_) return {};
+  return {{"generator", gen_->state()}};
+}
+void Dropout::set_extra_state(const std::string& key, const std::string& value) {
+  ANVIL_CHECK(gen_ && key == "generator", "Dropout::set_extra_state", "unknown state '", key, "'");
+  gen_->set_state(value);
+}
 
 Shape Flatten::output_shape(const Shape& in) const {
   ANVIL_CHECK(!in.empty(), "Flatten", "needs a batch dimension");

@@ -61,6 +61,11 @@ class Dropout final : public Module {
   std::string type_name() const override { return "Dropout"; }
   std::string extra_repr() const override;
 
+ protected:
+  // "generator": the mask generator's state, when the layer has its own (resume, checkpoints).
+  std::vector<std::pair<std::string, std::string>> extra_state() const override;
+  void set_extra_state(const std::string& key, const std::string& value) override;
+
  private:
   double p_;
   std::optional<Generator> gen_;

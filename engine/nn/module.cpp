@@ -38,6 +38,38 @@ void Module::collect_buffers(const std::string& prefix,
   for (const auto& [n, m] : children_) m->collect_buffers(prefix + n + ".", out);
 }
 
+std::vector<std::pair<std::string, std::string>> Module::named_extra_state() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto& [k, v] : extra_state()) out.emplace_back(k, v);
+  for (const auto& [n, m] : children_)
+    for (auto& [k, v] : m->named_extra_state()) out.emplace_back(n + "." + k, v);
+  return out;
+}
+
+void Module::load_extra_state(const std::map<std::string, std::string>& state) {
+  for (const auto& [key, value] : named_extra_state()) {
+    (void)value;
+    ANVIL_CHECK(state.count(key) != 0, "Module::load_extra_state", "no entry for ", key);
+  }
+  // Restore only after every entry was found, so that a failure changes nothing.
+  for (const auto& [k, v] : extra_state()) {
+    (void)v;
+    set_extra_state(k, state.at(k));
+  }
+  for (const auto& [n, m] : children_) {
+    std::map<std::string, std::string> sub;
+    const std::string prefix = n + ".";
+    for (auto it = state.lower_bound(prefix); it != state.end() && it->first.rfind(prefix, 0) == 0; ++it)
+      sub.emplace(it->first.substr(prefix.size()), it->second);
+    m->load_extra_state(sub);
+  }
+}
+
+void Module::set_extra_state(const std::string& key, const std::string& value) {
+  (void)value;
+  fail("Module::set_extra_state", type_name(), " has no extra state '", key, "'");
+}
+
 std::vector<std::pair<std::string, Tensor>> Module::named_buffers() const {
   std::vector<std::pair<std::string, Tensor>> out;
   collect_buffers("", out);

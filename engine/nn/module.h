@@ -2,6 +2,7 @@
 // nn::Module: named parameters, child modules, train/eval mode, shape and FLOP description.
 // The API follows libtorch: `auto y = model->forward(x); loss.backward(); opt.step();`.
 #include <any>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -60,6 +61,12 @@ class Module {
   // statistics), named like parameters.
   std::vector<std::pair<std::string, Tensor>> named_buffers() const;
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const { return children_; }
+  // State beyond tensors that an exact resume needs (a Dropout layer's own generator), as text,
+  // named like parameters ("drop1.generator"); checkpoints store it as metadata.
+  std::vector<std::pair<std::string, std::string>> named_extra_state() const;
+  // Restores every entry of named_extra_state() from `state` (name -> text); throws naming the
+  // first missing entry. Entries of `state` the model does not have are ignored here.
+  void load_extra_state(const std::map<std::string, std::string>& state);
 
   // Training mode (dropout active) for this module and its children.
   void train(bool on = true);
@@ -82,6 +89,10 @@ class Module {
   // Adds a buffer (no gradient); `buffer(name)` is its stable handle, updated in place.
   void register_buffer(std::string name, Tensor value);
   Tensor& buffer(const std::string& name);
+  // This module's own extra state (not its children's): key -> text, and its restore. Modules
+  // with such state override both; the default has none.
+  virtual std::vector<std::pair<std::string, std::string>> extra_state() const { return {}; }
+  virtual void set_extra_state(const std::string& key, const std::string& value);
   template <typename M>
   std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
     children_.emplace_back(std::move(name), module);

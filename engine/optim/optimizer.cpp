@@ -1,6 +1,7 @@
 // SGD, Adam and gradient clipping (engine/optim/optimizer.h) over the fused CPU kernels.
 #include "engine/optim/optimizer.h"
 
+#include <charconv>
 #include <cmath>
 
 #include "engine/autograd/autograd_meta.h"
@@ -30,7 +31,116 @@ void with_float(DType t, const char* where, Fn&& fn) {
   else fn(float{});
 }
 
+void check_options(const SGDOptions& o, const char* where) {
+  ANVIL_CHECK(o.lr >= 0 && o.momentum >= 0 && o.weight_decay >= 0, where,
+              "lr, momentum and weight_decay must be >= 0, got ", o.lr, ", ", o.momentum, ", ",
+              o.weight_decay);
+  ANVIL_CHECK(!o.nesterov || (o.momentum > 0 && o.dampening == 0), where,
+              "Nesterov needs momentum > 0 and dampening 0");
+}
+
+void check_options(const AdamOptions& o, const char* where) {
+  ANVIL_CHECK(o.lr >= 0 && o.eps >= 0 && o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1,
+              where, "invalid options lr=", o.lr, " betas=(", o.beta1, ", ", o.beta2,
+              ") eps=", o.eps);
+}
+
+// ---- state as text and named tensors (Note [Optimizer state]) ------------------------------
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+using Metadata = std::map<std::string, std::string>;
+
+// Shortest text that reads back to the same double (std::to_chars guarantees the round trip).
+std::string text_of(double v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+const std::string& entry(const Metadata& md, const std::string& key, const char* where) {
+  const auto it = md.find(key);
+  ANVIL_CHECK(it != md.end(), where, "the state has no '", key, "'");
+  return it->second;
+}
+
+template <typename T>
+T read_number(const Metadata& md, const std::string& key, const char* where) {
+  const std::string& s = entry(md, key, where);
+  T v{};
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  ANVIL_CHECK(r.ec == std::errc() && r.ptr == s.data() + s.size(), where, "state '", key, "' = \"",
+              s, "\" is not a number");
+  return v;
+}
+
+bool read_bool(const Metadata& md, const std::string& key, const char* where) {
+  const std::string& s = entry(md, key, where);
+  ANVIL_CHECK(s == "true" || s == "false", where, "state '", key, "' = \"", s,
+              "\" is not true/false");
+  return s == "true";
+}
+
+// The parameter index of `name` when it is "<prefix><decimal index>", else -1.
+std::int64_t index_after(const std::string& name, const std::string& prefix) {
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return -1;
+  const char* b = name.data() + prefix.size();
+  const char* e = name.data() + name.size();
+  if (*b == '0' && e - b > 1) return -1;  // one spelling per index
+  std::int64_t i = -1;
+  const auto r = std::from_chars(b, e, i);
+  return (r.ec == std::errc() && r.ptr == e) ? i : -1;
+}
+
+// Sorts `tensors` named "<prefixes[k]><i>" into slots[k][i] as fresh copies on the parameter's
+// device, checking every name, index, shape and dtype against `params`. Nothing is changed on
+// error, so load_state can commit afterwards.
+std::vector<std::vector<Tensor>> collect_state(const NamedTensors& tensors,
+                                               const std::vector<std::string>& prefixes,
+                                               const std::vector<Tensor>& params,
+                                               const char* where) {
+  std::string expected;  // for the error message
+  for (const auto& p : prefixes) expected += (expected.empty() ? "" : ", ") + p + "<i>";
+  std::vector<std::vector<Tensor>> slots(prefixes.size(), std::vector<Tensor>(params.size()));
+  for (const auto& [name, t] : tensors) {
+    std::size_t k = 0;
+    std::int64_t i = -1;
+    for (std::size_t c = 0; c < prefixes.size() && i < 0; ++c) {
+      i = index_after(name, prefixes[c]);
+      k = c;
+    }
+    ANVIL_CHECK(i >= 0, where, "unexpected state tensor '", name, "' (expected ", expected, ")");
+    ANVIL_CHECK(i < static_cast<std::int64_t>(params.size()), where, "state tensor '", name,
+                "' is for parameter ", i, " but this optimizer has ", params.size(), " parameters");
+    ANVIL_CHECK(!slots[k][i].defined(), where, "state tensor '", name, "' given twice");
+    check_defined(t, where, name.c_str());
+    const Tensor& p = params[i];
+    ANVIL_CHECK(t.sizes() == p.sizes() && t.dtype() == p.dtype(), where, "state tensor '", name,
+                "' is ", shape_str(t.sizes()), " ", dtype_name(t.dtype()), " but parameter ", i,
+                " is ", shape_str(p.sizes()), " ", dtype_name(p.dtype()));
+    slots[k][i] = Tensor::empty(p.sizes(), p.dtype(), p.device());
+    slots[k][i].copy_(t);
+  }
+  return slots;
+}
+
 }  // namespace
+
+// Note [Optimizer state]
+// Everything step() reads besides the parameters and gradients is state: the options (a
+// scheduler changes lr), Adam's step count t and the per-parameter tensors. Those tensors are
+// created lazily on a parameter's first update, and "not created yet" is itself state: SGD's
+// first momentum update copies the gradient instead of blending it, and a parameter that never
+// got a gradient must stay stateless. state() therefore lists only tensors that exist and
+// load_state() leaves the others undefined, which makes a resumed run bit-exact.
+void Optimizer::check_state_header(const std::map<std::string, std::string>& metadata) const {
+  const std::string where = type_name() + "::load_state";
+  const std::string& type = entry(metadata, "type", where.c_str());
+  ANVIL_CHECK(type == type_name(), where.c_str(), "the state was saved by ", type,
+              ", this optimizer is ", type_name());
+  const auto n = read_number<std::int64_t>(metadata, "num_params", where.c_str());
+  ANVIL_CHECK(n == static_cast<std::int64_t>(params_.size()), where.c_str(), "the state is for ", n,
+              " parameters, this optimizer has ", params_.size());
+}
 
 Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
   for (const auto& p : params_) check_defined(p, "Optimizer", "parameter");
@@ -46,12 +156,48 @@ void Optimizer::zero_grad(bool set_to_none) {
 
 SGD::SGD(std::vector<Tensor> params, SGDOptions options)
     : Optimizer(std::move(params)), opt_(options) {
-  ANVIL_CHECK(opt_.lr >= 0 && opt_.momentum >= 0 && opt_.weight_decay >= 0, "SGD",
-              "lr, momentum and weight_decay must be >= 0, got ", opt_.lr, ", ", opt_.momentum, ", ",
-              opt_.weight_decay);
-  ANVIL_CHECK(!opt_.nesterov || (opt_.momentum > 0 && opt_.dampening == 0), "SGD",
-              "Nesterov needs momentum > 0 and dampening 0");
+  check_options(opt_, "SGD");
   momentum_.resize(params_.size());
+}
+
+std::vector<std::pair<std::string, Tensor>> SGD::state() const {
+  NamedTensors out;
+  for (std::size_t i = 0; i < momentum_.size(); ++i)
+    if (momentum_[i].defined()) out.emplace_back("sgd.momentum." + std::to_string(i), momentum_[i]);
+  return out;
+}
+
+std::map<std::string, std::string> SGD::state_metadata() const {
+  return {{"type", type_name()},
+          {"num_params", std::to_string(params_.size())},
+          {"lr", text_of(opt_.lr)},
+          {"momentum", text_of(opt_.momentum)},
+          {"dampening", text_of(opt_.dampening)},
+          {"weight_decay", text_of(opt_.weight_decay)},
+          {"nesterov", opt_.nesterov ? "true" : "false"}};
+}
+
+void SGD::load_state(const std::vector<std::pair<std::string, Tensor>>& tensors,
+                     const std::map<std::string, std::string>& metadata) {
+  const char* where = "SGD::load_state";
+  check_state_header(metadata);
+  SGDOptions o;
+  o.lr = read_number<double>(metadata, "lr", where);
+  o.momentum = read_number<double>(metadata, "momentum", where);
+  o.dampening = read_number<double>(metadata, "dampening", where);
+  o.weight_decay = read_number<double>(metadata, "weight_decay", where);
+  o.nesterov = read_bool(metadata, "nesterov", where);
+  check_options(o, where);
+  ANVIL_CHECK(!folded_ || (o.momentum == 0 && o.weight_decay == 0 && !o.nesterov), where,
+              "this optimizer is folded into backward, which needs plain SGD, but the state has "
+              "momentum=", o.momentum, " weight_decay=", o.weight_decay, " nesterov=", o.nesterov);
+  auto slots = collect_state(tensors, {"sgd.momentum."}, params_, where);
+  if (o.momentum == 0)
+    for (const auto& m : slots[0])
+      ANVIL_CHECK(!m.defined(), where, "the state has momentum tensors but momentum 0");
+  opt_ = o;
+  momentum_ = std::move(slots[0]);
+  if (folded_) fold_into_backward(true);  // the folded update reads lr from the parameters
 }
 
 void SGD::fold_into_backward(bool on) {
@@ -88,12 +234,53 @@ void SGD::step() {
 
 Adam::Adam(std::vector<Tensor> params, AdamOptions options)
     : Optimizer(std::move(params)), opt_(options) {
-  ANVIL_CHECK(opt_.lr >= 0 && opt_.eps >= 0 && opt_.beta1 >= 0 && opt_.beta1 < 1 && opt_.beta2 >= 0 &&
-                  opt_.beta2 < 1,
-              "Adam", "invalid options lr=", opt_.lr, " betas=(", opt_.beta1, ", ", opt_.beta2,
-              ") eps=", opt_.eps);
+  check_options(opt_, "Adam");
   m_.resize(params_.size());
   v_.resize(params_.size());
+}
+
+std::vector<std::pair<std::string, Tensor>> Adam::state() const {
+  NamedTensors out;
+  for (std::size_t i = 0; i < m_.size(); ++i)
+    if (m_[i].defined()) {
+      out.emplace_back("adam.m." + std::to_string(i), m_[i]);
+      out.emplace_back("adam.v." + std::to_string(i), v_[i]);
+    }
+  return out;
+}
+
+std::map<std::string, std::string> Adam::state_metadata() const {
+  return {{"type", type_name()},
+          {"num_params", std::to_string(params_.size())},
+          {"lr", text_of(opt_.lr)},
+          {"beta1", text_of(opt_.beta1)},
+          {"beta2", text_of(opt_.beta2)},
+          {"eps", text_of(opt_.eps)},
+          {"weight_decay", text_of(opt_.weight_decay)},
+          {"step", std::to_string(t_)}};
+}
+
+void Adam::load_state(const std::vector<std::pair<std::string, Tensor>>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  const char* where = "Adam::load_state";
+  check_state_header(metadata);
+  AdamOptions o;
+  o.lr = read_number<double>(metadata, "lr", where);
+  o.beta1 = read_number<double>(metadata, "beta1", where);
+  o.beta2 = read_number<double>(metadata, "beta2", where);
+  o.eps = read_number<double>(metadata, "eps", where);
+  o.weight_decay = read_number<double>(metadata, "weight_decay", where);
+  check_options(o, where);
+  const auto t = read_number<std::int64_t>(metadata, "step", where);
+  ANVIL_CHECK(t >= 0, where, "step must be >= 0, got ", t);
+  auto slots = collect_state(tensors, {"adam.m.", "adam.v."}, params_, where);
+  for (std::size_t i = 0; i < params_.size(); ++i)
+    ANVIL_CHECK(slots[0][i].defined() == slots[1][i].defined(), where, "parameter ", i, " has ",
+                slots[0][i].defined() ? "adam.m but no adam.v" : "adam.v but no adam.m");
+  opt_ = o;
+  t_ = t;
+  m_ = std::move(slots[0]);
+  v_ = std::move(slots[1]);
 }
 
 void Adam::step() {

@@ -4,6 +4,11 @@
 //   opt.zero_grad(); loss.backward(); opt.step();
 // Updates run under NoGradGuard, in place, as fused passes over each parameter (one read of
 // the gradient, one read-modify-write of the parameter and its state).
+// state()/state_metadata()/load_state() export and restore everything a resumed run needs to
+// continue bit-exactly (engine/optim/checkpoint.h writes them to a file).
+#include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/core/tensor.h"
@@ -21,7 +26,26 @@ class Optimizer {
   virtual double lr() const = 0;
   virtual void set_lr(double lr) = 0;
 
+  // ---- state for checkpoints (Note [Optimizer state]) ---------------------------------
+  // "SGD", "Adam": the type a saved state must match.
+  virtual std::string type_name() const = 0;
+  // Per-parameter tensors, named "<type>.<what>.<parameter index>" ("adam.m.3",
+  // "sgd.momentum.0"); a parameter whose state does not exist yet has no entry. The tensors are
+  // the optimizer's own (not copies): save them before the next step.
+  virtual std::vector<std::pair<std::string, Tensor>> state() const = 0;
+  // Scalars as text: "type", "num_params", every option ("lr", "momentum", ...) and counters
+  // ("step"); doubles are written so that they read back to the same bits.
+  virtual std::map<std::string, std::string> state_metadata() const = 0;
+  // Restores what state() and state_metadata() returned, options included (as
+  // torch.optim.Optimizer.load_state_dict; call set_lr afterwards to override the rate).
+  // Checks the type, the parameter count and every tensor's name, shape and dtype against
+  // this optimizer's parameters first, and throws anvil::Error leaving the optimizer unchanged.
+  virtual void load_state(const std::vector<std::pair<std::string, Tensor>>& tensors,
+                          const std::map<std::string, std::string>& metadata) = 0;
+
  protected:
+  // Shared by load_state: checks "type" and "num_params" of `metadata`.
+  void check_state_header(const std::map<std::string, std::string>& metadata) const;
   std::vector<Tensor> params_;
 };
 
@@ -46,6 +70,11 @@ class SGD final : public Optimizer {
   // Plain SGD only: throws with momentum, weight decay or Nesterov. off = ordinary gradients.
   void fold_into_backward(bool on = true);
   bool folded() const { return folded_; }
+  std::string type_name() const override { return "SGD"; }
+  std::vector<std::pair<std::string, Tensor>> state() const override;
+  std::map<std::string, std::string> state_metadata() const override;
+  void load_state(const std::vector<std::pair<std::string, Tensor>>& tensors,
+                  const std::map<std::string, std::string>& metadata) override;
 
  private:
   SGDOptions opt_;
@@ -68,6 +97,12 @@ class Adam final : public Optimizer {
   double lr() const override { return opt_.lr; }
   void set_lr(double lr) override { opt_.lr = lr; }
   std::int64_t steps() const { return t_; }
+  const AdamOptions& options() const { return opt_; }
+  std::string type_name() const override { return "Adam"; }
+  std::vector<std::pair<std::string, Tensor>> state() const override;
+  std::map<std::string, std::string> state_metadata() const override;
+  void load_state(const std::vector<std::pair<std::string, Tensor>>& tensors,
+                  const std::map<std::string, std::string>& metadata) override;
 
  private:
   AdamOptions opt_;

@@ -1,0 +1,417 @@
+// The `anvil train` loop (trainer.h): classification on image/sequence datasets through the
+// DataLoader, language models on PTB token streams with carried state (truncated BPTT).
+#include "tools/anvil/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "data/loader.h"
+#include "data/ptb.h"
+#include "engine/anvil/anvil.h"
+#include "engine/core/process_stats.h"
+#include "engine/optim/checkpoint.h"
+#include "models/training_step.h"
+#include "tools/anvil/progress.h"
+#include "tools/anvil/task_data.h"
+
+namespace anvil::tools {
+
+namespace {
+
+constexpr const char* kWhere = "anvil train";
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+struct EvalResult {
+  double loss = 0.0;    // mean per sample (classifiers) or per token (language models)
+  double metric = 0.0;  // accuracy or perplexity
+};
+
+// Correct predictions in a batch: argmax of the logits (softmax CE) or logit > 0 (binary CE).
+std::int64_t count_correct(const models::ModelInfo& info, const Tensor& logits, const Tensor& targets) {
+  const Tensor l = logits.contiguous();
+  const float* p = l.data<float>();
+  const std::int64_t rows = l.sizes()[0], cols = l.numel() / std::max<std::int64_t>(rows, 1);
+  std::int64_t correct = 0;
+  if (info.loss == models::LossKind::binary_cross_entropy) {
+    const Tensor t = targets.contiguous();
+    const float* y = t.data<float>();
+    for (std::int64_t r = 0; r < rows; ++r) correct += (p[r] > 0.0f) == (y[r] > 0.5f);
+    return correct;
+  }
+  const std::int64_t* y = targets.contiguous().data<std::int64_t>();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* row = p + r * cols;
+    correct += (std::max_element(row, row + cols) - row) == y[r];
+  }
+  return correct;
+}
+
+EvalResult evaluate_classifier(nn::Module& net, const models::ModelInfo& info, const data::TensorDataset& ds,
+                               const data::LoaderOptions& options) {
+  NoGradGuard no_grad;
+  net.eval();
+  data::LoaderOptions o = options;
+  o.shuffle = false;
+  o.drop_last = false;
+  o.background = false;
+  data::DataLoader loader(ds, o);
+  loader.start_epoch(0);
+  double loss_sum = 0;
+  std::int64_t correct = 0, n = 0;
+  while (auto b = loader.next()) {
+    const Tensor out = net.forward(b->inputs);
+    const std::int64_t rows = b->inputs.sizes()[0];
+    loss_sum += models::model_loss(info, out, b->targets).item() * static_cast<double>(rows);
+    correct += count_correct(info, out, b->targets);
+    n += rows;
+  }
+  return {loss_sum / static_cast<double>(n), static_cast<double>(correct) / static_cast<double>(n)};
+}
+
+nn::LstmLanguageModel& as_language_model(nn::Module& net) {
+  auto* lm = dynamic_cast<nn::LstmLanguageModel*>(&net);
+  ANVIL_CHECK(lm != nullptr, kWhere, "model is not an LSTM language model");
+  return *lm;
+}
+
+// Perplexity over a token stream, state carried across consecutive windows.
+EvalResult evaluate_language_model(nn::Module& net, const std::vector<std::int64_t>& ids, std::int64_t batch,
+                                   std::int64_t seq_len) {
+  NoGradGuard no_grad;
+  net.eval();
+  auto& lm = as_language_model(net);
+  lm.reset_state();
+  data::PtbBatcher batches(ids, batch, seq_len);
+  double nll = 0;
+  std::int64_t count = 0;
+  while (batches.has_next()) {
+    const data::PtbBatch b = batches.next();
+    const Tensor logits = net.forward(b.inputs);
+    const std::int64_t n = b.targets.numel();
+    nll += cross_entropy(logits, b.targets.flatten()).item() * static_cast<double>(n);
+    count += n;
+  }
+  lm.reset_state();
+  const double mean = nll / static_cast<double>(count);
+  return {mean, std::exp(mean)};
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& c, std::vector<Tensor> params) {
+  if (c.optimizer == "adam") {
+    ANVIL_CHECK(c.momentum == 0.0, kWhere, "--momentum applies to sgd, not adam");
+    return std::make_unique<optim::Adam>(std::move(params), optim::AdamOptions{.lr = c.lr});
+  }
+  ANVIL_CHECK(c.optimizer == "sgd", kWhere, "--optimizer must be sgd or adam, got '", c.optimizer, "'");
+  return std::make_unique<optim::SGD>(std::move(params), optim::SGDOptions{.lr = c.lr, .momentum = c.momentum});
+}
+
+double lr_for_epoch(const TrainConfig& c, int epoch /* 0-based */) {
+  if (c.decay_after <= 0 || epoch < c.decay_after) return c.lr;
+  return c.lr * std::pow(c.lr_decay, epoch - c.decay_after + 1);
+}
+
+void check_config(const TrainConfig& c) {
+  ANVIL_CHECK(c.epochs >= 1, kWhere, "--epochs must be at least 1, got ", c.epochs);
+  ANVIL_CHECK(c.batch >= 0, kWhere, "--batch must be positive, got ", c.batch);
+  ANVIL_CHECK(c.lr > 0 && std::isfinite(c.lr), kWhere, "--lr must be positive, got ", c.lr);
+  ANVIL_CHECK(c.momentum >= 0 && c.momentum < 1, kWhere, "--momentum must be in [0, 1), got ", c.momentum);
+  ANVIL_CHECK(c.clip_norm >= 0, kWhere, "--clip must be >= 0, got ", c.clip_norm);
+  ANVIL_CHECK(c.lr_decay > 0 && c.lr_decay <= 1, kWhere, "--lr-decay must be in (0, 1], got ", c.lr_decay);
+  ANVIL_CHECK(c.threads >= 0, kWhere, "--threads must be >= 0, got ", c.threads);
+  ANVIL_CHECK(c.subset >= 0, kWhere, "--subset must be >= 0, got ", c.subset);
+  ANVIL_CHECK(!c.target_accuracy || (*c.target_accuracy > 0 && *c.target_accuracy <= 1), kWhere,
+              "--target-accuracy must be a fraction in (0, 1], got ", c.target_accuracy.value_or(0));
+  if (c.device != "cpu") {
+    ANVIL_CHECK(c.device == "cuda", kWhere, "--device must be cpu or cuda, got '", c.device, "'");
+    require_cuda(kWhere);  // throws with the reason when there is no usable GPU
+    fail(kWhere, "--device cuda: the CUDA kernels are not built yet (CUDA backend issue); train on cpu");
+  }
+}
+
+// The checkpoint metadata of a run, and the check that a resumed run is the same run.
+std::map<std::string, std::string> run_metadata(const TrainConfig& c, std::int64_t batch) {
+  return {{"anvil_train.model", c.model},     {"anvil_train.dataset", c.dataset},
+          {"anvil_train.optimizer", c.optimizer}, {"anvil_train.lr", fmt::format("{}", c.lr)},
+          {"anvil_train.batch", std::to_string(batch)}, {"anvil_train.seed", std::to_string(c.seed)},
+          {"anvil_train.subset", std::to_string(c.subset)}, {"anvil_train.val_split", fmt::format("{}", c.val_split)}};
+}
+
+struct ResumeState {
+  int epochs_done = 0;
+  double training_seconds = 0.0;
+  std::optional<double> time_to_target;
+};
+
+ResumeState resume_from(const TrainConfig& c, std::int64_t batch, nn::Module& net, optim::Optimizer& opt) {
+  // The configuration is checked before anything is loaded into the model.
+  const auto meta = optim::read_checkpoint_info(c.resume).metadata;
+  auto get = [&](const std::string& key) -> std::string {
+    const auto it = meta.find(key);
+    ANVIL_CHECK(it != meta.end(), kWhere, "checkpoint ", c.resume, " was not written by anvil train (no ", key, ")");
+    return it->second;
+  };
+  for (const auto& [key, value] : run_metadata(c, batch))
+    ANVIL_CHECK(get(key) == value, kWhere, "--resume ", c.resume, ": the checkpoint has ", key, " = ", get(key),
+                " but this run has ", value, "; resuming must repeat the configuration");
+  optim::load_checkpoint(c.resume, net, &opt);
+  ResumeState s;
+  s.epochs_done = std::stoi(get("anvil_train.epochs_done"));
+  s.training_seconds = std::stod(get("anvil_train.training_seconds"));
+  if (const auto it = meta.find("anvil_train.time_to_target"); it != meta.end())
+    s.time_to_target = std::stod(it->second);
+  return s;
+}
+
+nlohmann::json report_json(const TrainConfig& c, const TrainReport& r) {
+  using nlohmann::json;
+  json epochs = json::array();
+  for (const auto& e : r.epochs)
+    epochs.push_back({{"epoch", e.epoch}, {"lr", e.lr}, {"train_loss", e.train_loss},
+                      {"train_seconds", e.train_seconds}, {"loader_wait_seconds", e.loader_wait_seconds},
+                      {"samples_per_second", e.samples_per_second}, {"val_loss", e.val_loss},
+                      {"val_" + r.metric, std::isfinite(e.val_metric) ? json(e.val_metric) : json(nullptr)},
+                      {"rss_end_MB", e.rss_end_bytes / 1048576.0}, {"rss_peak_MB", e.rss_peak_bytes / 1048576.0},
+                      {"allocator_peak_MB", e.allocator_peak_bytes / 1048576.0}});
+  json config = {{"model", c.model}, {"dataset", c.dataset}, {"epochs", c.epochs}, {"optimizer", c.optimizer},
+                 {"lr", c.lr}, {"momentum", c.momentum}, {"clip", c.clip_norm}, {"lr_decay", c.lr_decay},
+                 {"decay_after", c.decay_after}, {"threads", r.threads}, {"device", c.device}, {"seed", c.seed},
+                 {"val_split", c.val_split}, {"subset", c.subset}, {"loader_thread", c.loader_thread},
+                 {"normalize", c.normalize}, {"checkpoint", c.checkpoint}, {"resume", c.resume}};
+  if (c.target_accuracy) config["target_accuracy"] = *c.target_accuracy;
+  json result = {{"training_seconds", r.training_seconds}, {"testing_seconds", r.testing_seconds},
+                 {"test_loss", r.test_loss}, {"test_" + r.metric, r.test_metric},
+                 {"peak_rss_MB", r.peak_rss_bytes / 1048576.0},
+                 {"allocator_peak_MB", r.allocator_peak_bytes / 1048576.0},
+                 {"cpu_utilisation_pct", r.cpu_utilisation * 100.0},
+                 {"loader_wait_pct", r.loader_wait_fraction * 100.0}};
+  result["time_to_target_seconds"] = r.time_to_target_seconds ? json(*r.time_to_target_seconds) : json(nullptr);
+  return {{"tool", "anvil train"}, {"config", config}, {"model", r.model}, {"dataset", r.dataset},
+          {"parameters", r.parameters}, {"metric", r.metric},
+          {"samples", {{"train", r.train_samples}, {"val", r.val_samples}, {"test", r.test_samples}}},
+          {"first_epoch", r.first_epoch}, {"epochs", epochs}, {"result", result},
+          {"finished", r.testing_seconds > 0}};
+}
+
+// Rewrites the JSON log atomically (temporary file + rename): a reader never sees half a log.
+void write_json_log(const TrainConfig& c, const TrainReport& r) {
+  if (c.json_log.empty()) return;
+  const std::string tmp = c.json_log + ".tmp";
+  {
+    std::ofstream f(tmp);
+    ANVIL_CHECK(f.good(), kWhere, "cannot write the JSON log ", tmp);
+    f << report_json(c, r).dump(2) << '\n';
+    ANVIL_CHECK(f.good(), kWhere, "writing the JSON log ", tmp, " failed");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, c.json_log, ec);
+  ANVIL_CHECK(!ec, kWhere, "cannot move ", tmp, " to ", c.json_log, ": ", ec.message());
+}
+
+// One epoch's training loop over the classifier's loader; returns (mean loss, samples).
+std::pair<double, std::int64_t> train_classifier_epoch(const TrainConfig& c, const models::ModelInfo& info,
+                                                       nn::Module& net, optim::Optimizer& opt,
+                                                       data::DataLoader& loader, int epoch, std::ostream& out) {
+  net.train();
+  loader.start_epoch(epoch);
+  Progress progress(out, c.progress_bar, fmt::format("epoch {}/{}", epoch + 1, c.epochs), loader.batches_per_epoch());
+  double loss_sum = 0;
+  std::int64_t n = 0, step = 0;
+  while (auto b = loader.next()) {
+    opt.zero_grad();
+    Tensor loss = models::model_loss(info, net.forward(b->inputs), b->targets);
+    loss.backward();
+    if (c.clip_norm > 0) optim::clip_grad_norm_(opt.params(), c.clip_norm);
+    opt.step();
+    const std::int64_t rows = b->inputs.sizes()[0];
+    loss_sum += loss.item() * static_cast<double>(rows);
+    n += rows;
+    progress.update(++step, loss_sum / static_cast<double>(n));
+  }
+  progress.finish();
+  return {loss_sum / static_cast<double>(n), n};
+}
+
+// One epoch of truncated BPTT over the token stream; returns (mean loss per token, tokens).
+std::pair<double, std::int64_t> train_language_model_epoch(const TrainConfig& c, const models::ModelInfo& info,
+                                                           nn::Module& net, optim::Optimizer& opt,
+                                                           const std::vector<std::int64_t>& ids, std::int64_t batch,
+                                                           int epoch, std::ostream& out) {
+  net.train();
+  auto& lm = as_language_model(net);
+  lm.reset_state();
+  const std::int64_t seq_len = info.sample_shape.at(0);
+  data::PtbBatcher batches(ids, batch, seq_len);
+  Progress progress(out, c.progress_bar, fmt::format("epoch {}/{}", epoch + 1, c.epochs), batches.num_batches());
+  double nll = 0;
+  std::int64_t tokens = 0, step = 0;
+  while (batches.has_next()) {
+    const data::PtbBatch b = batches.next();
+    opt.zero_grad();
+    // networks.md's loss: CE summed over the steps of the window, averaged over the batch.
+    Tensor loss = models::model_loss(info, net.forward(b.inputs), b.targets);
+    loss.backward();
+    if (c.clip_norm > 0) optim::clip_grad_norm_(opt.params(), c.clip_norm);
+    opt.step();
+    const std::int64_t t = b.targets.sizes()[1];
+    nll += loss.item() / static_cast<double>(t) * static_cast<double>(b.targets.numel());
+    tokens += b.targets.numel();
+    progress.update(++step, nll / static_cast<double>(tokens));
+  }
+  progress.finish();
+  lm.reset_state();
+  return {nll / static_cast<double>(tokens), tokens};
+}
+
+}  // namespace
+
+TrainReport run_training(const TrainConfig& config, std::ostream& out) {
+  check_config(config);
+  const models::ModelInfo& info = models::info(config.model);  // throws listing the models
+  const std::int64_t batch = config.batch > 0 ? config.batch : info.cpu_batch;
+  if (config.threads > 0) set_num_threads(config.threads);
+
+  TrainReport r;
+  r.model = config.model;
+  r.threads = get_num_threads();
+  const TaskData task = load_task_data(info, config.dataset, config.val_split, config.subset);
+  r.dataset = task.description;
+  const bool lm = task.language_model;
+  r.metric = lm ? "perplexity" : "accuracy";
+  ANVIL_CHECK(!(lm && config.target_accuracy), kWhere, "--target-accuracy applies to classifiers; ",
+              config.model, " reports perplexity");
+  if (lm) {
+    r.train_samples = static_cast<std::int64_t>(task.lm_train.size());
+    r.val_samples = static_cast<std::int64_t>(task.lm_val.size());
+    r.test_samples = static_cast<std::int64_t>(task.lm_test.size());
+  } else {
+    r.train_samples = task.train.size();
+    r.val_samples = task.val.inputs.defined() ? task.val.size() : 0;
+    r.test_samples = task.test.size();
+  }
+
+  manual_seed(config.seed);  // dropout masks (Note [Resuming a run])
+  nn::ModulePtr net = models::create(config.model, {.seed = config.seed});
+  r.parameters = net->num_parameters();
+  auto opt = make_optimizer(config, net->parameters());
+
+  ResumeState resumed;
+  if (!config.resume.empty()) resumed = resume_from(config, batch, *net, *opt);
+  ANVIL_CHECK(resumed.epochs_done < config.epochs, kWhere, "--resume ", config.resume, " already has ",
+              resumed.epochs_done, " epochs; ask for more than that with --epochs");
+  r.first_epoch = resumed.epochs_done + 1;
+  r.training_seconds = resumed.training_seconds;
+  r.time_to_target_seconds = resumed.time_to_target;
+
+  data::LoaderOptions loader_options{.batch = batch, .shuffle = true, .seed = config.seed,
+                                     .background = config.loader_thread};
+  if (!lm && config.normalize && task.train.inputs.dtype() == DType::f32)
+    loader_options.normalization = data::Normalization::from_data(task.train.inputs);
+  std::unique_ptr<data::DataLoader> loader;
+  if (!lm) loader = std::make_unique<data::DataLoader>(task.train, loader_options);
+
+  out << fmt::format("anvil train: {} ({} parameters) on {}: {} train / {} validation / {} test {}, batch {}, "
+                     "{} lr {}, {} thread(s)\n",
+                     config.model, r.parameters, r.dataset, r.train_samples, r.val_samples, r.test_samples,
+                     lm ? "tokens" : "samples", batch, config.optimizer, config.lr, r.threads);
+
+  double wall_this_run = 0, cpu_this_run = 0, wait_this_run = 0;
+  for (int epoch = resumed.epochs_done; epoch < config.epochs; ++epoch) {
+    EpochReport e;
+    e.epoch = epoch + 1;
+    e.lr = lr_for_epoch(config, epoch);
+    opt->set_lr(e.lr);
+    reset_peak_rss();
+    reset_peak_memory();
+    const double cpu0 = process_cpu_seconds();
+    const auto t0 = Clock::now();
+    std::int64_t samples = 0;
+    if (lm) {
+      std::tie(e.train_loss, samples) =
+          train_language_model_epoch(config, info, *net, *opt, task.lm_train, batch, epoch, out);
+    } else {
+      std::tie(e.train_loss, samples) = train_classifier_epoch(config, info, *net, *opt, *loader, epoch, out);
+      e.loader_wait_seconds = loader->wait_seconds();
+    }
+    e.train_seconds = seconds_since(t0);
+    cpu_this_run += process_cpu_seconds() - cpu0;
+    wall_this_run += e.train_seconds;
+    wait_this_run += e.loader_wait_seconds;
+    e.samples_per_second = static_cast<double>(samples) / e.train_seconds;
+    e.rss_peak_bytes = peak_rss_bytes();
+    e.allocator_peak_bytes = static_cast<double>(memory_stats().peak);
+    r.training_seconds += e.train_seconds;
+
+    e.val_metric = std::numeric_limits<double>::quiet_NaN();
+    if (r.val_samples > 0) {
+      const EvalResult v = lm ? evaluate_language_model(*net, task.lm_val, batch, info.sample_shape.at(0))
+                              : evaluate_classifier(*net, info, task.val, loader_options);
+      e.val_loss = v.loss;
+      e.val_metric = v.metric;
+      if (config.target_accuracy && !r.time_to_target_seconds && v.metric >= *config.target_accuracy)
+        r.time_to_target_seconds = r.training_seconds;
+    }
+    e.rss_end_bytes = current_rss_bytes();
+    r.peak_rss_bytes = std::max(r.peak_rss_bytes, e.rss_peak_bytes);
+    r.allocator_peak_bytes = std::max(r.allocator_peak_bytes, e.allocator_peak_bytes);
+    r.epochs.push_back(e);
+    out << fmt::format("epoch {}/{}: loss {:.4f}, val {} {}, {:.1f} s ({:.0f} {}/s, loader wait {:.2f} s), "
+                       "RSS {:.0f} MB (peak {:.0f} MB)\n",
+                       e.epoch, config.epochs, e.train_loss, r.metric,
+                       std::isnan(e.val_metric) ? std::string("n/a") : fmt::format("{:.4f}", e.val_metric),
+                       e.train_seconds, e.samples_per_second, lm ? "tokens" : "samples", e.loader_wait_seconds,
+                       e.rss_end_bytes / 1048576.0, e.rss_peak_bytes / 1048576.0)
+        << std::flush;
+
+    if (!config.checkpoint.empty()) {
+      auto meta = run_metadata(config, batch);
+      meta["anvil_train.epochs_done"] = std::to_string(epoch + 1);
+      meta["anvil_train.training_seconds"] = fmt::format("{}", r.training_seconds);
+      if (r.time_to_target_seconds) meta["anvil_train.time_to_target"] = fmt::format("{}", *r.time_to_target_seconds);
+      optim::save_checkpoint(config.checkpoint, *net, opt.get(), meta);
+    }
+    write_json_log(config, r);
+  }
+  r.cpu_utilisation = cpu_this_run / (wall_this_run * r.threads);
+  r.loader_wait_fraction = wait_this_run / wall_this_run;
+
+  const auto t_test = Clock::now();
+  const EvalResult test = lm ? evaluate_language_model(*net, task.lm_test, batch, info.sample_shape.at(0))
+                             : evaluate_classifier(*net, info, task.test, loader_options);
+  r.testing_seconds = seconds_since(t_test);
+  r.test_loss = test.loss;
+  r.test_metric = test.metric;
+  write_json_log(config, r);
+  return r;
+}
+
+void print_summary(const TrainReport& r, std::ostream& out) {
+  const bool acc = r.metric == "accuracy";
+  out << fmt::format("\n== {} on {} ({} thread(s))\n", r.model, r.dataset, r.threads);
+  out << fmt::format("training time      {:.2f} s ({} epoch(s){})\n", r.training_seconds,
+                     r.first_epoch - 1 + static_cast<int>(r.epochs.size()),
+                     r.first_epoch > 1 ? fmt::format(", resumed after epoch {}", r.first_epoch - 1) : "");
+  if (r.time_to_target_seconds) out << fmt::format("time to target     {:.2f} s\n", *r.time_to_target_seconds);
+  out << fmt::format("testing time       {:.3f} s ({} test {})\n", r.testing_seconds, r.test_samples,
+                     acc ? "samples" : "tokens");
+  if (acc)
+    out << fmt::format("test accuracy      {:.2f} % (loss {:.4f})\n", r.test_metric * 100.0, r.test_loss);
+  else
+    out << fmt::format("test perplexity    {:.2f} (loss {:.4f})\n", r.test_metric, r.test_loss);
+  out << fmt::format("peak memory        {:.0f} MB resident, {:.0f} MB anvil CPU allocator\n",
+                     r.peak_rss_bytes / 1048576.0, r.allocator_peak_bytes / 1048576.0);
+  out << fmt::format("CPU utilisation    {:.0f} % of {} thread(s)\n", r.cpu_utilisation * 100.0, r.threads);
+  out << fmt::format("data loader wait   {:.2f} % of training time\n", r.loader_wait_fraction * 100.0);
+}
+
+}  // namespace anvil::tools
