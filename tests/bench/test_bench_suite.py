@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""The benchmark suites cover what is registered, and each family's smoke run gives valid JSON.
+
+Usage: test_bench_suite.py path/to/anvil_bench path/to/anvil   (a CTest entry, bench/CMakeLists.txt)
+
+1. Coverage: `anvil_bench --benchmark_list_tests` with every registered model (`anvil models`),
+   phases, kernels and threads 1,2 lists, for every model, the training and inference step and the
+   three phases at the paper's batch and each thread count; for every GEMM variant (the `gemm`
+   variant table printed by `anvil info`) and `default`, all four transpose modes; for every op of
+   the kernel family that the models generate, every variant of its table but `ref`; the peak
+   benchmarks. Registering a model or a variant is enough to be covered: nothing here is a
+   hand-kept list of names.
+2. Smoke: one short benchmark of each family (peak, gemm, model, kernel) runs and writes JSON
+   with its counters, without an error.
+"""
+import json
+import re
+import subprocess
+import sys
+import tempfile
+
+bench, anvil = sys.argv[1], sys.argv[2]
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+def run(cmd):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+
+
+# The registry and the variant tables, as the library reports them.
+models = {}  # name -> paper CPU batch
+for line in run([anvil, "models"]).splitlines()[1:]:
+    fields = line.split()
+    models[fields[0]] = int(fields[3])
+tables = {}
+in_tables = False
+for line in run([anvil, "info", "--no-peak"]).splitlines():
+    if line.startswith("variant tables"):
+        in_tables = True
+    elif in_tables and line.startswith("  "):
+        op, variants = line.split(None, 1)
+        tables[op] = [v.strip() for v in variants.split(",")]
+    elif in_tables:
+        in_tables = False
+check(len(models) >= 13, f"anvil models lists {len(models)} models")
+check("gemm" in tables and "conv2d" in tables and "lstm" in tables, f"variant tables: {sorted(tables)}")
+
+listed = run([bench, "--benchmark_list_tests", "--anvil_models=" + ",".join(models), "--anvil_kernels=on",
+              "--anvil_phases=on", "--anvil_threads=1,2"]).splitlines()
+names = set(listed)
+
+
+def has(prefix):
+    return any(n.startswith(prefix) for n in names)
+
+
+for model, batch in models.items():
+    for phase in ["train_step", "inference_step", "forward", "backward", "update"]:
+        for t in (1, 2):
+            check(has(f"model/{model}/{phase}/batch:{batch}/threads:{t}/"),
+                  f"no model/{model}/{phase}/batch:{batch}/threads:{t}")
+for variant in [v for v in tables["gemm"] if v != "ref"] + ["default"]:
+    for mode in ["NN", "NT", "TN", "TT"]:
+        check(has(f"gemm/{variant}/{mode}/dlbench_1024x2048x26752/threads:1/"),
+              f"no gemm/{variant}/{mode} on the DLBench shape")
+kernel_ops = {n.split("/")[1] for n in names if n.startswith("kernel/")}
+for op in ["conv2d", "max_pool2d", "adaptive_avg_pool2d", "batch_norm2d", "lstm"]:
+    check(op in kernel_ops, f"the kernel family has no {op} benchmarks")
+for op in kernel_ops:
+    for variant in [v for v in tables.get(op, []) if v != "ref"]:
+        check(has(f"kernel/{op}/{variant}/"), f"no kernel/{op}/{variant} benchmark")
+for t in (1, 2):
+    check(any(re.match(rf"peak/fma_\w+/threads:{t}/", n) for n in names), f"no peak/fma at {t} threads")
+    check(has(f"peak/stream_triad/threads:{t}/"), f"no peak/stream_triad at {t} threads")
+print(f"coverage: {len(names)} benchmarks listed for {len(models)} models and {len(tables)} variant tables")
+
+# Smoke: one of each family, short.
+smoke_filter = ("^(peak/fma_[a-z0-9]+/threads:1/|gemm/default/NN/fcn5_b64_64x2048x26752/threads:1/"
+                "|model/mlp_mnist/train_step/batch:80/threads:1/|kernel/conv2d/cpu.onednn/forward/cnn_mnist:conv1/threads:1/)")
+expected = {"peak": ["FLOP/s"], "gemm": ["FLOP/s", "pct_peak"],
+            "model": ["samples/s", "FLOP/s", "pct_peak", "peak_rss_MB", "alloc_peak_MB"],
+            "kernel": ["FLOP/s", "pct_peak"]}
+with tempfile.NamedTemporaryFile(suffix=".json") as out:
+    run([bench, "--benchmark_filter=" + smoke_filter, "--anvil_models=mlp_mnist,cnn_mnist", "--anvil_kernels=on",
+         "--anvil_threads=1", "--benchmark_min_time=0.01", "--benchmark_out=" + out.name,
+         "--benchmark_out_format=json"])
+    results = json.load(open(out.name))
+check("anvil.git_revision" in results["context"] or any(k.startswith("anvil.") for k in results["context"]),
+      "no anvil context in the JSON")
+seen = set()
+for b in results["benchmarks"]:
+    family = b["name"].split("/")[0]
+    seen.add(family)
+    check(not b.get("error_occurred"), f"{b['name']}: {b.get('error_message')}")
+    for counter in expected[family]:
+        check(isinstance(b.get(counter), (int, float)) and b[counter] > 0, f"{b['name']}: counter {counter} missing")
+check(seen == set(expected), f"smoke run covered {sorted(seen)}, expected {sorted(expected)}")
+print(f"smoke: {len(results['benchmarks'])} benchmarks of families {sorted(seen)} ran")
+
+if failures:
+    print("\n".join("FAIL: " + f for f in failures))
+    sys.exit(1)
+print("benchmark suite checks passed")
