@@ -30,6 +30,35 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
+// "1,2,4" -> {1, 2, 4}; every entry a positive integer.
+std::vector<std::int64_t> positive_list(const char* flag, const std::string& v) {
+  std::vector<std::int64_t> out;
+  for (const auto& item : split(v, ',')) {
+    std::size_t used = 0;
+    long long n = 0;
+    try {
+      n = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || n <= 0)
+      throw std::invalid_argument(std::string(flag) + ": expected positive integers separated by commas, got '" + v + "'");
+    out.push_back(n);
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::int64_t>& v) {
+  std::string s;
+  for (auto x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+std::string& command_line() {
+  static std::string s;
+  return s;
+}
+
 bool on_off(const char* flag, const std::string& v) {
   if (v != "on" && v != "off")
     throw std::invalid_argument(std::string(flag) + ": expected on or off, got '" + v + "'");
@@ -43,6 +72,7 @@ Options parse_options(int& argc, char** argv) {
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int t = 1; t <= hw; t *= 2) o.threads.push_back(t);  // 1, 2, 4, ... up to the hardware
   o.models = {"fcn5"};
+  for (int i = 0; i < argc; ++i) command_line() += (i ? " " : "") + std::string(argv[i]);
   int out = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -52,9 +82,13 @@ Options parse_options(int& argc, char** argv) {
     };
     if (const char* v = value("--anvil_threads=")) {
       o.threads.clear();
-      for (const auto& t : split(v, ',')) o.threads.push_back(std::stoi(t));
+      for (auto t : positive_list("--anvil_threads", v)) o.threads.push_back(static_cast<int>(t));
     } else if (const char* v = value("--anvil_models=")) {
       o.models = split(v, ',');
+    } else if (const char* v = value("--anvil_batches=")) {
+      o.batches = positive_list("--anvil_batches", v);
+    } else if (const char* v = value("--anvil_batch_sweep=")) {
+      o.batch_sweep = on_off("--anvil_batch_sweep", v);
     } else if (const char* v = value("--anvil_variant=")) {
       for (const auto& [op, name] : parse_variant_spec(v)) set_forced_variant(op, name);
     } else if (const char* v = value("--anvil_fold_sgd=")) {
@@ -65,6 +99,8 @@ Options parse_options(int& argc, char** argv) {
       o.kernels = on_off("--anvil_kernels", v);
     } else if (const char* v = value("--anvil_kernel_min_time=")) {
       o.kernel_min_time = std::stod(v);
+    } else if (const char* v = value("--anvil_test_broken_variant=")) {
+      o.test_broken_variant = on_off("--anvil_test_broken_variant", v);
     } else if (const char* v = value("--anvil_peak=")) {
       o.peak_gflops_per_core = std::stod(v);
     } else {
@@ -90,9 +126,13 @@ void add_context() {
   benchmark::AddCustomContext("anvil.cpu_model", cpu_model_name());
   benchmark::AddCustomContext("anvil.peak_gflops_per_core", std::to_string(options().peak_gflops_per_core));
   benchmark::AddCustomContext("anvil.peak_source", options().peak_source);
-  std::string threads;
-  for (int t : options().threads) threads += (threads.empty() ? "" : ",") + std::to_string(t);
-  benchmark::AddCustomContext("anvil.thread_sweep", threads);
+  benchmark::AddCustomContext("anvil.command_line", command_line());
+  benchmark::AddCustomContext("anvil.thread_sweep",
+                              join(std::vector<std::int64_t>(options().threads.begin(), options().threads.end())));
+  std::string batches = options().batches.empty() ? "" : join(options().batches);
+  if (options().batch_sweep) batches += (batches.empty() ? "" : " + ") + std::string("networks.md sweep");
+  benchmark::AddCustomContext("anvil.batches", batches.empty() ? "paper CPU batch" : batches);
+  benchmark::AddCustomContext("anvil.phases", options().phases ? "on" : "off");
   benchmark::AddCustomContext("anvil.fold_sgd", options().fold_sgd ? "on" : "off");
   for (const auto& [k, v] : config_summary()) benchmark::AddCustomContext("anvil." + k, v);
   for (auto* table : variant_tables()) {

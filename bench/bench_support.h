@@ -3,6 +3,7 @@
 // (machine, versions, threads, variants) and measurement helpers.
 #include <benchmark/benchmark.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,11 @@ namespace anvil::bench {
 struct Options {
   std::vector<int> threads;       // thread counts to sweep (--anvil_threads=1,2)
   std::vector<std::string> models;  // model names for step benchmarks (--anvil_models=fcn5)
+  // Mini-batch sizes of the model benchmarks (bench/model_bench.cpp): --anvil_batches=16,32,64
+  // runs every model at these; --anvil_batch_sweep=on adds each model's networks.md sweep (its
+  // CPU batch and its GPU batch list). Neither: the paper's CPU batch of each model.
+  std::vector<std::int64_t> batches;
+  bool batch_sweep = false;
   // FP32 FMA peak of one core in GFLOP/s: measured at start-up (kernels/cpu/peak/machine_peak.h) unless
   // given with --anvil_peak=G. "% of peak" counters are against threads x this.
   double peak_gflops_per_core = 0.0;
@@ -24,6 +30,9 @@ struct Options {
   // --anvil_kernel_min_time=S is its MinTime in seconds.
   bool kernels = true;
   double kernel_min_time = 0.3;
+  // --anvil_test_broken_variant=on registers `test.broken`, a GEMM variant that is wrong on
+  // purpose (bench/test_variants.cpp), to show that validation skips it instead of timing it.
+  bool test_broken_variant = false;
 };
 
 // Removes --anvil_* flags from argv (the rest goes to Google Benchmark) and applies

@@ -14,30 +14,20 @@
 #include <set>
 
 #include "bench/bench_support.h"
+#include "bench/gemm_bench.h"
 #include "bench/registrations.h"
 #include "engine/anvil/anvil.h"
 #include "engine/core/views.h"
 #include "engine/ops/gemm.h"
 
 namespace anvil::bench {
-namespace {
 
-struct Shape3 {
-  std::string name;
-  std::int64_t m, n, k;
-};
-
-// Operand buffers per (m, n, k), shared by all variants and modes (a transposed operand has the
-// same element count, only the layout differs).
-struct Buffers {
-  Tensor a, b, c;
-};
-Buffers& buffers_for(const Shape3& s) {
-  static std::map<std::string, std::unique_ptr<Buffers>> cache;
+GemmBuffers& gemm_buffers(const Shape3& s) {
+  static std::map<std::string, std::unique_ptr<GemmBuffers>> cache;
   auto& slot = cache[s.name];
   if (!slot) {
     Generator gen(42);
-    slot = std::make_unique<Buffers>();
+    slot = std::make_unique<GemmBuffers>();
     slot->a = uniform({s.m * s.k}, -1, 1, DType::f32, &gen);
     slot->b = uniform({s.k * s.n}, -1, 1, DType::f32, &gen);
     slot->c = Tensor::zeros({s.m * s.n});
@@ -72,15 +62,16 @@ std::string sampled_mismatch(const Tensor& A, bool ta, const Tensor& B, bool tb,
   return {};
 }
 
+namespace {
+
 void run_gemm(benchmark::State& state, const std::string& variant, bool ta, bool tb, Shape3 s,
               int threads) {
   set_num_threads(threads);
-  Buffers& buf = buffers_for(s);
+  GemmBuffers& buf = gemm_buffers(s);
   const Tensor A = ta ? as_matrix(buf.a, s.k, s.m) : as_matrix(buf.a, s.m, s.k);
   const Tensor B = tb ? as_matrix(buf.b, s.n, s.k) : as_matrix(buf.b, s.k, s.n);
   const Tensor C = as_matrix(buf.c, s.m, s.n);
-  std::unique_ptr<ForceVariant> force;
-  if (variant != "default") force = std::make_unique<ForceVariant>("gemm", variant);
+  const auto force = force_gemm_variant(variant);
   try {
     const GemmProblem p = ops::gemm_problem_for(A, ta, B, tb, C, 0.0);
     state.SetLabel(gemm_table().select(p).name);
@@ -94,15 +85,26 @@ void run_gemm(benchmark::State& state, const std::string& variant, bool ta, bool
     state.SkipWithError(e.what());
     return;
   }
+  time_gemm_loop(state, threads, 2.0 * s.m * s.n * s.k, [&] { ops::gemm(A, ta, B, tb, C); });
+}
+
+}  // namespace
+
+std::unique_ptr<ForceVariant> force_gemm_variant(const std::string& variant) {
+  if (variant == "default") return nullptr;
+  return std::make_unique<ForceVariant>("gemm", variant);
+}
+
+double time_gemm_loop(benchmark::State& state, int threads, double flops, const std::function<void()>& body) {
   const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) {
-    ops::gemm(A, ta, B, tb, C);
+    body();
     benchmark::ClobberMemory();
   }
   const double loop_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double flops = 2.0 * s.m * s.n * s.k;
   state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
   set_pct_peak(state, flops, loop_seconds, threads);
+  return loop_seconds;
 }
 
 std::vector<Shape3> gemm_shapes() {
@@ -116,21 +118,30 @@ std::vector<Shape3> gemm_shapes() {
   return shapes;
 }
 
-}  // namespace
-
-void register_gemm_benchmarks() {
+std::vector<std::string> gemm_bench_variants() {
   std::vector<std::string> variants{"default"};
   for (const auto& v : gemm_table().variants())
     if (v.device == DeviceType::cpu && v.name != "ref") variants.push_back(v.name);
+  return variants;
+}
+
+void register_gemm_benchmark(const std::string& name, std::function<void(benchmark::State&)> fn) {
+  benchmark::RegisterBenchmark(name.c_str(), std::move(fn))
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond)
+      ->MinWarmUpTime(0.2)
+      ->MinTime(0.5);
+}
+
+void register_gemm_benchmarks() {
+  const std::vector<std::string> variants = gemm_bench_variants();
   for (const auto& shape : gemm_shapes())
     for (const auto& variant : variants)
       for (const char* mode : {"NN", "NT", "TN", "TT"})
         for (int t : options().threads) {
           const bool ta = mode[0] == 'T', tb = mode[1] == 'T';
-          const std::string name = detail::str_cat("gemm/", variant, "/", mode, "/", shape.name, "/threads:", t);
-          benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
-            run_gemm(st, variant, ta, tb, shape, t);
-          })->UseRealTime()->Unit(benchmark::kMillisecond)->MinWarmUpTime(0.2)->MinTime(0.5);
+          register_gemm_benchmark(detail::str_cat("gemm/", variant, "/", mode, "/", shape.name, "/threads:", t),
+                                  [=](benchmark::State& st) { run_gemm(st, variant, ta, tb, shape, t); });
         }
 }
 

@@ -9,8 +9,10 @@ int main(int argc, char** argv) {
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     anvil::bench::add_context();
+    if (anvil::bench::options().test_broken_variant) anvil::bench::register_test_variants();
     anvil::bench::register_peak_benchmarks();
     anvil::bench::register_gemm_benchmarks();
+    anvil::bench::register_gemm_remedy_benchmarks();
     anvil::bench::register_model_benchmarks();
     anvil::bench::register_kernel_benchmarks();
     benchmark::RunSpecifiedBenchmarks();

@@ -1,11 +1,13 @@
 // model/<name>/<phase>/batch:<b>/threads:<t>: the timing method's steps of networks.md for
-// every registered model (models/training_step.h) on synthetic inputs:
+// every --anvil_models model (models/training_step.h) on synthetic inputs, at each batch of
+// batches_of() (the paper's CPU batch unless --anvil_batches / --anvil_batch_sweep say otherwise):
 //   train_step      forward + loss + backward + (clip) + SGD update, wall time per step
 //                   (models with LSTM layers: also once per `lstm` variant, ".../lstm:<variant>");
 //   inference_step  forward under NoGradGuard, eval mode;
 //   forward, backward, update  one phase of the training step each (--anvil_phases=on): the
 //                   whole step runs every iteration and only the named phase is timed (manual
 //                   time), so the three add up to about one train_step; 5 iterations each.
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -105,22 +107,39 @@ void run_model(benchmark::State& state, const std::string& name, Phase phase, st
   }
 }
 
+// The batches a model runs at: --anvil_batches, plus networks.md's sweep (the CPU batch and the
+// GPU batch list) with --anvil_batch_sweep=on; neither given, the paper's CPU batch.
+std::vector<std::int64_t> batches_of(const models::ModelInfo& info) {
+  std::vector<std::int64_t> b = options().batches;
+  if (options().batch_sweep) {
+    b.push_back(info.cpu_batch);
+    b.insert(b.end(), info.gpu_batches.begin(), info.gpu_batches.end());
+  }
+  if (b.empty()) b.push_back(info.cpu_batch);
+  std::sort(b.begin(), b.end());
+  b.erase(std::unique(b.begin(), b.end()), b.end());
+  return b;
+}
+
 // Models with LSTM layers also get their training and inference step once per CPU variant of
 // the `lstm` table, named model/<name>/<phase>/batch:<b>/threads:<t>/lstm:<variant>.
-void register_lstm_variant_steps(const std::string& name, std::int64_t batch) {
+void register_lstm_variant_steps(const std::string& name, const std::vector<std::int64_t>& batches) {
   bool has_lstm = false;
   for (const auto& p : models::kernel_problems(name, 1)) has_lstm = has_lstm || p.op == "lstm";
   if (!has_lstm) return;
   for (const auto& v : lstm_table().variants()) {
     if (v.device != DeviceType::cpu || v.name == "ref") continue;
-    for (Phase phase : {Phase::train_step, Phase::inference_step})
-      for (int t : options().threads) {
-        const std::string bname = detail::str_cat("model/", name, "/", phase_name(phase), "/batch:", batch,
-                                                  "/threads:", t, "/lstm:", v.name);
-        benchmark::RegisterBenchmark(bname.c_str(), [=, variant = v.name](benchmark::State& st) {
-          run_model(st, name, phase, batch, t, variant);
-        })->UseManualTime()->Unit(benchmark::kMillisecond)->MinWarmUpTime(0.5)->MinTime(2.0);
+    for (Phase phase : {Phase::train_step, Phase::inference_step}) {
+      for (std::int64_t batch : batches) {
+        for (int t : options().threads) {
+          const std::string bname = detail::str_cat("model/", name, "/", phase_name(phase), "/batch:", batch,
+                                                    "/threads:", t, "/lstm:", v.name);
+          benchmark::RegisterBenchmark(bname.c_str(), [=, variant = v.name](benchmark::State& st) {
+            run_model(st, name, phase, batch, t, variant);
+          })->UseManualTime()->Unit(benchmark::kMillisecond)->MinWarmUpTime(0.5)->MinTime(2.0);
+        }
       }
+    }
   }
 }
 
@@ -128,24 +147,25 @@ void register_lstm_variant_steps(const std::string& name, std::int64_t batch) {
 
 void register_model_benchmarks() {
   for (const auto& name : options().models) {
-    const auto& info = models::info(name);
+    const auto batches = batches_of(models::info(name));
     for (Phase phase : {Phase::train_step, Phase::inference_step, Phase::forward, Phase::backward, Phase::update}) {
       const bool is_phase = phase != Phase::train_step && phase != Phase::inference_step;
       if (is_phase && !options().phases) continue;
-      for (int t : options().threads) {
-        const std::int64_t batch = info.cpu_batch;
-        const std::string bname = detail::str_cat("model/", name, "/", phase_name(phase), "/batch:", batch, "/threads:", t);
-        auto* b = benchmark::RegisterBenchmark(bname.c_str(), [=](benchmark::State& st) {
-          run_model(st, name, phase, batch, t);
-        });
-        b->UseManualTime()->Unit(benchmark::kMillisecond);
-        // A phase benchmark runs the whole step per iteration but counts only its phase, so a
-        // MinTime would mean thousands of steps for a 1 ms update: a fixed count instead.
-        if (is_phase) b->Iterations(kPhaseIterations);
-        else b->MinWarmUpTime(0.5)->MinTime(2.0);
+      for (std::int64_t batch : batches) {
+        for (int t : options().threads) {
+          const std::string bname = detail::str_cat("model/", name, "/", phase_name(phase), "/batch:", batch, "/threads:", t);
+          auto* b = benchmark::RegisterBenchmark(bname.c_str(), [=](benchmark::State& st) {
+            run_model(st, name, phase, batch, t);
+          });
+          b->UseManualTime()->Unit(benchmark::kMillisecond);
+          // A phase benchmark runs the whole step per iteration but counts only its phase, so a
+          // MinTime would mean thousands of steps for a 1 ms update: a fixed count instead.
+          if (is_phase) b->Iterations(kPhaseIterations);
+          else b->MinWarmUpTime(0.5)->MinTime(2.0);
+        }
       }
     }
-    register_lstm_variant_steps(name, info.cpu_batch);
+    register_lstm_variant_steps(name, batches);
   }
 }
 

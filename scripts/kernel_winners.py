@@ -60,6 +60,12 @@ def load(paths):
         for k, v in data.get("context", {}).items():
             ctx.setdefault(k, v)
         benchmarks += data.get("benchmarks", [])
+    return ctx, index(benchmarks)
+
+
+def index(benchmarks):
+    """Google Benchmark entries -> {(op, model, layer, pass, threads, variant): (ms, label, error)}
+    for the kernel/ ones: the median aggregate when there is one, else the fastest run."""
     runs = defaultdict(list)  # (op, model, layer, pass, threads, variant) -> [(ms, label, error)]
     medians = {}
     for b in benchmarks:
@@ -84,7 +90,7 @@ def load(paths):
             continue
         ok = [r for r in rs if r[0] is not None]
         result[key] = min(ok) if ok else rs[0]
-    return ctx, result
+    return result
 
 
 def fmt_ms(ms):

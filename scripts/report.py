@@ -12,6 +12,8 @@ import statistics
 import sys
 from collections import defaultdict
 
+import report_sections  # batch sweep, phases, kernel variants, CPU vs GPU (scripts/report_sections.py)
+
 
 def load_runs(results_dir):
     runs, contexts = [], []
@@ -104,6 +106,7 @@ def fmt(x, digits=1):
 def gemm_section(records, out, plots, results_dir):
     gemm = [r for r in records if r["family"] == "gemm"]
     if not gemm:
+        remedy_section(records, out, plots, results_dir)
         return
     out.append("## GEMM: GFLOP/s per variant and transpose mode\n")
     out.append("Each cell: GFLOP/s (% of the per-core peak × threads). `default` is anvil's own choice "
@@ -154,6 +157,142 @@ def gemm_section(records, out, plots, results_dir):
         if pen:
             out.append("\nTranspose penalty (time relative to NN): " + "; ".join(pen) + ".")
     plot_gemm(gemm, plots, results_dir)
+    remedy_section(records, out, plots, results_dir)
+
+
+def remedy_parts(name):
+    """gemm_remedy/<variant>/<remedy>[/<mode>]/<shape>/threads:T -> (variant, remedy, mode or None, shape)"""
+    plain = [p for p in name.split("/")[1:] if ":" not in p and p not in ("real_time", "manual_time")]
+    if len(plain) >= 4 and plain[1] == "transpose_then_NN":
+        return plain[0], plain[1], plain[2], plain[3]
+    if len(plain) >= 3:
+        return plain[0], plain[1], None, plain[2]
+    return None
+
+
+def transpose_shares(results_dir):
+    """run name -> the transpose_share counter of gemm_remedy runs (the median aggregate when present)"""
+    runs, _ = load_runs(results_dir)
+    shares = {}
+    for r in runs:
+        base = r.get("run_name", r["name"])
+        if not base.startswith("gemm_remedy/") or "transpose_share" not in r:
+            continue
+        if r.get("run_type") == "aggregate":
+            if r.get("aggregate_name") == "median":
+                shares[base] = r["transpose_share"]
+        else:
+            shares.setdefault(base, r["transpose_share"])
+    return shares
+
+
+def remedy_ratios(records, results_dir):
+    """(shape, threads) -> variant -> ratios: '<mode>/NN' (direct transpose penalty), 'remedy <mode>'
+    (transpose_then_NN time / direct <mode> time), 'remedy <mode>/NN', 'share <mode>' (transpose's
+    share of the remedy) and 'fold' (fold_sgd / grad_then_update), each present when both times are."""
+    time, names, noisy = {}, {}, set()
+    for r in records:
+        if "seconds" not in r:
+            continue
+        if r["family"] == "gemm":
+            key = (r["shape"], r.get("threads"), r["variant"], r["mode"])
+        elif r["family"] == "gemm_remedy" and remedy_parts(r["name"]):
+            v, remedy, mode, shape = remedy_parts(r["name"])
+            key = (shape, r.get("threads"), v, remedy if mode is None else "T->NN " + mode)
+        else:
+            continue
+        time[key], names[key] = r["seconds"], r["name"]
+        if r.get("cv", 0) > 0.10:
+            noisy.add(key)
+    shares = transpose_shares(results_dir)
+    table = defaultdict(dict)
+    for shape, threads, v in {k[:3] for k in time}:
+        row = {"noisy": set()}
+
+        def ratio(name, a, b):
+            ka, kb = (shape, threads, v, a), (shape, threads, v, b)
+            if ka in time and kb in time:
+                row[name] = time[ka] / time[kb]
+                if ka in noisy or kb in noisy:
+                    row["noisy"].add(name)
+
+        for m in ("NT", "TN", "TT"):
+            ratio(m + "/NN", m, "NN")
+            ratio("remedy " + m, "T->NN " + m, m)
+            ratio("remedy " + m + "/NN", "T->NN " + m, "NN")
+            if names.get((shape, threads, v, "T->NN " + m)) in shares:
+                row["share " + m] = shares[names[(shape, threads, v, "T->NN " + m)]]
+        ratio("fold", "fold_sgd", "grad_then_update")
+        if len(row) > 1:
+            table[(shape, threads)][v] = row
+    return table
+
+
+def remedy_section(records, out, plots, results_dir):
+    table = remedy_ratios(records, results_dir)
+    if not table:
+        return
+    out.append("\n## GEMM: transpose penalty and DLBench's remedies\n")
+    out.append("Times as ratios. `NT/NN` etc.: the direct mode's time over NN's (> 1 = a transpose penalty). "
+               "`T→NN`: `transpose_then_NN` (out-of-place transpose of the transposed operand(s), then NN) "
+               "over the direct mode's time (< 1 = the remedy helps); in brackets the transpose's share of "
+               "the remedy's time. `fold/grad`: `fold_sgd` (W = -lr dYᵀX + W in one GEMM) over "
+               "`grad_then_update` (dW = dYᵀX, then W -= lr dW) (< 1 = folding helps). ! = a time in the "
+               "ratio has cv > 10 %.\n")
+    for (shape, threads), rows in sorted(table.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
+        out.append(f"\n### {shape}, threads {threads}\n")
+        out.append("| variant | NT/NN | T→NN vs NT | TN/NN | T→NN vs TN | TT/NN | T→NN vs TT | fold/grad |")
+        out.append("|---|---|---|---|---|---|---|---|")
+        for v in sorted(rows, key=lambda v: (v != "default", v)):
+            row = rows[v]
+            cell = lambda key: (fmt(row[key], 2) + (" !" if key in row["noisy"] else "")) if key in row else ""
+            cells = [v]
+            for m in ("NT", "TN", "TT"):
+                cells.append(cell(m + "/NN"))
+                txt = cell("remedy " + m)
+                if txt and "share " + m in row:
+                    txt += f" ({row['share ' + m] * 100:.0f} %)"
+                cells.append(txt)
+            cells.append(cell("fold"))
+            out.append("| " + " | ".join(cells) + " |")
+    plot_remedy(table, plots, results_dir)
+
+
+def plot_remedy(table, plots, results_dir):
+    """One PNG: per variant, NT/TN/TT time over NN, direct (solid) and transpose_then_NN (hatched),
+    on the DLBench shape (else the first shape), one panel per thread count."""
+    plt = pyplot()
+    if plt is None:
+        return
+    shapes = sorted({shape for shape, _ in table})
+    shape = next((s for s in shapes if s.startswith("dlbench")), shapes[0])
+    panels = sorted((t for s, t in table if s == shape), key=str)
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.2), squeeze=False)
+    modes = ("NT", "TN", "TT")
+    colors = ("tab:blue", "tab:orange", "tab:green")
+    for ax, threads in zip(axes[0], panels):
+        rows = table[(shape, threads)]
+        variants = sorted(rows, key=lambda v: (v != "default", v))
+        width = 0.8 / (2 * len(modes))
+        for i, m in enumerate(modes):
+            for j, (key, hatch, label) in enumerate(((m + "/NN", None, f"{m} direct"),
+                                                     ("remedy " + m + "/NN", "//", f"{m}: transpose, then NN"))):
+                xs = [x + (2 * i + j) * width for x in range(len(variants))]
+                ax.bar(xs, [rows[v].get(key, 0) for v in variants], width, color=colors[i], hatch=hatch,
+                       alpha=1.0 if hatch is None else 0.55, label=label)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xticks([x + width * (2 * len(modes) - 1) / 2 for x in range(len(variants))])
+        ax.set_xticklabels(variants, fontsize=8, rotation=15)
+        ax.set_ylabel("time / NN time")
+        ax.set_title(f"{shape}, {threads} thread(s)", fontsize=9)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8)
+    fig.suptitle("GEMM transpose penalty (> 1) and the out-of-place transpose remedy")
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    name = "gemm_transpose_penalty.png"
+    fig.savefig(os.path.join(results_dir, name), dpi=110)
+    plt.close(fig)
+    plots.append(name)
 
 
 def plot_gemm(gemm, plots, results_dir):
@@ -243,6 +382,7 @@ def main():
     plots = []
     gemm_section(records, out, plots, results_dir)
     model_section(records, out, plots, results_dir)
+    report_sections.add_sections(runs, contexts, records, out, plots, results_dir, pyplot)
     cmp_md = os.path.join(results_dir, "compare_pytorch.md")
     if os.path.exists(cmp_md):
         out.append("\n## Side by side with PyTorch\n")

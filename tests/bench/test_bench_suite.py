@@ -12,6 +12,9 @@ Usage: test_bench_suite.py path/to/anvil_bench path/to/anvil   (a CTest entry, b
    hand-kept list of names.
 2. Smoke: one short benchmark of each family (peak, gemm, model, kernel) runs and writes JSON
    with its counters, without an error.
+3. A variant that disagrees with `ref` is skipped with an error, never timed: the test-only GEMM
+   variant `test.broken` (bench/test_variants.cpp, --anvil_test_broken_variant=on) must come out
+   with error_occurred and a "validation against ref failed" message, in every transpose mode.
 """
 import json
 import re
@@ -80,7 +83,7 @@ for t in (1, 2):
 print(f"coverage: {len(names)} benchmarks listed for {len(models)} models and {len(tables)} variant tables")
 
 # Smoke: one of each family, short.
-smoke_filter = ("^(peak/fma_[a-z0-9]+/threads:1/|gemm/default/NN/fcn5_b64_64x2048x26752/threads:1/"
+smoke_filter = ("^(peak/fma_[a-z0-9]+/threads:1/|gemm/default/NN/fcn5_b64_64x2048x2048/threads:1/"
                 "|model/mlp_mnist/train_step/batch:80/threads:1/|kernel/conv2d/cpu.onednn/forward/cnn_mnist:conv1/threads:1/)")
 expected = {"peak": ["FLOP/s"], "gemm": ["FLOP/s", "pct_peak"],
             "model": ["samples/s", "FLOP/s", "pct_peak", "peak_rss_MB", "alloc_peak_MB"],
@@ -101,6 +104,19 @@ for b in results["benchmarks"]:
         check(isinstance(b.get(counter), (int, float)) and b[counter] > 0, f"{b['name']}: counter {counter} missing")
 check(seen == set(expected), f"smoke run covered {sorted(seen)}, expected {sorted(expected)}")
 print(f"smoke: {len(results['benchmarks'])} benchmarks of families {sorted(seen)} ran")
+
+# A wrong variant is skipped with an error, never timed.
+with tempfile.NamedTemporaryFile(suffix=".json") as out:
+    run([bench, "--anvil_test_broken_variant=on", "--anvil_threads=1", "--anvil_kernels=off",
+         "--benchmark_filter=^gemm/test.broken/[NT][NT]/fcn5_b64_64x2048x2048/threads:1/",
+         "--benchmark_out=" + out.name, "--benchmark_out_format=json"])
+    broken = json.load(open(out.name))["benchmarks"]
+check(len(broken) == 4, f"{len(broken)} test.broken benchmarks ran, expected 4 (one per transpose mode)")
+for b in broken:
+    check(b.get("error_occurred") and "validation against ref failed" in b.get("error_message", ""),
+          f"{b['name']}: a wrong variant was not skipped with a validation error ({b.get('error_message')})")
+    check(b.get("iterations", 0) == 0, f"{b['name']}: a wrong variant was timed ({b.get('iterations')} iterations)")
+print(f"validation: the wrong variant's {len(broken)} benchmarks were skipped with an error")
 
 if failures:
     print("\n".join("FAIL: " + f for f in failures))
