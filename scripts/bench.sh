@@ -12,6 +12,8 @@
 # alone). --with-pytorch adds the side-by-side PyTorch comparison. --batches runs the model steps at
 # these mini-batch sizes instead of the paper's CPU batch; --batch-sweep at networks.md's sweep of
 # each model (CPU batch + GPU batch list); --phases also times forward/backward/update apart.
+# The GEMM remedies (gemm_remedy/, DLBench's transpose-then-NN and SGD folded through beta) run on
+# the DLBench shape by default and on every shape with --full or a --filter that asks for them.
 # --full is the long sweep: all DLBench models (fcn5,fcn8,alexnet,resnet50,vgg16,lstm32,lstm64;
 # --models overrides), --batch-sweep, --phases, threads 1,2,4,.. up to the hardware (an estimated
 # 3 hours on the 2-core machine, most of it the phases: 18 whole steps per batch and thread count).
@@ -68,7 +70,11 @@ args=(--anvil_models="$models" --anvil_kernels="$kernels" --anvil_batch_sweep="$
       --anvil_phases="$phases" --benchmark_counters_tabular=false)
 [ -n "$threads" ] && args+=(--anvil_threads="$threads")
 [ -n "$batches" ] && args+=(--anvil_batches="$batches")
-[ -n "$filter" ] && args+=(--benchmark_filter="$filter")
+if [ -n "$filter" ]; then
+  args+=(--benchmark_filter="$filter")
+elif [ "$full" != 1 ]; then
+  args+=(--benchmark_filter='^(peak|gemm|model|kernel)/|^gemm_remedy/.*/dlbench_')
+fi
 [ -n "$variant" ] && args+=(--anvil_variant="$variant")
 if [ "$reps" -gt 1 ]; then
   args+=(--benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true)
