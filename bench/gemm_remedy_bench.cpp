@@ -18,8 +18,9 @@
 // Validation (before timing, on the benchmark's own inputs): the remedy's result is compared in
 // full with the plain GEMM of the same variant (direct mode; for the SGD pair W0 - lr C with
 // C = dY^T X), max |diff| <= K * FLT_EPSILON (times lr for W, plus rounding of |W|); the
-// transpose remedy's C is also checked against 48 double-precision samples of the definition
-// (Note [Validate before timing]). A mismatch is SkipWithError with both numbers.
+// transpose remedy's C and the SGD pair's plain dW are also checked against 48 double-precision
+// samples of the definition (Note [Validate before timing]), so that a variant that is wrong the
+// same way in both paths cannot pass. A mismatch is SkipWithError with both numbers.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -162,7 +163,7 @@ bool prepare(benchmark::State& state, Validate&& validate) {
   try {
     const std::string bad = validate();
     if (!bad.empty()) {
-      state.SkipWithError(("validation against the plain GEMM failed: " + bad).c_str());
+      state.SkipWithError(("validation failed: " + bad).c_str());
       return false;
     }
   } catch (const std::exception& e) {
@@ -195,7 +196,8 @@ void run_transpose_then_nn(benchmark::State& state, const std::string& variant, 
         ops::gemm(A, ta, B, tb, ws.c_ref);  // the plain GEMM of the direct mode
         body();                             // warm-up (workspace page faults, primitives)
         std::string bad = full_mismatch(C, ws.c_ref, s.k * FLT_EPSILON, "C vs direct mode");
-        if (bad.empty()) bad = sampled_mismatch(A, ta, B, tb, C);
+        if (bad.empty() && !(bad = sampled_mismatch(A, ta, B, tb, C)).empty())
+          bad = "C vs the double-precision definition: " + bad;
         return bad;
       }))
     return;
@@ -232,7 +234,9 @@ void run_sgd(benchmark::State& state, const std::string& variant, bool fold, Sha
   const auto force = force_gemm_variant(variant);
   if (!prepare(state, [&] {
         state.SetLabel(gemm_table().select(ops::gemm_problem_for(dYt, true, X, false, ws.w, fold ? 1.0 : 0.0)).name);
-        ops::gemm(dYt, true, X, false, ws.c_ref);  // plain dW
+        ops::gemm(dYt, true, X, false, ws.c_ref);  // plain dW, itself checked against the definition
+        if (std::string bad = sampled_mismatch(dYt, true, X, false, ws.c_ref); !bad.empty())
+          return "plain dW vs the double-precision definition: " + bad;
         Tensor want = Tensor::empty({s.m, s.n});
         const float* w0 = ws.w0.data<float>();
         const float* c = ws.c_ref.data<float>();

@@ -260,12 +260,14 @@ def remedy_section(records, out, plots, results_dir):
 
 def plot_remedy(table, plots, results_dir):
     """One PNG: per variant, NT/TN/TT time over NN, direct (solid) and transpose_then_NN (hatched),
-    on the DLBench shape (else the first shape), one panel per thread count."""
+    on the DLBench shape (else the shape with the largest direct penalty), one panel per thread count."""
     plt = pyplot()
     if plt is None:
         return
+    worst = lambda s: max((row.get(m + "/NN", 0) for (s2, _), rows in table.items() if s2 == s
+                           for row in rows.values() for m in ("NT", "TN", "TT")), default=0)
     shapes = sorted({shape for shape, _ in table})
-    shape = next((s for s in shapes if s.startswith("dlbench")), shapes[0])
+    shape = next((s for s in shapes if s.startswith("dlbench")), max(shapes, key=worst))
     panels = sorted((t for s, t in table if s == shape), key=str)
     fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.2), squeeze=False)
     modes = ("NT", "TN", "TT")

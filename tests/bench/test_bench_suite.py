@@ -14,7 +14,7 @@ Usage: test_bench_suite.py path/to/anvil_bench path/to/anvil   (a CTest entry, b
    with its counters, without an error.
 3. A variant that disagrees with `ref` is skipped with an error, never timed: the test-only GEMM
    variant `test.broken` (bench/test_variants.cpp, --anvil_test_broken_variant=on) must come out
-   with error_occurred and a "validation against ref failed" message, in every transpose mode.
+   with error_occurred and a validation message, in every transpose mode and every GEMM remedy.
 """
 import json
 import re
@@ -71,6 +71,10 @@ for variant in [v for v in tables["gemm"] if v != "ref"] + ["default"]:
     for mode in ["NN", "NT", "TN", "TT"]:
         check(has(f"gemm/{variant}/{mode}/dlbench_1024x2048x26752/threads:1/"),
               f"no gemm/{variant}/{mode} on the DLBench shape")
+    for remedy in ["transpose_then_NN/NT", "transpose_then_NN/TN", "transpose_then_NN/TT", "fold_sgd",
+                   "grad_then_update"]:
+        check(has(f"gemm_remedy/{variant}/{remedy}/dlbench_1024x2048x26752/threads:1/"),
+              f"no gemm_remedy/{variant}/{remedy} on the DLBench shape")
 kernel_ops = {n.split("/")[1] for n in names if n.startswith("kernel/")}
 for op in ["conv2d", "max_pool2d", "adaptive_avg_pool2d", "batch_norm2d", "lstm"]:
     check(op in kernel_ops, f"the kernel family has no {op} benchmarks")
@@ -108,12 +112,13 @@ print(f"smoke: {len(results['benchmarks'])} benchmarks of families {sorted(seen)
 # A wrong variant is skipped with an error, never timed.
 with tempfile.NamedTemporaryFile(suffix=".json") as out:
     run([bench, "--anvil_test_broken_variant=on", "--anvil_threads=1", "--anvil_kernels=off",
-         "--benchmark_filter=^gemm/test.broken/[NT][NT]/fcn5_b64_64x2048x2048/threads:1/",
+         "--benchmark_filter=^gemm(_remedy)?/test.broken/.*/fcn5_b64_64x2048x2048/threads:1/",
          "--benchmark_out=" + out.name, "--benchmark_out_format=json"])
     broken = json.load(open(out.name))["benchmarks"]
-check(len(broken) == 4, f"{len(broken)} test.broken benchmarks ran, expected 4 (one per transpose mode)")
+# 4 transpose modes of gemm/, and the 5 remedies of gemm_remedy/.
+check(len(broken) == 9, f"{len(broken)} test.broken benchmarks ran, expected 9")
 for b in broken:
-    check(b.get("error_occurred") and "validation against ref failed" in b.get("error_message", ""),
+    check(b.get("error_occurred") and "validation" in b.get("error_message", ""),
           f"{b['name']}: a wrong variant was not skipped with a validation error ({b.get('error_message')})")
     check(b.get("iterations", 0) == 0, f"{b['name']}: a wrong variant was timed ({b.get('iterations')} iterations)")
 print(f"validation: the wrong variant's {len(broken)} benchmarks were skipped with an error")
