@@ -8,9 +8,12 @@
 // query) and caches the result. When the library or a GPU is missing, cuda_backend() returns
 // nullptr and cuda_unavailable_reason() says why; CPU work never triggers the load.
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 
 #include "engine/core/allocator.h"
+#include "engine/core/dtype.h"
 
 namespace anvil {
 
@@ -25,6 +28,25 @@ class CudaBackend {
   virtual void copy(void* dst, Device dst_device, const void* src, Device src_device,
                     std::size_t bytes) = 0;
   virtual void synchronize(int device) = 0;
+
+  // Seconds of GPU time taken by the work that `enqueue` puts on the device's stream, measured
+  // with CUDA events recorded before and after it (benchmarks' manual time). Waits for the work.
+  virtual double time_on_stream(int device, const std::function<void()>& enqueue) = 0;
+
+  // A strided view of device memory: `ndim` sizes shared by both operands of a call, strides in
+  // elements, `data` pointing at the first element.
+  struct StridedView {
+    void* data = nullptr;
+    const std::int64_t* strides = nullptr;
+    DType dtype = DType::f32;
+  };
+  // dst = src converted to dst's dtype, element by element over `sizes`, both on `device`;
+  // runs on the device's stream (ordered with the kernels, not waited for).
+  virtual void copy_on_device(int device, const std::int64_t* sizes, int ndim, StridedView dst,
+                              StridedView src) = 0;
+  // Every element of dst over `sizes` = value converted to dst's dtype, on the device's stream.
+  virtual void fill_on_device(int device, const std::int64_t* sizes, int ndim, StridedView dst,
+                              double value) = 0;
 };
 
 // Name of the C entry point the backend library exports: `anvil::CudaBackend* anvil_cuda_backend()`.

@@ -13,9 +13,11 @@
 #include "engine/core/cuda_backend.h"
 #include "engine/core/error.h"
 #include "kernels/cuda/cuda_allocator.h"
+#include "kernels/cuda/copy_kernels.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/device_guard.h"
+#include "kernels/cuda/register_cuda.h"
 
 #ifndef ANVIL_CUDA_ARCHS
 #define ANVIL_CUDA_ARCHS "?"
@@ -152,6 +154,43 @@ class CudaBackendImpl final : public CudaBackend {
     ANVIL_CUDA_CHECK(cudaDeviceSynchronize());
   }
 
+  double time_on_stream(int device, const std::function<void()>& enqueue) override {
+    cudaStream_t s = get_stream(device, "CudaBackend::time_on_stream");
+    DeviceGuard guard(device);
+    cudaEvent_t start = nullptr, stop = nullptr;
+    ANVIL_CUDA_CHECK(cudaEventCreate(&start));
+    // The events are destroyed on every path, also when `enqueue` throws.
+    struct Events {
+      cudaEvent_t a, *b;
+      ~Events() {
+        cudaEventDestroy(a);
+        if (*b != nullptr) cudaEventDestroy(*b);
+      }
+    } events{start, &stop};
+    ANVIL_CUDA_CHECK(cudaEventCreate(&stop));
+    ANVIL_CUDA_CHECK(cudaEventRecord(start, s));
+    enqueue();
+    ANVIL_CUDA_CHECK(cudaEventRecord(stop, s));
+    ANVIL_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.0f;
+    ANVIL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    return static_cast<double>(ms) * 1e-3;
+  }
+
+  void copy_on_device(int device, const std::int64_t* sizes, int ndim, StridedView dst,
+                      StridedView src) override {
+    cudaStream_t s = get_stream(device, "CudaBackend::copy_on_device");
+    DeviceGuard guard(device);
+    strided_copy(s, sizes, ndim, {dst.data, dst.strides, dst.dtype}, {src.data, src.strides, src.dtype});
+  }
+
+  void fill_on_device(int device, const std::int64_t* sizes, int ndim, StridedView dst,
+                      double value) override {
+    cudaStream_t s = get_stream(device, "CudaBackend::fill_on_device");
+    DeviceGuard guard(device);
+    strided_fill(s, sizes, ndim, {dst.data, dst.strides, dst.dtype}, value);
+  }
+
   // The device's stream (cuda_context.h), created with the first use of the device.
   cudaStream_t get_stream(int device, const char* where) {
     DeviceState& s = state(device, where);
@@ -207,5 +246,8 @@ cudaStream_t stream(int device) { return instance().get_stream(device, "cuda::st
 }  // namespace anvil::cuda
 
 extern "C" __attribute__((visibility("default"))) anvil::CudaBackend* anvil_cuda_backend() {
+  // The CUDA variants join the engine's tables whether or not a device is present: listing them
+  // needs no GPU, and a problem on a device that does not exist never reaches them.
+  anvil::cuda::register_cuda_kernels();
   return &anvil::cuda::instance();
 }

@@ -1,0 +1,17 @@
+// register_cuda_kernels(): the one place that knows every CUDA kernel family.
+#include "kernels/cuda/register_cuda.h"
+
+#include <mutex>
+
+namespace anvil::cuda {
+
+void register_cuda_kernels() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_cuda_gemm();
+    register_cuda_pointwise();
+    register_cuda_training();
+  });
+}
+
+}  // namespace anvil::cuda

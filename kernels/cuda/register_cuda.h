@@ -1,0 +1,14 @@
+#pragma once
+// The CUDA variants of libanvil_cuda.so join the engine's variant tables here, once, when the
+// engine loads the backend (anvil_cuda_backend() in cuda_backend_impl.cpp). One function per
+// kernel family, each defined in that family's file.
+namespace anvil::cuda {
+
+// Calls every family's registration below exactly once (thread-safe).
+void register_cuda_kernels();
+
+void register_cuda_gemm();       // gemm: cuda.cublas, cuda.cublas.tf32, cuda.custom.gemm_tiled
+void register_cuda_pointwise();  // elementwise, reductions, softmax, cross-entropy, bias add
+void register_cuda_training();   // optimizer updates, gradient-norm clipping, dropout
+
+}  // namespace anvil::cuda
