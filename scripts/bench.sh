@@ -3,6 +3,7 @@
 #   bash scripts/bench.sh [--out DIR] [--threads 1,2] [--models fcn5,...] [--filter REGEX]
 #                         [--variant op=name] [--reps N] [--kernels] [--no-install] [--with-pytorch]
 #                         [--batches 16,32,64] [--batch-sweep] [--phases] [--full]
+#                         [--peers auto|none|pytorch,tensorflow]
 # Defaults: GEMM variants x NN/NT/TN/TT on the DLBench shape and the FCN-5 batch-64 shapes, and
 # the training and inference step of fcn5, alexnet, resnet50, vgg16, lstm32 and lstm64 at the
 # paper's CPU batch, threads 1..hardware. The GEMM part and FCN-5 took 9 minutes on the quiet
@@ -17,6 +18,11 @@
 # --full is the long sweep: all DLBench models (fcn5,fcn8,alexnet,resnet50,vgg16,lstm32,lstm64;
 # --models overrides), --batch-sweep, --phases, threads 1,2,4,.. up to the hardware (an estimated
 # 3 hours on the 2-core machine, most of it the phases: 18 whole steps per batch and thread count).
+# --peers: the frameworks timed beside anvil on the same models, threads and batch (PyTorch and
+# TensorFlow/Keras, bench/peers/*_models.py) for the report's anvil/peer ratios. auto (default):
+# install missing ones with pip (scripts/install_peers.sh, skipped with --no-install) and run
+# every one that imports; none: anvil only. --with-pytorch adds compare_pytorch.sh's careful
+# interleaved anvil/PyTorch comparison on top (several rounds per side; long).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,6 +40,7 @@ full=0
 models_given=0
 install=1
 with_pytorch=0
+peers=auto
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
@@ -49,7 +56,9 @@ while [ $# -gt 0 ]; do
     --kernels) kernels=on; shift ;;
     --no-install) install=0; shift ;;
     --with-pytorch) with_pytorch=1; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    --peers) peers="$2"; shift 2 ;;
+    --no-peers) peers=none; shift ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -60,6 +69,9 @@ if [ "$full" = 1 ]; then
 fi
 
 [ "$install" = 1 ] && bash scripts/install_deps.sh
+if [ "$peers" != none ] && [ "$install" = 1 ]; then
+  bash scripts/install_peers.sh "$([ "$peers" = auto ] && echo pytorch,tensorflow || echo "$peers")" || true
+fi
 build="${ANVIL_BUILD_DIR:-build}"
 echo "== configure and build ($build)"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -84,6 +96,47 @@ echo "== anvil_bench -> $out/anvil_bench.json ($count benchmarks; progress below
 # Passive waiting: idle OpenMP threads sleep instead of spinning on a shared 2-core machine.
 OMP_WAIT_POLICY=PASSIVE "$build/bench/anvil_bench" "${args[@]}" \
   --benchmark_out="$out/anvil_bench.json" --benchmark_out_format=json
+
+# The peers, one process per model, phase and thread count, at the batch anvil ran (the model's
+# CPU batch, or each of --batches); the report matches rows by model, phase, threads and batch.
+if [ "$peers" != none ]; then
+  [ "$peers" = auto ] && peers=pytorch,tensorflow
+  if [ -z "$threads" ]; then  # anvil_bench's default sweep: 1, 2, 4, ... and the hardware threads
+    n=$(nproc); t=1; peer_threads=""
+    while [ "$t" -lt "$n" ]; do peer_threads="$peer_threads,$t"; t=$((t * 2)); done
+    peer_threads="${peer_threads#,},$n"; peer_threads="${peer_threads#,}"
+  else
+    peer_threads="$threads"
+  fi
+  : > "$out/peer_commands.txt"
+  IFS=, read -r -a peer_list <<< "$peers"
+  for peer in "${peer_list[@]}"; do
+    case "$peer" in pytorch) module=torch ;; tensorflow) module=tensorflow ;;
+      *) echo "bench.sh: --peers: unknown peer '$peer' (pytorch, tensorflow)" >&2; exit 2 ;; esac
+    if ! python3 -c "import $module" >/dev/null 2>&1; then
+      echo "== $peer: not importable by python3, no $peer column (scripts/install_peers.sh installs it)"
+      continue
+    fi
+    # Only the models the peer defines (both peers share pytorch_models.py's tables).
+    known=$(python3 -c "import sys; sys.path.insert(0, 'bench/peers'); import pytorch_models as p; print(' '.join([*p.MODELS, *p.NETS]))")
+    peer_models=""
+    for m in ${models//,/ }; do [[ " $known " == *" $m "* ]] && peer_models="$peer_models,$m"; done
+    peer_models="${peer_models#,}"
+    [ -n "$peer_models" ] || continue
+    echo "== $peer: $peer_models, threads $peer_threads (one process per model, phase and thread count)"
+    for b in ${batches:-0}; do
+      b=${b//,/ }
+      for bb in $b; do
+        cmd=(python3 "bench/peers/${peer}_models.py" run --models "$peer_models" --threads "$peer_threads"
+             --phases train,inference --reps 1 --warmup 2 --min-steps 3 --min-time 2)
+        [ "$bb" != 0 ] && cmd+=(--batch "$bb")
+        [ "$peer" = pytorch ] && cmd+=(--config preset)
+        echo "${cmd[*]}" >> "$out/peer_commands.txt"
+        "${cmd[@]}" >> "$out/peer_$peer.jsonl" || echo "bench.sh: the $peer peer failed; its column is incomplete" >&2
+      done
+    done
+  done
+fi
 
 if [ "$with_pytorch" = 1 ]; then
   echo "== side by side with PyTorch"

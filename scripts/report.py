@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Turns anvil_bench JSON results into report.md (tables) and PNG plots.
 
-usage: scripts/report.py RESULTS_DIR     (reads RESULTS_DIR/*.json written by anvil_bench,
-                                          and compare_pytorch.json when present)
+usage: scripts/report.py RESULTS_DIR     (reads RESULTS_DIR/*.json written by anvil_bench, the
+                                          peers' peer_<name>.jsonl and compare_pytorch.md when present)
 Benchmark names are shaped family/variant/.../threads:T (see bench/); aggregates (median, cv)
 are used when the run had repetitions, else the single run.
 """
@@ -12,6 +12,7 @@ import statistics
 import sys
 from collections import defaultdict
 
+import report_peers  # anvil next to PyTorch and TensorFlow (scripts/report_peers.py)
 import report_sections  # batch sweep, phases, kernel variants, CPU vs GPU (scripts/report_sections.py)
 
 
@@ -384,6 +385,7 @@ def main():
     plots = []
     gemm_section(records, out, plots, results_dir)
     model_section(records, out, plots, results_dir)
+    report_peers.peers_section(records, out, plots, results_dir, pyplot)
     report_sections.add_sections(runs, contexts, records, out, plots, results_dir, pyplot)
     cmp_md = os.path.join(results_dir, "compare_pytorch.md")
     if os.path.exists(cmp_md):

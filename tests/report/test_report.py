@@ -5,7 +5,7 @@
 
 Runs scripts/report.py on a temporary copy of FIXTURE_DIR (tests/fixtures/report/: a trimmed
 anvil_bench JSON with gemm/, model/ at two batches, two thread counts and the three phases, kernel/
-and one hand-made cuda record), parses the markdown tables of report.md and compares every row with
+one hand-made cuda record, and hand-made PyTorch/TensorFlow peer rows peer_<name>.jsonl), parses the markdown tables of report.md and compares every row with
 values computed here, independently of the report code, from the fixture's JSON. Then checks that
 every plot the report links exists and is a PNG, and renders once more without the cuda record to
 check the "no GPU results" line. matplotlib is required: without it the test fails (CI installs
@@ -267,9 +267,57 @@ def expect_gpu(found, recs):
             check(close(row["CPU / GPU"], min(cpu) / g["s"], digits=2), f"CPU vs GPU {key}: ratio")
 
 
+PEERS = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
+
+
+def load_peers(d):
+    """{peer: {(model, phase, threads, batch): seconds}} from the fixture's peer_<name>.jsonl."""
+    out = {}
+    for peer in PEERS:
+        path = os.path.join(d, f"peer_{peer}.jsonl")
+        if os.path.exists(path):
+            with open(path) as f:
+                out[peer] = {(r["model"], r["phase"], str(r["threads"]), str(r["batch"])): r
+                             for r in map(json.loads, f)}
+    return out
+
+
+def expect_peers(found, recs, peers):
+    """Every anvil model step (default selection) that a peer also ran has one row with both
+    times, the anvil/peer ratio and a '—' for a peer that did not run it."""
+    check(peers, "fixture has peer_<name>.jsonl files")
+    hdr, rows = table(found, "Side by side with the frameworks the papers compared")
+    got = by_key(hdr, rows, ["model", "phase", "threads", "batch"])
+    steps = [r for r in recs if r["parts"][0] == "model" and r["parts"][2] in ("train_step", "inference_step")
+             and "lstm" not in r["keys"] and "device" not in r["keys"] and not r["error"]]
+    keys = [(r["parts"][1], r["parts"][2], r["keys"]["threads"], r["keys"]["batch"]) for r in steps]
+    want = [k for k in keys if any(k in p for p in peers.values())]
+    check(len(rows) == len(want), f"side-by-side table: {len(rows)} rows for {len(want)} matched steps")
+    for r, key in zip(steps, keys):
+        if key not in want:
+            continue
+        row = got.get(key)
+        check(row is not None, f"side-by-side row {key}")
+        if not row:
+            continue
+        check(close(row["anvil s/step"], r["s"], digits=4), f"side-by-side {key}: anvil s/step")
+        for peer, label in PEERS.items():
+            pr = peers.get(peer, {}).get(key)
+            if pr is None:
+                check(row.get(f"{label} s/step") == "—", f"side-by-side {key}: {label} absent shows —")
+                continue
+            s = pr["median_of_rep_means_s"]
+            check(close(row[f"{label} s/step"], s, digits=4), f"side-by-side {key}: {label} s/step")
+            check(close(row[f"anvil/{label}"], r["s"] / s, digits=3), f"side-by-side {key}: anvil/{label}")
+            check(close(row[f"{label} peak RSS MB"], pr["peak_rss_MB"], digits=0), f"side-by-side {key}: {label} RSS")
+
+
 def render(report_py, src, drop=None):
     tmp = tempfile.mkdtemp(prefix="anvil_report_test_")
     for name in os.listdir(src):
+        if name.endswith((".jsonl", ".txt")):  # the peers' rows and commands, as bench.sh writes them
+            shutil.copy(os.path.join(src, name), tmp)
+            continue
         if not name.endswith(".json"):
             continue
         with open(os.path.join(src, name)) as f:
@@ -309,6 +357,8 @@ def main():
     phased = expect_phases(found, commands, recs)
     expect_kernels(found, commands, recs, ctx)
     expect_gpu(found, recs)
+    expect_peers(found, recs, load_peers(fixture))
+    check("frameworks_train_step.png" in md, "the side-by-side bar chart is in the report")
     plots = re.findall(r"!\[[^]]*\]\(([^)]+)\)", md)
     want = {f"{m}_batch_sweep.png" for m in swept} | {f"{m}_phases.png" for m in phased} | {"kernel_variants.png"}
     check(want <= set(plots), f"plots {sorted(want - set(plots))} missing from report.md")

@@ -1,0 +1,153 @@
+"""The report's side-by-side section: anvil's model steps next to the peer frameworks' (PyTorch,
+TensorFlow/Keras) from the same results folder.
+
+bench.sh writes each peer's output as RESULTS/peer_<name>.jsonl (one JSON object per model,
+phase, threads and batch: bench/peers/*_models.py). Each anvil row is matched with the peers'
+row of the same model, phase, threads and batch. The statistic on both sides is one process's
+median over its repetitions of the mean seconds per step; the processes ran one after another,
+not interleaved, so a change of load on the shared host between them shows in the ratio
+(scripts/compare_pytorch.sh interleaves rounds for a careful anvil/PyTorch figure).
+"""
+import json
+import os
+from collections import defaultdict
+
+PEERS = (("pytorch", "PyTorch"), ("tensorflow", "TensorFlow"))
+
+
+def load_peers(results_dir):
+    """{peer: {(model, phase, threads, batch): record}} from RESULTS/peer_<peer>.jsonl."""
+    found = {}
+    for peer, _ in PEERS:
+        path = os.path.join(results_dir, f"peer_{peer}.jsonl")
+        if not os.path.exists(path):
+            continue
+        rows = {}
+        with open(path) as f:
+            for line in f:
+                if line.startswith("{"):
+                    r = json.loads(line)
+                    rows[(r["model"], r["phase"], int(r["threads"]), int(r["batch"]))] = r
+        if rows:
+            found[peer] = rows
+    return found
+
+
+def peer_commands(results_dir):
+    path = os.path.join(results_dir, "peer_commands.txt")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [l.rstrip("\n") for l in f if l.strip()]
+
+
+def anvil_rows(records):
+    """The default-selection CPU model steps (no forced LSTM variant, no GPU device)."""
+    out = {}
+    for r in records:
+        if r.get("family") != "model" or "error" in r or "seconds" not in r or "lstm" in r or "device" in r:
+            continue
+        out[(r["model"], r["phase"], int(r["threads"]), int(r["batch"]))] = r
+    return out
+
+
+def peers_section(records, out, plots, results_dir, pyplot):
+    peers = load_peers(results_dir)
+    if not peers:
+        return
+    anvil = anvil_rows(records)
+    names = [(p, label) for p, label in PEERS if p in peers]
+    out.append("\n## Side by side with the frameworks the papers compared\n")
+    out.append("Seconds per step of the same network, batch, threads and step definition (networks.md); "
+               "ratio = anvil / peer, below 1 means anvil is faster. Each side: one process, median over its "
+               "repetitions of the mean s/step; the processes ran one after another (see "
+               "scripts/report_peers.py for what that means on a shared host). Peak RSS is each process's "
+               "high-water mark.\n")
+    head = "| model | phase | threads | batch | anvil s/step |"
+    sep = "|---|---|---:|---:|---:|"
+    for _, label in names:
+        head += f" {label} s/step | anvil/{label} |"
+        sep += "---:|---:|"
+    head += " anvil peak RSS MB |" + "".join(f" {label} peak RSS MB |" for _, label in names)
+    sep += "---:|" * (1 + len(names))
+    out.append(head)
+    out.append(sep)
+    ratios = defaultdict(dict)  # (model, phase, threads) -> {peer: ratio}
+    keys = sorted(anvil, key=lambda k: (k[0], k[1] != "train_step", k[2], k[3]))
+    for key in keys:
+        a = anvil[key]
+        if not any(key in peers[p] for p, _ in names):
+            continue
+        row = f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {a['seconds']:.4f} |"
+        rss = f" {a['peak_rss_MB']:.0f} |" if a.get("peak_rss_MB") is not None else " — |"
+        for p, _ in names:
+            r = peers[p].get(key)
+            if r is None:
+                row += " — | — |"
+                rss += " — |"
+                continue
+            s = r["median_of_rep_means_s"]
+            ratios[key[:3]][p] = a["seconds"] / s
+            row += f" {s:.4f} | {a['seconds'] / s:.3f} |"
+            rss += f" {r['peak_rss_MB']:.0f} |"
+        out.append(row + rss)
+    versions = []
+    for p, label in names:
+        cfg = next(iter(peers[p].values())).get("config", {})
+        v = cfg.get("torch_version") or cfg.get("tensorflow_version")
+        extra = ""
+        if p == "tensorflow":
+            extra = (f", Keras {cfg.get('keras_version')}, {cfg.get('graph')}, XLA {cfg.get('jit_compile_xla')}, "
+                     f"intra/inter-op threads = run's threads / {cfg.get('inter_op_threads')}, {cfg.get('layout')}")
+        elif p == "pytorch":
+            choice = cfg.get("choice") or {}
+            extra = (f", {cfg.get('blas')}, MKL code path {choice.get('mkl')}, allocator {cfg.get('allocator')}, "
+                     f"OMP_WAIT_POLICY {choice.get('omp_wait_policy')}, SGD {choice.get('sgd')}, "
+                     f"configuration: {choice.get('source', 'preset')}")
+        versions.append(f"- {label} {v}{extra}")
+    out.append("")
+    out.extend(versions)
+    cmds = peer_commands(results_dir)
+    if cmds:
+        out.append("\nRegenerate the peers' rows (anvil's rows: the model table's command):\n")
+        out.append("```")
+        out.extend(cmds)
+        out.append("```")
+    plot_peers(anvil, peers, names, plots, results_dir, pyplot)
+
+
+def plot_peers(anvil, peers, names, plots, results_dir, pyplot):
+    """Training-step seconds per model and framework, one panel per thread count (the shape of
+    DLBench's per-network bar charts)."""
+    plt = pyplot()
+    if plt is None:
+        return
+    train = {k: v for k, v in anvil.items() if k[1] == "train_step"}
+    threads = sorted({k[2] for k in train})
+    if not threads:
+        return
+    fig, axes = plt.subplots(1, len(threads), figsize=(5.5 * len(threads), 3.8), squeeze=False)
+    sides = [("anvil", "anvil")] + list(names)
+    for ax, t in zip(axes[0], threads):
+        keys = sorted(k for k in train if k[2] == t)
+        width = 0.8 / len(sides)
+        for i, (p, label) in enumerate(sides):
+            vals = []
+            for k in keys:
+                if p == "anvil":
+                    vals.append(train[k]["seconds"])
+                else:
+                    r = peers[p].get(k)
+                    vals.append(r["median_of_rep_means_s"] if r else 0)
+            ax.bar([x + i * width for x in range(len(keys))], vals, width, label=label)
+        ax.set_xticks([x + width * (len(sides) - 1) / 2 for x in range(len(keys))])
+        ax.set_xticklabels([f"{k[0]}\nb{k[3]}" for k in keys], fontsize=8)
+        ax.set_yscale("log")
+        ax.set_ylabel("seconds per training step")
+        ax.set_title(f"training step, {t} thread{'s' if t > 1 else ''}")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    name = "frameworks_train_step.png"
+    fig.savefig(os.path.join(results_dir, name), dpi=110)
+    plt.close(fig)
+    plots.append(name)
