@@ -78,36 +78,57 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" --target anvil_bench
 
 mkdir -p "$out"
-args=(--anvil_models="$models" --anvil_kernels="$kernels" --anvil_batch_sweep="$batch_sweep"
-      --anvil_phases="$phases" --benchmark_counters_tabular=false)
-[ -n "$threads" ] && args+=(--anvil_threads="$threads")
-[ -n "$batches" ] && args+=(--anvil_batches="$batches")
-if [ -n "$filter" ]; then
-  args+=(--benchmark_filter="$filter")
-elif [ "$full" != 1 ]; then
-  args+=(--benchmark_filter='^(peak|gemm|model|kernel)/|^gemm_remedy/.*/dlbench_')
+# The thread counts of the sweep (anvil_bench's own default: 1, 2, 4, ... and the hardware threads).
+if [ -z "$threads" ]; then
+  n=$(nproc); t=1; sweep_threads=""
+  while [ "$t" -lt "$n" ]; do sweep_threads="$sweep_threads,$t"; t=$((t * 2)); done
+  sweep_threads="${sweep_threads#,},$n"; sweep_threads="${sweep_threads#,}"
+else
+  sweep_threads="$threads"
 fi
+args=(--anvil_models="$models" --anvil_kernels="$kernels" --anvil_batch_sweep="$batch_sweep"
+      --anvil_phases="$phases" --anvil_threads="$sweep_threads" --benchmark_counters_tabular=false)
+[ -n "$batches" ] && args+=(--anvil_batches="$batches")
 [ -n "$variant" ] && args+=(--anvil_variant="$variant")
 if [ "$reps" -gt 1 ]; then
   args+=(--benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true)
 fi
-count=$("$build/bench/anvil_bench" "${args[@]}" --benchmark_list_tests | wc -l)
-echo "== anvil_bench -> $out/anvil_bench.json ($count benchmarks; progress below, one line per benchmark)"
-# Passive waiting: idle OpenMP threads sleep instead of spinning on a shared 2-core machine.
-OMP_WAIT_POLICY=PASSIVE "$build/bench/anvil_bench" "${args[@]}" \
-  --benchmark_out="$out/anvil_bench.json" --benchmark_out_format=json
+bench() {  # bench FILTER OUTPUT.json: one anvil_bench process
+  # Passive waiting: idle OpenMP threads sleep instead of spinning on a shared 2-core machine.
+  OMP_WAIT_POLICY=PASSIVE "$build/bench/anvil_bench" "${args[@]}" --benchmark_filter="$1" \
+    --benchmark_out="$2" --benchmark_out_format=json
+}
+if [ -n "$filter" ]; then
+  count=$("$build/bench/anvil_bench" "${args[@]}" --benchmark_filter="$filter" --benchmark_list_tests | wc -l)
+  echo "== anvil_bench -> $out/anvil_bench.json ($count benchmarks; one line per benchmark)"
+  bench "$filter" "$out/anvil_bench.json"
+else
+  # Everything but the model steps in one process; then one process per model, phase and thread
+  # count, so that a step's peak RSS is its own and not what earlier benchmarks left resident
+  # (the peers run the same way).
+  if [ "$full" = 1 ]; then rest='^(peak|gemm|gemm_remedy|kernel)/'; else rest='^(peak|gemm|kernel)/|^gemm_remedy/.*/dlbench_'; fi
+  count=$("$build/bench/anvil_bench" "${args[@]}" --benchmark_filter="$rest|^model/" --benchmark_list_tests | wc -l)
+  echo "== anvil_bench -> $out/anvil_bench*.json ($count benchmarks; one line per benchmark)"
+  bench "$rest" "$out/anvil_bench.json"
+  step_phases="train_step inference_step"
+  [ "$phases" = on ] && step_phases="$step_phases forward backward update"
+  for m in ${models//,/ }; do
+    for ph in $step_phases; do
+      for t in ${sweep_threads//,/ }; do
+        f="^model/$m/$ph/batch:[0-9]+/threads:$t/"
+        if "$build/bench/anvil_bench" "${args[@]}" --benchmark_filter="$f" --benchmark_list_tests | grep -q .; then
+          bench "$f" "$out/anvil_bench_model_${m}_${ph}_t$t.json"
+        fi
+      done
+    done
+  done
+fi
 
 # The peers, one process per model, phase and thread count, at the batch anvil ran (the model's
 # CPU batch, or each of --batches); the report matches rows by model, phase, threads and batch.
 if [ "$peers" != none ]; then
   [ "$peers" = auto ] && peers=pytorch,tensorflow
-  if [ -z "$threads" ]; then  # anvil_bench's default sweep: 1, 2, 4, ... and the hardware threads
-    n=$(nproc); t=1; peer_threads=""
-    while [ "$t" -lt "$n" ]; do peer_threads="$peer_threads,$t"; t=$((t * 2)); done
-    peer_threads="${peer_threads#,},$n"; peer_threads="${peer_threads#,}"
-  else
-    peer_threads="$threads"
-  fi
+  peer_threads="$sweep_threads"
   : > "$out/peer_commands.txt"
   IFS=, read -r -a peer_list <<< "$peers"
   for peer in "${peer_list[@]}"; do
