@@ -303,8 +303,10 @@ class Step:
         return loss, [tf.stop_gradient(s) for s in new_state]
 
     def _lm_infer(self, x, state):
-        _, new_state = self.net(x, state, training=False)
-        return new_state
+        # The logits are returned although nothing reads them: a graph that dropped them would let
+        # TensorFlow prune the decoder (H -> V at every step, most of the work) from the step.
+        logits, new_state = self.net(x, state, training=False)
+        return logits, new_state
 
     def step(self):
         if self.kind != "lstm":
@@ -318,8 +320,8 @@ class Step:
             loss, self.state = self.fn(x, y, self.state)
             loss.numpy()
         else:
-            self.state = self.fn(x, self.state)
-            self.state[0][0, 0].numpy()
+            logits, self.state = self.fn(x, self.state)
+            logits[0, 0, 0].numpy()
 
     def macs_per_sample(self) -> float:
         if self.kind == "fcn":
