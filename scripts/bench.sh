@@ -129,6 +129,10 @@ fi
 if [ "$peers" != none ]; then
   [ "$peers" = auto ] && peers=pytorch,tensorflow
   peer_threads="$sweep_threads"
+  # The peers' "% of peak" against the per-core FMA peak anvil_bench measured on this machine.
+  peak=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['context']['anvil.peak_gflops_per_core'])" \
+         "$out/anvil_bench.json" 2>/dev/null || echo 0)
+  [ "$peak" != 0 ] || peak=242  # the peer scripts' own default
   : > "$out/peer_commands.txt"
   IFS=, read -r -a peer_list <<< "$peers"
   for peer in "${peer_list[@]}"; do
@@ -149,7 +153,7 @@ if [ "$peers" != none ]; then
       b=${b//,/ }
       for bb in $b; do
         cmd=(python3 "bench/peers/${peer}_models.py" run --models "$peer_models" --threads "$peer_threads"
-             --phases train,inference --reps 1 --warmup 2 --min-steps 3 --min-time 2)
+             --phases train,inference --reps 1 --warmup 2 --min-steps 3 --min-time 2 --peak "$peak")
         [ "$bb" != 0 ] && cmd+=(--batch "$bb")
         [ "$peer" = pytorch ] && cmd+=(--config preset)
         echo "${cmd[*]}" >> "$out/peer_commands.txt"
