@@ -14,6 +14,7 @@
 #include "kernels/cpu/onednn/gemm_onednn.h"
 #include "kernels/cpu/onednn/lstm_onednn.h"
 #include "kernels/cpu/onednn/pool_bn_onednn.h"
+#include "kernels/cpu/optimizer_register.h"
 #include "kernels/cpu/ref/conv_ref.h"
 #include "kernels/cpu/ref/lstm_ref.h"
 #include "kernels/cpu/ref/ref_kernels.h"
@@ -33,6 +34,11 @@ void register_builtin_kernels() {
     // Pointwise ops.
     kernels::register_elementwise_ref();
     kernels::register_elementwise_omp();
+    // Reductions (sum, max) and the softmax family (softmax, log-softmax, cross-entropy).
+    kernels::register_reduce_ref();
+    kernels::register_reduce_omp();
+    kernels::register_softmax_ref();
+    kernels::register_softmax_omp();
     // Pooling (max_pool2d, avg_pool2d, adaptive_avg_pool2d) and batch_norm2d.
     kernels::register_pool_ref();
     kernels::register_pool_omp();
@@ -50,6 +56,11 @@ void register_builtin_kernels() {
     kernels::register_lstm_ref();
     kernels::register_lstm_fused();
     kernels::register_lstm_onednn();
+    // Optimizer updates (sgd_update, adam_update), gradient-norm clipping (grad_norm,
+    // grad_scale) and dropout.
+    kernels::register_optimizer_ref();
+    kernels::register_optimizer_omp();
+    kernels::register_dropout_cpu();
   });
 }
 

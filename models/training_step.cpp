@@ -5,6 +5,7 @@
 
 #include "engine/autograd/functions.h"
 #include "engine/autograd/grad_mode.h"
+#include "engine/core/cuda_backend.h"
 #include "engine/core/error.h"
 
 namespace anvil::models {
@@ -85,13 +86,22 @@ TimingSgd timing_sgd_for(const ModelInfo& info) {
 }
 
 TrainingStep::TrainingStep(const std::string& model, std::int64_t batch, std::uint64_t seed,
-                           bool fold_sgd)
-    : info_(&models::info(model)), batch_size_(batch) {
+                           bool fold_sgd, Device device)
+    : info_(&models::info(model)), batch_size_(batch), device_(device) {
+  if (device_.is_cuda()) require_cuda("TrainingStep");
   ModelOptions options;
   options.seed = seed;
   net_ = create(model, options);
   Generator gen(seed + 1);
   batch_ = synthetic_batch(*info_, batch, gen);
+  if (device_.is_cuda()) {
+    // Initialised on the host (same weights and data as a CPU run of this seed), then moved
+    // before the optimizer takes the parameter handles (nn::Module::to).
+    net_->to(device_);
+    host_batch_ = batch_;
+    batch_.input = host_batch_.input.to(device_);
+    batch_.target = host_batch_.target.to(device_);
+  }
   sgd_ = timing_sgd_for(*info_);
   optim::SGDOptions o;
   o.lr = sgd_.lr;
@@ -116,11 +126,25 @@ void TrainingStep::update() {
   optimizer_->zero_grad();
 }
 
+void TrainingStep::upload_batch() {
+  if (!device_.is_cuda()) return;
+  batch_.input.copy_(host_batch_.input);
+  batch_.target.copy_(host_batch_.target);
+}
+
+void TrainingStep::synchronize() {
+  if (device_.is_cuda()) require_cuda("TrainingStep::synchronize").synchronize(device_.index);
+}
+
 void TrainingStep::inference_step() {
+  upload_batch();
   net_->train(false);
-  NoGradGuard no_grad;
-  Tensor out = net_->forward(batch_.input);
-  (void)out;
+  {
+    NoGradGuard no_grad;
+    Tensor out = net_->forward(batch_.input);
+    (void)out;
+  }
+  synchronize();
 }
 
 double TrainingStep::last_loss() const {

@@ -6,6 +6,10 @@
 //   step.train_step();       // forward + loss + backward + (clip) + SGD update
 //   step.inference_step();   // forward under NoGradGuard
 // The phases can also be run one by one (forward_loss, backward, update) to time them apart.
+// On a GPU (`device` = cuda:N) the model lives on the device and a whole step also copies the
+// batch host -> device first and waits for the device at the end, as the timing method says;
+// the synthetic batch is drawn on the host exactly as on the CPU, so both devices see the same
+// weights and data for one seed.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -47,17 +51,22 @@ TimingSgd timing_sgd_for(const ModelInfo& info);
 class TrainingStep {
  public:
   TrainingStep(const std::string& model, std::int64_t batch, std::uint64_t seed = 1,
-               bool fold_sgd = true);
+               bool fold_sgd = true, Device device = Device::cpu());
 
   void forward_loss();  // forward + loss, recording the graph
   void backward();      // loss.backward(); needs forward_loss() first
   void update();        // clipping (if any) + SGD step + zero_grad
-  void train_step() { forward_loss(); backward(); update(); }
-  void inference_step();  // forward only, eval mode, no graph
+  // GPU: host -> device copy of the batch into the device tensors of batch(); CPU: nothing.
+  void upload_batch();
+  // GPU: waits for the device's work to finish; CPU: nothing.
+  void synchronize();
+  void train_step() { upload_batch(); forward_loss(); backward(); update(); synchronize(); }
+  void inference_step();  // (upload) + forward only, eval mode, no graph (+ sync)
 
   nn::Module& net() { return *net_; }
   const ModelInfo& info() const { return *info_; }
-  const Batch& batch() const { return batch_; }
+  const Batch& batch() const { return batch_; }  // on device()
+  Device device() const { return device_; }
   double last_loss() const;  // loss of the last forward_loss()
   // Forward FLOPs of one step's batch (2 per multiply-add).
   double forward_flops() const;
@@ -66,7 +75,9 @@ class TrainingStep {
  private:
   const ModelInfo* info_;
   std::int64_t batch_size_;
+  Device device_;
   nn::ModulePtr net_;
+  Batch host_batch_;  // GPU only: the batch on the host, copied to batch_ by upload_batch()
   Batch batch_;
   TimingSgd sgd_;
   std::unique_ptr<optim::SGD> optimizer_;

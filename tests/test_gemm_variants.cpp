@@ -677,3 +677,40 @@ TEST_CASE("autotune on the gemm table picks a supporting non-ref variant and kee
   }
   CHECK(anvil::test::max_abs_diff(c2, want2) < 1e-4);
 }
+
+TEST_CASE("an opt-in variant runs only when forced: not by default, heuristic or autotune",
+          "[selection][autotune]") {
+  AutotuneReset reset;
+  // A private table: "approx" is first by priority and the fastest, but opt-in (like TF32).
+  static FakeTable* t = [] {
+    auto* table = new FakeTable("test.opt_in");
+    auto runs_as = [](std::string name) { return [name](const FakeArgs& a) { *a.ran = name; }; };
+    table->add({.name = "ref", .fn = runs_as("ref")});
+    table->add({.name = "exact", .priority = 10, .fn = runs_as("exact")});
+    table->add({.name = "approx", .priority = 20, .fn = runs_as("approx"), .opt_in = true});
+    return table;
+  }();
+  std::string ran;
+  t->run({{3}, &ran});
+  CHECK(ran == "exact");
+  t->set_heuristic([](const FakeProblem&) { return std::string("approx"); });
+  t->run({{3}, &ran});
+  CHECK(ran == "exact");
+  t->set_heuristic(nullptr);
+  set_autotune(true);
+  std::map<std::string, int> timed;
+  auto timer = [&](const FakeTable::Variant& v) {
+    ++timed[v.name];
+    return v.name == "approx" ? 1e-9 : 1e-3;
+  };
+  CHECK(t->select({3}, timer).name == "exact");
+  CHECK(timed.count("approx") == 0);
+  set_autotune(false);
+  {
+    ForceVariant f("test.opt_in", "approx");
+    t->run({{3}, &ran});
+    CHECK(ran == "approx");
+  }
+  const auto cands = t->candidates({3});
+  CHECK(cands[0].support.ok);  // listing still shows it as able to run the problem
+}

@@ -1,8 +1,12 @@
-// Dropout: a Bernoulli keep-mask scaled by 1/(1-p), drawn from a seeded Generator; the
-// backward multiplies by the same mask.
+// Dropout: a Bernoulli keep-mask scaled by 1/(1-p), drawn from a seeded Generator, through the
+// dropout table (engine/dispatch/dropout_problem.h): on the CPU by default the mt19937_64 mask
+// of cpu.mt19937, on a GPU the Philox mask of cuda.custom.dropout (Note [Dropout counter RNG]).
+// The forward writes y and the mask in one pass; the backward multiplies by the same mask.
 #include "engine/autograd/autograd_meta.h"
 #include "engine/autograd/functions.h"
+#include "engine/dispatch/dropout_problem.h"
 #include "engine/ops/elementwise.h"
+#include "kernels/register.h"
 
 namespace anvil {
 
@@ -12,17 +16,20 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   if (!training || p == 0.0) return x;
   ANVIL_CHECK(is_floating(x.dtype()), "dropout", "needs a floating-point tensor, got ",
               dtype_name(x.dtype()));
-  Tensor mask = Tensor::empty(x.sizes(), x.dtype());
-  const double scale = 1.0 / (1.0 - p);
-  std::bernoulli_distribution keep(1.0 - p);
-  auto& eng = (gen ? *gen : default_generator()).engine();
-  visit_dtype(x.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    T* m = mask.data<T>();
-    for (std::int64_t i = 0, n = mask.numel(); i < n; ++i) m[i] = keep(eng) ? static_cast<T>(scale) : T(0);
-  });
-  if (!x.device().is_cpu()) mask = mask.to(x.device());
-  Tensor out = ops::mul(x, mask);
+  register_builtin_kernels();
+  const Tensor xc = x.detach().contiguous();
+  Tensor mask = Tensor::empty(x.sizes(), x.dtype(), x.device());
+  Tensor out = Tensor::empty(x.sizes(), x.dtype(), x.device());
+  DropoutArgs args;
+  args.problem.dtype = x.dtype();
+  args.problem.device = x.device();
+  args.problem.numel = x.numel();
+  args.problem.p = p;
+  args.x = xc.data_ptr();
+  args.y = out.data_ptr();
+  args.mask = mask.data_ptr();
+  args.gen = gen ? gen : &default_generator();
+  dropout_table().run(args);
   if (any_requires_grad({&x}))
     record("DropoutBackward", {x}, {out}, [mask](const std::vector<Tensor>& g) {
       return std::vector<Tensor>{ops::mul(g[0], mask)};

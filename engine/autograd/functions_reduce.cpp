@@ -35,6 +35,19 @@ Tensor sum_or_mean(const Tensor& x, const std::vector<std::int64_t>& dims, bool 
   }
   return out;
 }
+// MaxBackward off the CPU, from device ops only: full = g * [position along d == index]
+// (the index converted to g's dtype is exact below 2^24 positions for f32).
+Tensor scatter_to_max(const Tensor& g, const Tensor& idx, const Shape& in_shape, std::int64_t d,
+                      bool keepdim) {
+  const Tensor gk = keepdim ? g : raw::unsqueeze(g, d);
+  Shape pos_shape(in_shape.size(), 1);
+  pos_shape[d] = in_shape[d];
+  const Tensor pos = raw::to_device(raw::reshape(Tensor::arange(static_cast<double>(in_shape[d]), g.dtype()), pos_shape), g.device());
+  const Tensor dist = ops::unary(EwOp::abs, ops::sub(pos, raw::to_dtype(idx, g.dtype())));
+  const Tensor half = Tensor::full({}, 0.5, g.dtype(), g.device());
+  const Tensor hit = ops::unary(EwOp::rsub_scalar, ops::binary(EwOp::gt, dist, half), 1.0);  // 1 at the max
+  return ops::mul(hit, gk);
+}
 }  // namespace
 
 Tensor sum(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim) {
@@ -53,6 +66,7 @@ Tensor max(const Tensor& x, std::int64_t dim, bool keepdim) {
     const DType dt = x.dtype();
     record("MaxBackward", {x}, {values}, [in_shape, d, idx, dt, keepdim](const Grads& g) {
       // Scatter each gradient to the position of its maximum along d.
+      if (!idx.device().is_cpu()) return Grads{scatter_to_max(g[0], idx, in_shape, d, keepdim)};
       Tensor full = Tensor::zeros(in_shape, dt);
       Tensor gk = raw::contiguous(keepdim ? g[0] : raw::unsqueeze(g[0], d));
       const Shape& ks = gk.sizes();

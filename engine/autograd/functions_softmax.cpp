@@ -3,6 +3,7 @@
 #include "engine/autograd/functions.h"
 #include "engine/core/views.h"
 #include "engine/ops/elementwise.h"
+#include "engine/ops/reduce.h"
 #include "engine/ops/softmax.h"
 
 namespace anvil {
@@ -31,16 +32,8 @@ Tensor log_softmax(const Tensor& x, std::int64_t dim) { return softmax_family(x,
 Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
   auto [losses, lse] = ops::cross_entropy_forward(logits, target);
   const std::int64_t n = logits.sizes()[0];
-  Tensor loss = Tensor::full({}, 0.0, logits.dtype());
-  {
-    double s = 0.0;
-    visit_dtype(losses.dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      const T* p = losses.data<T>();
-      for (std::int64_t i = 0; i < n; ++i) s += static_cast<double>(p[i]);
-    });
-    loss.fill_(n > 0 ? s / static_cast<double>(n) : 0.0);
-  }
+  // The mean of the per-row losses on their device (a CUDA loss never visits the host here).
+  Tensor loss = n > 0 ? ops::mean(losses) : Tensor::full({}, 0.0, logits.dtype(), logits.device());
   if (any_requires_grad({&logits})) {
     const Tensor xd = logits.detach(), td = target.detach(), lsed = lse;
     record("CrossEntropyBackward", {logits}, {loss}, [xd, td, lsed, n](const Grads& g) {

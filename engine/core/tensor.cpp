@@ -190,9 +190,12 @@ bool shapes_only() { return t_shapes_only; }
 
 Tensor& Tensor::fill_(double value) {
   if (shapes_only()) return *this;  // Note [Shapes-only construction]
-  if (device().is_cuda()) {  // fill on the host, then copy: rare outside tests, simple
-    Tensor host = full(sizes(), value, dtype());
-    return copy_(host);
+  if (device().is_cuda()) {  // a kernel on the device's stream, any strides
+    if (numel() == 0) return *this;
+    require_cuda("Tensor::fill_").fill_on_device(device().index, sizes().data(),
+                                                 static_cast<int>(dim()),
+                                                 {data_ptr(), strides().data(), dtype()}, value);
+    return *this;
   }
   visit_dtype(dtype(), [&](auto zero) {
     using T = decltype(zero);
@@ -249,16 +252,31 @@ Tensor host_view_of_device(const Tensor& t) {
 Tensor& Tensor::copy_(const Tensor& src_in) {
   check_defined(src_in, "Tensor::copy_", "source");
   Tensor s = raw::expand(src_in, sizes());
-  // The CUDA backend moves raw bytes: a device source that needs conversion or gathering is
-  // brought to the host first, where cpu_copy handles any strides and dtypes.
+  if (device().is_cuda() && s.device() == device()) {
+    // Same device: one strided copy kernel (any strides, stride-0 broadcast dims, any dtype
+    // pair) on the device's stream; this is also linear's bias add (Note [Linear layout]).
+    if (numel() == 0) return *this;
+    require_cuda("Tensor::copy_").copy_on_device(device().index, sizes().data(),
+                                                 static_cast<int>(dim()),
+                                                 {data_ptr(), strides().data(), dtype()},
+                                                 {s.data_ptr(), s.strides().data(), s.dtype()});
+    return *this;
+  }
+  if (device().is_cuda() && !is_contiguous()) {
+    // Into a strided CUDA view from elsewhere: stage the source densely on this device in this
+    // dtype (the transfer paths below), then scatter it with the device copy above.
+    Tensor staged = empty(sizes(), dtype(), device());
+    staged.copy_(s);
+    return copy_(staged);
+  }
+  // The CUDA backend moves raw bytes between devices: a device source that needs conversion or
+  // gathering is brought to the host first, where cpu_copy handles any strides and dtypes.
   if (s.device().is_cuda() && (s.dtype() != dtype() || !s.is_contiguous() || device().is_cpu()))
     s = host_view_of_device(s);
   if (device().is_cpu()) {
     cpu_copy(*this, s);
     return *this;
   }
-  ANVIL_CHECK(is_contiguous(), "Tensor::copy_", "copying into a non-contiguous CUDA tensor (shape ",
-              shape_str(sizes()), ", strides ", shape_str(strides()), ") is not supported yet");
   if (s.device().is_cpu() && (s.dtype() != dtype() || !s.is_contiguous()))
     s = raw::to_dtype(raw::contiguous(s), dtype());
   require_cuda("Tensor::copy_").copy(data_ptr(), device(), s.data_ptr(), s.device(), nbytes());

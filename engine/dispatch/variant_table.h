@@ -54,6 +54,9 @@ class VariantTable final : public VariantTableBase {
     SupportFn supports;         // null = supports everything on its device
     Fn fn;
     std::string description;    // one line for listings
+    // Runs only when forced by name, never by default, heuristic or autotune: for variants that
+    // change the numerics (TF32 tensor-core math), which a user must ask for.
+    bool opt_in = false;
   };
   // Returns the name of the preferred variant for a problem, or "" for no preference.
   using Heuristic = std::function<std::string(const Problem&)>;
@@ -106,9 +109,12 @@ class VariantTable final : public VariantTableBase {
   // scratch outputs and return seconds) and the fastest is cached.
   const Variant& select(const Problem& p,
                         const std::function<double(const Variant&)>& time_variant = nullptr) {
-    const auto cands = candidates(p);
+    auto cands = candidates(p);
     SelectionPolicy policy;
     policy.forced = forced_variant(op_);
+    for (std::size_t i = 0; i < cands.size(); ++i)
+      if (variants_[i].opt_in && cands[i].support.ok && variants_[i].name != policy.forced)
+        cands[i].support = Support::no("opt-in: runs only when forced by name");
     if (policy.forced.empty() && autotune_enabled() && time_variant)
       policy.tuned_winner = tuned_winner(p, cands, time_variant);
     if (heuristic_) policy.heuristic_pick = heuristic_(p);

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/core/cuda_backend.h"
 #include "engine/core/views.h"
 #include "engine/ops/elementwise.h"
 #include "kernels/register.h"
@@ -152,6 +153,9 @@ void gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const Tensor& c, d
       t.problem.ldc = n;
       t.problem.stride_c = m * n;
     }
+    // A CUDA variant only enqueues its work: time it on the device's stream (CUDA events).
+    if (args.problem.device.is_cuda())
+      return require_cuda("gemm autotune").time_on_stream(args.problem.device.index, [&] { v.fn(t); });
     return time_seconds([&] { v.fn(t); });
   };
   gemm_table().run(args, trial);

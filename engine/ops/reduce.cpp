@@ -1,12 +1,14 @@
-// Reductions (engine/ops/reduce.h): move the reduced dims together, then one kernel call
-// over [outer, reduce, inner].
+// Reductions (engine/ops/reduce.h): move the reduced dims together, then one call of the
+// `reduce` table (engine/dispatch/reduce_problem.h) over [outer, reduce, inner], on the
+// input's device.
 #include "engine/ops/reduce.h"
 
 #include <algorithm>
 #include <limits>
 
 #include "engine/core/views.h"
-#include "kernels/cpu/omp/omp_kernels.h"
+#include "engine/dispatch/reduce_problem.h"
+#include "kernels/register.h"
 
 namespace anvil::ops {
 namespace {
@@ -32,7 +34,6 @@ Plan plan(const Tensor& x, const std::vector<std::int64_t>& dims, const char* wh
   check_defined(x, where, "input");
   ANVIL_CHECK(is_floating(x.dtype()), where, "needs a floating-point tensor, got ",
               dtype_name(x.dtype()));
-  ANVIL_CHECK(x.device().is_cpu(), where, "runs on the CPU only for now, got ", x.device());
   const auto red = reduced_mask(x, dims, where);
   Plan p;
   // Is the reduced set one contiguous block of dims? Then no permutation is needed.
@@ -63,16 +64,30 @@ Plan plan(const Tensor& x, const std::vector<std::int64_t>& dims, const char* wh
   return p;
 }
 
+// One table call; an empty output needs none.
+void run(const Plan& p, ReduceOp op, const Tensor& out, std::int64_t* index, double scale) {
+  if (out.numel() == 0) return;
+  register_builtin_kernels();
+  ReduceArgs args;
+  args.problem.op = op;
+  args.problem.dtype = p.x.dtype();
+  args.problem.device = p.x.device();
+  args.problem.outer = p.outer;
+  args.problem.reduce = p.reduce;
+  args.problem.inner = p.inner;
+  args.x = p.x.data_ptr();
+  args.out = out.data_ptr();
+  args.index = index;
+  args.scale = scale;
+  reduce_table().run(args);
+}
+
 Tensor sum_impl(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim, bool mean,
                 const char* where) {
   Plan p = plan(x, dims, where);
-  Tensor out = Tensor::empty(keepdim ? p.out_shape : p.squeezed_shape, x.dtype());
+  Tensor out = Tensor::empty(keepdim ? p.out_shape : p.squeezed_shape, x.dtype(), x.device());
   const double scale = mean ? (p.reduce > 0 ? 1.0 / static_cast<double>(p.reduce) : std::numeric_limits<double>::quiet_NaN()) : 1.0;
-  visit_dtype(x.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    if constexpr (std::is_floating_point_v<T>)
-      kernels::reduce_sum<T>(p.x.data<T>(), out.data<T>(), p.outer, p.reduce, p.inner, scale);
-  });
+  run(p, ReduceOp::sum, out, nullptr, scale);
   return out;
 }
 
@@ -90,14 +105,9 @@ std::pair<Tensor, Tensor> max(const Tensor& x, std::int64_t dim, bool keepdim) {
   ANVIL_CHECK(p.reduce > 0, "max", "cannot take the max over an empty dimension of ",
               shape_str(x.sizes()));
   const Shape& shape = keepdim ? p.out_shape : p.squeezed_shape;
-  Tensor values = Tensor::empty(shape, x.dtype());
-  Tensor index = Tensor::empty(shape, DType::i64);
-  visit_dtype(x.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    if constexpr (std::is_floating_point_v<T>)
-      kernels::reduce_max<T>(p.x.data<T>(), values.data<T>(), index.data<std::int64_t>(), p.outer,
-                             p.reduce, p.inner);
-  });
+  Tensor values = Tensor::empty(shape, x.dtype(), x.device());
+  Tensor index = Tensor::empty(shape, DType::i64, x.device());
+  run(p, ReduceOp::max, values, static_cast<std::int64_t*>(index.data_ptr()), 1.0);
   return {values, index};
 }
 

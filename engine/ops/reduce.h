@@ -1,5 +1,5 @@
 #pragma once
-// Reductions without autograd (f32/f64, CPU).
+// Reductions without autograd (f32/f64, on the input's device: CPU or CUDA).
 #include <vector>
 
 #include "engine/core/tensor.h"

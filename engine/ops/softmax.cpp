@@ -1,35 +1,47 @@
-// Softmax family (engine/ops/softmax.h): checks, then the row kernels.
+// Softmax family (engine/ops/softmax.h): checks, dense buffers, then one call of the `softmax`
+// table (engine/dispatch/softmax_problem.h) on the input's device.
 #include "engine/ops/softmax.h"
 
 #include "engine/core/views.h"
-#include "kernels/cpu/omp/omp_kernels.h"
+#include "engine/dispatch/softmax_problem.h"
+#include "kernels/register.h"
 
 namespace anvil::ops {
 namespace {
-void check_float_cpu(const Tensor& x, const char* where) {
+void check_float(const Tensor& x, const char* where) {
   check_defined(x, where, "input");
   ANVIL_CHECK(is_floating(x.dtype()), where, "needs a floating-point tensor, got ",
               dtype_name(x.dtype()));
-  ANVIL_CHECK(x.device().is_cpu(), where, "runs on the CPU only for now, got ", x.device());
   ANVIL_CHECK(x.dim() >= 1, where, "needs at least 1 dimension, got a scalar");
 }
-template <typename Fn>
-void with_float(DType t, Fn&& fn) {
-  if (t == DType::f64) fn(double{});
-  else fn(float{});
-}
 std::int64_t cols_of(const Tensor& x) { return x.dim() ? x.sizes().back() : 1; }
+
+SoftmaxArgs make_args(SoftmaxOp op, const Tensor& x, std::int64_t rows, std::int64_t cols) {
+  SoftmaxArgs args;
+  args.problem.op = op;
+  args.problem.dtype = x.dtype();
+  args.problem.device = x.device();
+  args.problem.rows = rows;
+  args.problem.cols = cols;
+  args.x = x.data_ptr();
+  return args;
+}
+
+void run(const SoftmaxArgs& args) {
+  if (args.problem.rows == 0) return;  // nothing to compute (and possibly no buffers)
+  register_builtin_kernels();
+  softmax_table().run(args);
+}
 }  // namespace
 
 static Tensor softmax_impl(const Tensor& x_in, bool log, const char* where) {
-  check_float_cpu(x_in, where);
+  check_float(x_in, where);
   Tensor x = raw::contiguous(x_in);
-  Tensor y = Tensor::empty(x.sizes(), x.dtype());
+  Tensor y = Tensor::empty(x.sizes(), x.dtype(), x.device());
   const std::int64_t cols = cols_of(x), rows = cols ? x.numel() / cols : 0;
-  with_float(x.dtype(), [&](auto z) {
-    using T = decltype(z);
-    kernels::softmax_rows<T>(x.data<T>(), y.data<T>(), rows, cols, log);
-  });
+  SoftmaxArgs args = make_args(log ? SoftmaxOp::log_softmax : SoftmaxOp::softmax, x, rows, cols);
+  args.out = y.data_ptr();
+  run(args);
   return y;
 }
 
@@ -37,25 +49,26 @@ Tensor softmax(const Tensor& x) { return softmax_impl(x, false, "softmax"); }
 Tensor log_softmax(const Tensor& x) { return softmax_impl(x, true, "log_softmax"); }
 
 Tensor softmax_backward(const Tensor& y_in, const Tensor& dy_in, bool log) {
-  check_float_cpu(y_in, "softmax_backward");
+  check_float(y_in, "softmax_backward");
+  check_defined(dy_in, "softmax_backward", "dy");
+  ANVIL_CHECK(dy_in.sizes() == y_in.sizes() && dy_in.dtype() == y_in.dtype(), "softmax_backward",
+              "dy ", shape_str(dy_in.sizes()), ' ', dtype_name(dy_in.dtype()), " does not match y ",
+              shape_str(y_in.sizes()), ' ', dtype_name(y_in.dtype()));
+  check_same_device(y_in, dy_in, "softmax_backward");
   Tensor y = raw::contiguous(y_in), dy = raw::contiguous(dy_in);
-  Tensor dx = Tensor::empty(y.sizes(), y.dtype());
+  Tensor dx = Tensor::empty(y.sizes(), y.dtype(), y.device());
   const std::int64_t cols = cols_of(y), rows = cols ? y.numel() / cols : 0;
-  with_float(y.dtype(), [&](auto z) {
-    using T = decltype(z);
-    kernels::softmax_backward_rows<T>(y.data<T>(), dy.data<T>(), dx.data<T>(), rows, cols, log);
-  });
+  SoftmaxArgs args =
+      make_args(log ? SoftmaxOp::log_softmax_backward : SoftmaxOp::softmax_backward, y, rows, cols);
+  args.dy = dy.data_ptr();
+  args.out = dx.data_ptr();
+  run(args);
   return dx;
 }
 
 namespace {
-template <typename Fn>
-void with_index(const Tensor& target, Fn&& fn) {
-  if (target.dtype() == DType::i32) fn(std::int32_t{});
-  else fn(std::int64_t{});
-}
 void check_ce(const Tensor& logits, const Tensor& target) {
-  check_float_cpu(logits, "cross_entropy");
+  check_float(logits, "cross_entropy");
   check_defined(target, "cross_entropy", "target");
   ANVIL_CHECK(logits.dim() == 2, "cross_entropy", "expected logits [N, C], got ",
               shape_str(logits.sizes()));
@@ -72,32 +85,37 @@ std::pair<Tensor, Tensor> cross_entropy_forward(const Tensor& logits_in, const T
   check_ce(logits_in, target_in);
   Tensor x = raw::contiguous(logits_in), t = raw::contiguous(target_in);
   const std::int64_t rows = x.sizes()[0], cols = x.sizes()[1];
-  Tensor loss = Tensor::empty({rows}, x.dtype()), lse = Tensor::empty({rows}, x.dtype());
-  with_float(x.dtype(), [&](auto z) {
-    using T = decltype(z);
-    with_index(t, [&](auto iz) {
-      using I = decltype(iz);
-      kernels::cross_entropy_forward<T, I>(x.data<T>(), t.data<I>(), loss.data<T>(), lse.data<T>(),
-                                           rows, cols);
-    });
-  });
+  Tensor loss = Tensor::empty({rows}, x.dtype(), x.device());
+  Tensor lse = Tensor::empty({rows}, x.dtype(), x.device());
+  SoftmaxArgs args = make_args(SoftmaxOp::cross_entropy_forward, x, rows, cols);
+  args.problem.index_dtype = t.dtype();
+  args.target = t.data_ptr();
+  args.out = loss.data_ptr();
+  args.lse = lse.data_ptr();
+  run(args);
   return {loss, lse};
 }
 
-Tensor cross_entropy_backward(const Tensor& logits_in, const Tensor& target_in, const Tensor& lse,
+Tensor cross_entropy_backward(const Tensor& logits_in, const Tensor& target_in, const Tensor& lse_in,
                               double scale) {
   check_ce(logits_in, target_in);
+  check_defined(lse_in, "cross_entropy_backward", "lse");
+  ANVIL_CHECK(lse_in.dtype() == logits_in.dtype() && lse_in.numel() == logits_in.sizes()[0],
+              "cross_entropy_backward", "lse ", shape_str(lse_in.sizes()), ' ',
+              dtype_name(lse_in.dtype()), " does not match logits ", shape_str(logits_in.sizes()),
+              ' ', dtype_name(logits_in.dtype()));
+  check_same_device(logits_in, lse_in, "cross_entropy_backward");
   Tensor x = raw::contiguous(logits_in), t = raw::contiguous(target_in);
+  Tensor lse = raw::contiguous(lse_in);
   const std::int64_t rows = x.sizes()[0], cols = x.sizes()[1];
-  Tensor dx = Tensor::empty(x.sizes(), x.dtype());
-  with_float(x.dtype(), [&](auto z) {
-    using T = decltype(z);
-    with_index(t, [&](auto iz) {
-      using I = decltype(iz);
-      kernels::cross_entropy_backward<T, I>(x.data<T>(), t.data<I>(), lse.data<T>(), dx.data<T>(),
-                                            rows, cols, scale);
-    });
-  });
+  Tensor dx = Tensor::empty(x.sizes(), x.dtype(), x.device());
+  SoftmaxArgs args = make_args(SoftmaxOp::cross_entropy_backward, x, rows, cols);
+  args.problem.index_dtype = t.dtype();
+  args.target = t.data_ptr();
+  args.lse = lse.data_ptr();
+  args.out = dx.data_ptr();
+  args.scale = scale;
+  run(args);
   return dx;
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// Softmax family without autograd (last dimension; f32/f64; CPU).
+// Softmax family without autograd (last dimension; f32/f64; on the input's device).
 #include "engine/core/tensor.h"
 
 namespace anvil::ops {

@@ -1,4 +1,6 @@
-// SGD, Adam and gradient clipping (engine/optim/optimizer.h) over the fused CPU kernels.
+// SGD, Adam and gradient clipping (engine/optim/optimizer.h), dispatched through the optimizer
+// tables (engine/dispatch/optimizer_problem.h): cpu.omp by default on the CPU, the fused
+// multi-tensor CUDA kernels on a GPU.
 #include "engine/optim/optimizer.h"
 
 #include <charconv>
@@ -7,28 +9,62 @@
 #include "engine/autograd/autograd_meta.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/core/views.h"
+#include "engine/dispatch/optimizer_problem.h"
 #include "engine/ops/elementwise.h"
-#include "kernels/cpu/omp/omp_kernels.h"
+#include "kernels/register.h"
 
 namespace anvil::optim {
 namespace {
 
-// The optimizers update dense CPU parameters in place; anything else is a clear error for now.
+// The optimizers update dense parameters in place, on any device the tables serve.
 void check_param(const Tensor& p, const Tensor& g, const char* where) {
-  ANVIL_CHECK(p.device().is_cpu(), where, "parameters on ", p.device(), " are not supported yet");
+  ANVIL_CHECK(is_floating(p.dtype()), where, "parameters must be floating point, got ",
+              dtype_name(p.dtype()));
   ANVIL_CHECK(p.is_contiguous() && g.is_contiguous(), where,
               "parameter and gradient must be contiguous, got strides ", shape_str(p.strides()),
               " and ", shape_str(g.strides()));
   ANVIL_CHECK(g.sizes() == p.sizes() && g.dtype() == p.dtype(), where, "gradient ",
               shape_str(g.sizes()), " ", dtype_name(g.dtype()), " does not match parameter ",
               shape_str(p.sizes()), " ", dtype_name(p.dtype()));
+  ANVIL_CHECK(g.device() == p.device(), where, "gradient on ", g.device(),
+              " but parameter on ", p.device());
 }
 
-template <typename Fn>
-void with_float(DType t, const char* where, Fn&& fn) {
-  ANVIL_CHECK(is_floating(t), where, "parameters must be floating point, got ", dtype_name(t));
-  if (t == DType::f64) fn(double{});
-  else fn(float{});
+// Note [Multi-tensor optimizer calls]
+// One table call per (device, dtype) group of the parameter list, in order of first
+// appearance: on the CPU (one group, f32) cpu.omp then runs exactly the per-tensor passes of
+// before; on a GPU the whole group is one fused launch (kernels/cuda/optimizer_kernels.cu).
+struct Group {
+  OptimizerProblem problem;
+  std::vector<OptimTensor> tensors;
+};
+
+Group& group_for(std::vector<Group>& groups, OptimOp op, const Tensor& t) {
+  for (auto& g : groups)
+    if (g.problem.device == t.device() && g.problem.dtype == t.dtype()) return g;
+  Group g;
+  g.problem.op = op;
+  g.problem.dtype = t.dtype();
+  g.problem.device = t.device();
+  groups.push_back(std::move(g));
+  return groups.back();
+}
+
+void add_tensor(Group& g, const OptimTensor& t) {
+  g.tensors.push_back(t);
+  g.problem.tensors += 1;
+  g.problem.numel += t.numel;
+}
+
+// Runs `args` (problem and hyper-parameters filled) once per group.
+void run_groups(std::vector<Group>& groups, OptimizerArgs args) {
+  register_builtin_kernels();
+  for (auto& g : groups) {
+    if (g.tensors.empty()) continue;
+    args.problem = g.problem;
+    args.tensors = g.tensors.data();
+    optimizer_table(g.problem.op).run(args);
+  }
 }
 
 void check_options(const SGDOptions& o, const char* where) {
@@ -215,21 +251,23 @@ void SGD::set_lr(double lr) {
 
 void SGD::step() {
   NoGradGuard no_grad;
+  std::vector<Group> groups;
+  const bool momentum = opt_.momentum != 0.0;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Tensor& p = params_[i];
     const Tensor& g = p.grad();
     if (!g.defined()) continue;  // parameter not reached by backward
     check_param(p, g, "SGD::step");
     const bool first = !momentum_[i].defined();
-    if (opt_.momentum != 0.0 && first) momentum_[i] = Tensor::empty(p.sizes(), p.dtype());
-    with_float(p.dtype(), "SGD::step", [&](auto z) {
-      using T = decltype(z);
-      kernels::sgd_update<T>(p.data<T>(), g.data<T>(),
-                             opt_.momentum != 0.0 ? momentum_[i].data<T>() : nullptr, p.numel(),
-                             opt_.lr, opt_.momentum, opt_.dampening, opt_.weight_decay,
-                             opt_.nesterov, first);
-    });
+    if (momentum && first) momentum_[i] = Tensor::empty(p.sizes(), p.dtype(), p.device());
+    Group& grp = group_for(groups, OptimOp::sgd, p);
+    grp.problem.momentum = momentum;
+    add_tensor(grp, {p.data_ptr(), g.data_ptr(), momentum ? momentum_[i].data_ptr() : nullptr,
+                     nullptr, p.numel(), first});
   }
+  OptimizerArgs args;
+  args.sgd = {opt_.lr, opt_.momentum, opt_.dampening, opt_.weight_decay, opt_.nesterov};
+  run_groups(groups, args);
 }
 
 Adam::Adam(std::vector<Tensor> params, AdamOptions options)
@@ -288,41 +326,70 @@ void Adam::step() {
   ++t_;
   const double c1 = 1.0 - std::pow(opt_.beta1, static_cast<double>(t_));
   const double c2 = 1.0 - std::pow(opt_.beta2, static_cast<double>(t_));
+  std::vector<Group> groups;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Tensor& p = params_[i];
     const Tensor& g = p.grad();
     if (!g.defined()) continue;
     check_param(p, g, "Adam::step");
     if (!m_[i].defined()) {
-      m_[i] = Tensor::zeros(p.sizes(), p.dtype());
-      v_[i] = Tensor::zeros(p.sizes(), p.dtype());
+      m_[i] = Tensor::zeros(p.sizes(), p.dtype(), p.device());
+      v_[i] = Tensor::zeros(p.sizes(), p.dtype(), p.device());
     }
-    with_float(p.dtype(), "Adam::step", [&](auto z) {
-      using T = decltype(z);
-      kernels::adam_update<T>(p.data<T>(), g.data<T>(), m_[i].data<T>(), v_[i].data<T>(), p.numel(),
-                              opt_.lr, opt_.beta1, opt_.beta2, opt_.eps, opt_.weight_decay, c1, c2);
-    });
+    add_tensor(group_for(groups, OptimOp::adam, p),
+               {p.data_ptr(), g.data_ptr(), m_[i].data_ptr(), v_[i].data_ptr(), p.numel(), false});
   }
+  OptimizerArgs args;
+  args.adam = {opt_.lr, opt_.beta1, opt_.beta2, opt_.eps, opt_.weight_decay, c1, c2};
+  run_groups(groups, args);
 }
 
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
   ANVIL_CHECK(max_norm > 0, "clip_grad_norm_", "max_norm must be positive, got ", max_norm);
   NoGradGuard no_grad;
-  double total = 0.0;
+  // One grad_norm call per (device, dtype) group: on a GPU one reduction over every gradient,
+  // its result read back once. A non-contiguous gradient (rare: autograd makes dense ones) is
+  // summed from a dense copy and scaled through the elementwise table.
+  std::vector<Group> norm_groups, scale_groups;
+  std::vector<Tensor> copies;     // keeps the dense copies alive during the calls
+  std::vector<Tensor> strided;    // gradients scaled one by one
   for (const auto& p : params) {
     const Tensor& g = p.grad();
     if (!g.defined()) continue;
-    const Tensor c = raw::contiguous(g);
-    with_float(c.dtype(), "clip_grad_norm_", [&](auto z) {
-      using T = decltype(z);
-      total += kernels::sum_squares<T>(c.data<T>(), c.numel());
-    });
+    ANVIL_CHECK(is_floating(g.dtype()), "clip_grad_norm_", "gradients must be floating point, got ",
+                dtype_name(g.dtype()));
+    if (g.is_contiguous()) {
+      add_tensor(group_for(norm_groups, OptimOp::grad_norm, g),
+                 {nullptr, g.data_ptr(), nullptr, nullptr, g.numel(), false});
+      add_tensor(group_for(scale_groups, OptimOp::grad_scale, g),
+                 {nullptr, g.data_ptr(), nullptr, nullptr, g.numel(), false});
+    } else {
+      copies.push_back(raw::contiguous(g));
+      const Tensor& c = copies.back();
+      add_tensor(group_for(norm_groups, OptimOp::grad_norm, c),
+                 {nullptr, c.data_ptr(), nullptr, nullptr, c.numel(), false});
+      strided.push_back(g);
+    }
+  }
+  register_builtin_kernels();
+  double total = 0.0;
+  for (auto& grp : norm_groups) {
+    double sum = 0.0;
+    OptimizerArgs args;
+    args.problem = grp.problem;
+    args.tensors = grp.tensors.data();
+    args.result = &sum;
+    grad_norm_table().run(args);
+    total += sum;
   }
   const double norm = std::sqrt(total);
   const double scale = max_norm / (norm + 1e-6);
-  if (scale < 1.0)
-    for (const auto& p : params)
-      if (p.grad().defined()) ops::mul_scalar_(p.grad(), scale);
+  if (scale < 1.0) {
+    OptimizerArgs args;
+    args.scale = scale;
+    run_groups(scale_groups, args);
+    for (const auto& g : strided) ops::mul_scalar_(g, scale);
+  }
   return norm;
 }
 

@@ -17,6 +17,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/device_guard.h"
+#include "kernels/cuda/host_staging.h"
 #include "kernels/cuda/register_cuda.h"
 
 #ifndef ANVIL_CUDA_ARCHS
@@ -34,6 +35,7 @@ std::string version_text(int v) {
 struct DeviceState {
   explicit DeviceState(int device) : allocator(device) {}
   CudaCachingAllocator allocator;
+  HostStaging staging;           // pinned buffers of host <-> device copies (Note [Pinned staging])
   std::mutex mu;                 // guards the lazily filled fields below
   cudaStream_t stream = nullptr;
   std::string name;
@@ -109,20 +111,19 @@ class CudaBackendImpl final : public CudaBackend {
       std::memmove(dst, src, bytes);
       return;
     }
+    // Host <-> device: large pageable buffers go through pinned staging (Note [Pinned staging]).
     if (src_device.is_cpu()) {  // host -> device
       const int d = dst_device.index;
       cudaStream_t s = get_stream(d, "CudaBackend::copy");
       DeviceGuard guard(d);
-      ANVIL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
-      ANVIL_CUDA_CHECK(cudaStreamSynchronize(s));
+      state(d, "CudaBackend::copy").staging.to_device(dst, src, bytes, s);
       return;
     }
     if (dst_device.is_cpu()) {  // device -> host; earlier work on the stream finishes first
       const int d = src_device.index;
       cudaStream_t s = get_stream(d, "CudaBackend::copy");
       DeviceGuard guard(d);
-      ANVIL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
-      ANVIL_CUDA_CHECK(cudaStreamSynchronize(s));
+      state(d, "CudaBackend::copy").staging.to_host(dst, src, bytes, s);
       return;
     }
     if (dst_device.index == src_device.index) {

@@ -1,8 +1,140 @@
-// Registration of the CUDA pointwise family (to be written).
+// Registration of the CUDA pointwise family: adapts the engine tables' Args to the C++17
+// launchers of the custom kernels, on the device's anvil stream under a DeviceGuard.
+//   elementwise: cuda.custom.elementwise (elementwise_kernels.cu)
+//   reduce:      cuda.custom.reduce      (reduce_kernels.cu)
+//   softmax:     cuda.custom.softmax     (softmax_kernels.cu; also cross-entropy)
+// Bias add: linear writes the bias with Tensor::copy_ of an expanded view, which on CUDA is the
+// broadcast strided copy (copy_kernels.cu), so there is no separate bias-add variant
+// (docs/cuda.md, "Pointwise, reduction and softmax kernels").
+#include "engine/core/tensor.h"
+#include "engine/dispatch/elementwise_problem.h"
+#include "engine/dispatch/reduce_problem.h"
+#include "engine/dispatch/softmax_problem.h"
+#include "kernels/cuda/cuda_context.h"
+#include "kernels/cuda/device_guard.h"
+#include "kernels/cuda/elementwise_kernels.h"
+#include "kernels/cuda/reduce_kernels.h"
 #include "kernels/cuda/register_cuda.h"
+#include "kernels/cuda/softmax_kernels.h"
 
 namespace anvil::cuda {
+namespace {
 
-void register_cuda_pointwise() {}
+// The launcher's op codes mirror anvil::EwOp one for one.
+constexpr bool same_code(EwOp op, EwCode code) {
+  return static_cast<int>(op) == static_cast<int>(code);
+}
+static_assert(same_code(EwOp::neg, EwCode::neg) && same_code(EwOp::exp, EwCode::exp) &&
+              same_code(EwOp::log, EwCode::log) && same_code(EwOp::sqrt, EwCode::sqrt) &&
+              same_code(EwOp::sigmoid, EwCode::sigmoid) && same_code(EwOp::tanh, EwCode::tanh) &&
+              same_code(EwOp::relu, EwCode::relu) && same_code(EwOp::abs, EwCode::abs) &&
+              same_code(EwOp::sign, EwCode::sign) && same_code(EwOp::add, EwCode::add) &&
+              same_code(EwOp::sub, EwCode::sub) && same_code(EwOp::mul, EwCode::mul) &&
+              same_code(EwOp::div, EwCode::div) && same_code(EwOp::pow, EwCode::pow) &&
+              same_code(EwOp::maximum, EwCode::maximum) && same_code(EwOp::gt, EwCode::gt) &&
+              same_code(EwOp::add_scalar, EwCode::add_scalar) &&
+              same_code(EwOp::mul_scalar, EwCode::mul_scalar) &&
+              same_code(EwOp::pow_scalar, EwCode::pow_scalar) &&
+              same_code(EwOp::rsub_scalar, EwCode::rsub_scalar) &&
+              same_code(EwOp::rdiv_scalar, EwCode::rdiv_scalar) &&
+              same_code(EwOp::sigmoid_backward, EwCode::sigmoid_backward) &&
+              same_code(EwOp::tanh_backward, EwCode::tanh_backward) &&
+              same_code(EwOp::relu_backward, EwCode::relu_backward) &&
+              same_code(EwOp::pow_scalar_backward, EwCode::pow_scalar_backward) &&
+              static_cast<int>(EwCode::count) == static_cast<int>(EwOp::pow_scalar_backward) + 1,
+              "EwCode (kernels/cuda/elementwise_kernels.h) must follow EwOp's order");
+
+Support elementwise_support(const ElementwiseProblem& p) {
+  if (!is_floating(p.dtype) && !ew_allows_integers(p.op))
+    return Support::no(detail::str_cat(ew_name(p.op), " is not defined for ", dtype_name(p.dtype)));
+  return Support::yes();
+}
+
+void run_elementwise(const ElementwiseArgs& a) {
+  const int device = a.problem.device.index;
+  cudaStream_t s = stream(device);
+  DeviceGuard guard(device);
+  EwLaunch l;
+  l.op = static_cast<EwCode>(static_cast<int>(a.problem.op));
+  l.dtype = a.problem.dtype;
+  l.sizes = a.sizes;
+  l.ndim = a.ndim;
+  l.out = a.out.data;
+  l.out_strides = a.out.strides;
+  l.a = a.a.data;
+  l.a_strides = a.a.strides;
+  if (ew_arity(a.problem.op) == 2) {
+    l.b = a.b.data;
+    l.b_strides = a.b.strides;
+  }
+  l.scalar = a.scalar;
+  l.alpha = a.alpha;
+  elementwise(s, l);
+}
+
+void run_reduce(const ReduceArgs& a) {
+  const auto& p = a.problem;
+  cudaStream_t s = stream(p.device.index);
+  DeviceGuard guard(p.device.index);
+  if (p.op == ReduceOp::sum)
+    reduce_sum(s, p.dtype, a.x, a.out, p.outer, p.reduce, p.inner, a.scale);
+  else
+    reduce_max(s, p.dtype, a.x, a.out, a.index, p.outer, p.reduce, p.inner);
+}
+
+void run_softmax(const SoftmaxArgs& a) {
+  const auto& p = a.problem;
+  cudaStream_t s = stream(p.device.index);
+  DeviceGuard guard(p.device.index);
+  switch (p.op) {
+    case SoftmaxOp::softmax:
+    case SoftmaxOp::log_softmax:
+      return softmax_rows(s, p.dtype, a.x, a.out, p.rows, p.cols,
+                          p.op == SoftmaxOp::log_softmax);
+    case SoftmaxOp::softmax_backward:
+    case SoftmaxOp::log_softmax_backward:
+      return softmax_backward_rows(s, p.dtype, a.x, a.dy, a.out, p.rows, p.cols,
+                                   p.op == SoftmaxOp::log_softmax_backward);
+    case SoftmaxOp::cross_entropy_forward: {
+      // 8 bytes of device scratch for the first out-of-range row (from the caching allocator;
+      // the launcher waits for the kernel before this goes back).
+      Tensor flag = Tensor::empty({1}, DType::i64, p.device);
+      return cross_entropy_forward(s, p.dtype, p.index_dtype, a.x, a.target, a.out, a.lse,
+                                   p.rows, p.cols, flag.data_ptr());
+    }
+    case SoftmaxOp::cross_entropy_backward:
+      return cross_entropy_backward(s, p.dtype, p.index_dtype, a.x, a.target, a.lse, a.out,
+                                    p.rows, p.cols, a.scale);
+  }
+}
+
+}  // namespace
+
+void register_cuda_pointwise() {
+  elementwise_table().add({
+      .name = "cuda.custom.elementwise",
+      .device = DeviceType::cuda,
+      .priority = 100,
+      .supports = elementwise_support,
+      .fn = run_elementwise,
+      .description = "own CUDA kernel per op: flat when dense, N-d strided otherwise",
+  });
+  reduce_table().add({
+      .name = "cuda.custom.reduce",
+      .device = DeviceType::cuda,
+      .priority = 100,
+      .supports = reduce_basic_support,
+      .fn = run_reduce,
+      .description = "warp/block per row (inner == 1), 32-column tiles (inner > 1)",
+  });
+  softmax_table().add({
+      .name = "cuda.custom.softmax",
+      .device = DeviceType::cuda,
+      .priority = 100,
+      .supports = softmax_basic_support,
+      .fn = run_softmax,
+      .description = "warp/block per row, max-subtracted, fused cross-entropy",
+  });
+}
 
 }  // namespace anvil::cuda

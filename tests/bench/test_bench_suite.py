@@ -67,13 +67,20 @@ for model, batch in models.items():
         for t in (1, 2):
             check(has(f"model/{model}/{phase}/batch:{batch}/threads:{t}/"),
                   f"no model/{model}/{phase}/batch:{batch}/threads:{t}")
+# CUDA variants are listed by `anvil info` whenever the backend library loads (also without a
+# GPU); their benchmarks end in device:cuda instead of threads:T and exist only with a GPU.
+gpu_listed = any("/device:cuda" in n for n in names)
 for variant in [v for v in tables["gemm"] if v != "ref"] + ["default"]:
+    gpu = variant.startswith("cuda.")
+    if gpu and not gpu_listed:
+        continue
+    tail = "device:cuda" if gpu else "threads:1"
     for mode in ["NN", "NT", "TN", "TT"]:
-        check(has(f"gemm/{variant}/{mode}/dlbench_1024x2048x26752/threads:1/"),
+        check(has(f"gemm/{variant}/{mode}/dlbench_1024x2048x26752/{tail}/"),
               f"no gemm/{variant}/{mode} on the DLBench shape")
     for remedy in ["transpose_then_NN/NT", "transpose_then_NN/TN", "transpose_then_NN/TT", "fold_sgd",
                    "grad_then_update"]:
-        check(has(f"gemm_remedy/{variant}/{remedy}/dlbench_1024x2048x26752/threads:1/"),
+        check(has(f"gemm_remedy/{variant}/{remedy}/dlbench_1024x2048x26752/{tail}/"),
               f"no gemm_remedy/{variant}/{remedy} on the DLBench shape")
 kernel_ops = {n.split("/")[1] for n in names if n.startswith("kernel/")}
 for op in ["conv2d", "max_pool2d", "adaptive_avg_pool2d", "batch_norm2d", "lstm"]:

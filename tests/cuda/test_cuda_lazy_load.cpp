@@ -10,6 +10,7 @@
 #include "engine/core/allocator.h"
 #include "engine/core/cuda_backend.h"
 #include "engine/core/tensor.h"
+#include "engine/dispatch/gemm_problem.h"
 
 using namespace anvil;
 using Catch::Matchers::Contains;
@@ -65,4 +66,21 @@ TEST_CASE("CUDA requests without a usable GPU fail with the reason", "[cuda][laz
   // The CPU still works after the failed requests.
   Tensor c = Tensor::full({3}, 1.5);
   CHECK(c.select(0, 2).item() == 1.5);
+}
+
+TEST_CASE("the CUDA GEMM variants join the gemm table once the backend was asked for", "[cuda][lazy][gemm]") {
+  // The backend registers its variants in its entry point, before it counts devices, so they
+  // are listed on a machine without a GPU too (and never run there: no problem is on cuda).
+  (void)cuda_backend();
+#if ANVIL_TEST_CUDA_BUILT
+  for (const char* name : {"cuda.cublas", "cuda.cublas.tf32", "cuda.custom.gemm_tiled"}) {
+    INFO(name);
+    const auto* v = gemm_table().find(name);
+    REQUIRE(v != nullptr);
+    CHECK(v->device == DeviceType::cuda);
+  }
+  CHECK(gemm_table().find("cuda.cublas")->priority > gemm_table().find("cuda.cublas.tf32")->priority);
+#else
+  for (const auto& v : gemm_table().variants()) CHECK(v.device == DeviceType::cpu);
+#endif
 }

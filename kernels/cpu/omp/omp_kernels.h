@@ -8,6 +8,8 @@ namespace anvil::kernels {
 void register_elementwise_omp();
 void register_pool_omp();        // max_pool2d, avg_pool2d, adaptive_avg_pool2d
 void register_batch_norm_omp();  // batch_norm2d
+void register_reduce_omp();      // reduce (sum, max)
+void register_softmax_omp();     // softmax family and cross-entropy
 
 // out[o, i] = scale * sum_r x[o, r, i]   (x viewed as [outer, reduce, inner])
 template <typename T>

@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "engine/core/error.h"
+#include "engine/dispatch/softmax_problem.h"
 #include "kernels/cpu/omp/omp_kernels.h"
 #include "kernels/cpu/vec_math.h"
 
@@ -219,5 +220,44 @@ void cross_entropy_backward(const T* x, const I* target, const T* lse, T* dx, st
 ANVIL_INSTANTIATE_SOFTMAX(float)
 ANVIL_INSTANTIATE_SOFTMAX(double)
 #undef ANVIL_INSTANTIATE_SOFTMAX
+
+// `cpu.omp` of the softmax table (engine/dispatch/softmax_problem.h): the kernels above.
+void register_softmax_omp() {
+  softmax_table().add({
+      .name = "cpu.omp",
+      .device = DeviceType::cpu,
+      .priority = 100,
+      .supports = softmax_basic_support,
+      .fn = [](const SoftmaxArgs& a) {
+        const auto& p = a.problem;
+        auto run = [&](auto zero, auto izero) {
+          using T = decltype(zero);
+          using I = decltype(izero);
+          const T* x = static_cast<const T*>(a.x);
+          T* out = static_cast<T*>(a.out);
+          switch (p.op) {
+            case SoftmaxOp::softmax:
+            case SoftmaxOp::log_softmax:
+              return softmax_rows<T>(x, out, p.rows, p.cols, p.op == SoftmaxOp::log_softmax);
+            case SoftmaxOp::softmax_backward:
+            case SoftmaxOp::log_softmax_backward:
+              return softmax_backward_rows<T>(x, static_cast<const T*>(a.dy), out, p.rows, p.cols,
+                                              p.op == SoftmaxOp::log_softmax_backward);
+            case SoftmaxOp::cross_entropy_forward:
+              return cross_entropy_forward<T, I>(x, static_cast<const I*>(a.target), out,
+                                                 static_cast<T*>(a.lse), p.rows, p.cols);
+            case SoftmaxOp::cross_entropy_backward:
+              return cross_entropy_backward<T, I>(x, static_cast<const I*>(a.target),
+                                                  static_cast<const T*>(a.lse), out, p.rows,
+                                                  p.cols, a.scale);
+          }
+        };
+        const bool i32 = p.index_dtype == DType::i32;
+        if (p.dtype == DType::f64) i32 ? run(double{}, std::int32_t{}) : run(double{}, std::int64_t{});
+        else i32 ? run(float{}, std::int32_t{}) : run(float{}, std::int64_t{});
+      },
+      .description = "OpenMP over rows, one-pass log-sum-exp, vectorised exp (f32)",
+  });
+}
 
 }  // namespace anvil::kernels

@@ -1,0 +1,68 @@
+// Optimizer problem descriptors and tables (engine/dispatch/optimizer_problem.h).
+#include "engine/dispatch/optimizer_problem.h"
+
+#include "engine/core/error.h"
+
+namespace anvil {
+
+const char* optim_op_name(OptimOp op) {
+  switch (op) {
+    case OptimOp::sgd: return "sgd_update";
+    case OptimOp::adam: return "adam_update";
+    case OptimOp::grad_norm: return "grad_norm";
+    case OptimOp::grad_scale: return "grad_scale";
+  }
+  return "?";
+}
+
+std::string OptimizerProblem::key() const {
+  return detail::str_cat(optim_op_name(op), ' ', dtype_name(dtype), ' ', device.str(), ' ',
+                         tensors, ' ', numel, ' ', momentum);
+}
+
+std::string OptimizerProblem::repr() const {
+  return detail::str_cat(optim_op_name(op), ' ', dtype_name(dtype), ' ', device.str(),
+                         " tensors=", tensors, " numel=", numel,
+                         op == OptimOp::sgd ? (momentum ? " momentum" : " plain") : "");
+}
+
+double OptimizerProblem::bytes() const {
+  // Elements touched per parameter element: reads + writes.
+  double per = 0;
+  switch (op) {
+    case OptimOp::sgd: per = momentum ? 5 : 3; break;  // p r/w, g r (+ buf r/w)
+    case OptimOp::adam: per = 7; break;                // p, m, v r/w, g r
+    case OptimOp::grad_norm: per = 1; break;
+    case OptimOp::grad_scale: per = 2; break;
+  }
+  return per * static_cast<double>(numel) * static_cast<double>(dtype_size(dtype));
+}
+
+OptimizerTable& sgd_update_table() {
+  static OptimizerTable table("sgd_update");
+  return table;
+}
+OptimizerTable& adam_update_table() {
+  static OptimizerTable table("adam_update");
+  return table;
+}
+OptimizerTable& grad_norm_table() {
+  static OptimizerTable table("grad_norm");
+  return table;
+}
+OptimizerTable& grad_scale_table() {
+  static OptimizerTable table("grad_scale");
+  return table;
+}
+
+OptimizerTable& optimizer_table(OptimOp op) {
+  switch (op) {
+    case OptimOp::sgd: return sgd_update_table();
+    case OptimOp::adam: return adam_update_table();
+    case OptimOp::grad_norm: return grad_norm_table();
+    case OptimOp::grad_scale: return grad_scale_table();
+  }
+  fail("optimizer_table", "unknown op ", static_cast<int>(op));
+}
+
+}  // namespace anvil

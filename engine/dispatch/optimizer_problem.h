@@ -1,0 +1,81 @@
+#pragma once
+// Problem descriptors and variant tables of the optimizer family: the SGD and Adam updates, the
+// global sum of squares of gradient-norm clipping and the scaling that clips. Each call covers a
+// LIST of tensors of one device and dtype (multi-tensor), so that a GPU variant updates every
+// parameter of a model in one or a few launches instead of one per tensor.
+//   sgd_update   p -= lr * step(g)                (torch.optim.SGD semantics, optional momentum)
+//   adam_update  m, v blended, p -= lr/c1 * m / (sqrt(v/c2) + eps)   (torch.optim.Adam, L2 decay)
+//   grad_norm    *result = sum over tensors and elements of g^2, accumulated in double
+//   grad_scale   g *= scale, in place
+// Variants: cpu.omp (the fused OpenMP kernels, one parallel pass per tensor), ref (serial loops);
+// cuda.custom.sgd / .adam / .grad_norm / .grad_scale in libanvil_cuda. Tensors are dense.
+#include <cstdint>
+#include <string>
+
+#include "engine/core/device.h"
+#include "engine/core/dtype.h"
+#include "engine/dispatch/variant_table.h"
+
+namespace anvil {
+
+enum class OptimOp : std::uint8_t { sgd, adam, grad_norm, grad_scale };
+const char* optim_op_name(OptimOp op);
+
+struct OptimizerProblem {
+  OptimOp op = OptimOp::sgd;
+  DType dtype = DType::f32;
+  Device device = Device::cpu();
+  std::int64_t tensors = 0;  // number of tensors in the list
+  std::int64_t numel = 0;    // elements over all of them
+  bool momentum = false;     // sgd: a momentum buffer is read and written
+
+  DeviceType device_type() const { return device.type; }
+  std::string key() const;
+  std::string repr() const;
+  // Bytes read and written by one call (the roofline of a memory-bound update).
+  double bytes() const;
+};
+
+// One tensor of the list (non-owning; every buffer dense, `numel` elements of the problem's dtype).
+//   sgd:        param, grad, state1 = momentum buffer (null without momentum),
+//               first = the buffer was just created (it is set to the gradient, not blended)
+//   adam:       param, grad, state1 = m, state2 = v
+//   grad_norm:  grad
+//   grad_scale: grad (scaled in place)
+struct OptimTensor {
+  void* param = nullptr;
+  void* grad = nullptr;
+  void* state1 = nullptr;
+  void* state2 = nullptr;
+  std::int64_t numel = 0;
+  bool first = false;
+};
+
+struct SgdHyper {
+  double lr = 0.01, momentum = 0.0, dampening = 0.0, weight_decay = 0.0;
+  bool nesterov = false;
+};
+
+// c1 = 1 - beta1^t, c2 = 1 - beta2^t: the bias corrections of step t.
+struct AdamHyper {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0, c1 = 1.0, c2 = 1.0;
+};
+
+struct OptimizerArgs {
+  OptimizerProblem problem;
+  const OptimTensor* tensors = nullptr;  // problem.tensors entries
+  SgdHyper sgd;
+  AdamHyper adam;
+  double scale = 1.0;         // grad_scale
+  double* result = nullptr;   // grad_norm: host double receiving the sum of squares
+};
+
+using OptimizerTable = VariantTable<OptimizerProblem, OptimizerArgs>;
+OptimizerTable& sgd_update_table();   // op "sgd_update"
+OptimizerTable& adam_update_table();  // op "adam_update"
+OptimizerTable& grad_norm_table();    // op "grad_norm"
+OptimizerTable& grad_scale_table();   // op "grad_scale"
+// The table of `op`.
+OptimizerTable& optimizer_table(OptimOp op);
+
+}  // namespace anvil

@@ -1,0 +1,58 @@
+#pragma once
+// The softmax-family problem descriptor and its variant table: row-wise (last dim) softmax and
+// log-softmax of x[rows, cols], their backward, and the fused softmax cross-entropy against
+// class ids (forward: per-row loss and log-sum-exp; backward: scaled dlogits). All buffers
+// are dense row-major; engine/ops/softmax.cpp arranges that.
+//   softmax / log_softmax:            x -> out (y)
+//   softmax_backward (log or not):    x = y, dy -> out (dx)
+//   cross_entropy_forward:            x = logits, target -> out (loss [rows]), lse [rows]
+//   cross_entropy_backward:           x = logits, target, lse, scale -> out (dx)
+// Variants: cpu.omp (kernels/cpu/omp/softmax_omp.cpp), ref (kernels/cpu/ref/softmax_ref.cpp),
+// cuda.custom.softmax (kernels/cuda/softmax_kernels.cu).
+#include <cstdint>
+#include <string>
+
+#include "engine/core/device.h"
+#include "engine/core/dtype.h"
+#include "engine/dispatch/variant_table.h"
+
+namespace anvil {
+
+enum class SoftmaxOp : std::uint8_t {
+  softmax, log_softmax, softmax_backward, log_softmax_backward,
+  cross_entropy_forward, cross_entropy_backward,
+};
+const char* softmax_op_name(SoftmaxOp op);
+inline bool softmax_is_cross_entropy(SoftmaxOp op) {
+  return op == SoftmaxOp::cross_entropy_forward || op == SoftmaxOp::cross_entropy_backward;
+}
+
+struct SoftmaxProblem {
+  SoftmaxOp op = SoftmaxOp::softmax;
+  DType dtype = DType::f32;         // of x, dy, out, lse (f32 or f64)
+  DType index_dtype = DType::i64;   // of target (cross-entropy only: i32 or i64)
+  Device device = Device::cpu();
+  std::int64_t rows = 0, cols = 0;
+
+  DeviceType device_type() const { return device.type; }
+  std::string key() const;
+  std::string repr() const;
+};
+
+struct SoftmaxArgs {
+  SoftmaxProblem problem;
+  const void* x = nullptr;       // [rows, cols]: x, or y for the backward forms
+  const void* dy = nullptr;      // [rows, cols] (softmax backward forms)
+  const void* target = nullptr;  // [rows] class ids (cross-entropy)
+  void* lse = nullptr;           // [rows] written by CE forward, read by CE backward
+  void* out = nullptr;           // y / dx [rows, cols], or the per-row loss [rows]
+  double scale = 1.0;            // CE backward: dx = scale * (softmax - onehot)
+};
+
+using SoftmaxTable = VariantTable<SoftmaxProblem, SoftmaxArgs>;
+SoftmaxTable& softmax_table();
+
+// Support answer shared by the variants: f32/f64 values, i32/i64 class ids.
+Support softmax_basic_support(const SoftmaxProblem& p);
+
+}  // namespace anvil

@@ -1,0 +1,108 @@
+// The `ref` variants of the optimizer tables: serial loops over each tensor of the list, in the
+// parameter's type, written for clarity; the CPU and CUDA variants are tested against them.
+// Layout: every buffer dense, OptimTensor::numel elements (engine/dispatch/optimizer_problem.h).
+#include <cmath>
+
+#include "engine/dispatch/optimizer_problem.h"
+#include "kernels/cpu/optimizer_register.h"
+
+namespace anvil::kernels {
+namespace {
+
+template <typename T>
+void sgd_ref(const OptimizerArgs& a) {
+  const SgdHyper& h = a.sgd;
+  for (std::int64_t k = 0; k < a.problem.tensors; ++k) {
+    const OptimTensor& t = a.tensors[k];
+    T* p = static_cast<T*>(t.param);
+    const T* g = static_cast<const T*>(t.grad);
+    T* buf = static_cast<T*>(t.state1);
+    for (std::int64_t i = 0; i < t.numel; ++i) {
+      const T d = g[i] + static_cast<T>(h.weight_decay) * p[i];
+      T step = d;
+      if (h.momentum != 0.0) {
+        const T b = t.first ? d
+                            : static_cast<T>(h.momentum) * buf[i] +
+                                  static_cast<T>(1.0 - h.dampening) * d;
+        buf[i] = b;
+        step = h.nesterov ? d + static_cast<T>(h.momentum) * b : b;
+      }
+      p[i] -= static_cast<T>(h.lr) * step;
+    }
+  }
+}
+
+template <typename T>
+void adam_ref(const OptimizerArgs& a) {
+  const AdamHyper& h = a.adam;
+  const T b1 = static_cast<T>(h.beta1), b2 = static_cast<T>(h.beta2);
+  const T step = static_cast<T>(h.lr / h.c1), inv_sqrt_c2 = static_cast<T>(1.0 / std::sqrt(h.c2));
+  for (std::int64_t k = 0; k < a.problem.tensors; ++k) {
+    const OptimTensor& t = a.tensors[k];
+    T* p = static_cast<T*>(t.param);
+    const T* g = static_cast<const T*>(t.grad);
+    T* m = static_cast<T*>(t.state1);
+    T* v = static_cast<T*>(t.state2);
+    for (std::int64_t i = 0; i < t.numel; ++i) {
+      const T d = g[i] + static_cast<T>(h.weight_decay) * p[i];
+      m[i] = b1 * m[i] + (T(1) - b1) * d;
+      v[i] = b2 * v[i] + (T(1) - b2) * d * d;
+      p[i] -= step * m[i] / (std::sqrt(v[i]) * inv_sqrt_c2 + static_cast<T>(h.eps));
+    }
+  }
+}
+
+template <typename T>
+void grad_norm_ref(const OptimizerArgs& a) {
+  double s = 0.0;
+  for (std::int64_t k = 0; k < a.problem.tensors; ++k) {
+    const T* g = static_cast<const T*>(a.tensors[k].grad);
+    for (std::int64_t i = 0; i < a.tensors[k].numel; ++i)
+      s += static_cast<double>(g[i]) * static_cast<double>(g[i]);
+  }
+  *a.result = s;
+}
+
+template <typename T>
+void grad_scale_ref(const OptimizerArgs& a) {
+  const T s = static_cast<T>(a.scale);
+  for (std::int64_t k = 0; k < a.problem.tensors; ++k) {
+    T* g = static_cast<T*>(a.tensors[k].grad);
+    for (std::int64_t i = 0; i < a.tensors[k].numel; ++i) g[i] = g[i] * s;
+  }
+}
+
+// Runs fn<T> for the problem's floating dtype.
+template <template <typename> class Fn>
+void for_float(const OptimizerArgs& a) {
+  if (a.problem.dtype == DType::f64) Fn<double>{}(a);
+  else Fn<float>{}(a);
+}
+template <typename T> struct SgdRef { void operator()(const OptimizerArgs& a) { sgd_ref<T>(a); } };
+template <typename T> struct AdamRef { void operator()(const OptimizerArgs& a) { adam_ref<T>(a); } };
+template <typename T> struct NormRef { void operator()(const OptimizerArgs& a) { grad_norm_ref<T>(a); } };
+template <typename T> struct ScaleRef { void operator()(const OptimizerArgs& a) { grad_scale_ref<T>(a); } };
+
+Support floating_only(const OptimizerProblem& p) {
+  if (p.dtype == DType::f32 || p.dtype == DType::f64) return Support::yes();
+  return Support::no(detail::str_cat("needs f32 or f64, got ", dtype_name(p.dtype)));
+}
+
+}  // namespace
+
+void register_optimizer_ref() {
+  sgd_update_table().add({.name = "ref", .device = DeviceType::cpu, .priority = 0,
+                          .supports = floating_only, .fn = for_float<SgdRef>,
+                          .description = "serial loop per tensor"});
+  adam_update_table().add({.name = "ref", .device = DeviceType::cpu, .priority = 0,
+                           .supports = floating_only, .fn = for_float<AdamRef>,
+                           .description = "serial loop per tensor"});
+  grad_norm_table().add({.name = "ref", .device = DeviceType::cpu, .priority = 0,
+                         .supports = floating_only, .fn = for_float<NormRef>,
+                         .description = "serial double accumulation"});
+  grad_scale_table().add({.name = "ref", .device = DeviceType::cpu, .priority = 0,
+                          .supports = floating_only, .fn = for_float<ScaleRef>,
+                          .description = "serial loop per tensor"});
+}
+
+}  // namespace anvil::kernels

@@ -1,0 +1,42 @@
+#pragma once
+// Launcher of the `cuda.custom.elementwise` kernels (elementwise_kernels.cu): plain pointers
+// and strides, C++17-clean, so that the C++20 registration (pointwise_register.cpp) adapts the
+// table's ElementwiseArgs to it. Enqueued on `stream`, not waited for.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "engine/core/dtype.h"
+
+namespace anvil::cuda {
+
+// The op codes, in the order of anvil::EwOp (engine/dispatch/elementwise_problem.h);
+// pointwise_register.cpp checks the correspondence at compile time.
+enum class EwCode : int {
+  neg, exp, log, sqrt, sigmoid, tanh, relu, abs, sign,
+  add, sub, mul, div, pow, maximum, gt,
+  add_scalar, mul_scalar, pow_scalar, rsub_scalar, rdiv_scalar,
+  sigmoid_backward, tanh_backward, relu_backward, pow_scalar_backward,
+  count,  // number of codes
+};
+
+struct EwLaunch {
+  EwCode op = EwCode::add;
+  DType dtype = DType::f32;
+  const std::int64_t* sizes = nullptr;  // output shape, ndim dims (operands broadcast to it)
+  int ndim = 0;
+  void* out = nullptr;
+  const std::int64_t* out_strides = nullptr;
+  const void* a = nullptr;
+  const std::int64_t* a_strides = nullptr;
+  const void* b = nullptr;                  // null for unary ops
+  const std::int64_t* b_strides = nullptr;  // null for unary ops
+  double scalar = 0.0;  // s of the scalar ops
+  double alpha = 1.0;   // add/sub: a +- alpha * b
+};
+
+// out = op(a[, b]) over the output shape. Throws anvil::Error for an op the dtype does not
+// define (integer dtypes: neg, abs, sign, add, sub, mul, maximum, gt, add_scalar, mul_scalar).
+void elementwise(cudaStream_t stream, const EwLaunch& launch);
+
+}  // namespace anvil::cuda

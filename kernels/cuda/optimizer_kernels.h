@@ -1,0 +1,55 @@
+#pragma once
+// Launchers of the fused multi-tensor optimizer kernels (optimizer_kernels.cu): SGD and Adam
+// updates, the sum of squares of gradient-norm clipping and the in-place scaling that clips,
+// each over a LIST of dense tensors of one dtype in one launch (two for the sum of squares).
+// Everything is enqueued on `stream` (the device's anvil stream, under a DeviceGuard held by
+// the caller); only multi_tensor_sum_squares waits, to read its result back.
+// C++17-clean (usable from .cu files): plain pointers, sizes and cudaStream_t.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/core/dtype.h"
+
+namespace anvil::cuda {
+
+// One tensor of the list, as optimizer_problem.h's OptimTensor (state1 = momentum buffer or
+// Adam's m, state2 = Adam's v; `first` = SGD's momentum buffer was just created).
+struct MultiTensorEntry {
+  void* param = nullptr;
+  void* grad = nullptr;
+  void* state1 = nullptr;
+  void* state2 = nullptr;
+  std::int64_t numel = 0;
+  bool first = false;
+};
+
+// Bytes of device scratch one call over `count` tensors needs (the pointer/size table and the
+// reduction's partial sums). The caller allocates it on the stream's device; it may be reused
+// for later work on the same stream as soon as the call returns (stream order).
+std::size_t multi_tensor_scratch_bytes(int count);
+
+struct SgdParams {
+  double lr, momentum, dampening, weight_decay;
+  bool nesterov;
+};
+struct AdamParams {
+  double lr, beta1, beta2, eps, weight_decay, c1, c2;
+};
+
+// dtype f32 or f64 (throws anvil::Error otherwise). `entries` is host memory, read before the
+// call returns.
+void multi_tensor_sgd(cudaStream_t stream, DType dtype, const MultiTensorEntry* entries, int count,
+                      void* scratch, const SgdParams& params);
+void multi_tensor_adam(cudaStream_t stream, DType dtype, const MultiTensorEntry* entries, int count,
+                       void* scratch, const AdamParams& params);
+// Sum over every entry's grad of grad^2, accumulated in double in a fixed order (deterministic
+// for a given list); waits for the stream and returns the value.
+double multi_tensor_sum_squares(cudaStream_t stream, DType dtype, const MultiTensorEntry* entries,
+                                int count, void* scratch);
+// grad *= scale (scale converted to the dtype first) for every entry.
+void multi_tensor_scale(cudaStream_t stream, DType dtype, const MultiTensorEntry* entries, int count,
+                        void* scratch, double scale);
+
+}  // namespace anvil::cuda

@@ -1,0 +1,449 @@
+// The custom CUDA pointwise family against the CPU on the same inputs: strided copies and fills
+// (every dtype pair, transposed / sliced / broadcast sources, strided destinations), every
+// EwOp (dense, broadcast, transposed, sliced, odd sizes, integer dtypes), reductions over every
+// dim combination, softmax / log-softmax / cross-entropy forward and backward, and a float64
+// gradient check of a small MLP-like composition run on CUDA. Runs only with a GPU
+// (gpu_main.cpp reports the binary skipped otherwise).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "engine/autograd/functions.h"
+#include "engine/core/cuda_backend.h"
+#include "engine/core/views.h"
+#include "engine/dispatch/elementwise_problem.h"
+#include "engine/dispatch/reduce_problem.h"
+#include "engine/dispatch/softmax_problem.h"
+#include "engine/ops/elementwise.h"
+#include "engine/ops/reduce.h"
+#include "engine/ops/softmax.h"
+#include "helpers/gradcheck.h"
+#include "kernels/register.h"
+
+using namespace anvil;
+using anvil::test::gradcheck;
+using anvil::test::uniform_leaf;
+using Catch::Matchers::Contains;
+
+namespace {
+const Device kGpu = Device::cuda(0);
+
+Tensor gpu(const Tensor& t) { return raw::to_device(t, kGpu); }
+// Row-major values of any tensor (any device, any strides) as doubles.
+std::vector<double> vals(const Tensor& t) {
+  return anvil::test::values_f64(raw::to_device(t, Device::cpu()));
+}
+// U(low, high) values of `dtype` on the CPU (integers: truncated).
+Tensor rnd(const Shape& shape, double low, double high, std::uint64_t seed, DType dtype = DType::f32) {
+  return raw::to_dtype(uniform_leaf(shape, low, high, seed, false), dtype);
+}
+
+// |gpu - cpu| <= atol + rtol * |cpu| everywhere (NaN only where both are NaN), with the worst
+// element in the message.
+void check_close(const Tensor& on_gpu, const Tensor& on_cpu, const std::string& what,
+                 double rtol = 1e-5, double atol = 1e-6) {
+  INFO(what);
+  REQUIRE(on_gpu.device() == kGpu);
+  REQUIRE(on_cpu.device().is_cpu());
+  REQUIRE(on_gpu.sizes() == on_cpu.sizes());
+  REQUIRE(on_gpu.dtype() == on_cpu.dtype());
+  const auto g = vals(on_gpu), c = vals(on_cpu);
+  std::size_t worst = 0;
+  double worst_ratio = 0.0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(g[i]) && std::isnan(c[i])) continue;
+    if (g[i] == c[i]) continue;  // also equal infinities
+    const double r = std::fabs(g[i] - c[i]) / (atol + rtol * std::fabs(c[i]));
+    if (!(r <= worst_ratio)) { worst_ratio = r; worst = i; }
+  }
+  INFO("worst element " << worst << ": gpu " << (g.empty() ? 0 : g[worst]) << " cpu "
+                        << (c.empty() ? 0 : c[worst]));
+  CHECK(worst_ratio <= 1.0);
+}
+
+std::vector<DType> all_dtypes() { return {DType::f32, DType::f64, DType::i32, DType::i64}; }
+}  // namespace
+
+TEST_CASE("the CUDA pointwise variants are registered", "[cuda][pointwise]") {
+  register_builtin_kernels();
+  (void)gpu(Tensor::zeros({1}));  // loads the backend
+  CHECK(elementwise_table().find("cuda.custom.elementwise") != nullptr);
+  CHECK(reduce_table().find("cuda.custom.reduce") != nullptr);
+  CHECK(softmax_table().find("cuda.custom.softmax") != nullptr);
+  // Forcing a CPU variant for a CUDA problem is an error that says why.
+  ForceVariant force("reduce", "cpu.omp");
+  CHECK_THROWS_WITH(ops::sum(gpu(Tensor::ones({3, 4}))), Contains("runs on cpu"));
+}
+
+// ---- copies and fills --------------------------------------------------------------------------
+
+TEST_CASE("device copies convert every dtype pair through any strides", "[cuda][copy]") {
+  // Small integers convert exactly between all four dtypes.
+  const Tensor base = rnd({6, 10}, -50, 50, 1, DType::i64);
+  for (DType sd : all_dtypes())
+    for (DType dd : all_dtypes()) {
+      const std::string pair = std::string(dtype_name(sd)) + " -> " + std::string(dtype_name(dd));
+      const Tensor src_cpu = raw::to_dtype(base, sd);
+      const Tensor src = gpu(src_cpu);
+      struct Case { const char* name; Tensor g, c; };
+      const std::vector<Case> cases = {
+          {"dense", src, src_cpu},
+          {"transposed", src.t(), src_cpu.t()},
+          {"sliced step 3", src.slice(1, 1, 10, 3), src_cpu.slice(1, 1, 10, 3)},
+          {"row broadcast", src.select(0, 2).unsqueeze(0).expand({5, 10}),
+           src_cpu.select(0, 2).unsqueeze(0).expand({5, 10})},
+          {"column broadcast", src.select(1, 4).unsqueeze(1).expand({6, 7}),
+           src_cpu.select(1, 4).unsqueeze(1).expand({6, 7})},
+      };
+      for (const auto& k : cases) {
+        Tensor dst = Tensor::empty(k.g.sizes(), dd, kGpu);
+        dst.copy_(k.g);
+        Tensor expect = Tensor::empty(k.c.sizes(), dd);
+        expect.copy_(k.c);
+        check_close(dst, expect, pair + " " + k.name, 0, 0);
+      }
+      // Into a strided CUDA destination: a transposed view and every other column of a bigger
+      // buffer; the elements outside the view keep their values.
+      Tensor big = Tensor::full({10, 12}, 7, dd, kGpu);
+      Tensor view = big.slice(1, 0, 12, 2).t();  // [6, 10], strides (2, 12)
+      view.copy_(src);
+      Tensor big_cpu = Tensor::full({10, 12}, 7, dd);
+      big_cpu.slice(1, 0, 12, 2).t().copy_(src_cpu);
+      check_close(big, big_cpu, pair + " strided destination", 0, 0);
+    }
+  // From the host into a strided CUDA destination (staged, then scattered).
+  Tensor big = Tensor::zeros({4, 6}, DType::f32, kGpu);
+  big.t().copy_(rnd({6, 4}, -1, 1, 2));
+  Tensor big_cpu = Tensor::zeros({4, 6});
+  big_cpu.t().copy_(rnd({6, 4}, -1, 1, 2));
+  check_close(big, big_cpu, "host -> strided device", 0, 0);
+}
+
+TEST_CASE("device copies of large and high-rank tensors", "[cuda][copy]") {
+  // Odd sizes above one grid of blocks, 8 non-mergeable dims, and a 3-D permute.
+  const Tensor a_cpu = rnd({1000003}, -1, 1, 3);
+  Tensor a = gpu(a_cpu);
+  Tensor d = Tensor::empty({1000003}, DType::f64, kGpu);
+  d.copy_(a);
+  check_close(d, raw::to_dtype(a_cpu, DType::f64), "1000003 f32 -> f64", 0, 0);
+  const Tensor h_cpu = rnd({2, 3, 2, 3, 2, 3, 2, 3}, -1, 1, 4);
+  const Shape order = {7, 0, 6, 1, 5, 2, 4, 3};
+  check_close(gpu(h_cpu).permute(order).contiguous(), h_cpu.permute(order).contiguous(),
+              "8-D permute", 0, 0);
+  const Tensor p_cpu = rnd({37, 129, 65}, -1, 1, 5);
+  check_close(gpu(p_cpu).permute({2, 0, 1}).contiguous(), p_cpu.permute({2, 0, 1}).contiguous(),
+              "3-D permute", 0, 0);
+}
+
+TEST_CASE("device fills reach exactly the view's elements", "[cuda][copy]") {
+  for (DType dt : all_dtypes()) {
+    INFO(dtype_name(dt));
+    Tensor g = Tensor::full({5, 9}, 1, dt, kGpu);
+    Tensor c = Tensor::full({5, 9}, 1, dt);
+    g.slice(1, 1, 9, 3).fill_(2.75);
+    c.slice(1, 1, 9, 3).fill_(2.75);
+    g.select(0, 3).fill_(-4);
+    c.select(0, 3).fill_(-4);
+    check_close(g, c, "strided fills", 0, 0);
+    Tensor z = Tensor::full({1001}, 3, dt, kGpu);
+    z.fill_(0.0);  // memset path
+    check_close(z, Tensor::zeros({1001}, dt), "zero fill", 0, 0);
+  }
+  Tensor nz = Tensor::full({3}, -0.0, DType::f32, kGpu);
+  CHECK(std::signbit(nz.select(0, 1).item()));
+  CHECK(Tensor::full({}, 1.5, DType::f64, kGpu).item() == 1.5);
+}
+
+// ---- elementwise ---------------------------------------------------------------------------------
+
+namespace {
+struct EwCase { EwOp op; double low, high; };  // input domain
+const std::vector<EwCase>& ew_cases() {
+  static const std::vector<EwCase> c = {
+      {EwOp::neg, -2, 2}, {EwOp::exp, -3, 3}, {EwOp::log, 0.1, 4}, {EwOp::sqrt, 0.1, 4},
+      {EwOp::sigmoid, -6, 6}, {EwOp::tanh, -3, 3}, {EwOp::relu, -2, 2}, {EwOp::abs, -2, 2},
+      {EwOp::sign, -2, 2}, {EwOp::add, -2, 2}, {EwOp::sub, -2, 2}, {EwOp::mul, -2, 2},
+      {EwOp::div, 0.5, 3}, {EwOp::pow, 0.2, 2}, {EwOp::maximum, -2, 2}, {EwOp::gt, -2, 2},
+      {EwOp::add_scalar, -2, 2}, {EwOp::mul_scalar, -2, 2}, {EwOp::pow_scalar, 0.2, 3},
+      {EwOp::rsub_scalar, -2, 2}, {EwOp::rdiv_scalar, 0.5, 3}, {EwOp::sigmoid_backward, 0, 1},
+      {EwOp::tanh_backward, -1, 1}, {EwOp::relu_backward, -2, 2},
+      {EwOp::pow_scalar_backward, 0.2, 3},
+  };
+  return c;
+}
+
+// op on (a, b) on both devices; a and b are CPU tensors (any layout), mirrored on the GPU with
+// the same layout by `layout`.
+template <typename Layout>
+void compare_ew(EwOp op, const Tensor& a_dense, const Tensor& b_dense, Layout&& layout,
+                const std::string& what) {
+  const double s = 1.75, alpha = 0.5;
+  const Tensor ac = layout(a_dense), bc = layout(b_dense);
+  const Tensor ag = layout(gpu(a_dense)), bg = layout(gpu(b_dense));
+  Tensor c, g;
+  if (ew_arity(op) == 1) {
+    c = ops::unary(op, ac, s);
+    g = ops::unary(op, ag, s);
+  } else {
+    c = ops::binary(op, ac, bc, alpha, s);
+    g = ops::binary(op, ag, bg, alpha, s);
+  }
+  check_close(g, c, std::string(ew_name(op)) + " " + what, 2e-6, 1e-6);
+}
+}  // namespace
+
+TEST_CASE("every EwOp on CUDA matches the CPU across layouts", "[cuda][elementwise]") {
+  for (const auto& k : ew_cases()) {
+    for (DType dt : {DType::f32, DType::f64}) {
+      const std::string tag = std::string(dtype_name(dt));
+      const Tensor a = rnd({37, 53}, k.low, k.high, 10 + static_cast<int>(k.op), dt);
+      const Tensor b = rnd({37, 53}, k.op == EwOp::pow ? -1.5 : k.low, k.high, 50 + static_cast<int>(k.op), dt);
+      compare_ew(k.op, a, b, [](const Tensor& t) { return t; }, tag + " dense");
+      compare_ew(k.op, a, b, [](const Tensor& t) { return t.t(); }, tag + " transposed");
+      compare_ew(k.op, a, b, [](const Tensor& t) { return t.slice(0, 1, 37, 2).slice(1, 3, 50, 3); },
+                 tag + " sliced");
+      if (ew_arity(k.op) == 2) {
+        // Broadcasting: a row of b against all of a, a column of a against b.
+        const Tensor ac = a, bc = b.select(0, 0).unsqueeze(0);  // [1, 53]
+        check_close(ops::binary(k.op, gpu(ac), gpu(bc), 0.5, 1.75),
+                    ops::binary(k.op, ac, bc, 0.5, 1.75), std::string(ew_name(k.op)) + " row broadcast", 2e-6, 1e-6);
+        const Tensor acol = a.select(1, 0).unsqueeze(1);  // [37, 1]
+        check_close(ops::binary(k.op, gpu(acol), gpu(b), 0.5, 1.75),
+                    ops::binary(k.op, acol, b, 0.5, 1.75), std::string(ew_name(k.op)) + " column broadcast", 2e-6, 1e-6);
+        const Tensor sc = b.select(0, 3).select(0, 7);  // 0-D
+        check_close(ops::binary(k.op, gpu(a), gpu(sc), 0.5, 1.75),
+                    ops::binary(k.op, a, sc, 0.5, 1.75), std::string(ew_name(k.op)) + " 0-D operand", 2e-6, 1e-6);
+      }
+    }
+    // An odd size, dense.
+    const Tensor odd_a = rnd({1060921}, k.low, k.high, 7);
+    const Tensor odd_b = rnd({1060921}, k.op == EwOp::pow ? -1.5 : k.low, k.high, 8);
+    compare_ew(k.op, odd_a, odd_b, [](const Tensor& t) { return t; }, "odd size");
+  }
+}
+
+TEST_CASE("elementwise and copy kernels cover more elements than one grid", "[cuda][elementwise]") {
+  // 65536 blocks * 256 threads + an odd tail: the grid-stride loops must reach the end, dense
+  // and strided (a transposed operand).
+  const std::int64_t n = 65536LL * 256 + 12345;
+  const Tensor a = rnd({n}, -1, 1, 110), b = rnd({n}, -1, 1, 111);
+  check_close(ops::binary(EwOp::add, gpu(a), gpu(b), 0.5), ops::binary(EwOp::add, a, b, 0.5),
+              "dense add", 1e-6, 1e-7);
+  const std::int64_t rows = 4099, cols = n / rows;  // 4099 * 4096 elements, viewed transposed
+  const Tensor m = a.slice(0, 0, rows * cols).reshape({rows, cols});
+  check_close(ops::unary(EwOp::neg, gpu(m).t()), ops::unary(EwOp::neg, m.t()), "strided neg", 0, 0);
+  check_close(gpu(m).t().contiguous(), m.t().contiguous(), "strided copy", 0, 0);
+}
+
+TEST_CASE("integer elementwise ops and in-place updates on CUDA", "[cuda][elementwise]") {
+  for (DType dt : {DType::i32, DType::i64}) {
+    INFO(dtype_name(dt));
+    const Tensor a = rnd({9, 11}, -20, 20, 21, dt), b = rnd({9, 11}, -20, 20, 22, dt);
+    for (EwOp op : {EwOp::neg, EwOp::abs, EwOp::sign, EwOp::add, EwOp::sub, EwOp::mul,
+                    EwOp::maximum, EwOp::gt, EwOp::add_scalar, EwOp::mul_scalar}) {
+      // alpha 2 and scalar 3 are exact in every dtype.
+      if (ew_arity(op) == 1)
+        check_close(ops::unary(op, gpu(a), 3.0), ops::unary(op, a, 3.0), ew_name(op), 0, 0);
+      else
+        check_close(ops::binary(op, gpu(a).t(), gpu(b).t(), 2.0), ops::binary(op, a.t(), b.t(), 2.0),
+                    ew_name(op), 0, 0);
+    }
+    CHECK_THROWS_WITH(ops::unary(EwOp::exp, gpu(a)), Contains("floating-point"));
+  }
+  // In place: dst += alpha * broadcast src.
+  Tensor dc = rnd({8, 5}, -1, 1, 30), sc = rnd({5}, -1, 1, 31);
+  Tensor dg = gpu(dc);
+  ops::add_(dg, gpu(sc), -0.25);
+  ops::add_(dc, sc, -0.25);
+  check_close(dg, dc, "add_ broadcast");
+  ops::mul_scalar_(dg.t(), 3.0);
+  ops::mul_scalar_(dc.t(), 3.0);
+  check_close(dg, dc, "mul_scalar_ transposed");
+}
+
+// ---- reductions ----------------------------------------------------------------------------------
+
+TEST_CASE("sum, mean and max over every dim combination match the CPU", "[cuda][reduce]") {
+  for (const Shape& shape : {Shape{4, 5, 6}, Shape{3, 1, 7, 2}, Shape{2, 33, 65}}) {
+    const Tensor x = rnd(shape, -1, 1, 40);
+    const Tensor xg = gpu(x);
+    const auto nd = static_cast<std::int64_t>(shape.size());
+    for (std::int64_t mask = 0; mask < (1 << nd); ++mask) {
+      std::vector<std::int64_t> dims;
+      for (std::int64_t d = 0; d < nd; ++d)
+        if (mask & (1 << d)) dims.push_back(d);
+      const std::string what = shape_str(shape) + " mask " + std::to_string(mask);
+      for (bool keep : {false, true}) {
+        check_close(ops::sum(xg, dims, keep), ops::sum(x, dims, keep), "sum " + what);
+        check_close(ops::mean(xg, dims, keep), ops::mean(x, dims, keep), "mean " + what);
+      }
+    }
+    for (std::int64_t d = 0; d < nd; ++d) {
+      auto [vg, ig] = ops::max(xg, d, false);
+      auto [vc, ic] = ops::max(x, d, false);
+      check_close(vg, vc, "max values dim " + std::to_string(d), 0, 0);
+      check_close(ig, ic, "max indices dim " + std::to_string(d), 0, 0);
+    }
+  }
+  // The shapes sum_to produces in backward: bias gradients of [B, N] and [N, K, H, W].
+  const Tensor g2 = rnd({64, 10}, -1, 1, 41);
+  check_close(ops::sum_to(gpu(g2), {10}), ops::sum_to(g2, {10}), "sum_to [64,10] -> [10]");
+  check_close(ops::sum_to(gpu(g2), {64, 1}), ops::sum_to(g2, {64, 1}), "sum_to -> [64,1]");
+  const Tensor g4 = rnd({4, 6, 5, 7}, -1, 1, 42);
+  check_close(ops::sum_to(gpu(g4), {6, 1, 1}), ops::sum_to(g4, {6, 1, 1}), "sum_to -> [6,1,1]");
+  check_close(ops::sum_to(gpu(g4), {1, 5, 1}), ops::sum_to(g4, {1, 5, 1}), "sum_to -> [1,5,1]");
+  // Long rows (block per row), tall columns (32 x 32 blocks), many tiles (32 x 8 blocks).
+  for (const Shape& shape : {Shape{3, 5000}, Shape{100000, 3}, Shape{2, 3000, 40}, Shape{7, 300, 2000}}) {
+    const Tensor x = rnd(shape, -1, 1, 43);
+    for (std::int64_t d = 0; d < static_cast<std::int64_t>(shape.size()); ++d) {
+      const std::string what = shape_str(shape) + " dim " + std::to_string(d);
+      check_close(ops::sum(gpu(x), {d}), ops::sum(x, {d}), "sum " + what, 1e-5, 1e-5);
+      auto [vg, ig] = ops::max(gpu(x), d);
+      auto [vc, ic] = ops::max(x, d);
+      check_close(vg, vc, "max " + what, 0, 0);
+      check_close(ig, ic, "argmax " + what, 0, 0);
+    }
+  }
+}
+
+TEST_CASE("max on CUDA keeps the first maximum and propagates NaN", "[cuda][reduce]") {
+  constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  Tensor x = Tensor::from_vector(std::vector<float>{1, 3, 3, 2,  -inf, -inf, -inf, -inf,
+                                                    1, nan, 5, nan,  2, 2, 2, 2}, {4, 4});
+  // Over dim 1 of x (row kernel), and over dim 0 of its dense transpose (column kernel).
+  for (std::int64_t d : {1, 0}) {
+    const Tensor t = d == 1 ? x : x.t().contiguous();
+    auto [vg, ig] = ops::max(gpu(t), d);
+    auto [vc, ic] = ops::max(t, d);
+    check_close(vg, vc, "values", 0, 0);
+    check_close(ig, ic, "indices", 0, 0);
+    CHECK(vals(ig) == std::vector<double>{1, 0, 1, 0});
+  }
+  CHECK_THROWS_WITH(ops::max(gpu(Tensor::zeros({3, 0})), 1), Contains("empty"));
+  CHECK(vals(ops::sum(gpu(Tensor::zeros({3, 0})), {1})) == std::vector<double>{0, 0, 0});
+}
+
+// ---- softmax family -------------------------------------------------------------------------------
+
+TEST_CASE("softmax, log-softmax and their backward on CUDA match the CPU", "[cuda][softmax]") {
+  for (DType dt : {DType::f32, DType::f64}) {
+    for (std::int64_t rows : {1, 3, 33}) {
+      for (std::int64_t cols : {1, 7, 1024, 1025, 5000}) {
+        const std::string what = std::string(dtype_name(dt)) + " [" + std::to_string(rows) + ", " +
+                                 std::to_string(cols) + "]";
+        const Tensor x = rnd({rows, cols}, -8, 8, 60 + cols, dt);
+        const Tensor dy = rnd({rows, cols}, -1, 1, 61 + cols, dt);
+        for (bool log : {false, true}) {
+          const Tensor yc = log ? ops::log_softmax(x) : ops::softmax(x);
+          const Tensor yg = log ? ops::log_softmax(gpu(x)) : ops::softmax(gpu(x));
+          check_close(yg, yc, (log ? "log_softmax " : "softmax ") + what, 1e-5, 1e-6);
+          check_close(ops::softmax_backward(gpu(yc), gpu(dy), log), ops::softmax_backward(yc, dy, log),
+                      (log ? "log_softmax backward " : "softmax backward ") + what, 1e-5, 1e-6);
+        }
+      }
+    }
+  }
+  // Over a non-last dim through autograd (transposes), and special values.
+  const Tensor x = rnd({6, 5, 4}, -3, 3, 70);
+  check_close(anvil::softmax(gpu(x), 1), anvil::softmax(x, 1), "softmax dim 1");
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  const Tensor sp = Tensor::from_vector(std::vector<float>{-inf, -inf, -inf, 1, inf, 2, 0, 0, 0}, {3, 3});
+  check_close(ops::log_softmax(gpu(sp)), ops::log_softmax(sp), "special values", 0, 0);
+}
+
+TEST_CASE("fused cross-entropy on CUDA matches the CPU, with i32 and i64 targets", "[cuda][softmax]") {
+  for (DType dt : {DType::f32, DType::f64}) {
+    for (DType it : {DType::i32, DType::i64}) {
+      for (std::int64_t cols : {10, 1000, 10000}) {
+        const std::int64_t rows = 37;
+        const std::string what = std::string(dtype_name(dt)) + "/" + std::string(dtype_name(it)) +
+                                 " C=" + std::to_string(cols);
+        const Tensor x = rnd({rows, cols}, -5, 5, 80 + cols, dt);
+        const Tensor t = rnd({rows}, 0, static_cast<double>(cols) - 0.01, 81, it);
+        auto [lc, sc] = ops::cross_entropy_forward(x, t);
+        auto [lg, sg] = ops::cross_entropy_forward(gpu(x), gpu(t));
+        check_close(lg, lc, "CE loss " + what);
+        check_close(sg, sc, "CE lse " + what);
+        check_close(ops::cross_entropy_backward(gpu(x), gpu(t), sg, 0.37),
+                    ops::cross_entropy_backward(x, t, sc, 0.37), "CE dx " + what);
+        // Through autograd (mean loss, its gradient).
+        Tensor xc = x.clone(), xg = gpu(x);
+        xc.set_requires_grad(true);
+        xg.set_requires_grad(true);
+        Tensor loss_c = anvil::cross_entropy(xc, t), loss_g = anvil::cross_entropy(xg, gpu(t));
+        CHECK(loss_g.device() == kGpu);
+        check_close(loss_g, loss_c, "CE mean " + what);
+        loss_c.backward();
+        loss_g.backward();
+        check_close(xg.grad(), xc.grad(), "CE grad " + what);
+      }
+    }
+  }
+  const Tensor x = gpu(rnd({4, 5}, -1, 1, 90));
+  const Tensor bad = gpu(Tensor::from_vector(std::vector<std::int64_t>{0, 4, 5, -1}, {4}));
+  CHECK_THROWS_WITH(ops::cross_entropy_forward(x, bad),
+                    Contains("target 5 at row 2 is out of range for 5 classes"));
+  const Tensor bad32 = gpu(Tensor::from_vector(std::vector<std::int32_t>{0, -3, 1, 1}, {4}));
+  CHECK_THROWS_WITH(ops::cross_entropy_forward(x, bad32), Contains("target -3 at row 1"));
+  // The device and the engine stay usable after the error.
+  CHECK(ops::sum(x).device() == kGpu);
+}
+
+TEST_CASE("binary cross-entropy with logits on CUDA matches the CPU", "[cuda][softmax]") {
+  Tensor xc = rnd({7, 9}, -30, 30, 95, DType::f64), tc = rnd({7, 9}, 0, 1, 96, DType::f64);
+  Tensor xg = gpu(xc), tg = gpu(tc);
+  for (Tensor* t : {&xc, &tc, &xg, &tg}) t->set_requires_grad(true);
+  Tensor lc = binary_cross_entropy_with_logits(xc, tc), lg = binary_cross_entropy_with_logits(xg, tg);
+  check_close(lg, lc, "bce loss", 1e-12, 1e-12);
+  lc.backward();
+  lg.backward();
+  check_close(xg.grad(), xc.grad(), "bce dx", 1e-12, 1e-14);
+  check_close(tg.grad(), tc.grad(), "bce dt", 1e-12, 1e-14);
+}
+
+// ---- autograd on CUDA ----------------------------------------------------------------------------
+
+TEST_CASE("float64 gradient check of an MLP-like composition run on CUDA", "[cuda][gradcheck]") {
+  // Inputs are CPU leaves; the function moves them to the GPU (a differentiable copy), computes
+  // there and brings the result back, so the central differences run through the CUDA kernels.
+  // The matrix products are broadcast multiplies plus sums (elementwise + column/row reductions),
+  // independent of the GEMM variants.
+  const Tensor target = Tensor::from_vector(std::vector<std::int64_t>{2, 0, 3, 1, 3}, {5});
+  auto mlp = [target](const std::vector<Tensor>& in, Device dev) {
+    const Tensor x = in[0].to(dev), w1 = in[1].to(dev), b1 = in[2].to(dev);
+    const Tensor w2 = in[3].to(dev), b2 = in[4].to(dev);
+    // x [5, 3], w1 [3, 6], b1 [6], w2 [6, 4], b2 [4]
+    Tensor h = anvil::sum(x.unsqueeze(2) * w1.unsqueeze(0), {1}) + b1;   // [5, 6]
+    h = anvil::tanh(h) + anvil::sigmoid(h) * 0.5;
+    Tensor logits = anvil::sum(h.unsqueeze(2) * w2.unsqueeze(0), {1}) + b2;  // [5, 4]
+    Tensor ce = anvil::cross_entropy(logits, target.to(dev));
+    Tensor lsm = anvil::log_softmax(logits, 0);
+    Tensor mx = anvil::max(anvil::exp(logits * 0.3) / anvil::sum(anvil::pow(h, 2.0) + 1.0, {1}, true), 1);
+    return (anvil::mean(lsm, {1}) + mx + ce).to(Device::cpu());
+  };
+  const std::vector<Tensor> inputs = {
+      uniform_leaf({5, 3}, -1, 1, 101), uniform_leaf({3, 6}, -1, 1, 102),
+      uniform_leaf({6}, -0.5, 0.5, 103), uniform_leaf({6, 4}, -1, 1, 104),
+      uniform_leaf({4}, -0.5, 0.5, 105)};
+  const auto r = gradcheck("mlp_on_cuda", [&](const std::vector<Tensor>& in) { return mlp(in, kGpu); },
+                           inputs);
+  INFO(r.message);
+  CHECK(r.ok);
+  // The CUDA gradients equal the CPU gradients of the same function.
+  std::vector<Tensor> a, b;
+  for (const Tensor& t : inputs) {
+    a.push_back(t.detach().clone());
+    b.push_back(t.detach().clone());
+    a.back().set_requires_grad(true);
+    b.back().set_requires_grad(true);
+  }
+  anvil::sum(mlp(a, kGpu)).backward();
+  anvil::sum(mlp(b, Device::cpu())).backward();
+  for (std::size_t i = 0; i < a.size(); ++i)
+    CHECK(anvil::test::max_abs_diff(a[i].grad(), b[i].grad()) < 1e-12);
+}

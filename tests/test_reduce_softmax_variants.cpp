@@ -1,0 +1,192 @@
+// The `reduce` and `softmax` tables on the CPU: every CPU variant (cpu.omp, ref) agrees on sums,
+// means, max with indices, softmax / log-softmax and their backward, and the fused
+// cross-entropy (i32 and i64 targets), across shapes above and below the OpenMP grain; the
+// default is cpu.omp; forcing an unknown or unsuitable variant is a clear error.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "engine/core/views.h"
+#include "engine/dispatch/reduce_problem.h"
+#include "engine/dispatch/softmax_problem.h"
+#include "engine/ops/reduce.h"
+#include "engine/ops/softmax.h"
+#include "helpers/gradcheck.h"
+#include "kernels/register.h"
+
+using namespace anvil;
+using anvil::test::max_abs_diff;
+using anvil::test::uniform_leaf;
+using Catch::Matchers::Contains;
+
+namespace {
+Tensor rnd(const Shape& shape, double low, double high, std::uint64_t seed, DType dt = DType::f32) {
+  return raw::to_dtype(uniform_leaf(shape, low, high, seed, false), dt);
+}
+// Names of the CPU variants of a table.
+template <typename Table>
+std::vector<std::string> cpu_variants(const Table& table) {
+  std::vector<std::string> out;
+  for (const auto& v : table.variants())
+    if (v.device == DeviceType::cpu) out.push_back(v.name);
+  return out;
+}
+// fn() under every CPU variant of `op`, each compared with the `ref` result.
+template <typename Fn>
+void against_ref(const char* op, const std::vector<std::string>& names, Fn&& fn, double tol,
+                 const std::string& what) {
+  std::vector<Tensor> expect;
+  {
+    ForceVariant force(op, "ref");
+    expect = fn();
+  }
+  for (const auto& name : names) {
+    ForceVariant force(op, name);
+    const std::vector<Tensor> got = fn();
+    REQUIRE(got.size() == expect.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      INFO(op << " variant " << name << ": " << what << " output " << i);
+      CHECK(got[i].sizes() == expect[i].sizes());
+      CHECK(max_abs_diff(got[i], expect[i]) <= tol);
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("reduce and softmax tables list cpu.omp first and ref last", "[reduce][softmax][variants]") {
+  register_builtin_kernels();
+  for (const auto* op : {"reduce", "softmax"}) {
+    const VariantTableBase* t = find_variant_table(op);
+    REQUIRE(t != nullptr);
+    const auto list = t->list();
+    REQUIRE(list.size() >= 2);
+    CHECK(list.back().name == "ref");
+    std::string first_cpu;
+    for (const auto& v : list)
+      if (v.device == DeviceType::cpu) { first_cpu = v.name; break; }
+    CHECK(first_cpu == "cpu.omp");
+  }
+  ReduceProblem rp;
+  rp.outer = 4; rp.reduce = 5;
+  CHECK(reduce_table().select(rp).name == "cpu.omp");
+  SoftmaxProblem sp;
+  sp.rows = 4; sp.cols = 5;
+  CHECK(softmax_table().select(sp).name == "cpu.omp");
+}
+
+TEST_CASE("every CPU reduce variant agrees with ref", "[reduce][variants]") {
+  register_builtin_kernels();
+  const auto names = cpu_variants(reduce_table());
+  for (DType dt : {DType::f32, DType::f64}) {
+    for (const Shape& shape : {Shape{4, 5, 6}, Shape{3, 1, 7, 2}, Shape{300, 257}, Shape{64, 40, 33}}) {
+      const Tensor x = rnd(shape, -1, 1, 7, dt);
+      const auto nd = static_cast<std::int64_t>(shape.size());
+      for (std::int64_t mask = 0; mask < (1 << nd); ++mask) {
+        std::vector<std::int64_t> dims;
+        for (std::int64_t d = 0; d < nd; ++d)
+          if (mask & (1 << d)) dims.push_back(d);
+        against_ref("reduce", names,
+                    [&] { return std::vector<Tensor>{ops::sum(x, dims), ops::mean(x, dims, true)}; },
+                    dt == DType::f32 ? 1e-5 : 1e-12, shape_str(shape) + " mask " + std::to_string(mask));
+      }
+      for (std::int64_t d = 0; d < nd; ++d)
+        against_ref("reduce", names,
+                    [&] {
+                      auto [v, i] = ops::max(x, d);
+                      return std::vector<Tensor>{v, i};
+                    },
+                    0.0, shape_str(shape) + " max dim " + std::to_string(d));
+    }
+  }
+  // Ties keep the first index, NaN wins and sticks to its first position.
+  constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor s = Tensor::from_vector(std::vector<float>{2, 2, 1, 1, 1, nan, 3, nan}, {2, 4});
+  for (const auto& name : names) {
+    ForceVariant force("reduce", name);
+    auto [v, i] = ops::max(s, 1);
+    CHECK(anvil::test::values_f64(i) == std::vector<double>{0, 1});
+    CHECK(std::isnan(anvil::test::values_f64(v)[1]));
+  }
+}
+
+TEST_CASE("every CPU softmax variant agrees with ref", "[softmax][variants]") {
+  register_builtin_kernels();
+  const auto names = cpu_variants(softmax_table());
+  for (DType dt : {DType::f32, DType::f64}) {
+    const double tol = dt == DType::f32 ? 2e-6 : 1e-13;
+    for (const Shape& shape : {Shape{1, 1}, Shape{3, 7}, Shape{5, 1500}, Shape{300, 129}, Shape{4, 3, 10}}) {
+      const Tensor x = rnd(shape, -6, 6, 11, dt), dy = rnd(shape, -1, 1, 12, dt);
+      for (bool log : {false, true})
+        against_ref("softmax", names,
+                    [&] {
+                      Tensor y = log ? ops::log_softmax(x) : ops::softmax(x);
+                      return std::vector<Tensor>{y, ops::softmax_backward(y, dy, log)};
+                    },
+                    tol, shape_str(shape) + (log ? " log_softmax" : " softmax"));
+    }
+    for (DType it : {DType::i32, DType::i64}) {
+      for (const Shape& shape : {Shape{1, 3}, Shape{37, 10}, Shape{64, 2000}}) {
+        const Tensor x = rnd(shape, -5, 5, 13, dt);
+        const Tensor t = rnd({shape[0]}, 0, static_cast<double>(shape[1]) - 0.01, 14, it);
+        against_ref("softmax", names,
+                    [&] {
+                      auto [loss, lse] = ops::cross_entropy_forward(x, t);
+                      return std::vector<Tensor>{loss, lse, ops::cross_entropy_backward(x, t, lse, 0.25)};
+                    },
+                    tol, shape_str(shape) + " cross-entropy " + std::string(dtype_name(it)));
+      }
+    }
+  }
+  // Special rows: all -inf, +inf present, NaN present.
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor sp = Tensor::from_vector(std::vector<float>{-inf, -inf, 1, inf, 0, nan}, {3, 2});
+  std::vector<double> expect;
+  {
+    ForceVariant force("softmax", "ref");
+    expect = anvil::test::values_f64(ops::cross_entropy_forward(sp, Tensor::from_vector(std::vector<std::int64_t>{0, 0, 0}, {3})).second);
+  }
+  CHECK(expect[0] == -inf);
+  CHECK(expect[1] == inf);
+  CHECK(std::isnan(expect[2]));
+  for (const auto& name : names) {
+    ForceVariant force("softmax", name);
+    const auto got = anvil::test::values_f64(
+        ops::cross_entropy_forward(sp, Tensor::from_vector(std::vector<std::int64_t>{0, 0, 0}, {3})).second);
+    CHECK(got[0] == expect[0]);
+    CHECK(got[1] == expect[1]);
+    CHECK(std::isnan(got[2]));
+  }
+}
+
+TEST_CASE("cross-entropy variants reject out-of-range class ids", "[softmax][variants]") {
+  register_builtin_kernels();
+  const Tensor x = rnd({3, 4}, -1, 1, 20);
+  const Tensor bad = Tensor::from_vector(std::vector<std::int64_t>{0, 4, 1}, {3});
+  for (const auto& name : cpu_variants(softmax_table())) {
+    ForceVariant force("softmax", name);
+    CHECK_THROWS_WITH(ops::cross_entropy_forward(x, bad),
+                      Contains("target 4 at row 1 is out of range for 4 classes"));
+  }
+}
+
+TEST_CASE("forcing an unknown reduce or softmax variant is a clear error", "[reduce][softmax][variants]") {
+  register_builtin_kernels();
+  const Tensor x = rnd({3, 4}, -1, 1, 21);
+  {
+    ForceVariant force("reduce", "cpu.nonexistent");
+    CHECK_THROWS_WITH(ops::sum(x, {1}), Contains("reduce") && Contains("cpu.nonexistent"));
+  }
+  {
+    ForceVariant force("softmax", "cuda.nonexistent");
+    CHECK_THROWS_WITH(ops::softmax(x), Contains("softmax") && Contains("cuda.nonexistent"));
+  }
+  // A registered variant that does not support the problem: integer tensors are refused by the
+  // ops before dispatch, so the check is on the table itself.
+  ReduceProblem p;
+  p.dtype = DType::i32;
+  CHECK_THROWS_WITH(reduce_table().select(p), Contains("f32/f64 only"));
+}
