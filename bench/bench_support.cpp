@@ -101,6 +101,10 @@ Options parse_options(int& argc, char** argv) {
       o.kernel_min_time = std::stod(v);
     } else if (const char* v = value("--anvil_test_broken_variant=")) {
       o.test_broken_variant = on_off("--anvil_test_broken_variant", v);
+    } else if (const char* v = value("--anvil_gpu=")) {
+      o.gpu = v;
+      if (o.gpu != "auto" && o.gpu != "on" && o.gpu != "off")
+        throw std::invalid_argument("--anvil_gpu: expected auto, on or off, got '" + o.gpu + "'");
     } else if (const char* v = value("--anvil_peak=")) {
       o.peak_gflops_per_core = std::stod(v);
     } else {

@@ -33,6 +33,11 @@ struct Options {
   // --anvil_test_broken_variant=on registers `test.broken`, a GEMM variant that is wrong on
   // purpose (bench/test_variants.cpp), to show that validation skips it instead of timing it.
   bool test_broken_variant = false;
+  // GPU benchmarks (bench/gpu_gemm_bench.h): "auto" registers them when an NVIDIA driver is
+  // present and the CUDA backend reports a device (a machine without a driver never loads the
+  // backend, so CPU runs do not pay for it); "on" always asks the backend; "off" never does.
+  // --anvil_gpu=auto|on|off.
+  std::string gpu = "auto";
 };
 
 // Removes --anvil_* flags from argv (the rest goes to Google Benchmark) and applies

@@ -1,6 +1,7 @@
 // gemm/<variant>/<mode>/<shape>/threads:<t>: every CPU GEMM variant (and "default", the
 // selection anvil makes without forcing) in the four transpose modes, on the DLBench shape
-// (M=1024, N=2048, K=26752) and the distinct GEMM shapes of FCN-5 at batch 64.
+// (M=1024, N=2048, K=26752) and the distinct GEMM shapes of FCN-5 at batch 64. With a usable
+// GPU, also gemm/<cuda variant>/<mode>/<shape>/device:cuda (bench/gpu_gemm_bench.cpp).
 //
 // Note [Validate before timing]
 // Before the timed loop, 48 sampled entries of C are recomputed in double from the same A and B
@@ -15,6 +16,7 @@
 
 #include "bench/bench_support.h"
 #include "bench/gemm_bench.h"
+#include "bench/gpu_gemm_bench.h"
 #include "bench/registrations.h"
 #include "engine/anvil/anvil.h"
 #include "engine/core/views.h"
@@ -40,7 +42,8 @@ Tensor as_matrix(const Tensor& flat, std::int64_t rows, std::int64_t cols) {
   return raw::view(flat, {rows, cols});
 }
 
-std::string sampled_mismatch(const Tensor& A, bool ta, const Tensor& B, bool tb, const Tensor& C) {
+std::string sampled_mismatch(const Tensor& A, bool ta, const Tensor& B, bool tb, const Tensor& C,
+                             double rel_tol) {
   const std::int64_t m = C.sizes()[0], n = C.sizes()[1], k = A.sizes()[ta ? 0 : 1];
   const float* a = A.data<float>();
   const float* b = B.data<float>();
@@ -56,7 +59,7 @@ std::string sampled_mismatch(const Tensor& A, bool ta, const Tensor& B, bool tb,
       mag += std::abs(x * y);
     }
     const double got = c[i * n + j];
-    if (std::abs(got - ref) > 1e-5 * mag + 1e-6)
+    if (std::abs(got - ref) > rel_tol * mag + 1e-6)
       return detail::str_cat("C[", i, ",", j, "] = ", got, " but ref = ", ref);
   }
   return {};
@@ -143,6 +146,7 @@ void register_gemm_benchmarks() {
           register_gemm_benchmark(detail::str_cat("gemm/", variant, "/", mode, "/", shape.name, "/threads:", t),
                                   [=](benchmark::State& st) { run_gemm(st, variant, ta, tb, shape, t); });
         }
+  register_gpu_gemm_benchmarks();  // nothing without a usable CUDA device
 }
 
 }  // namespace anvil::bench

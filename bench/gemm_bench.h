@@ -37,8 +37,11 @@ GemmBuffers& gemm_buffers(const Shape3& s);
 Tensor as_matrix(const Tensor& flat, std::int64_t rows, std::int64_t cols);
 
 // Note [Validate before timing] (bench/gemm_bench.cpp): recomputes 48 sampled entries of
-// C = op(A) op(B) in double; empty when they all match, else a message naming the entry.
-std::string sampled_mismatch(const Tensor& A, bool ta, const Tensor& B, bool tb, const Tensor& C);
+// C = op(A) op(B) in double; empty when they all match (|C - ref| <= rel_tol * sum |a||b| + 1e-6),
+// else a message naming the entry. A, B, C are dense host tensors. rel_tol is looser only for
+// reduced-precision variants (Note [GPU GEMM validation], bench/gpu_gemm_bench.h).
+std::string sampled_mismatch(const Tensor& A, bool ta, const Tensor& B, bool tb, const Tensor& C,
+                             double rel_tol = 1e-5);
 
 // Forces the gemm variant for the scope of the returned guard; none for "default".
 std::unique_ptr<ForceVariant> force_gemm_variant(const std::string& variant);

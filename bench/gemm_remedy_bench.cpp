@@ -3,6 +3,8 @@
 //   gemm_remedy/<variant>/transpose_then_NN/<NT|TN|TT>/<shape>/threads:<t>
 //   gemm_remedy/<variant>/grad_then_update/<shape>/threads:<t>
 //   gemm_remedy/<variant>/fold_sgd/<shape>/threads:<t>
+// and, with a usable GPU, the same for every CUDA variant with device:cuda in place of
+// threads:<t> (Note [GPU GEMM remedies]).
 //
 // Note [GEMM transpose remedies]
 // transpose_then_NN/<mode>: the operand(s) that <mode> reads transposed (A stored [K,M] for TN,
@@ -28,11 +30,15 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
+#include <memory>
 
 #include "bench/bench_support.h"
 #include "bench/gemm_bench.h"
+#include "bench/gpu_gemm_bench.h"
 #include "bench/registrations.h"
 #include "engine/anvil/anvil.h"
+#include "engine/ops/elementwise.h"
 #include "engine/ops/gemm.h"
 #include "kernels/cpu/omp/omp_kernels.h"
 
@@ -251,6 +257,141 @@ void run_sgd(benchmark::State& state, const std::string& variant, bool fold, Sha
   time_gemm_loop(state, threads, 2.0 * s.m * s.n * s.k, body);
 }
 
+
+// ---- GPU: the same remedies on cuda:0 (Note [GPU GEMM remedies]) ----------------------------
+//
+// Note [GPU GEMM remedies]
+// gemm_remedy/<cuda variant>/.../device:cuda mirrors the CPU benchmarks above on the GPU
+// copies of the same inputs (gpu_gemm_buffers), timed by CUDA events (time_gpu_loop):
+//  * transpose_then_NN/<mode>: the transposed operand(s) are copied out of place into a GPU
+//    workspace by Tensor::copy_ from the transposed view (the engine's device-side strided copy,
+//    CudaBackend::copy_on_device, on the same stream), then the NN GEMM of the forced variant.
+//    The benchmarks may not include CUDA headers (DESIGN.md), so the transpose is the engine's
+//    own; a cublasSgeam transpose would need an engine seam (an op table) that does not exist
+//    yet. `transpose_ms` / `transpose_share` as on the CPU, in GPU time;
+//  * grad_then_update: dW = dY^T X by the variant, then W -= lr dW by ops::add_ (the CUDA
+//    elementwise variants), versus fold_sgd: one GEMM W = -lr dY^T X + 1 W.
+// Validation mirrors the CPU one with gpu_gemm_rel_tol / gpu_gemm_pair_tol, so TF32 gets its
+// looser bounds (Note [GPU GEMM validation]).
+struct GpuWorkspace {
+  std::string shape;
+  Tensor at, bt, c_ref, w0, w, dw;  // on the GPU: at [M,K], bt [K,N]; the rest [M,N]
+  Tensor host_w0;                   // the host copy of w0, for validation
+};
+GpuWorkspace& gpu_workspace_for(const Shape3& s) {
+  static GpuWorkspace ws;
+  if (ws.shape != s.name) {
+    ws = GpuWorkspace{};
+    const Device dev = gpu_bench_device();
+    Generator gen(43);
+    ws.shape = s.name;
+    ws.at = Tensor::empty({s.m, s.k}, DType::f32, dev);
+    ws.bt = Tensor::empty({s.k, s.n}, DType::f32, dev);
+    ws.c_ref = Tensor::empty({s.m, s.n}, DType::f32, dev);
+    ws.host_w0 = uniform({s.m, s.n}, -1, 1, DType::f32, &gen);
+    ws.w0 = ws.host_w0.to(dev);
+    ws.w = Tensor::empty({s.m, s.n}, DType::f32, dev);
+    ws.dw = Tensor::empty({s.m, s.n}, DType::f32, dev);
+  }
+  return ws;
+}
+
+void run_gpu_transpose_then_nn(benchmark::State& state, const std::string& variant, bool ta, bool tb,
+                               Shape3 s) {
+  std::unique_ptr<ForceVariant> force;
+  double transpose_s = 0;
+  std::function<void()> transposes, body;
+  GemmBuffers* dev = nullptr;
+  GpuWorkspace* ws = nullptr;
+  Tensor A, B, C, An, Bn;
+  if (!prepare(state, [&] {
+        const GemmBuffers& host = gemm_buffers(s);
+        dev = &gpu_gemm_buffers(s);
+        ws = &gpu_workspace_for(s);
+        A = ta ? as_matrix(dev->a, s.k, s.m) : as_matrix(dev->a, s.m, s.k);
+        B = tb ? as_matrix(dev->b, s.n, s.k) : as_matrix(dev->b, s.k, s.n);
+        C = as_matrix(dev->c, s.m, s.n);
+        An = ta ? ws->at : A;
+        Bn = tb ? ws->bt : B;
+        transposes = [&] {
+          if (ta) ws->at.copy_(A.t());
+          if (tb) ws->bt.copy_(B.t());
+        };
+        body = [&] {
+          transposes();
+          ops::gemm(An, false, Bn, false, C);
+        };
+        force = std::make_unique<ForceVariant>("gemm", variant);
+        state.SetLabel(gemm_table().select(ops::gemm_problem_for(An, false, Bn, false, C, 0.0)).name);
+        ops::gemm(A, ta, B, tb, ws->c_ref);  // the plain GEMM of the direct mode
+        body();                              // warm-up and the result to check
+        const Tensor hC = C.to(Device::cpu());
+        std::string bad = full_mismatch(hC, ws->c_ref.to(Device::cpu()), gpu_gemm_pair_tol(variant, s.k),
+                                        "C vs direct mode");
+        const Tensor hA = ta ? as_matrix(host.a, s.k, s.m) : as_matrix(host.a, s.m, s.k);
+        const Tensor hB = tb ? as_matrix(host.b, s.n, s.k) : as_matrix(host.b, s.k, s.n);
+        if (bad.empty() && !(bad = sampled_mismatch(hA, ta, hB, tb, hC, gpu_gemm_rel_tol(variant))).empty())
+          bad = "C vs the double-precision definition: " + bad;
+        if (!bad.empty()) return bad;
+        // The transposes alone, GPU time: at least 3 runs and 0.05 s, mean.
+        CudaBackend& cuda = require_cuda("gemm_remedy");
+        int reps = 0;
+        double total = 0;
+        while (reps < 3 || total < 0.05) {
+          total += cuda.time_on_stream(gpu_bench_device().index, transposes);
+          ++reps;
+        }
+        transpose_s = total / reps;
+        return std::string();
+      }))
+    return;
+  const double per_call = time_gpu_loop(state, 2.0 * s.m * s.n * s.k, body);
+  state.counters["transpose_ms"] = transpose_s * 1e3;
+  if (per_call > 0) state.counters["transpose_share"] = transpose_s / per_call;
+}
+
+void run_gpu_sgd(benchmark::State& state, const std::string& variant, bool fold, Shape3 s) {
+  std::unique_ptr<ForceVariant> force;
+  std::function<void()> body;
+  GpuWorkspace* ws = nullptr;
+  Tensor dYt, X;
+  if (!prepare(state, [&] {
+        const GemmBuffers& host = gemm_buffers(s);
+        GemmBuffers& dev = gpu_gemm_buffers(s);
+        ws = &gpu_workspace_for(s);
+        dYt = as_matrix(dev.a, s.k, s.m);  // dY stored [K,M], read transposed
+        X = as_matrix(dev.b, s.k, s.n);
+        body = [&] {
+          if (fold) {
+            ops::gemm(dYt, true, X, false, ws->w, -kLr, 1.0);
+          } else {
+            ops::gemm(dYt, true, X, false, ws->dw);
+            ops::add_(ws->w, ws->dw, -kLr);
+          }
+        };
+        force = std::make_unique<ForceVariant>("gemm", variant);
+        state.SetLabel(gemm_table().select(ops::gemm_problem_for(dYt, true, X, false, ws->w, fold ? 1.0 : 0.0)).name);
+        ops::gemm(dYt, true, X, false, ws->c_ref);  // plain dW, itself checked against the definition
+        const Tensor hc = ws->c_ref.to(Device::cpu());
+        if (std::string bad = sampled_mismatch(as_matrix(host.a, s.k, s.m), true, as_matrix(host.b, s.k, s.n), false,
+                                               hc, gpu_gemm_rel_tol(variant));
+            !bad.empty())
+          return "plain dW vs the double-precision definition: " + bad;
+        const std::int64_t mn = s.m * s.n;
+        Tensor want = Tensor::empty({s.m, s.n});
+        const float* w0 = ws->host_w0.data<float>();
+        const float* c = hc.data<float>();
+        float* e = want.data<float>();
+        for (std::int64_t i = 0; i < mn; ++i) e[i] = static_cast<float>(w0[i] - kLr * static_cast<double>(c[i]));
+        ws->w.copy_(ws->w0);
+        body();  // warm-up and the result to check
+        const double tol = kLr * gpu_gemm_pair_tol(variant, s.k) + 4 * FLT_EPSILON * max_abs(want);
+        return full_mismatch(ws->w.to(Device::cpu()), want, tol, "W after the step vs W0 - lr * plain dW");
+      }))
+    return;
+  time_gpu_loop(state, 2.0 * s.m * s.n * s.k, body);
+}
+
 }  // namespace
 
 void register_gemm_remedy_benchmarks() {
@@ -268,6 +409,25 @@ void register_gemm_remedy_benchmarks() {
           register_gemm_benchmark(detail::str_cat("gemm_remedy/", variant, fold ? "/fold_sgd/" : "/grad_then_update/", tail),
               [=](benchmark::State& st) { run_sgd(st, variant, fold, shape, t); });
       }
+  register_gpu_gemm_remedy_benchmarks();  // nothing without a usable CUDA device
+}
+
+void register_gpu_gemm_remedy_benchmarks() {
+  if (!gpu_benchmarks_enabled()) return;
+  const std::vector<std::string> variants = gpu_gemm_variants();
+  const std::string suffix = gpu_name_suffix();
+  for (const auto& shape : gemm_shapes())
+    for (const auto& variant : variants) {
+      const std::string tail = detail::str_cat(shape.name, "/", suffix);
+      for (const char* mode : {"NT", "TN", "TT"}) {
+        const bool ta = mode[0] == 'T', tb = mode[1] == 'T';
+        register_gpu_benchmark(detail::str_cat("gemm_remedy/", variant, "/transpose_then_NN/", mode, "/", tail),
+            [=](benchmark::State& st) { run_gpu_transpose_then_nn(st, variant, ta, tb, shape); });
+      }
+      for (const bool fold : {false, true})
+        register_gpu_benchmark(detail::str_cat("gemm_remedy/", variant, fold ? "/fold_sgd/" : "/grad_then_update/", tail),
+            [=](benchmark::State& st) { run_gpu_sgd(st, variant, fold, shape); });
+    }
 }
 
 }  // namespace anvil::bench

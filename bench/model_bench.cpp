@@ -7,13 +7,19 @@
 //   forward, backward, update  one phase of the training step each (--anvil_phases=on): the
 //                   whole step runs every iteration and only the named phase is timed (manual
 //                   time), so the three add up to about one train_step; 5 iterations each.
+// model/<name>/<phase>/batch:<b>/device:cuda: the training and inference step of the models with
+// a GPU path (fcn5, fcn8, fcn_r, mlp_mnist) on cuda:0 over networks.md's GPU batch sweep, timed
+// with CUDA events around the whole step (batch upload + forward + loss + backward + update +
+// device synchronisation), registered after every CPU benchmark (Note [GPU model benchmarks]).
 #include <algorithm>
 #include <chrono>
 #include <memory>
 
 #include "bench/bench_support.h"
+#include "bench/gpu_gemm_bench.h"
 #include "bench/registrations.h"
 #include "engine/anvil/anvil.h"
+#include "engine/core/cuda_backend.h"
 #include "engine/dispatch/lstm_problem.h"
 #include "models/training_step.h"
 
@@ -143,6 +149,84 @@ void register_lstm_variant_steps(const std::string& name, const std::vector<std:
   }
 }
 
+// Note [GPU model benchmarks]
+// Registered when gpu_benchmarks_enabled() (bench/gpu_gemm_bench.h: --anvil_gpu=auto|on|off;
+// "auto" needs the NVIDIA driver's device node, so a CPU-only machine never loads the CUDA
+// backend, Note [Lazy CUDA loading]), after every CPU model benchmark. Timing: CUDA events
+// around the whole step on the device's stream (CudaBackend::time_on_stream), manual time;
+// memory: the peak bytes of the device's caching allocator during the timed steps.
+constexpr const char* kGpuModels[] = {"fcn5", "fcn8", "fcn_r", "mlp_mnist"};
+
+void run_gpu_model(benchmark::State& state, const std::string& name, Phase phase,
+                   std::int64_t batch) {
+  try {
+    CudaBackend* cuda = cuda_backend();
+    if (cuda == nullptr || cuda->device_count() == 0) {
+      state.SkipWithError(("no CUDA device: " + cuda_unavailable_reason()).c_str());
+      return;
+    }
+    const Device dev = Device::cuda(0);
+    // Google Benchmark calls this function several times per benchmark while it sizes the
+    // iteration count; building fcn5 (118 M parameters drawn on the host, then copied) each time
+    // would dominate the run, so the last step object is kept while name, batch and folding
+    // stay the same (the training and inference rows of one batch share it).
+    // Leaked on purpose: no device memory is handed back during static destruction.
+    static auto& cached = *new std::unique_ptr<models::TrainingStep>();
+    static std::string cached_key;
+    const std::string key = detail::str_cat(name, "/", batch, "/", options().fold_sgd);
+    if (!cached || cached_key != key) {
+      cached.reset();
+      cached_key.clear();
+      empty_cache(dev);  // the previous model's blocks would count in this one's reserve
+      cached = std::make_unique<models::TrainingStep>(name, batch, /*seed=*/1, options().fold_sgd, dev);
+      cached_key = key;
+    }
+    models::TrainingStep& steps = *cached;
+    auto step = [&] {
+      if (phase == Phase::inference_step) steps.inference_step();
+      else steps.train_step();
+    };
+    // Warm-up outside the timed region: cuBLAS handles and workspaces, the allocator's blocks.
+    step();
+    step();
+    reset_peak_memory(dev);
+    for (auto _ : state) state.SetIterationTime(cuda->time_on_stream(dev.index, step));
+    const double fwd = steps.forward_flops();
+    const double flops = phase == Phase::train_step ? 3.0 * fwd : fwd;
+    state.counters["samples/s"] = benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+    const MemoryStats mem = memory_stats(dev);
+    state.counters["gpu_alloc_peak_MB"] = static_cast<double>(mem.peak) / 1048576.0;
+    state.counters["gpu_reserved_MB"] = static_cast<double>(mem.reserved) / 1048576.0;
+    std::string label = dev.str() + " " + cuda->device_name(dev.index);
+    if (steps.sgd_folded() && phase != Phase::inference_step) label += "; sgd folded into backward";
+    state.SetLabel(label);
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+void register_gpu_model_benchmarks() {
+  if (!gpu_benchmarks_enabled()) return;
+  for (const auto& name : options().models) {
+    if (std::find(std::begin(kGpuModels), std::end(kGpuModels), name) == std::end(kGpuModels)) continue;
+    const auto& info = models::info(name);
+    std::vector<std::int64_t> batches = info.gpu_batches;
+    batches.insert(batches.end(), options().batches.begin(), options().batches.end());
+    if (batches.empty()) batches.push_back(info.cpu_batch);
+    std::sort(batches.begin(), batches.end());
+    batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
+    for (Phase phase : {Phase::train_step, Phase::inference_step}) {
+      for (std::int64_t batch : batches) {
+        const std::string bname = detail::str_cat("model/", name, "/", phase_name(phase), "/batch:", batch, "/device:cuda");
+        benchmark::RegisterBenchmark(bname.c_str(), [=](benchmark::State& st) {
+          run_gpu_model(st, name, phase, batch);
+        })->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void register_model_benchmarks() {
@@ -167,6 +251,7 @@ void register_model_benchmarks() {
     }
     register_lstm_variant_steps(name, batches);
   }
+  register_gpu_model_benchmarks();  // last: Note [GPU model benchmarks]
 }
 
 }  // namespace anvil::bench

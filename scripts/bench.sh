@@ -3,12 +3,13 @@
 #   bash scripts/bench.sh [--out DIR] [--threads 1,2] [--models fcn5,...] [--filter REGEX]
 #                         [--variant op=name] [--reps N] [--kernels] [--no-install] [--with-pytorch]
 #                         [--batches 16,32,64] [--batch-sweep] [--phases] [--full]
-#                         [--peers auto|none|pytorch,tensorflow]
+#                         [--peers auto|none|pytorch,tensorflow] [--devices auto|cpu|cuda|cpu,cuda]
 # Defaults: GEMM variants x NN/NT/TN/TT on the DLBench shape and the FCN-5 batch-64 shapes, and
 # the training and inference step of fcn5, alexnet, resnet50, vgg16, lstm32 and lstm64 at the
-# paper's CPU batch, threads 1..hardware. The GEMM part and FCN-5 took 9 minutes on the quiet
-# 2-core development machine; the CNN/LSTM steps add an estimated 3 minutes (about three steps
-# each: 1-8 s per step there). --kernels adds the per-layer conv/pool/batch-norm/LSTM variant
+# paper's CPU batch, threads 1..hardware, then the same steps in PyTorch and TensorFlow. Measured
+# on the 2-core development machine under load (docs/results/default_run_2026-11-21/README.md):
+# GEMM + remedies 13.5 min, the model steps 8, PyTorch 7, TensorFlow 8 (37 min with the build;
+# --peers none leaves about 22). --kernels adds the per-layer conv/pool/batch-norm/LSTM variant
 # benchmarks of the chosen models (long: ~9 minutes per thread count for the three CNNs' convs
 # alone). --with-pytorch adds the side-by-side PyTorch comparison. --batches runs the model steps at
 # these mini-batch sizes instead of the paper's CPU batch; --batch-sweep at networks.md's sweep of
@@ -23,6 +24,9 @@
 # install missing ones with pip (scripts/install_peers.sh, skipped with --no-install) and run
 # every one that imports; none: anvil only. --with-pytorch adds compare_pytorch.sh's careful
 # interleaved anvil/PyTorch comparison on top (several rounds per side; long).
+# --devices: auto (default) = the CPU, plus the GPU benchmarks (cuda GEMM variants, the FCN/MLP
+# steps over the GPU batch sweep, PyTorch on the GPU) when a CUDA device is usable; cpu = CPU
+# only (the CUDA backend is never loaded); cuda = only the GPU benchmarks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +45,7 @@ models_given=0
 install=1
 with_pytorch=0
 peers=auto
+devices=auto
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
@@ -58,7 +63,8 @@ while [ $# -gt 0 ]; do
     --with-pytorch) with_pytorch=1; shift ;;
     --peers) peers="$2"; shift 2 ;;
     --no-peers) peers=none; shift ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    --devices) devices="$2"; shift 2 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -90,10 +96,20 @@ args=(--anvil_models="$models" --anvil_kernels="$kernels" --anvil_batch_sweep="$
       --anvil_phases="$phases" --anvil_threads="$sweep_threads" --benchmark_counters_tabular=false)
 [ -n "$batches" ] && args+=(--anvil_batches="$batches")
 [ -n "$variant" ] && args+=(--anvil_variant="$variant")
+case "$devices" in
+  auto|cpu,cuda|cuda,cpu) cpu_runs=1; args+=(--anvil_gpu=auto) ;;
+  cpu) cpu_runs=1; args+=(--anvil_gpu=off) ;;
+  cuda) cpu_runs=0; args+=(--anvil_gpu=on) ;;
+  *) echo "bench.sh: --devices: auto, cpu, cuda or cpu,cuda, not '$devices'" >&2; exit 2 ;;
+esac
 if [ "$reps" -gt 1 ]; then
   args+=(--benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true)
 fi
-bench() {  # bench FILTER OUTPUT.json: one anvil_bench process
+bench() {  # bench FILTER OUTPUT.json: one anvil_bench process (none when nothing matches)
+  if ! "$build/bench/anvil_bench" "${args[@]}" --benchmark_filter="$1" --benchmark_list_tests 2>/dev/null | grep -q .; then
+    echo "== no benchmark matches $1 here"
+    return 0
+  fi
   # Passive waiting: idle OpenMP threads sleep instead of spinning on a shared 2-core machine.
   OMP_WAIT_POLICY=PASSIVE "$build/bench/anvil_bench" "${args[@]}" --benchmark_filter="$1" \
     --benchmark_out="$2" --benchmark_out_format=json
@@ -107,18 +123,20 @@ else
   # count, so that a step's peak RSS is its own and not what earlier benchmarks left resident
   # (the peers run the same way).
   if [ "$full" = 1 ]; then rest='^(peak|gemm|gemm_remedy|kernel)/'; else rest='^(peak|gemm|kernel)/|^gemm_remedy/.*/dlbench_'; fi
+  [ "$cpu_runs" = 1 ] || rest='^(gemm|gemm_remedy)/.*/device:cuda'
   count=$("$build/bench/anvil_bench" "${args[@]}" --benchmark_filter="$rest|^model/" --benchmark_list_tests | wc -l)
   echo "== anvil_bench -> $out/anvil_bench*.json ($count benchmarks; one line per benchmark)"
   bench "$rest" "$out/anvil_bench.json"
   step_phases="train_step inference_step"
   [ "$phases" = on ] && step_phases="$step_phases forward backward update"
+  # The GPU model steps (registered only when a CUDA device is usable), in one process.
+  gpu_steps='^model/[^/]+/[a-z_]+/batch:[0-9]+/device:cuda'
+  [ "$devices" = cpu ] || bench "$gpu_steps" "$out/anvil_bench_model_gpu.json"
+  [ "$cpu_runs" = 1 ] || models=""
   for m in ${models//,/ }; do
     for ph in $step_phases; do
       for t in ${sweep_threads//,/ }; do
-        f="^model/$m/$ph/batch:[0-9]+/threads:$t/"
-        if "$build/bench/anvil_bench" "${args[@]}" --benchmark_filter="$f" --benchmark_list_tests | grep -q .; then
-          bench "$f" "$out/anvil_bench_model_${m}_${ph}_t$t.json"
-        fi
+        bench "^model/$m/$ph/batch:[0-9]+/threads:$t/" "$out/anvil_bench_model_${m}_${ph}_t$t.json"
       done
     done
   done
@@ -161,6 +179,27 @@ if [ "$peers" != none ]; then
       done
     done
   done
+  # PyTorch on the GPU beside anvil's GPU steps, at the batches those ran.
+  if [ -f "$out/anvil_bench_model_gpu.json" ] && [[ ",$peers," == *",pytorch,"* ]] &&
+     python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    python3 - "$out/anvil_bench_model_gpu.json" > "$out/gpu_steps.txt" <<'PY'
+import json, re, sys
+seen = set()
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    m = re.match(r"model/([^/]+)/(train_step|inference_step)/batch:(\d+)/device:cuda", b["name"])
+    if m and not b.get("error_occurred"):
+        seen.add((m[1], m[2].split("_")[0], m[3]))
+for s in sorted(seen):
+    print(*s)
+PY
+    echo "== pytorch on the GPU: $(wc -l < "$out/gpu_steps.txt") steps"
+    while read -r m ph b; do
+      cmd=(python3 bench/peers/pytorch_models.py run --device cuda --models "$m" --threads 1 --phases "$ph"
+           --batch "$b" --reps 3 --warmup 3 --min-time 1 --config preset)
+      echo "${cmd[*]}" >> "$out/peer_commands.txt"
+      "${cmd[@]}" >> "$out/peer_pytorch_cuda.jsonl" || echo "bench.sh: PyTorch on the GPU failed ($m $ph $b)" >&2
+    done < "$out/gpu_steps.txt"
+  fi
 fi
 
 if [ "$with_pytorch" = 1 ]; then

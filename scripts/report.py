@@ -336,16 +336,18 @@ def model_section(records, out, plots, results_dir):
     out.append("|---|---|---|---|---|---|---|---|---|---|")
     for r in models:
         if "error" in r:
-            out.append(f"| {r['model']} | {r['phase']} | {r.get('lstm', 'default')} | {r.get('batch')} | {r.get('threads')} | skipped: {r['error']} | | | | |")
+            out.append(f"| {r['model']} | {r['phase']} | {r.get('lstm', 'default')} | {r.get('batch')} | {r.get('threads', r.get('device', '—'))} | skipped: {r['error']} | | | | |")
             continue
         flag = " !" if r.get("cv", 0) > 0.10 else ""
-        out.append(f"| {r['model']} | {r['phase']} | {r.get('lstm', 'default')} | {r.get('batch')} | {r.get('threads')} | {r['seconds']:.4f} | "
+        out.append(f"| {r['model']} | {r['phase']} | {r.get('lstm', 'default')} | {r.get('batch')} | {r.get('threads', r.get('device', '—'))} | {r['seconds']:.4f} | "
                    f"{fmt(r.get('cv', 0) * 100)} %{flag} | {fmt(r.get('samples/s'))} | {fmt(r.get('pct_peak'))} | "
                    f"{fmt(r.get('peak_rss_MB'), 0)} |")
     plt = pyplot()
     if plt is None:
         return
-    train = [r for r in models if r["phase"] == "train_step" and "error" not in r and "lstm" not in r]
+    # Thread scaling is a CPU plot: GPU steps (named .../device:cuda, no threads) are left out.
+    train = [r for r in models if r["phase"] == "train_step" and "error" not in r and "lstm" not in r
+             and "threads" in r]
     for model in sorted({r["model"] for r in train}):
         rs = sorted((r for r in train if r["model"] == model), key=lambda r: int(r["threads"]))
         fig, ax = plt.subplots(figsize=(5, 3.5))
@@ -386,6 +388,7 @@ def main():
     gemm_section(records, out, plots, results_dir)
     model_section(records, out, plots, results_dir)
     report_peers.peers_section(records, out, plots, results_dir, pyplot)
+    report_peers.gpu_peers_section(records, out, results_dir)
     report_sections.add_sections(runs, contexts, records, out, plots, results_dir, pyplot)
     cmp_md = os.path.join(results_dir, "compare_pytorch.md")
     if os.path.exists(cmp_md):

@@ -27,6 +27,8 @@ def load_peers(results_dir):
             for line in f:
                 if line.startswith("{"):
                     r = json.loads(line)
+                    if r.get("device", "cpu") != "cpu":  # GPU rows: gpu_peers_section
+                        continue
                     rows[(r["model"], r["phase"], int(r["threads"]), int(r["batch"]))] = r
         if rows:
             found[peer] = rows
@@ -151,3 +153,32 @@ def plot_peers(anvil, peers, names, plots, results_dir, pyplot):
     fig.savefig(os.path.join(results_dir, name), dpi=110)
     plt.close(fig)
     plots.append(name)
+
+
+def gpu_peers_section(records, out, results_dir):
+    """anvil's GPU model steps (model/<m>/<phase>/batch:B/device:cuda) next to the PyTorch peer's
+    GPU rows (`pytorch_models.py --device cuda`, in peer_pytorch_cuda.jsonl), by model, phase
+    and batch: seconds per step and peak GPU memory (allocator peaks on both sides)."""
+    path = os.path.join(results_dir, "peer_pytorch_cuda.jsonl")
+    anvil = {(r["model"], r["phase"], int(r["batch"])): r for r in records
+             if r.get("family") == "model" and r.get("device") == "cuda" and "error" not in r and "seconds" in r}
+    if not anvil or not os.path.exists(path):
+        return
+    with open(path) as f:
+        torch = {(r["model"], r["phase"], int(r["batch"])): r for r in map(json.loads, (l for l in f if l.startswith("{")))
+                 if r.get("device") == "cuda"}
+    keys = sorted(k for k in anvil if k in torch)
+    if not keys:
+        return
+    name = next(iter(torch.values())).get("config", {}).get("cuda", {}).get("device_name", "the GPU")
+    out.append(f"\n## Side by side with PyTorch on the GPU ({name})\n")
+    out.append("FP32 on both sides (TF32 off in PyTorch; anvil's default GEMM is `cuda.cublas`, FP32). "
+               "Peak GPU memory: anvil's CUDA allocator peak vs `torch.cuda.max_memory_allocated`.\n")
+    out.append("| model | phase | batch | anvil s/step | PyTorch s/step | anvil/PyTorch | anvil GPU peak MB | PyTorch GPU peak MB |")
+    out.append("|---|---|---:|---:|---:|---:|---:|---:|")
+    for k in keys:
+        a, t = anvil[k], torch[k]
+        s = t["median_of_rep_means_s"]
+        peak = a.get("gpu_alloc_peak_MB")
+        out.append(f"| {k[0]} | {k[1]} | {k[2]} | {a['seconds']:.5f} | {s:.5f} | {a['seconds'] / s:.3f} | "
+                   f"{'—' if peak is None else f'{peak:.0f}'} | {t['gpu_peak_alloc_MB']:.0f} |")

@@ -33,7 +33,9 @@ def add_sections(runs, contexts, records, out, plots, results_dir, pyplot):
     for c in contexts:
         for k, v in c.items():
             ctx.setdefault(k, v)
-    models = [r for r in records if r["family"] == "model" and "model" in r]
+    # The batch-sweep and phase sections are per CPU thread count; GPU model steps (no threads
+    # part in their names) are compared in the CPU vs GPU section.
+    models = [r for r in records if r["family"] == "model" and "model" in r and "threads" in r]
     batch_sweep_section(models, ctx, out, plots, results_dir, pyplot)
     phase_section(models, ctx, out, plots, results_dir, pyplot)
     kernel_section(runs, ctx, out, plots, results_dir, pyplot)

@@ -97,6 +97,12 @@ NETS = {
 # the model's optimizer string ("sgd lr=0.01", "sgd lr=0.05" for fcn_r, "adam lr=1e-3" for
 # mlp_mnist), always with SGD; mirrored here (the lr does not change the work done).
 SGD_LR = {"fcn5": 0.01, "fcn8": 0.01, "fcn_r": 0.05, "mlp_mnist": 1e-3}
+# --device cuda: networks.md's GPU mini-batch sweep (mlp_mnist has its one batch), the batches
+# anvil_bench's model/<name>/<phase>/batch:<b>/device:cuda rows run at. FP32 only: TF32 is
+# switched off for matmuls and cuDNN; the batch is copied host -> device inside every step and
+# the step ends with torch.cuda.synchronize() (networks.md, "How a step is timed").
+GPU_BATCHES = {"fcn5": [32, 64, 128, 256, 512, 1024], "fcn8": [32, 64, 128, 256, 512, 1024],
+               "fcn_r": [32, 64, 128, 256, 512, 1024], "mlp_mnist": [80]}
 
 # ---------------------------------------------------------------------------------------------
 # Configuration candidates. Each maps to environment variables / preloads of the child process.
@@ -293,7 +299,8 @@ def child_env(cfg: dict, threads: int) -> dict:
         env["OMP_WAIT_POLICY"] = wait
     else:
         env.pop("OMP_WAIT_POLICY", None)
-    env["CUDA_VISIBLE_DEVICES"] = ""  # the wheel is a CUDA build: keep it off any GPU
+    if cfg.get("device", "cpu") != "cuda":
+        env["CUDA_VISIBLE_DEVICES"] = ""  # the wheel is a CUDA build: keep it off any GPU
     # The wheel warns at import that NumPy is missing, to_mkldnn that TorchScript is deprecated.
     env.setdefault("PYTHONWARNINGS", "ignore")
     preload = []
@@ -769,6 +776,9 @@ def child_main(a) -> None:
     y = torch.randint(0, classes, (batch,), generator=g)       # uniform labels
     train = a.phase == "train"
     net.train(train)
+    cuda = getattr(a, "device", "cpu") == "cuda"
+    if cuda:
+        return cuda_child_main(a, cfg, torch, F, net, x, y, batch, train, rss_start, rss_import)
     opt = make_sgd(torch, net.parameters(), SGD_LR[a.model], cfg.get("sgd", "for_loop")) if train else None
 
     def train_step():
@@ -819,6 +829,61 @@ def child_main(a) -> None:
         out["phases"] = breakdown(torch, F, net, opt, x, y, a)
     if a.profile:
         out["profile_top_ops"] = profile_ops(torch, step, a.profile)
+    print(json.dumps(out), flush=True)
+
+
+def cuda_child_main(a, cfg, torch, F, net, x_host, y_host, batch, train, rss_start, rss_import) -> None:
+    """child_main on the GPU (--device cuda): the same step and JSON fields, FP32 with TF32 off,
+    the batch copied host -> device inside each step, torch.cuda.synchronize() ending each step
+    so that the wall time of time_loop is the step's; peak memory = torch.cuda.max_memory_allocated
+    (the caching allocator's peak of live tensors, what anvil's gpu_alloc_peak_MB counts)."""
+    if not torch.cuda.is_available():
+        sys.exit("--device cuda: torch.cuda.is_available() is False (a CPU-only wheel or no GPU)")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    dev = torch.device("cuda")
+    net = net.to(dev)
+    opt = make_sgd(torch, net.parameters(), SGD_LR[a.model], cfg.get("sgd", "for_loop")) if train else None
+
+    def train_step():
+        x, y = x_host.to(dev), y_host.to(dev)
+        opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(net(x), y)
+        loss.backward()
+        opt.step()
+        torch.cuda.synchronize()
+
+    def inference_step():
+        with torch.inference_mode():
+            net(x_host.to(dev))
+        torch.cuda.synchronize()
+
+    step = train_step if train else inference_step
+    torch.cuda.reset_peak_memory_stats()
+    per_rep = time_loop(step, a.warmup, a.reps, a.min_time, a.min_steps)
+    flat = [t for r in per_rep for t in r]
+    rep_means = [statistics.fmean(r) for r in per_rep]
+    fwd_flops = 2.0 * batch * sum(m.in_features * m.out_features for m in net if isinstance(m, torch.nn.Linear))
+    flops = 3.0 * fwd_flops if train else fwd_flops
+    facts = torch_facts(torch, dict(cfg, inference="eager", inference_by_model=None))
+    facts["cuda"] = {"device_name": torch.cuda.get_device_name(0), "torch_cuda": torch.version.cuda,
+                     "cudnn": torch.backends.cudnn.version(),
+                     "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+                     "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32}
+    out = {
+        "peer": "pytorch", "model": a.model, "phase": "train_step" if train else "inference_step",
+        "threads": a.threads, "batch": batch, "params": sum(p.numel() for p in net.parameters()),
+        "device": "cuda",
+        "warmup_steps": a.warmup, "reps": a.reps, "steps": len(flat), "steps_per_rep": [len(r) for r in per_rep],
+        "median_s": statistics.median(flat), "mean_s": statistics.fmean(flat), "min_s": min(flat),
+        "rep_means_s": rep_means, "median_of_rep_means_s": statistics.median(rep_means),
+        # No measured GPU peak to compare with: FLOP/s instead of a percentage.
+        "pct_peak": None, "flops_per_s": flops / statistics.median(flat),
+        "gpu_peak_alloc_MB": torch.cuda.max_memory_allocated() / 1048576.0,
+        "gpu_peak_reserved_MB": torch.cuda.max_memory_reserved() / 1048576.0,
+        "peak_rss_MB": peak_rss_mb(), "rss_at_start_MB": rss_start, "rss_after_import_MB": rss_import,
+        "config": facts,
+    }
     print(json.dumps(out), flush=True)
 
 
@@ -990,23 +1055,33 @@ def load_config(spec: str) -> dict:
 def run_main(a) -> None:
     cfg = load_config(a.config)
     ensure_allocators()
+    cuda = a.device == "cuda"
+    if cuda:
+        cfg = dict(cfg, device="cuda")
     for model in a.models.split(","):
         if model not in MODELS and model not in NETS:
             sys.exit(f"unknown model '{model}'; known: {', '.join([*MODELS, *NETS])}")
-        for t in [int(v) for v in a.threads.split(",")]:
+        if cuda and model not in MODELS:
+            sys.exit(f"--device cuda times the FCN/MLP models only ({', '.join(MODELS)}), not '{model}'")
+        # On the GPU the host threads hardly matter: the first --threads value only.
+        threads = [int(v) for v in a.threads.split(",")]
+        for t in threads[:1] if cuda else threads:
             for phase in a.phases.split(","):
-                # One fresh process per (model, phase, threads): peak RSS belongs to it alone.
-                args = ["child", "--model", model, "--phase", phase, "--threads", str(t),
-                        "--reps", str(a.reps), "--warmup", str(a.warmup), "--min-time", str(a.min_time),
-                        "--min-steps", str(a.min_steps), "--peak", str(a.peak)]
-                if a.batch:
-                    args += ["--batch", str(a.batch)]
-                if a.breakdown and model in MODELS:  # the FCN step only
-                    args.append("--breakdown")
-                if a.profile:
-                    args += ["--profile", str(a.profile)]
-                for obj in run_child(cfg, t, args):
-                    print(json.dumps(obj), flush=True)
+                for batch in ([a.batch] if a.batch or not cuda else GPU_BATCHES[model]):
+                    # One fresh process per (model, phase, threads): peak RSS belongs to it alone.
+                    args = ["child", "--model", model, "--phase", phase, "--threads", str(t),
+                            "--reps", str(a.reps), "--warmup", str(a.warmup), "--min-time", str(a.min_time),
+                            "--min-steps", str(a.min_steps), "--peak", str(a.peak)]
+                    if batch:
+                        args += ["--batch", str(batch)]
+                    if cuda:
+                        args += ["--device", "cuda"]
+                    if a.breakdown and model in MODELS:  # the FCN step only
+                        args.append("--breakdown")
+                    if a.profile:
+                        args += ["--profile", str(a.profile)]
+                    for obj in run_child(cfg, t, args):
+                        print(json.dumps(obj), flush=True)
 
 
 def med(v):
@@ -1201,6 +1276,9 @@ def main() -> None:
         q.add_argument("--peak", type=float, default=242.0, help="GFLOP/s per core, for pct_peak")
         q.add_argument("--breakdown", action="store_true", help="also time zero_grad/forward/backward/step separately")
         q.add_argument("--profile", type=int, default=0, metavar="STEPS", help="also profile STEPS steps per op")
+        q.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                       help="cuda: the FCN/MLP step on the GPU (FP32, TF32 off), at networks.md's GPU "
+                            "batch sweep unless --batch is given")
 
     r = sub.add_parser("run", help="time models (one fresh process per model, phase, threads)")
     r.add_argument("--models", default="fcn5")
