@@ -105,6 +105,8 @@ Options parse_options(int& argc, char** argv) {
       o.gpu = v;
       if (o.gpu != "auto" && o.gpu != "on" && o.gpu != "off")
         throw std::invalid_argument("--anvil_gpu: expected auto, on or off, got '" + o.gpu + "'");
+    } else if (const char* v = value("--anvil_gemm_shapes=")) {
+      o.gemm_shapes = split(v, ',');
     } else if (const char* v = value("--anvil_peak=")) {
       o.peak_gflops_per_core = std::stod(v);
     } else {
@@ -137,6 +139,11 @@ void add_context() {
   if (options().batch_sweep) batches += (batches.empty() ? "" : " + ") + std::string("networks.md sweep");
   benchmark::AddCustomContext("anvil.batches", batches.empty() ? "paper CPU batch" : batches);
   benchmark::AddCustomContext("anvil.phases", options().phases ? "on" : "off");
+  {
+    std::string shapes;
+    for (const auto& g : options().gemm_shapes) shapes += (shapes.empty() ? "" : ",") + g;
+    benchmark::AddCustomContext("anvil.gemm_shapes", shapes);
+  }
   benchmark::AddCustomContext("anvil.fold_sgd", options().fold_sgd ? "on" : "off");
   for (const auto& [k, v] : config_summary()) benchmark::AddCustomContext("anvil." + k, v);
   for (auto* table : variant_tables()) {

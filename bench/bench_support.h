@@ -38,6 +38,10 @@ struct Options {
   // backend, so CPU runs do not pay for it); "on" always asks the backend; "off" never does.
   // --anvil_gpu=auto|on|off.
   std::string gpu = "auto";
+  // GEMM shape groups of the gemm/ and gemm_remedy/ families (bench/gemm_bench.cpp):
+  // --anvil_gemm_shapes=dlbench,fcn5,lstm32,deepbench or =all. A model name adds the forward,
+  // input-gradient and weight-gradient GEMMs of its layers at its paper CPU batch.
+  std::vector<std::string> gemm_shapes{"dlbench", "fcn5"};
 };
 
 // Removes --anvil_* flags from argv (the rest goes to Google Benchmark) and applies

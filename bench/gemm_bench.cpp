@@ -1,15 +1,18 @@
 // gemm/<variant>/<mode>/<shape>/threads:<t>: every CPU GEMM variant (and "default", the
-// selection anvil makes without forcing) in the four transpose modes, on the DLBench shape
-// (M=1024, N=2048, K=26752) and the distinct GEMM shapes of FCN-5 at batch 64. With a usable
+// selection anvil makes without forcing) in the four transpose modes, on the shape groups of
+// --anvil_gemm_shapes (default: the DLBench shape M=1024, N=2048, K=26752 and the distinct GEMM
+// shapes of FCN-5 at batch 64; `all` adds every FCN and LSTM model's layer GEMMs and a
+// DeepBench-style training set). With a usable
 // GPU, also gemm/<cuda variant>/<mode>/<shape>/device:cuda (bench/gpu_gemm_bench.cpp).
 //
 // Note [Validate before timing]
 // Before the timed loop, 48 sampled entries of C are recomputed in double from the same A and B
 // (the `ref` formula; the full ref GEMM of the DLBench shape would take a minute) and compared
 // with a bound scaled by sum |a||b|; a mismatch turns the benchmark into SkipWithError.
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
-#include <chrono>
 #include <memory>
 #include <random>
 #include <set>
@@ -20,6 +23,7 @@
 #include "bench/registrations.h"
 #include "engine/anvil/anvil.h"
 #include "engine/core/views.h"
+#include "engine/dispatch/lstm_problem.h"
 #include "engine/ops/gemm.h"
 
 namespace anvil::bench {
@@ -110,13 +114,69 @@ double time_gemm_loop(benchmark::State& state, int threads, double flops, const 
   return loop_seconds;
 }
 
+namespace {
+
+// A DeepBench-style set of training GEMMs (M, N, K): a selection from the training set of Baidu's
+// DeepBench (RNN hidden-state products at small batches, speech-model layers with long N, a
+// huge-K embedding product), swept over anvil's four transpose modes like every other shape.
+constexpr std::int64_t kDeepBenchShapes[][3] = {
+    {1760, 16, 1760},  {1760, 128, 1760}, {1760, 7000, 1760}, {2048, 16, 2048},
+    {2048, 128, 2048}, {2560, 64, 2560},  {4096, 128, 4096},  {35, 8457, 2560},
+    {7680, 64, 2560},  {3072, 128, 1024}, {1024, 700, 512},   {512, 16, 500000},
+};
+
+// The model groups `all` expands to: the DLBench FCNs and LSTMs (their layer GEMMs).
+constexpr const char* kGemmModels[] = {"fcn5", "fcn8", "fcn_r", "mlp_mnist", "lstm32", "lstm64"};
+
+void add_shape(std::vector<Shape3>& shapes, std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>>& seen,
+               std::string name, std::int64_t m, std::int64_t n, std::int64_t k) {
+  if (seen.insert({m, n, k}).second) shapes.push_back({std::move(name), m, n, k});
+}
+
+}  // namespace
+
 std::vector<Shape3> gemm_shapes() {
-  std::vector<Shape3> shapes{{"dlbench_1024x2048x26752", 1024, 2048, 26752}};
-  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> seen;
-  for (const auto& g : models::gemm_problems("fcn5", 64)) {
-    const auto& p = g.problem;
-    if (!seen.insert({p.m, p.n, p.k}).second) continue;
-    shapes.push_back({detail::str_cat("fcn5_b64_", p.m, "x", p.n, "x", p.k), p.m, p.n, p.k});
+  std::vector<std::string> groups = options().gemm_shapes;
+  if (std::find(groups.begin(), groups.end(), "all") != groups.end()) {
+    groups = {"dlbench"};
+    groups.insert(groups.end(), std::begin(kGemmModels), std::end(kGemmModels));
+    groups.push_back("deepbench");
+  }
+  std::vector<Shape3> shapes;
+  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> seen;  // a shape once, first name wins
+  for (const auto& g : groups) {
+    if (g == "dlbench") {
+      add_shape(shapes, seen, "dlbench_1024x2048x26752", 1024, 2048, 26752);
+    } else if (g == "deepbench") {
+      for (const auto& d : kDeepBenchShapes)
+        add_shape(shapes, seen, detail::str_cat("deepbench_", d[0], "x", d[1], "x", d[2]), d[0], d[1], d[2]);
+    } else {  // a model: its layers' GEMMs at its paper CPU batch
+      const auto known = models::list();
+      if (std::find(known.begin(), known.end(), g) == known.end()) {
+        std::string names;
+        for (const auto& k : known) names += ", " + k;
+        throw std::invalid_argument(detail::str_cat("--anvil_gemm_shapes: unknown group '", g,
+                                                    "'; expected dlbench, deepbench, all", names));
+      }
+      const std::int64_t batch = models::info(g).cpu_batch;
+      auto add = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+        add_shape(shapes, seen, detail::str_cat(g, "_b", batch, "_", m, "x", n, "x", k), m, n, k);
+      };
+      for (const auto& gp : models::gemm_problems(g, batch)) add(gp.problem.m, gp.problem.n, gp.problem.k);
+      // An LSTM layer's GEMMs live inside the lstm op's kernels (engine/dispatch/lstm_problem.h),
+      // so the model lists only its decoder's; these are the cell's: input projection hoisted over T ([T*B, I] x [I, 4H]), the per-step recurrent
+      // product ([B, H] x [H, 4H]), and in backward dX, dh per step, dW_ih and dW_hh.
+      for (const auto& kp : models::kernel_problems(g, batch)) {
+        if (kp.op != "lstm") continue;
+        const auto& p = std::any_cast<const LstmProblem&>(kp.problem);
+        add(p.T * p.B, 4 * p.H, p.I);
+        add(p.B, 4 * p.H, p.H);
+        add(p.T * p.B, p.I, 4 * p.H);
+        add(p.B, p.H, 4 * p.H);
+        add(4 * p.H, p.I, p.T * p.B);
+        add(4 * p.H, p.H, p.T * p.B);
+      }
+    }
   }
   return shapes;
 }

@@ -17,7 +17,8 @@
 # The GEMM remedies (gemm_remedy/, DLBench's transpose-then-NN and SGD folded through beta) run on
 # the DLBench shape by default and on every shape with --full or a --filter that asks for them.
 # --full is the long sweep: all DLBench models (fcn5,fcn8,alexnet,resnet50,vgg16,lstm32,lstm64;
-# --models overrides), --batch-sweep, --phases, threads 1,2,4,.. up to the hardware (an estimated
+# --models overrides), --batch-sweep, --phases, the GEMMs of every FCN and LSTM layer and a
+# DeepBench-style training set (anvil_bench --anvil_gemm_shapes=all), threads 1,2,4,.. up to the hardware (an estimated
 # 3 hours on the 2-core machine, most of it the phases: 18 whole steps per batch and thread count).
 # --peers: the frameworks timed beside anvil on the same models, threads and batch (PyTorch and
 # TensorFlow/Keras, bench/peers/*_models.py) for the report's anvil/peer ratios. auto (default):
@@ -64,11 +65,13 @@ while [ $# -gt 0 ]; do
     --peers) peers="$2"; shift 2 ;;
     --no-peers) peers=none; shift ;;
     --devices) devices="$2"; shift 2 ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
+gemm_shapes="dlbench,fcn5"
 if [ "$full" = 1 ]; then
+  gemm_shapes=all
   [ "$models_given" = 1 ] || models="fcn5,fcn8,alexnet,resnet50,vgg16,lstm32,lstm64"
   batch_sweep=on
   phases=on
@@ -93,7 +96,8 @@ else
   sweep_threads="$threads"
 fi
 args=(--anvil_models="$models" --anvil_kernels="$kernels" --anvil_batch_sweep="$batch_sweep"
-      --anvil_phases="$phases" --anvil_threads="$sweep_threads" --benchmark_counters_tabular=false)
+      --anvil_phases="$phases" --anvil_threads="$sweep_threads" --anvil_gemm_shapes="$gemm_shapes"
+      --benchmark_counters_tabular=false)
 [ -n "$batches" ] && args+=(--anvil_batches="$batches")
 [ -n "$variant" ] && args+=(--anvil_variant="$variant")
 case "$devices" in

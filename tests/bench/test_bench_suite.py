@@ -10,6 +10,8 @@ Usage: test_bench_suite.py path/to/anvil_bench path/to/anvil   (a CTest entry, b
    the kernel family that the models generate, every variant of its table but `ref`; the peak
    benchmarks. Registering a model or a variant is enough to be covered: nothing here is a
    hand-kept list of names.
+   The GEMM shape groups: `--anvil_gemm_shapes=all` lists every FCN/LSTM model's layer GEMMs and the
+   DeepBench-style set, and an unknown group fails with a message naming the choices.
 2. Smoke: one short benchmark of each family (peak, gemm, model, kernel) runs and writes JSON
    with its counters, without an error.
 3. A variant that disagrees with `ref` is skipped with an error, never timed: the test-only GEMM
@@ -92,6 +94,17 @@ for t in (1, 2):
     check(any(re.match(rf"peak/fma_\w+/threads:{t}/", n) for n in names), f"no peak/fma at {t} threads")
     check(has(f"peak/stream_triad/threads:{t}/"), f"no peak/stream_triad at {t} threads")
 print(f"coverage: {len(names)} benchmarks listed for {len(models)} models and {len(tables)} variant tables")
+
+# GEMM shape groups (--anvil_gemm_shapes): `all` adds every FCN/LSTM model's layer GEMMs (the LSTM
+# cell's among them) and the DeepBench-style set; an unknown group is an error naming the choices.
+all_shapes = {n.split("/")[3] for n in run([bench, "--benchmark_list_tests", "--anvil_gemm_shapes=all", "--anvil_gpu=off",
+                                           "--anvil_threads=1", "--benchmark_filter=^gemm/default/NN/"]).splitlines()}
+for group in ["dlbench_", "fcn5_b64_", "fcn_r_b64_", "mlp_mnist_b80_", "lstm32_b128_", "lstm64_b128_", "deepbench_"]:
+    check(any(s.startswith(group) for s in all_shapes), f"--anvil_gemm_shapes=all has no {group}* shape")
+check("lstm32_b128_128x1024x256" in all_shapes, "the LSTM cell's per-step recurrent GEMM [B,H]x[H,4H] is listed")
+bad = subprocess.run([bench, "--benchmark_list_tests", "--anvil_gemm_shapes=dlbench,nonsense"], capture_output=True, text=True)
+check(bad.returncode != 0 and "nonsense" in bad.stderr and "deepbench" in bad.stderr,
+      f"an unknown GEMM shape group fails clearly (exit {bad.returncode}: {bad.stderr.strip()[-200:]})")
 
 # Smoke: one of each family, short.
 smoke_filter = ("^(peak/fma_[a-z0-9]+/threads:1/|gemm/default/NN/fcn5_b64_64x2048x2048/threads:1/"
