@@ -133,6 +133,8 @@ bool prepare(const GemmArgs& args, const char* where) {
 // the call (f32 only: the tiled kernel is single precision).
 bool scaled_c_only(const GemmArgs& args) {
   if (args.problem.k != 0) return false;
+  // Too many row tiles for the tiled kernel's grid: cuBLAS scales C itself (k = 0 is legal).
+  if (!tiled_gemm_grid_fits(args.problem.m, args.problem.n)) return false;
   const int device = args.problem.device.index;
   cudaStream_t s = stream(device);
   DeviceGuard guard(device);
