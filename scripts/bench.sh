@@ -110,7 +110,11 @@ if [ "$reps" -gt 1 ]; then
   args+=(--benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true)
 fi
 bench() {  # bench FILTER OUTPUT.json: one anvil_bench process (none when nothing matches)
-  if ! "$build/bench/anvil_bench" "${args[@]}" --benchmark_filter="$1" --benchmark_list_tests 2>/dev/null | grep -q .; then
+  # wc reads the whole listing: `grep -q` would stop early, anvil_bench would die of SIGPIPE on a
+  # long list, and pipefail would turn that into "nothing matches".
+  local n
+  n=$("$build/bench/anvil_bench" "${args[@]}" --benchmark_filter="$1" --benchmark_list_tests 2>/dev/null | wc -l) || n=0
+  if [ "$n" -eq 0 ]; then
     echo "== no benchmark matches $1 here"
     return 0
   fi
