@@ -188,11 +188,13 @@ std::vector<std::string> gemm_bench_variants() {
   return variants;
 }
 
-void register_gemm_benchmark(const std::string& name, std::function<void(benchmark::State&)> fn) {
+void register_gemm_benchmark(const std::string& name, const Shape3& shape,
+                             std::function<void(benchmark::State&)> fn) {
+  const double flops = 2.0 * shape.m * shape.n * shape.k;
   benchmark::RegisterBenchmark(name.c_str(), std::move(fn))
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond)
-      ->MinWarmUpTime(0.2)
+      ->MinWarmUpTime(flops >= kSelfWarmingFlops ? 0.0 : 0.2)
       ->MinTime(0.5);
 }
 
@@ -203,7 +205,7 @@ void register_gemm_benchmarks() {
       for (const char* mode : {"NN", "NT", "TN", "TT"})
         for (int t : options().threads) {
           const bool ta = mode[0] == 'T', tb = mode[1] == 'T';
-          register_gemm_benchmark(detail::str_cat("gemm/", variant, "/", mode, "/", shape.name, "/threads:", t),
+          register_gemm_benchmark(detail::str_cat("gemm/", variant, "/", mode, "/", shape.name, "/threads:", t), shape,
                                   [=](benchmark::State& st) { run_gemm(st, variant, ta, tb, shape, t); });
         }
   register_gpu_gemm_benchmarks();  // nothing without a usable CUDA device

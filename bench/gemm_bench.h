@@ -51,7 +51,12 @@ std::unique_ptr<ForceVariant> force_gemm_variant(const std::string& variant);
 // Returns the loop's wall time in seconds.
 double time_gemm_loop(benchmark::State& state, int threads, double flops, const std::function<void()>& body);
 
-// Registers `fn` as `name` with the GEMM families' settings: real time, ms, 0.2 s warm-up, 0.5 s.
-void register_gemm_benchmark(const std::string& name, std::function<void(benchmark::State&)> fn);
+// Registers `fn` as `name` with the GEMM families' settings: real time, ms, at least 0.5 s timed,
+// and 0.2 s of warm-up iterations, except for shapes of >= kSelfWarmingFlops: their untimed
+// validation call (every GEMM benchmark makes one before its loop) already takes ~0.2 s or more
+// at this machine's peak and is their warm-up; another call would only add a second per benchmark.
+constexpr double kSelfWarmingFlops = 2e10;
+void register_gemm_benchmark(const std::string& name, const Shape3& shape,
+                             std::function<void(benchmark::State&)> fn);
 
 }  // namespace anvil::bench

@@ -402,11 +402,11 @@ void register_gemm_remedy_benchmarks() {
         const std::string tail = detail::str_cat(shape.name, "/threads:", t);
         for (const char* mode : {"NT", "TN", "TT"}) {
           const bool ta = mode[0] == 'T', tb = mode[1] == 'T';
-          register_gemm_benchmark(detail::str_cat("gemm_remedy/", variant, "/transpose_then_NN/", mode, "/", tail),
+          register_gemm_benchmark(detail::str_cat("gemm_remedy/", variant, "/transpose_then_NN/", mode, "/", tail), shape,
               [=](benchmark::State& st) { run_transpose_then_nn(st, variant, ta, tb, shape, t); });
         }
         for (const bool fold : {false, true})
-          register_gemm_benchmark(detail::str_cat("gemm_remedy/", variant, fold ? "/fold_sgd/" : "/grad_then_update/", tail),
+          register_gemm_benchmark(detail::str_cat("gemm_remedy/", variant, fold ? "/fold_sgd/" : "/grad_then_update/", tail), shape,
               [=](benchmark::State& st) { run_sgd(st, variant, fold, shape, t); });
       }
   register_gpu_gemm_remedy_benchmarks();  // nothing without a usable CUDA device

@@ -77,16 +77,24 @@ if [ "$full" = 1 ]; then
   phases=on
 fi
 
+mkdir -p "$out"
+stage() {  # stage WHAT: progress line with the time since the start, also kept in $out/stages.txt
+  local line
+  line=$(printf '== [%02d:%02d] %s' $((SECONDS / 60)) $((SECONDS % 60)) "$*")
+  echo "$line"
+  echo "$line" >> "$out/stages.txt"
+}
+
+stage "set up"
 [ "$install" = 1 ] && bash scripts/install_deps.sh
 if [ "$peers" != none ] && [ "$install" = 1 ]; then
   bash scripts/install_peers.sh "$([ "$peers" = auto ] && echo pytorch,tensorflow || echo "$peers")" || true
 fi
 build="${ANVIL_BUILD_DIR:-build}"
-echo "== configure and build ($build)"
+stage "configure and build ($build)"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" --target anvil_bench
 
-mkdir -p "$out"
 # The thread counts of the sweep (anvil_bench's own default: 1, 2, 4, ... and the hardware threads).
 if [ -z "$threads" ]; then
   n=$(nproc); t=1; sweep_threads=""
@@ -124,17 +132,23 @@ bench() {  # bench FILTER OUTPUT.json: one anvil_bench process (none when nothin
 }
 if [ -n "$filter" ]; then
   count=$("$build/bench/anvil_bench" "${args[@]}" --benchmark_filter="$filter" --benchmark_list_tests | wc -l)
-  echo "== anvil_bench -> $out/anvil_bench.json ($count benchmarks; one line per benchmark)"
+  stage "anvil_bench -> $out/anvil_bench.json ($count benchmarks; one line per benchmark)"
   bench "$filter" "$out/anvil_bench.json"
 else
   # Everything but the model steps in one process; then one process per model, phase and thread
   # count, so that a step's peak RSS is its own and not what earlier benchmarks left resident
   # (the peers run the same way).
-  if [ "$full" = 1 ]; then rest='^(peak|gemm|gemm_remedy|kernel)/'; else rest='^(peak|gemm|kernel)/|^gemm_remedy/.*/dlbench_'; fi
+  # The default sweep keeps the GEMM part to ~4 minutes: every variant and mode on the DLBench
+  # shape and on FCN-5's three M = 64 GEMMs (forward and input gradient of its layers; the K = 64
+  # weight-gradient shapes come with --full or --filter), the remedies for the default selection
+  # on the DLBench shape (every variant's with --full).
+  if [ "$full" = 1 ]; then rest='^(peak|gemm|gemm_remedy|kernel)/'
+  else rest='^(peak|kernel)/|^gemm/[^/]+/[NT][NT]/(dlbench_|fcn5_b64_64x)|^gemm_remedy/default/.*/dlbench_'; fi
   [ "$cpu_runs" = 1 ] || rest='^(gemm|gemm_remedy)/.*/device:cuda'
   count=$("$build/bench/anvil_bench" "${args[@]}" --benchmark_filter="$rest|^model/" --benchmark_list_tests | wc -l)
-  echo "== anvil_bench -> $out/anvil_bench*.json ($count benchmarks; one line per benchmark)"
+  stage "anvil_bench -> $out/anvil_bench*.json ($count benchmarks; one line per benchmark)"
   bench "$rest" "$out/anvil_bench.json"
+  stage "anvil model steps (one process per model, phase and thread count)"
   step_phases="train_step inference_step"
   [ "$phases" = on ] && step_phases="$step_phases forward backward update"
   # The GPU model steps (registered only when a CUDA device is usable), in one process.
@@ -174,12 +188,12 @@ if [ "$peers" != none ]; then
     for m in ${models//,/ }; do [[ " $known " == *" $m "* ]] && peer_models="$peer_models,$m"; done
     peer_models="${peer_models#,}"
     [ -n "$peer_models" ] || continue
-    echo "== $peer: $peer_models, threads $peer_threads (one process per model, phase and thread count)"
+    stage "$peer: $peer_models, threads $peer_threads (one process per model, phase and thread count)"
     for b in ${batches:-0}; do
       b=${b//,/ }
       for bb in $b; do
         cmd=(python3 "bench/peers/${peer}_models.py" run --models "$peer_models" --threads "$peer_threads"
-             --phases train,inference --reps 1 --warmup 2 --min-steps 3 --min-time 2 --peak "$peak")
+             --phases train,inference --reps 1 --warmup 2 --min-steps 1 --min-time 2 --peak "$peak")
         [ "$bb" != 0 ] && cmd+=(--batch "$bb")
         [ "$peer" = pytorch ] && cmd+=(--config preset)
         echo "${cmd[*]}" >> "$out/peer_commands.txt"
@@ -200,7 +214,7 @@ for b in json.load(open(sys.argv[1]))["benchmarks"]:
 for s in sorted(seen):
     print(*s)
 PY
-    echo "== pytorch on the GPU: $(wc -l < "$out/gpu_steps.txt") steps"
+    stage "pytorch on the GPU: $(wc -l < "$out/gpu_steps.txt") steps"
     while read -r m ph b; do
       cmd=(python3 bench/peers/pytorch_models.py run --device cuda --models "$m" --threads 1 --phases "$ph"
            --batch "$b" --reps 3 --warmup 3 --min-time 1 --config preset)
@@ -211,12 +225,12 @@ PY
 fi
 
 if [ "$with_pytorch" = 1 ]; then
-  echo "== side by side with PyTorch"
+  stage "side by side with PyTorch"
   ANVIL_BUILD_DIR="$build" bash scripts/compare_pytorch.sh --models "$models" \
     ${threads:+--threads "$threads"} --out "$out"
 fi
 
-echo "== report"
+stage "report"
 # The plots need Debian's python3-matplotlib, which belongs to the system interpreter; a python3
 # earlier on the PATH (pyenv, venv) may lack it.
 py=python3
@@ -224,3 +238,4 @@ for cand in python3 /usr/bin/python3; do
   if "$cand" -c 'import matplotlib' 2>/dev/null; then py=$cand; break; fi
 done
 "$py" scripts/report.py "$out"
+stage "done: $out/report.md"
