@@ -33,7 +33,7 @@ cd "$(dirname "$0")/.."
 
 out="results/$(date +%Y%m%d-%H%M%S)"
 threads=""
-models="fcn5,alexnet,resnet50,vgg16,lstm32,lstm64"
+models="fcn5,fcn8,alexnet,resnet50,lstm32,lstm64"  # DLBench's six networks
 kernels=off
 filter=""
 variant=""

@@ -6,6 +6,7 @@
 //   ANVIL_VARIANT      forced variants, "op=name[,op=name...]" (e.g. "gemm=cpu.blocked")
 //   ANVIL_AUTOTUNE     1 to time the candidate variants once per problem and keep the fastest
 //   ANVIL_CUDA_LIBRARY path of libanvil_cuda.so when it is not next to libanvil
+//   ANVIL_CPU_HUGE_PAGES 0 to keep large CPU blocks off transparent huge pages (allocator.h)
 #include <functional>
 #include <map>
 #include <string>

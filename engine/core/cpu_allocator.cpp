@@ -1,16 +1,55 @@
 // The CPU caching allocator: 64-byte aligned blocks, large ones cached for reuse
-// (Note [CPU block cache] in allocator.h).
+// (Note [CPU block cache] in allocator.h), the largest on transparent huge pages
+// (Note [CPU huge pages] there).
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "engine/core/allocator.h"
+#include "engine/core/config.h"
 #include "engine/core/error.h"
 
 namespace anvil {
 namespace {
 
 std::size_t round_up(std::size_t n, std::size_t m) { return (n + m - 1) / m * m; }
+
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+constexpr bool kHugePagesBuilt = true;
+constexpr std::size_t kHugePage = 2u << 20;
+
+// `bytes` (a multiple of 4 KiB) of fresh anonymous memory starting on a 2 MiB boundary, marked
+// for transparent huge pages; nullptr when the kernel refuses the mapping.
+void* map_huge(std::size_t bytes) {
+  const std::size_t span = bytes + kHugePage;  // room to slide the start onto a boundary
+  void* base = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) return nullptr;
+  const auto b = reinterpret_cast<std::uintptr_t>(base);
+  const std::uintptr_t start = round_up(b, kHugePage);
+  if (start > b) munmap(base, start - b);
+  const std::uintptr_t end = start + bytes, span_end = b + span;
+  if (span_end > end) munmap(reinterpret_cast<void*>(end), span_end - end);
+  // Advice only: where THP is off or "never", the block simply stays on 4 KiB pages.
+  madvise(reinterpret_cast<void*>(start), bytes, MADV_HUGEPAGE);
+  return reinterpret_cast<void*>(start);
+}
+void unmap_huge(void* p, std::size_t bytes) { munmap(p, bytes); }
+#else
+constexpr bool kHugePagesBuilt = false;
+void* map_huge(std::size_t) { return nullptr; }
+void unmap_huge(void*, std::size_t) {}
+#endif
+
+// ANVIL_CPU_HUGE_PAGES=0 keeps every block on malloc's pages (to measure what huge pages bring).
+bool huge_pages_wanted() {
+  const std::string v = env_or_empty("ANVIL_CPU_HUGE_PAGES");
+  return kHugePagesBuilt && v != "0";
+}
 
 class CpuCachingAllocator final : public Allocator {
  public:
@@ -35,10 +74,10 @@ class CpuCachingAllocator final : public Allocator {
         return p;
       }
     }
-    void* p = std::aligned_alloc(kCpuAlignment, size);
+    void* p = fresh_block(size);
     if (p == nullptr && cached_bytes_ > 0) {  // out of memory: drop the cache and retry once
       release_cached_locked();
-      p = std::aligned_alloc(kCpuAlignment, size);
+      p = fresh_block(size);
     }
     if (p == nullptr) fail("cpu_allocator.allocate", "out of memory allocating ", bytes, " bytes");
     if (size >= kCpuCacheMinBytes) sizes_[p] = size;
@@ -63,7 +102,7 @@ class CpuCachingAllocator final : public Allocator {
     }
     stats_.current -= static_cast<std::int64_t>(size);
     stats_.reserved -= static_cast<std::int64_t>(size);
-    std::free(ptr);
+    release_block(ptr, size);
   }
 
   MemoryStats stats() const override {
@@ -87,18 +126,28 @@ class CpuCachingAllocator final : public Allocator {
     std::size_t s = round_up(bytes, kCpuAlignment);
     return s >= kCpuCacheMinBytes ? round_up(s, 4096) : s;
   }
+  bool on_huge_pages(std::size_t size) const { return huge_pages_ && size >= kCpuHugePageMinBytes; }
+  void* fresh_block(std::size_t size) const {
+    return on_huge_pages(size) ? map_huge(size) : std::aligned_alloc(kCpuAlignment, size);
+  }
+  void release_block(void* p, std::size_t size) const {
+    if (on_huge_pages(size)) unmap_huge(p, size);
+    else std::free(p);
+  }
   void account_alloc(std::size_t size) {
     stats_.current += static_cast<std::int64_t>(size);
     if (stats_.current > stats_.peak) stats_.peak = stats_.current;
     stats_.reserved = stats_.current + static_cast<std::int64_t>(cached_bytes_);
   }
   void release_cached_locked() {
-    for (auto& [size, p] : free_) std::free(p);
+    for (auto& [size, p] : free_) release_block(p, size);
     free_.clear();
     cached_bytes_ = 0;
     stats_.reserved = stats_.current;
   }
 
+  const bool huge_pages_ = huge_pages_wanted();  // fixed for the process: blocks must be freed
+                                                 // the way they were obtained
   mutable std::mutex mu_;
   std::multimap<std::size_t, void*> free_;  // cached free blocks by size
   std::map<void*, std::size_t> sizes_;      // live large blocks -> their real size
