@@ -1,4 +1,6 @@
 // Tensor views, strides, factories and copies (engine/core).
+#include <cstdlib>
+#include <string>
 #include <catch2/catch.hpp>
 
 #include "engine/core/random.h"
@@ -105,4 +107,49 @@ TEST_CASE("CPU allocator caches large blocks and counts bytes", "[memory]") {
   Tensor again = Tensor::empty({1 << 20});
   CHECK(memory_stats().cache_hits == mid.cache_hits + 1);
   CHECK(reinterpret_cast<std::uintptr_t>(again.data_ptr()) % 64 == 0);
+}
+
+TEST_CASE("CPU allocator: huge-page blocks are aligned and usable", "[memory]") {
+  // Note [CPU huge pages]: blocks of >= 2 MiB start on a 2 MiB boundary (Linux, unless
+  // ANVIL_CPU_HUGE_PAGES=0) and must hold their whole size, odd tails included.
+  empty_cache();
+  const std::int64_t n = (3 << 20) / 4 + 1001;  // 3 MiB + a partial page
+  Tensor t = Tensor::empty({n});
+  float* p = t.data<float>();
+#if defined(__linux__)
+  const char* env = std::getenv("ANVIL_CPU_HUGE_PAGES");
+  if (env == nullptr || std::string(env) != "0")
+    CHECK(reinterpret_cast<std::uintptr_t>(p) % (2u << 20) == 0);
+#endif
+  for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(i % 977);
+  double sum = 0;
+  for (std::int64_t i = 0; i < n; ++i) sum += p[i];
+  double want = 0;
+  for (std::int64_t i = 0; i < n; ++i) want += static_cast<double>(i % 977);
+  CHECK(sum == want);
+}
+
+TEST_CASE("CPU allocator: the cache stays under the live high-water mark", "[memory]") {
+  // Note [CPU cache bound]: sizes that peak at different moments share the memory instead of
+  // each keeping its own blocks.
+  empty_cache();
+  const auto base = memory_stats();
+  const std::int64_t mib = (1 << 20) / 4;  // floats per MiB
+  { Tensor a = Tensor::empty({8 * mib}); }  // 8 MiB live at most, then cached
+  CHECK(memory_stats().reserved - base.current >= (8 << 20));
+  { Tensor b = Tensor::empty({5 * mib}); }  // served by the cached 8 MiB block (within 2x)
+  CHECK(memory_stats().reserved - base.current <= (8 << 20) + 4096);
+  { Tensor c = Tensor::empty({3 * mib}); }  // too small for it: the 8 MiB block goes back
+  const auto after = memory_stats();
+  CHECK(after.reserved - base.current <= (8 << 20) + 4096);
+  CHECK(after.current == base.current);
+  // A larger live set raises the mark: two blocks live at once are both kept.
+  {
+    Tensor d = Tensor::empty({6 * mib});
+    Tensor e = Tensor::empty({6 * mib});
+    CHECK(memory_stats().current - base.current >= (12 << 20));
+  }
+  CHECK(memory_stats().reserved - base.current >= (12 << 20));
+  empty_cache();
+  CHECK(memory_stats().reserved == memory_stats().current);
 }

@@ -9,6 +9,15 @@
 // to requests of the same rounded size (a block may be up to 1/8 larger than asked for).
 // Small blocks go straight to aligned_alloc/free. empty_cache() returns the cached blocks.
 //
+// Note [CPU cache bound]
+// Caching by size alone holds, for every size, as many blocks as were ever live at once, and
+// different sizes peak at different moments of a step: VGG16 at batch 16 kept 3.7 GB reserved
+// for 2.6 GB of live tensors. So a miss that would lift live + cached + the new block above the
+// most bytes ever live at once (since the last empty_cache()) first takes a cached block up to
+// twice the request, and otherwise returns cached blocks, largest first, until the new block
+// fits under that mark. The process then holds about its live high-water mark; the price is
+// re-faulting the returned blocks when their size comes back (cheap on huge pages, below).
+//
 // Note [CPU huge pages]
 // Blocks of at least kCpuHugePageMinBytes are mapped with mmap at a 2 MiB boundary and advised
 // MADV_HUGEPAGE, so that Linux backs them with transparent huge pages where it can (THP

@@ -7,6 +7,7 @@
 //   ANVIL_AUTOTUNE     1 to time the candidate variants once per problem and keep the fastest
 //   ANVIL_CUDA_LIBRARY path of libanvil_cuda.so when it is not next to libanvil
 //   ANVIL_CPU_HUGE_PAGES 0 to keep large CPU blocks off transparent huge pages (allocator.h)
+//   ANVIL_CPU_CACHE_BOUND 0 to let the CPU block cache grow past the live high-water mark
 #include <functional>
 #include <map>
 #include <string>

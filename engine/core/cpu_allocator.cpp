@@ -1,7 +1,9 @@
 // The CPU caching allocator: 64-byte aligned blocks, large ones cached for reuse
 // (Note [CPU block cache] in allocator.h), the largest on transparent huge pages
 // (Note [CPU huge pages] there).
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -63,15 +65,12 @@ class CpuCachingAllocator final : public Allocator {
     if (size >= kCpuCacheMinBytes) {
       // Best fit among cached blocks no more than 1/8 larger than the request.
       auto it = free_.lower_bound(size);
-      if (it != free_.end() && it->first <= size + size / 8) {
-        void* p = it->second;
-        const std::size_t got = it->first;
-        free_.erase(it);
-        cached_bytes_ -= got;
-        sizes_[p] = got;
-        ++stats_.cache_hits;
-        account_alloc(got);
-        return p;
+      if (it != free_.end() && it->first <= size + size / 8) return take_cached(it);
+      // A miss that would grow the process past its live high-water mark (Note [CPU cache
+      // bound]): a cached block up to twice the request instead, else make room.
+      if (bounded_ && current_bytes() + cached_bytes_ + size > std::max(live_hwm_, current_bytes() + size)) {
+        if (it != free_.end() && it->first <= 2 * size) return take_cached(it);
+        trim_locked(size);
       }
     }
     void* p = fresh_block(size);
@@ -134,9 +133,32 @@ class CpuCachingAllocator final : public Allocator {
     if (on_huge_pages(size)) unmap_huge(p, size);
     else std::free(p);
   }
+  std::size_t current_bytes() const { return static_cast<std::size_t>(stats_.current); }
+  void* take_cached(std::multimap<std::size_t, void*>::iterator it) {
+    void* p = it->second;
+    const std::size_t got = it->first;
+    free_.erase(it);
+    cached_bytes_ -= got;
+    sizes_[p] = got;
+    ++stats_.cache_hits;
+    account_alloc(got);
+    return p;
+  }
+  // Returns cached blocks, largest first, until a fresh `size` fits under the live high-water
+  // mark (or nothing is cached).
+  void trim_locked(std::size_t size) {
+    while (!free_.empty() && current_bytes() + cached_bytes_ + size > std::max(live_hwm_, current_bytes() + size)) {
+      auto last = std::prev(free_.end());
+      release_block(last->second, last->first);
+      cached_bytes_ -= last->first;
+      stats_.reserved -= static_cast<std::int64_t>(last->first);
+      free_.erase(last);
+    }
+  }
   void account_alloc(std::size_t size) {
     stats_.current += static_cast<std::int64_t>(size);
     if (stats_.current > stats_.peak) stats_.peak = stats_.current;
+    live_hwm_ = std::max(live_hwm_, current_bytes());
     stats_.reserved = stats_.current + static_cast<std::int64_t>(cached_bytes_);
   }
   void release_cached_locked() {
@@ -144,14 +166,17 @@ class CpuCachingAllocator final : public Allocator {
     free_.clear();
     cached_bytes_ = 0;
     stats_.reserved = stats_.current;
+    live_hwm_ = current_bytes();  // a new workload (a new model) sets its own bound
   }
 
+  const bool bounded_ = env_or_empty("ANVIL_CPU_CACHE_BOUND") != "0";  // Note [CPU cache bound]
   const bool huge_pages_ = huge_pages_wanted();  // fixed for the process: blocks must be freed
                                                  // the way they were obtained
   mutable std::mutex mu_;
   std::multimap<std::size_t, void*> free_;  // cached free blocks by size
   std::map<void*, std::size_t> sizes_;      // live large blocks -> their real size
   std::size_t cached_bytes_ = 0;
+  std::size_t live_hwm_ = 0;  // most bytes ever live at once since the last empty_cache()
   MemoryStats stats_;
 };
 
