@@ -40,10 +40,13 @@ const char* phase_name(Phase p) {
 
 using Clock = std::chrono::steady_clock;
 constexpr int kPhaseIterations = 5;
-// Whole steps are timed for at least this long after run_model's one untimed warm-up step
-// (networks.md: at least one step excluded). No MinWarmUpTime on top: the second and third steps
-// of every model measured alike (within 0.3 s for ResNet-50, whose first step takes 1.6-2x),
-// and a further warm-up step would add a whole VGG16 step per process to the default run.
+// Untimed steps before the timed ones (networks.md: at least one step excluded), as many as the
+// peers' --warmup in scripts/bench.sh. Two because the first step is not yet steady for the
+// second: it creates the optimizer state (momentum buffers) after the backward pass, so the
+// second step's allocation pattern differs, and with the bounded block cache (Note [CPU cache
+// bound]) VGG16's second step measured 8.5-8.9 s against 7.0 s for the third and later ones.
+constexpr int kWarmupSteps = 2;
+// Whole steps are then timed for at least this long; no MinWarmUpTime on top.
 constexpr double kStepMinTime = 2.0;
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -78,7 +81,8 @@ void run_model(benchmark::State& state, const std::string& name, Phase phase, st
       if (phase == Phase::inference_step) steps.inference_step();
       else steps.train_step();
     };
-    step();  // warm-up outside the timed region: page faults, primitive creation
+    // Warm-up outside the timed region: page faults, primitive creation, optimizer state.
+    for (int i = 0; i < kWarmupSteps; ++i) step();
     reset_peak_memory();
     const bool rss_reset = reset_peak_rss();
     double timed_seconds = 0;
