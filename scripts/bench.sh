@@ -4,12 +4,13 @@
 #                         [--variant op=name] [--reps N] [--kernels] [--no-install] [--with-pytorch]
 #                         [--batches 16,32,64] [--batch-sweep] [--phases] [--full]
 #                         [--peers auto|none|pytorch,tensorflow] [--devices auto|cpu|cuda|cpu,cuda]
-# Defaults: GEMM variants x NN/NT/TN/TT on the DLBench shape and the FCN-5 batch-64 shapes, and
-# the training and inference step of fcn5, alexnet, resnet50, vgg16, lstm32 and lstm64 at the
-# paper's CPU batch, threads 1..hardware, then the same steps in PyTorch and TensorFlow. Measured
-# on the 2-core development machine under load (docs/results/default_run_2026-11-21/README.md):
-# GEMM + remedies 13.5 min, the model steps 8, PyTorch 7, TensorFlow 8 (37 min with the build;
-# --peers none leaves about 22). --kernels adds the per-layer conv/pool/batch-norm/LSTM variant
+# Defaults: GEMM variants x NN/NT/TN/TT on the DLBench shape and FCN-5's M = 64 GEMMs, and the
+# training and inference step of DLBench's six networks (fcn5, fcn8, alexnet, resnet50, lstm32,
+# lstm64) at the paper's CPU batch, threads 1..hardware, then the same steps in PyTorch and
+# TensorFlow. Measured on the quiet 2-core development machine
+# (docs/results/default_run_2026-11-21b/README.md): build 2.2 min, peak + GEMM + remedies 4.7,
+# the model steps 6.0, PyTorch 3.8, TensorFlow 4.2 (21.4 min in all; --peers none leaves about
+# 13.5). Progress: one line per benchmark, and a timed line per stage (also in stages.txt). --kernels adds the per-layer conv/pool/batch-norm/LSTM variant
 # benchmarks of the chosen models (long: ~9 minutes per thread count for the three CNNs' convs
 # alone). --with-pytorch adds the side-by-side PyTorch comparison. --batches runs the model steps at
 # these mini-batch sizes instead of the paper's CPU batch; --batch-sweep at networks.md's sweep of

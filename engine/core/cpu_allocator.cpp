@@ -68,7 +68,7 @@ class CpuCachingAllocator final : public Allocator {
       if (it != free_.end() && it->first <= size + size / 8) return take_cached(it);
       // A miss that would grow the process past its live high-water mark (Note [CPU cache
       // bound]): a cached block up to twice the request instead, else make room.
-      if (bounded_ && current_bytes() + cached_bytes_ + size > std::max(live_hwm_, current_bytes() + size)) {
+      if (bounded_ && current_bytes() + cached_bytes_ + size > std::max(live_hwm_ + kCpuCacheSlackBytes, current_bytes() + size)) {
         if (it != free_.end() && it->first <= 2 * size) return take_cached(it);
         trim_locked(size);
       }
@@ -147,7 +147,7 @@ class CpuCachingAllocator final : public Allocator {
   // Returns cached blocks, largest first, until a fresh `size` fits under the live high-water
   // mark (or nothing is cached).
   void trim_locked(std::size_t size) {
-    while (!free_.empty() && current_bytes() + cached_bytes_ + size > std::max(live_hwm_, current_bytes() + size)) {
+    while (!free_.empty() && current_bytes() + cached_bytes_ + size > std::max(live_hwm_ + kCpuCacheSlackBytes, current_bytes() + size)) {
       auto last = std::prev(free_.end());
       release_block(last->second, last->first);
       cached_bytes_ -= last->first;
@@ -176,7 +176,7 @@ class CpuCachingAllocator final : public Allocator {
   std::multimap<std::size_t, void*> free_;  // cached free blocks by size
   std::map<void*, std::size_t> sizes_;      // live large blocks -> their real size
   std::size_t cached_bytes_ = 0;
-  std::size_t live_hwm_ = 0;  // most bytes ever live at once since the last empty_cache()
+  std::size_t live_hwm_ = 0;
   MemoryStats stats_;
 };
 
