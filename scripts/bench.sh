@@ -17,7 +17,7 @@
 # each model (CPU batch + GPU batch list); --phases also times forward/backward/update apart.
 # The GEMM remedies (gemm_remedy/, DLBench's transpose-then-NN and SGD folded through beta) run on
 # the DLBench shape by default and on every shape with --full or a --filter that asks for them.
-# --full is the long sweep: all DLBench models (fcn5,fcn8,alexnet,resnet50,vgg16,lstm32,lstm64;
+# --full is the long sweep: DLBench's six networks and VGG16 (fcn5,fcn8,alexnet,resnet50,vgg16,lstm32,lstm64;
 # --models overrides), --batch-sweep, --phases, the GEMMs of every FCN and LSTM layer and a
 # DeepBench-style training set (anvil_bench --anvil_gemm_shapes=all), threads 1,2,4,.. up to the hardware (an estimated
 # 3 hours on the 2-core machine, most of it the phases: 18 whole steps per batch and thread count).
