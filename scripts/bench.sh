@@ -66,7 +66,7 @@ while [ $# -gt 0 ]; do
     --peers) peers="$2"; shift 2 ;;
     --no-peers) peers=none; shift ;;
     --devices) devices="$2"; shift 2 ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
