@@ -13,7 +13,6 @@
 #endif
 
 #include "engine/core/allocator.h"
-#include "engine/core/config.h"
 #include "engine/core/error.h"
 
 namespace anvil {
@@ -47,11 +46,15 @@ void* map_huge(std::size_t) { return nullptr; }
 void unmap_huge(void*, std::size_t) {}
 #endif
 
-// ANVIL_CPU_HUGE_PAGES=0 keeps every block on malloc's pages (to measure what huge pages bring).
-bool huge_pages_wanted() {
-  const std::string v = env_or_empty("ANVIL_CPU_HUGE_PAGES");
-  return kHugePagesBuilt && v != "0";
+// True unless the environment variable is "0". std::getenv directly, not config.h's
+// env_or_empty: the allocator is the bottom of engine/core and also links alone (scripts/fuzz.sh).
+bool env_not_zero(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr || std::strcmp(v, "0") != 0;
 }
+
+// ANVIL_CPU_HUGE_PAGES=0 keeps every block on malloc's pages (to measure what huge pages bring).
+bool huge_pages_wanted() { return kHugePagesBuilt && env_not_zero("ANVIL_CPU_HUGE_PAGES"); }
 
 class CpuCachingAllocator final : public Allocator {
  public:
@@ -169,7 +172,7 @@ class CpuCachingAllocator final : public Allocator {
     live_hwm_ = current_bytes();  // a new workload (a new model) sets its own bound
   }
 
-  const bool bounded_ = env_or_empty("ANVIL_CPU_CACHE_BOUND") != "0";  // Note [CPU cache bound]
+  const bool bounded_ = env_not_zero("ANVIL_CPU_CACHE_BOUND");  // Note [CPU cache bound]
   const bool huge_pages_ = huge_pages_wanted();  // fixed for the process: blocks must be freed
                                                  // the way they were obtained
   mutable std::mutex mu_;
