@@ -44,7 +44,7 @@ constexpr int kPhaseIterations = 5;
 // peers' --warmup in scripts/bench.sh. Two because the first step is not yet steady for the
 // second: it creates the optimizer state (momentum buffers) after the backward pass, so the
 // second step's allocation pattern differs, and with the bounded block cache (Note [CPU cache
-// bound]) VGG16's second step measured 8.5-8.9 s against 7.0 s for the third and later ones.
+// bound]) VGG16's second step measured 8.2-8.9 s against 7.0-7.5 s for the third and later ones.
 constexpr int kWarmupSteps = 2;
 // Whole steps are then timed for at least this long; no MinWarmUpTime on top.
 constexpr double kStepMinTime = 2.0;

@@ -19,6 +19,7 @@
 // comes back. Without the slack that cost LSTM-64's training step 20 % (1.95 -> 2.35 s, for 80 MB
 // less); with 128 MiB it costs nothing measurable there and VGG16 still drops from 4585 to
 // 3605 MB peak RSS (its step: about 5 % slower, 6.65 -> 7.0 s, 1 thread).
+// ANVIL_CPU_CACHE_BOUND=0 turns the bound off.
 //
 // Note [CPU huge pages]
 // Blocks of at least kCpuHugePageMinBytes are mapped with mmap at a 2 MiB boundary and advised
@@ -26,7 +27,8 @@
 // "madvise" or "always"): one fault per 2 MiB instead of 512, and fewer TLB misses on the big
 // activations and weights. Touching 2 GiB of fresh pages took 0.85-1.2 s on 4 KiB pages and
 // 0.2-0.5 s with MADV_HUGEPAGE on the development VM (once the VM had the memory); that is what
-// the first step of every model and every cache miss pays. ANVIL_CPU_HUGE_PAGES=0 turns this off; elsewhere than Linux it is off.
+// the first step of every model and every cache miss pays. ANVIL_CPU_HUGE_PAGES=0 turns this
+// off; elsewhere than Linux it is off.
 #include <cstddef>
 #include <cstdint>
 

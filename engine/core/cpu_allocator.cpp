@@ -3,8 +3,8 @@
 // (Note [CPU huge pages] there).
 #include <algorithm>
 #include <cstdlib>
-#include <iterator>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <mutex>
 
@@ -71,7 +71,7 @@ class CpuCachingAllocator final : public Allocator {
       if (it != free_.end() && it->first <= size + size / 8) return take_cached(it);
       // A miss that would grow the process past its live high-water mark (Note [CPU cache
       // bound]): a cached block up to twice the request instead, else make room.
-      if (bounded_ && current_bytes() + cached_bytes_ + size > std::max(live_hwm_ + kCpuCacheSlackBytes, current_bytes() + size)) {
+      if (bounded_ && over_bound(size)) {
         if (it != free_.end() && it->first <= 2 * size) return take_cached(it);
         trim_locked(size);
       }
@@ -147,10 +147,15 @@ class CpuCachingAllocator final : public Allocator {
     account_alloc(got);
     return p;
   }
-  // Returns cached blocks, largest first, until a fresh `size` fits under the live high-water
-  // mark (or nothing is cached).
+  // Would a fresh block of `size` lift live + cached above the live high-water mark + slack?
+  // (Note [CPU cache bound]; a live set that grows past the mark is never refused.)
+  bool over_bound(std::size_t size) const {
+    return current_bytes() + cached_bytes_ + size > std::max(live_hwm_ + kCpuCacheSlackBytes, current_bytes() + size);
+  }
+  // Returns cached blocks, largest first, until a fresh `size` is no longer over the bound (or
+  // nothing is cached).
   void trim_locked(std::size_t size) {
-    while (!free_.empty() && current_bytes() + cached_bytes_ + size > std::max(live_hwm_ + kCpuCacheSlackBytes, current_bytes() + size)) {
+    while (!free_.empty() && over_bound(size)) {
       auto last = std::prev(free_.end());
       release_block(last->second, last->first);
       cached_bytes_ -= last->first;
@@ -179,7 +184,7 @@ class CpuCachingAllocator final : public Allocator {
   std::multimap<std::size_t, void*> free_;  // cached free blocks by size
   std::map<void*, std::size_t> sizes_;      // live large blocks -> their real size
   std::size_t cached_bytes_ = 0;
-  std::size_t live_hwm_ = 0;
+  std::size_t live_hwm_ = 0;  // most bytes live at once since the last empty_cache()
   MemoryStats stats_;
 };
 
