@@ -1,8 +1,12 @@
 // Tensor views, strides, factories and copies (engine/core).
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <catch2/catch.hpp>
 
+#include "engine/core/config.h"
 #include "engine/core/random.h"
 #include "engine/core/tensor.h"
 #include "engine/core/views.h"
@@ -84,6 +88,59 @@ TEST_CASE("seeded random factories repeat", "[tensor][random]") {
     CHECK(u.data<double>()[k] >= -2);
     CHECK(u.data<double>()[k] < 3);
   }
+}
+
+// Note [Counter-based random fills]: parallel fills, so check what a parallel bug would break:
+// the values must not depend on the thread count, every fill must take a fresh key, and the
+// distributions must still be right (moments within ~6 standard errors for n = 2^20).
+TEST_CASE("random fills are the same for any thread count and have the right moments", "[tensor][random]") {
+  const int threads_before = get_num_threads();
+  const std::int64_t n = 1 << 20;
+  auto draw = [&](int threads) {
+    set_num_threads(threads);
+    Generator g(11);
+    return std::vector<Tensor>{normal({n}, 0, 1, DType::f32, &g), uniform({n}, -1, 3, DType::f64, &g),
+                               randint({n}, -3, 7, DType::i64, &g)};
+  };
+  const auto one = draw(1);
+  const auto two = draw(2);
+  set_num_threads(threads_before);
+  for (std::size_t k = 0; k < one.size(); ++k)
+    CHECK(std::memcmp(one[k].data_ptr(), two[k].data_ptr(), one[k].nbytes()) == 0);
+
+  double sum = 0, sum2 = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double v = one[0].data<float>()[i];
+    sum += v;
+    sum2 += v * v;
+  }
+  CHECK(std::abs(sum / n) < 6.0 / std::sqrt(double(n)));           // mean 0
+  CHECK(std::abs(sum2 / n - 1.0) < 6.0 * std::sqrt(2.0 / double(n)));  // variance 1
+
+  double usum = 0, umin = 3, umax = -1;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double v = one[1].data<double>()[i];
+    umin = std::min(umin, v);
+    umax = std::max(umax, v);
+    usum += v;
+  }
+  CHECK(umin >= -1);
+  CHECK(umax < 3);
+  CHECK(std::abs(usum / n - 1.0) < 6.0 * (4.0 / std::sqrt(12.0)) / std::sqrt(double(n)));
+
+  std::vector<std::int64_t> counts(10, 0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t v = one[2].data<std::int64_t>()[i];
+    if (v < -3 || v >= 7) FAIL("randint(-3, 7) drew " << v);
+    ++counts[v + 3];
+  }
+  for (std::int64_t c : counts) CHECK(std::abs(double(c) - n / 10.0) < 6.0 * std::sqrt(n * 0.09));
+
+  // A second fill from the same generator is a different stream, not a repeat.
+  Generator g(11);
+  Tensor a = normal({64}, 0, 1, DType::f32, &g);
+  Tensor b = normal({64}, 0, 1, DType::f32, &g);
+  CHECK(std::memcmp(a.data_ptr(), b.data_ptr(), a.nbytes()) != 0);
 }
 
 TEST_CASE("bad tensor input throws with the function name", "[tensor][errors]") {

@@ -30,7 +30,9 @@ class Generator {
 Generator& default_generator();
 void manual_seed(std::uint64_t seed);
 
-// U(low, high) and N(mean, std) tensors, float types only; CPU-generated, then moved.
+// U(low, high) and N(mean, std) tensors, float types only; CPU-generated, then moved. Each fill
+// takes one number from the generator and computes its elements from it in parallel, the same
+// values for any thread count (Note [Counter-based random fills] in random.cpp).
 Tensor uniform(const Shape& shape, double low = 0.0, double high = 1.0, DType dtype = DType::f32,
                Generator* gen = nullptr, Device device = Device::cpu());
 Tensor normal(const Shape& shape, double mean = 0.0, double std = 1.0, DType dtype = DType::f32,
