@@ -74,6 +74,7 @@ Options parse_options(int& argc, char** argv) {
   o.models = {"fcn5"};
   for (int i = 0; i < argc; ++i) command_line() += (i ? " " : "") + std::string(argv[i]);
   int out = 1;
+  bool listing = false;  // --benchmark_list_tests: no peak measurement (0.3 s) for a listing
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&](const char* flag) -> const char* {
@@ -110,12 +111,15 @@ Options parse_options(int& argc, char** argv) {
     } else if (const char* v = value("--anvil_peak=")) {
       o.peak_gflops_per_core = std::stod(v);
     } else {
+      if (a == "--benchmark_list_tests" || a == "--benchmark_list_tests=true") listing = true;
       argv[out++] = argv[i];
     }
   }
   argc = out;
   if (o.peak_gflops_per_core > 0) {
     o.peak_source = "given with --anvil_peak";
+  } else if (listing) {
+    o.peak_source = "not measured: only listing the benchmarks";
   } else {
     o.peak_gflops_per_core = measure_fma_flops(1, 0.3) / 1e9;
     o.peak_source = std::string("measured at start-up, 1 thread, ") + fma_isa() + " FMA";
