@@ -174,7 +174,8 @@ else
   done
 fi
 
-# The peers, one process per model, phase and thread count, at the batch anvil ran (the model's
+# The peers, one process per model and thread count (a forked one per phase: fork_per_phase in
+# bench/peers/pytorch_models.py), at the batch anvil ran (the model's
 # CPU batch, or each of --batches); the report matches rows by model, phase, threads and batch.
 if [ "$peers" != none ]; then
   [ "$peers" = auto ] && peers=pytorch,tensorflow
@@ -197,7 +198,7 @@ if [ "$peers" != none ]; then
     for m in ${models//,/ }; do [[ " $known " == *" $m "* ]] && peer_models="$peer_models,$m"; done
     peer_models="${peer_models#,}"
     [ -n "$peer_models" ] || continue
-    stage "$peer: $peer_models, threads $peer_threads (one process per model, phase and thread count)"
+    stage "$peer: $peer_models, threads $peer_threads (one process per model and thread count, forked per phase)"
     for b in ${batches:-0}; do
       b=${b//,/ }
       for bb in $b; do

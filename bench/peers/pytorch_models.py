@@ -344,8 +344,73 @@ def rss_now_mb() -> float:
 
 
 def peak_rss_mb() -> float:
-    import resource
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+    """The resident high-water mark of this process (VmHWM)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def adopt_parent_residency() -> int:
+    """In a process just forked: touches every page of a file mapping (library code and data)
+    that is resident in the parent, so that this process starts with the parent's RSS, as a fresh
+    process that had run the same imports would. fork() copies the page table entries of
+    anonymous memory but not of file mappings: without this a forked child's RSS is ~240 MB
+    (PyTorch) short of a fresh one's, and its peak RSS would not compare with anvil's. Returns
+    the pages touched. Reads the parent's /proc/PID/pagemap (bit 63: present)."""
+    import ctypes
+    page = os.sysconf("SC_PAGE_SIZE")
+    ppid = os.getppid()
+    touched = 0
+    with open(f"/proc/{ppid}/maps") as maps, open(f"/proc/{ppid}/pagemap", "rb") as pagemap:
+        for line in maps:
+            f = line.split()
+            if len(f) < 6 or not f[5].startswith("/") or not f[1].startswith("r"):
+                continue  # anonymous, [vdso] and the like, or unreadable
+            start, end = (int(v, 16) for v in f[0].split("-"))
+            pagemap.seek(start // page * 8)
+            entries = pagemap.read((end - start) // page * 8)
+            for k in range(len(entries) // 8):
+                if entries[8 * k + 7] & 0x80:  # bit 63 of the little-endian entry
+                    ctypes.string_at(start + k * page, 1)
+                    touched += 1
+    return touched
+
+
+def fork_per_phase(a, phase_main, preimport) -> None:
+    """A child's --phase train,inference: runs preimport() (the framework's import: 2-3 s), then
+    each phase in a process forked from this one, which first takes on this process's resident
+    pages (adopt_parent_residency), so that each phase's peak RSS is what a fresh process would
+    have, without paying the import again. Forked before any thread pool exists (the imports and
+    the thread settings start none)."""
+    phases = a.phase.split(",")
+    if len(phases) == 1:
+        phase_main(argparse.Namespace(**{**vars(a), "process": "fresh"}))
+        return
+    preimport()
+    for phase in phases:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        rss_parent = rss_now_mb()
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                adopt_parent_residency()
+                phase_main(argparse.Namespace(**{**vars(a), "phase": phase, "process": {
+                    "forked after the imports": True, "parent_rss_MB": rss_parent,
+                    "rss_after_adopting_MB": rss_now_mb()}}))
+            except BaseException:  # noqa: BLE001 -- report anything, then leave without cleanup
+                import traceback
+                traceback.print_exc()
+                code = 1
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        if status != 0:
+            sys.exit(f"child: the {phase} phase failed (wait status {status})")
 
 
 def loaded_allocator() -> str:
@@ -749,7 +814,7 @@ def net_child_main(a, cfg: dict, rss_start: float) -> None:
         "median_s": statistics.median(flat), "mean_s": statistics.fmean(flat), "min_s": min(flat),
         "rep_means_s": rep_means, "median_of_rep_means_s": statistics.median(rep_means),
         "pct_peak": flops / statistics.median(flat) / (a.peak * 1e9 * a.threads) * 100.0,
-        "peak_rss_MB": peak_rss_mb(), "rss_at_start_MB": rss_start, "rss_after_import_MB": rss_import,
+        "peak_rss_MB": peak_rss_mb(), "process": a.process, "rss_at_start_MB": rss_start, "rss_after_import_MB": rss_import,
         "config": torch_facts(torch, dict(cfg, inference="eager", inference_by_model=None)),
     }
     if spec["kind"] == "lstm":
@@ -760,6 +825,11 @@ def net_child_main(a, cfg: dict, rss_start: float) -> None:
 
 
 def child_main(a) -> None:
+    """One model at one thread count; --phase train,inference times both (fork_per_phase)."""
+    fork_per_phase(a, phase_main, lambda: setup_torch(a.threads, json.loads(a.cfg_json)))
+
+
+def phase_main(a) -> None:
     cfg = json.loads(a.cfg_json)
     rss_start = rss_now_mb()
     if a.model in NETS:
@@ -822,7 +892,7 @@ def child_main(a) -> None:
         "median_s": statistics.median(flat), "mean_s": statistics.fmean(flat), "min_s": min(flat),
         "rep_means_s": rep_means, "median_of_rep_means_s": statistics.median(rep_means),
         "pct_peak": flops / statistics.median(flat) / (a.peak * 1e9 * a.threads) * 100.0,
-        "peak_rss_MB": peak_rss_mb(), "rss_at_start_MB": rss_start, "rss_after_import_MB": rss_import,
+        "peak_rss_MB": peak_rss_mb(), "process": a.process, "rss_at_start_MB": rss_start, "rss_after_import_MB": rss_import,
         "config": torch_facts(torch, cfg),
     }
     if train and a.breakdown:
@@ -881,7 +951,7 @@ def cuda_child_main(a, cfg, torch, F, net, x_host, y_host, batch, train, rss_sta
         "pct_peak": None, "flops_per_s": flops / statistics.median(flat),
         "gpu_peak_alloc_MB": torch.cuda.max_memory_allocated() / 1048576.0,
         "gpu_peak_reserved_MB": torch.cuda.max_memory_reserved() / 1048576.0,
-        "peak_rss_MB": peak_rss_mb(), "rss_at_start_MB": rss_start, "rss_after_import_MB": rss_import,
+        "peak_rss_MB": peak_rss_mb(), "process": a.process, "rss_at_start_MB": rss_start, "rss_after_import_MB": rss_import,
         "config": facts,
     }
     print(json.dumps(out), flush=True)
@@ -1065,10 +1135,12 @@ def run_main(a) -> None:
             sys.exit(f"--device cuda times the FCN/MLP models only ({', '.join(MODELS)}), not '{model}'")
         # On the GPU the host threads hardly matter: the first --threads value only.
         threads = [int(v) for v in a.threads.split(",")]
+        # On the CPU one child per (model, threads) times every phase, each in a process forked
+        # after the imports (fork_per_phase); on the GPU one child per phase.
+        phase_groups = a.phases.split(",") if cuda else [a.phases]
         for t in threads[:1] if cuda else threads:
-            for phase in a.phases.split(","):
+            for phase in phase_groups:
                 for batch in ([a.batch] if a.batch or not cuda else GPU_BATCHES[model]):
-                    # One fresh process per (model, phase, threads): peak RSS belongs to it alone.
                     args = ["child", "--model", model, "--phase", phase, "--threads", str(t),
                             "--reps", str(a.reps), "--warmup", str(a.warmup), "--min-time", str(a.min_time),
                             "--min-steps", str(a.min_steps), "--peak", str(a.peak)]
@@ -1263,6 +1335,13 @@ def platform_facts() -> dict:
     return {"cpu": model, "cpus": os.cpu_count(), "loadavg": os.getloadavg()}
 
 
+def phase_list(v: str) -> str:
+    """argparse type of the children's --phase: train, inference or a comma list of both."""
+    if not v or any(ph not in ("train", "inference") for ph in v.split(",")):
+        raise argparse.ArgumentTypeError(f"train, inference or train,inference, not '{v}'")
+    return v
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd")
@@ -1280,7 +1359,7 @@ def main() -> None:
                        help="cuda: the FCN/MLP step on the GPU (FP32, TF32 off), at networks.md's GPU "
                             "batch sweep unless --batch is given")
 
-    r = sub.add_parser("run", help="time models (one fresh process per model, phase, threads)")
+    r = sub.add_parser("run", help="time models (one process per model and threads; a forked one per phase)")
     r.add_argument("--models", default="fcn5")
     r.add_argument("--threads", default="1,2")
     r.add_argument("--phases", default="train,inference")
@@ -1289,7 +1368,7 @@ def main() -> None:
 
     c = sub.add_parser("child", help=argparse.SUPPRESS)
     c.add_argument("--model", required=True)
-    c.add_argument("--phase", choices=["train", "inference"], required=True)
+    c.add_argument("--phase", type=phase_list, required=True, help="train, inference or train,inference")
     c.add_argument("--threads", type=int, required=True)
     c.add_argument("--cfg-json", required=True)
     common(c, False)

@@ -2,9 +2,10 @@
 """TensorFlow/Keras peer of anvil_bench's model step benchmarks (networks.md, "How a step is timed").
 
 The framework DLBench measured most, timed the way the PyTorch peer (pytorch_models.py) times
-PyTorch: the same networks, synthetic data, batch, threads and step definition, one fresh process
-per (model, phase, threads) so that peak RSS belongs to that run, and the same JSON fields on
-stdout (one object per run; "peer": "tensorflow").
+PyTorch: the same networks, synthetic data, batch, threads and step definition, one process per
+(model, threads) that imports TensorFlow and forks a process per phase (pytorch_models.py's
+fork_per_phase) so that peak RSS belongs to that phase, and the same JSON fields on stdout (one
+object per run; "peer": "tensorflow").
 
   training step:  forward (training=True) + sparse softmax cross-entropy (mean over B; for the
                   LSTM language models summed over T, averaged over B) + tape.gradient + SGD
@@ -35,7 +36,6 @@ import argparse
 import importlib.util
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -68,8 +68,7 @@ def rss_now_mb() -> float:
     return float("nan")
 
 
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+peak_rss_mb, phase_list = PT.peak_rss_mb, PT.phase_list  # VmHWM; the children's --phase type
 
 
 def child_env(threads: int) -> dict:
@@ -353,6 +352,11 @@ def tf_facts(tf, keras, jit: bool) -> dict:
 
 
 def child_main(a) -> None:
+    """One model at one thread count; --phase train,inference times both (PT.fork_per_phase)."""
+    PT.fork_per_phase(a, phase_main, lambda: (setup_tf(a.threads), __import__("keras")))
+
+
+def phase_main(a) -> None:
     rss_start = rss_now_mb()
     tf = setup_tf(a.threads)
     import keras
@@ -378,7 +382,7 @@ def child_main(a) -> None:
         "median_s": statistics.median(flat), "mean_s": statistics.fmean(flat), "min_s": min(flat),
         "rep_means_s": rep_means, "median_of_rep_means_s": statistics.median(rep_means),
         "pct_peak": flops / statistics.median(flat) / (a.peak * 1e9 * a.threads) * 100.0,
-        "peak_rss_MB": peak_rss_mb(), "rss_at_start_MB": rss_start, "rss_after_import_MB": rss_import,
+        "peak_rss_MB": peak_rss_mb(), "process": a.process, "rss_at_start_MB": rss_start, "rss_after_import_MB": rss_import,
         "config": tf_facts(tf, keras, a.jit),
     }
     if st.kind == "lstm":
@@ -412,14 +416,17 @@ def check_model(name: str) -> str:
 
 
 def run_main(a) -> None:
+    try:
+        phase_list(a.phases)
+    except argparse.ArgumentTypeError as e:
+        raise SystemExit(f"--phases: {e}")
+    # One child per (model, threads) times every phase, each in a process forked after the
+    # imports (PT.fork_per_phase).
     for model in [check_model(m) for m in a.models.split(",")]:
         for t in [int(v) for v in a.threads.split(",")]:
-            for phase in a.phases.split(","):
-                if phase not in ("train", "inference"):
-                    raise SystemExit(f"--phases: train or inference, not '{phase}'")
-                log(f"{model} {phase} threads={t}")
-                for obj in run_child(t, ["--model", model, "--phase", phase, *timing_args(a)]):
-                    print(json.dumps(obj), flush=True)
+            log(f"{model} {a.phases} threads={t}")
+            for obj in run_child(t, ["--model", model, "--phase", a.phases, *timing_args(a)]):
+                print(json.dumps(obj), flush=True)
 
 
 def tune_main(a) -> None:
@@ -458,7 +465,7 @@ def main() -> None:
         q.add_argument("--peak", type=float, default=242.0, help="GFLOP/s per core, for pct_peak")
         q.add_argument("--jit", action="store_true", help="XLA-compile the step (jit_compile=True)")
 
-    r = sub.add_parser("run", help="time models, one process per (model, phase, threads)")
+    r = sub.add_parser("run", help="time models, one process per (model, threads), a forked one per phase")
     timing(r, False)
     r.add_argument("--models", default="fcn5")
     r.add_argument("--threads", default="1,2")
@@ -466,7 +473,7 @@ def main() -> None:
     c = sub.add_parser("child", help="(internal) one timed run")
     timing(c, True)
     c.add_argument("--model", required=True)
-    c.add_argument("--phase", choices=["train", "inference"], required=True)
+    c.add_argument("--phase", type=phase_list, required=True)
     c.add_argument("--threads", type=int, required=True)
     t = sub.add_parser("tune", help="graph vs XLA per model (training step, 1 thread)")
     t.add_argument("--models", default="fcn5,lstm32")
