@@ -165,10 +165,14 @@ else
   gpu_steps='^model/[^/]+/[a-z_]+/batch:[0-9]+/device:cuda'
   [ "$devices" = cpu ] || bench "$gpu_steps" "$out/anvil_bench_model_gpu.json"
   [ "$cpu_runs" = 1 ] || models=""
+  # The LSTM models' steps once per LSTM variant (.../threads:T/lstm:VARIANT/...) come with
+  # --full; the default sweep times the default selection (.../threads:T/iterations:1/...) only.
+  variant_rows='iterations:'
+  [ "$full" = 1 ] && variant_rows=''
   for m in ${models//,/ }; do
     for ph in $step_phases; do
       for t in ${sweep_threads//,/ }; do
-        bench "^model/$m/$ph/batch:[0-9]+/threads:$t/" "$out/anvil_bench_model_${m}_${ph}_t$t.json"
+        bench "^model/$m/$ph/batch:[0-9]+/threads:$t/$variant_rows" "$out/anvil_bench_model_${m}_${ph}_t$t.json"
       done
     done
   done
