@@ -7,10 +7,10 @@
 # Defaults: GEMM variants x NN/NT/TN/TT on the DLBench shape and FCN-5's M = 64 GEMMs, and the
 # training and inference step of DLBench's six networks (fcn5, fcn8, alexnet, resnet50, lstm32,
 # lstm64) at the paper's CPU batch, threads 1..hardware, then the same steps in PyTorch and
-# TensorFlow. Measured on the quiet 2-core development machine
-# (docs/results/default_run_2026-11-21b/README.md): build 2.2 min, peak + GEMM + remedies 4.7,
-# the model steps 6.0, PyTorch 3.8, TensorFlow 4.2 (21.4 min in all; --peers none leaves about
-# 13.5). Progress: one line per benchmark, and a timed line per stage (also in stages.txt). --kernels adds the per-layer conv/pool/batch-norm/LSTM variant
+# TensorFlow. Measured on the 2-core development machine
+# (docs/results/default_run_2026-11-22/README.md): build 2.6 min, peak + GEMM + remedies 4.2,
+# the model steps 2.1, PyTorch 3.8, TensorFlow 4.3 (17.3 min in all; --peers none leaves about
+# 9.3). The LSTM models' steps once per LSTM variant come with --full. Progress: one line per benchmark, and a timed line per stage (also in stages.txt). --kernels adds the per-layer conv/pool/batch-norm/LSTM variant
 # benchmarks of the chosen models (long: ~9 minutes per thread count for the three CNNs' convs
 # alone). --with-pytorch adds the side-by-side PyTorch comparison. --batches runs the model steps at
 # these mini-batch sizes instead of the paper's CPU batch; --batch-sweep at networks.md's sweep of
