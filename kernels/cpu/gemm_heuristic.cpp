@@ -65,6 +65,16 @@ namespace {
 //  * skinny N (2048,64,2048): matmul 79-110/166-221 is best or within 7 % in every mode
 //    (sgemm 72-100/141-203, blocked 78-85/144-170).
 //  * (128,2048,1024) and (256,2048,2048) follow the FCN small-M pattern (picks >= 95 %).
+//  * N = 256 with a large M, the LSTM decoder's and layers' gradient GEMMs (H = 256), anvil_bench
+//    --anvil_gemm_shapes=lstm32, median of 3 interleaved repetitions, wall time, 2026-11-22,
+//    GFLOP/s 1 thread / 2 threads:
+//      (10000,256,4096) TN: sgemm 95/176, blocked 86/176, matmul 85/170
+//      (4096,256,10000) NN: sgemm 98/189, blocked 89/159, matmul 88/177
+//      (1024,256,4096)  TN: sgemm 94/161, blocked 95/181, matmul 86/176
+//      (4096,256,1024)  NN: sgemm 100/199, blocked 88/140, matmul 101/196
+//    sgemm is best or within 2 % in 7 of 8 cells (the small TN at 2 threads: 89 % of blocked), so
+//    rule 3 stops below N = 256 (it was measured at N = 64); rule 6 takes N = 256. That made the
+//    LSTM decoder's two gradient GEMMs 10 % faster (247 -> 221 ms and 238 -> 214 ms, 1 thread).
 //  * Known soft spot: rule 2 at 2 threads when N is not a multiple of 64 (N = 3000, 5000,
 //    10000, 20000 at M = 64, K = 2048): matmul is 88-100 % of blocked there (at 1 thread it
 //    leads by up to 10 %).
@@ -73,7 +83,7 @@ namespace {
 // supports the problem is the pick (so builds without cpu.blocked or oneDNN stay sensible):
 //  1. batch > 1:                         matmul > onednn > blocked
 //  2. B transposed, M <= 256:            matmul > blocked > onednn
-//  3. N <= 256 < M (skinny C):           matmul > onednn > blocked
+//  3. N <= 128 < 256 < M (skinny C):     matmul > onednn > blocked
 //  4. K <= 128 and M*N >= 2^20 (weight gradients): blocked > onednn > matmul
 //  5. M <= 256, B not transposed, ldb % 1024 == 0 (aliased B rows): blocked > onednn > matmul
 //  6. otherwise:                         onednn > blocked > matmul
@@ -83,7 +93,7 @@ namespace {
 // never named; selection falls back to it by priority. The rules do not depend on the thread
 // count: the same variants win at 1 and 2 threads on every FCN/DLBench row.
 constexpr std::int64_t kSmallM = 256;       // "batch-sized" M (FCN 64, LSTM 128)
-constexpr std::int64_t kSmallN = 256;
+constexpr std::int64_t kSkinnyN = 128;     // measured at 64 (matmul wins) and 256 (sgemm wins)
 constexpr std::int64_t kSmallK = 128;       // weight-gradient depth (= batch size)
 constexpr std::int64_t kLargeC = 1 << 20;   // M*N elements of a weight gradient
 constexpr std::int64_t kAliasLd = 1024;     // floats: 4 KiB, the L1 set-aliasing stride
@@ -99,7 +109,7 @@ constexpr Ranking kSgemmFirst = {"cpu.onednn", "cpu.blocked", "cpu.onednn.matmul
 const Ranking& ranking_for(const GemmProblem& p) {
   if (p.batch > 1) return kMatmulFirst;                                   // rule 1
   if (p.trans_b && p.m <= kSmallM) return kMatmulThenBlocked;             // rule 2
-  if (p.n <= kSmallN && p.m > kSmallN) return kMatmulFirst;               // rule 3
+  if (p.n <= kSkinnyN && p.m > kSmallM) return kMatmulFirst;              // rule 3
   if (p.k <= kSmallK && p.m * p.n >= kLargeC) return kBlockedFirst;       // rule 4
   if (p.m <= kSmallM && !p.trans_b && p.ldb % kAliasLd == 0) return kBlockedFirst;  // rule 5
   return kSgemmFirst;                                                     // rule 6
