@@ -335,21 +335,22 @@ def run_child(cfg: dict, threads: int, args: list[str], timeout: float = 1800) -
 # ---------------------------------------------------------------------------------------------
 # Inside a child: what PyTorch actually runs with
 # ---------------------------------------------------------------------------------------------
-def rss_now_mb() -> float:
+def status_mb(field: str) -> float:
+    """A kB field of /proc/self/status (VmRSS:, VmHWM:) in MB."""
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field):
                 return int(line.split()[1]) / 1024.0
     return float("nan")
+
+
+def rss_now_mb() -> float:
+    return status_mb("VmRSS:")
 
 
 def peak_rss_mb() -> float:
     """The resident high-water mark of this process (VmHWM)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
+    return status_mb("VmHWM:")
 
 
 def adopt_parent_residency() -> int:

@@ -60,15 +60,8 @@ def log(*a):
     print("[tensorflow_models]", *a, file=sys.stderr, flush=True)
 
 
-def rss_now_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
-
-
-peak_rss_mb, phase_list = PT.peak_rss_mb, PT.phase_list  # VmHWM; the children's --phase type
+# /proc/self/status readers (VmRSS, VmHWM) and the children's --phase type, shared with PyTorch's.
+rss_now_mb, peak_rss_mb, phase_list = PT.rss_now_mb, PT.peak_rss_mb, PT.phase_list
 
 
 def child_env(threads: int) -> dict:

@@ -19,6 +19,7 @@ Usage: test_bench_suite.py path/to/anvil_bench path/to/anvil   (a CTest entry, b
    with error_occurred and a validation message, in every transpose mode and every GEMM remedy.
 """
 import json
+import os
 import re
 import subprocess
 import sys
@@ -105,6 +106,26 @@ check("lstm32_b128_128x1024x256" in all_shapes, "the LSTM cell's per-step recurr
 bad = subprocess.run([bench, "--benchmark_list_tests", "--anvil_gemm_shapes=dlbench,nonsense"], capture_output=True, text=True)
 check(bad.returncode != 0 and "nonsense" in bad.stderr and "deepbench" in bad.stderr,
       f"an unknown GEMM shape group fails clearly (exit {bad.returncode}: {bad.stderr.strip()[-200:]})")
+
+# The model-step filters the scripts build select one benchmark, the default selection's step (not
+# the .../lstm:<variant> rows): compare_pytorch.sh's, read from the script itself, and bench.sh's
+# default per-process filter. Both broke once when the names' suffix changed.
+repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+compare_src = open(os.path.join(repo, "scripts", "compare_pytorch.sh")).read()
+found = re.search(r'filter="(\^model/\$m/\$\{ph\}_step/[^"]+)"', compare_src)
+check(found is not None, "compare_pytorch.sh builds its model filter as expected by this test")
+bench_src = open(os.path.join(repo, "scripts", "bench.sh")).read()
+check("threads:$t/$variant_rows" in bench_src and "variant_rows='iterations:'" in bench_src,
+      "bench.sh's per-process model filter is the one this test checks")
+filters = {"bench.sh": "^model/lstm32/train_step/batch:[0-9]+/threads:1/iterations:"}
+if found:
+    filters["compare_pytorch.sh"] = (found.group(1).replace("$m", "lstm32").replace("${ph}", "train")
+                                     .replace("$t", "1").replace("\\$", "$"))
+for script, pattern in filters.items():
+    hits = subprocess.run([bench, "--benchmark_list_tests", "--anvil_models=lstm32", "--anvil_threads=1",
+                           "--benchmark_filter=" + pattern], capture_output=True, text=True).stdout.splitlines()
+    check(len(hits) == 1 and "/lstm:" not in hits[0],
+          f"{script}'s filter {pattern} selects {hits}, not the one default-selection step")
 
 # Smoke: one of each family, short.
 smoke_filter = ("^(peak/fma_[a-z0-9]+/threads:1/|gemm/default/NN/fcn5_b64_64x2048x2048/threads:1/"
