@@ -95,7 +95,7 @@ for m in "${model_list[@]}"; do
   for t in "${thread_list[@]}"; do
     for ph in "${phase_list[@]}"; do
       case "$ph" in train|inference) ;; *) die "--phases: train or inference, not '$ph'" ;; esac
-      # The default selection only (not the .../lstm:<variant> steps). One process per phase on both sides: ru_maxrss is a process's lifetime peak, so an
+      # The default selection only (not the .../lstm:<variant> steps). One process per phase on both sides: the peak RSS (VmHWM) is a process's lifetime peak, so an
       # inference run after a training run in the same process would report the training peak.
       filter="^model/$m/${ph}_step/batch:[0-9]+/threads:$t(/iterations|/min_time|/manual_time|/real_time|\$)"
       for ((r = 1; r <= rounds; r++)); do
