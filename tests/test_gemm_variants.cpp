@@ -6,8 +6,10 @@
 // the variant forced by name, and compares C with the f64 product of the same f32 data. A
 // variant that declines a problem is recorded as skipped with its reason (reported via WARN).
 #include <catch2/catch.hpp>
+#include <omp.h>
 
 #include <algorithm>
+#include <exception>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -15,6 +17,7 @@
 #include <thread>
 #include <tuple>
 
+#include "engine/core/config.h"
 #include "engine/core/random.h"
 #include "engine/core/views.h"
 #include "engine/dispatch/gemm_problem.h"
@@ -311,6 +314,60 @@ TEST_CASE("every gemm variant matches ref on larger shapes", "[gemm][variants][l
     run_case(gc2, tally, ++seed);
   }
   tally.report();
+}
+
+// Kernels may call GEMM from their own OpenMP threads (the batch-row-parallel LSTM recurrence,
+// Note [Batch-row-parallel recurrence]); each call then runs on its calling thread only. The
+// same problem is run outside a region first, so that a oneDNN primitive built for two threads
+// exists when the threads ask (the caches key on onednn::threads_for_key(), as oneDNN's own
+// does; with 2026's oneDNN 2.6 this shape was also right when they reused the 2-thread one).
+TEST_CASE("every gemm variant is right when called from inside an OpenMP parallel region",
+          "[gemm][variants][threads]") {
+  register_builtin_kernels();
+  const int saved_threads = get_num_threads();
+  set_num_threads(2);
+  constexpr std::int64_t kRows = 64, kN = 1024, kK = 256;  // the LSTM's per-thread step (NT)
+  Generator gen(4242);
+  const Tensor a = uniform({2 * kRows, kK}, -1, 1, DType::f32, &gen);
+  const Tensor b = uniform({kN, kK}, -1, 1, DType::f32, &gen);
+  Tensor want = Tensor::zeros({2 * kRows, kN}, DType::f64);
+  {
+    ForceVariant force("gemm", "ref");
+    ops::gemm(raw::to_dtype(a, DType::f64), false, raw::to_dtype(b, DType::f64), true, want, 1.0, 0.0);
+  }
+  const std::vector<double> w = values_f64(want);
+  for (const auto& v : gemm_table().variants()) {
+    const std::string name = v.name;
+    const Tensor a0 = raw::slice(a, 0, 0, kRows, 1);
+    Tensor c_outside = Tensor::zeros({kRows, kN});
+    const GemmProblem problem = ops::gemm_problem_for(a0, false, b, true, c_outside, 0.0);
+    if (v.device != problem.device_type() || (v.supports && !v.supports(problem).ok)) continue;
+    INFO("variant " << name << " on " << problem.repr());
+    {
+      ForceVariant force("gemm", name);  // first call outside any region: caches its primitive
+      ops::gemm(a0, false, b, true, c_outside, 1.0, 0.0);
+    }
+    Tensor c = Tensor::full({2 * kRows, kN}, kSentinel);
+    std::exception_ptr errors[2];
+#pragma omp parallel num_threads(2)
+    {
+      const int t = omp_get_thread_num();
+      try {
+        ForceVariant force("gemm", name);  // forcing is per thread
+        Tensor ct = raw::slice(c, 0, t * kRows, (t + 1) * kRows, 1);
+        ops::gemm(raw::slice(a, 0, t * kRows, (t + 1) * kRows, 1), false, b, true, ct, 1.0, 0.0);
+      } catch (...) {
+        errors[t] = std::current_exception();
+      }
+    }
+    for (auto& e : errors)
+      if (e) std::rethrow_exception(e);
+    const std::vector<double> got = values_f64(c);
+    double worst = 0.0;
+    for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - w[i]));
+    CHECK(worst < 1e-3);  // K = 256 products of values in [-1, 1]
+  }
+  set_num_threads(saved_threads);
 }
 
 TEST_CASE("views map onto transpose modes and leading dims without copies", "[gemm][views]") {

@@ -80,6 +80,40 @@ LstmLayerOutput run_layer(const std::vector<Tensor>& in) {
 
 const char* kLeafNames[] = {"x", "h0", "c0", "w_ih", "w_hh", "b_ih", "b_hh"};
 
+// Runs one f32 layer case with `ref` and with `variant` (forward, backward of a weighted loss,
+// then inference) and checks outputs, final states and every gradient against ref.
+void check_variant_against_ref(const std::string& variant, const LayerCase& c,
+                               std::uint64_t seed, double grad_tol) {
+  std::vector<Tensor> ref_in = layer_leaves(c, DType::f32, seed);
+  std::vector<Tensor> var_in = layer_leaves(c, DType::f32, seed);
+  LstmLayerOutput r, v;
+  {
+    ForceVariant force("lstm", "ref");
+    r = run_layer(ref_in);
+    weighted_loss(r, 3).backward();
+  }
+  {
+    ForceVariant force("lstm", variant);
+    v = run_layer(var_in);
+    weighted_loss(v, 3).backward();
+  }
+  CHECK(max_abs_diff(r.y, v.y) < 1e-5);
+  CHECK(max_abs_diff(r.h_n, v.h_n) < 1e-5);
+  CHECK(max_abs_diff(r.c_n, v.c_n) < 1e-5);
+  for (int i = 0; i < 7; ++i) {
+    if (!ref_in[i].defined()) continue;
+    INFO("gradient of " << kLeafNames[i]);
+    REQUIRE(var_in[i].grad().defined());
+    CHECK(max_abs_diff(ref_in[i].grad(), var_in[i].grad()) < grad_tol);
+  }
+  // Inference (no graph) gives the same outputs.
+  NoGradGuard no_grad;
+  ForceVariant force("lstm", variant);
+  LstmLayerOutput inf = run_layer(var_in);
+  CHECK(max_abs_diff(inf.y, v.y) < 1e-6);
+  CHECK(max_abs_diff(inf.c_n, v.c_n) < 1e-6);
+}
+
 }  // namespace
 
 // ---- gradient checks (float64) -------------------------------------------------------------------
@@ -183,37 +217,25 @@ TEST_CASE("every lstm variant matches ref forward and backward", "[lstm][variant
         continue;
       }
       INFO("variant " << name << " vs ref, " << p.repr());
-      std::vector<Tensor> ref_in = layer_leaves(c, DType::f32, 7 + c.H);
-      std::vector<Tensor> var_in = layer_leaves(c, DType::f32, 7 + c.H);
-      LstmLayerOutput r, v;
-      {
-        ForceVariant force("lstm", "ref");
-        r = run_layer(ref_in);
-        weighted_loss(r, 3).backward();
-      }
-      {
-        ForceVariant force("lstm", name);
-        v = run_layer(var_in);
-        weighted_loss(v, 3).backward();
-      }
-      CHECK(max_abs_diff(r.y, v.y) < 1e-5);
-      CHECK(max_abs_diff(r.h_n, v.h_n) < 1e-5);
-      CHECK(max_abs_diff(r.c_n, v.c_n) < 1e-5);
-      for (int i = 0; i < 7; ++i) {
-        if (!ref_in[i].defined()) continue;
-        INFO("gradient of " << kLeafNames[i]);
-        REQUIRE(var_in[i].grad().defined());
-        const double scale = 1.0 + std::sqrt(static_cast<double>(c.T * c.B));
-        CHECK(max_abs_diff(ref_in[i].grad(), var_in[i].grad()) < 2e-5 * scale);
-      }
-      // Inference (no graph) gives the same outputs.
-      NoGradGuard no_grad;
-      ForceVariant force("lstm", name);
-      LstmLayerOutput inf = run_layer(var_in);
-      CHECK(max_abs_diff(inf.y, v.y) < 1e-6);
-      CHECK(max_abs_diff(inf.c_n, v.c_n) < 1e-6);
+      const double scale = 1.0 + std::sqrt(static_cast<double>(c.T * c.B));
+      check_variant_against_ref(name, c, 7 + c.H, 2e-5 * scale);
     }
   }
+}
+
+// cpu.fused splits the recurrence by batch rows over the threads (Note [Batch-row-parallel
+// recurrence]): uneven blocks (B = 37 over 2 and 3 threads), blocks of the minimum size
+// (B = 32 over 2) and one block (1 thread) all agree with ref, with and without initial state.
+TEST_CASE("cpu.fused agrees with ref at one to three threads with uneven row blocks", "[lstm][variants][threads]") {
+  const int saved_threads = get_num_threads();
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    for (const LayerCase& c : {LayerCase{6, 37, 11, 16, true, false}, LayerCase{4, 32, 8, 24, false, true}}) {
+      INFO(threads << " threads, T=" << c.T << " B=" << c.B << " I=" << c.I << " H=" << c.H);
+      check_variant_against_ref("cpu.fused", c, 99, 2e-5 * (1.0 + std::sqrt(static_cast<double>(c.T * c.B))));
+    }
+  }
+  set_num_threads(saved_threads);
 }
 
 TEST_CASE("a forced lstm variant that cannot run a problem is an error with its reason", "[lstm][variants]") {

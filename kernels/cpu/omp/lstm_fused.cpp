@@ -4,7 +4,8 @@
 // Forward: G[T*B, 4H] = X @ W_ih^T in ONE GEMM; per step G_t += h_{t-1} @ W_hh^T, then one pass
 // adds the bias, applies the nonlinearities and updates c and h. Backward: per step one pass
 // for the gate gradients dG_t and one GEMM dh = dG_t @ W_hh; then one GEMM each for dx, dW_ih
-// and dW_hh over all steps (Note [Fused LSTM saved state]).
+// and dW_hh over all steps (Note [Fused LSTM saved state]). With several threads the per-step
+// work is split by batch rows, not inside each step (Note [Batch-row-parallel recurrence]).
 #include "kernels/cpu/omp/lstm_fused.h"
 
 #include <omp.h>
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <type_traits>
 #include <vector>
@@ -21,6 +23,7 @@
 #include "engine/core/tensor.h"
 #include "engine/dispatch/gemm_problem.h"
 #include "engine/dispatch/lstm_problem.h"
+#include "kernels/cpu/omp/omp_kernels.h"
 
 namespace anvil::kernels {
 namespace {
@@ -217,6 +220,52 @@ void parallel_rows(std::int64_t B, std::int64_t H, F&& f) {
   }
 }
 
+// Note [Batch-row-parallel recurrence]
+// Row b of h_t, c_t and of the gate gradients depends only on row b of the previous step (and
+// on the shared weights): the batch entries of an LSTM never meet inside a layer. So with nt
+// threads the recurrence is split by rows, once per layer: each thread runs its own block of
+// rows through all T steps, with single-threaded per-step GEMMs on those rows
+// (G_t[rows] += h_{t-1}[rows] W_hh^T forward, dh[rows] = dG_t[rows] W_hh backward) and the
+// pointwise pass on the same rows. The threads meet once per layer instead of twice per step.
+// The alternative, a parallel GEMM and a parallel pointwise pass per step, pays 2T fork/joins
+// on [B, 4H] work of ~0.3 ms each; under passive waiting each one wakes a sleeping thread. One
+// layer of lstm32 (T = 32, B = 128, I = H = 256), 2 threads, OMP_WAIT_POLICY=PASSIVE, best of 7
+// (dev VM, 2026-11-22): forward 38-45 -> 24 ms, forward + backward 89 -> 72 ms; the lstm32
+// training step, 2 threads, median of 15: 0.560 -> 0.520 s (1 thread: unchanged, 1.01 s).
+// GEMMs called from inside the region run on the calling
+// thread only: oneDNN, cpu.blocked and Eigen all check omp_in_parallel() (and the oneDNN
+// primitive caches key on that thread count, onednn::threads_for_key()).
+// Blocks have at least kMinRowsPerThread rows (a thinner GEMM loses more per row than the
+// fork/join costs); smaller batches, one thread, or a caller already inside a parallel region
+// run one block [0, B) whose GEMMs and pointwise passes use the team as before.
+constexpr std::int64_t kMinRowsPerThread = 16;
+
+// Calls body(b0, b1, inner_parallel) for row blocks covering [0, B). inner_parallel is true
+// when a single block runs outside any row split (its GEMMs and passes may fork). Exceptions
+// from the threads are rethrown here (an exception must not leave an OpenMP region).
+template <typename F>
+void for_row_blocks(std::int64_t B, F&& body) {
+  const int nt = omp_get_max_threads();
+  const std::int64_t blocks = std::min<std::int64_t>(nt, B / kMinRowsPerThread);
+  if (omp_in_parallel() || blocks <= 1) {
+    body(std::int64_t{0}, B, true);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(blocks));
+#pragma omp parallel num_threads(static_cast<int>(blocks))
+  {
+    const int t = omp_get_thread_num(), n = omp_get_num_threads();
+    const std::int64_t b0 = B * t / n, b1 = B * (t + 1) / n;
+    try {
+      if (b0 < b1) body(b0, b1, false);
+    } catch (...) {
+      errors[static_cast<std::size_t>(t)] = std::current_exception();
+    }
+  }
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
 // ---- GEMMs through the gemm table -------------------------------------------------------------
 
 // One GEMM shape, selected once (Note [Variant selection]) and run many times (the per-step
@@ -310,27 +359,31 @@ void lstm_forward(const LstmArgs& a) {
 
   // G = X @ W_ih^T for all steps at once: [T*B, I] x [I, 4H] (NT).
   GemmCall(dt, false, true, T_ * B, G, I, I, I, G, false).run(x, a.w_ih, g);
-  GemmCall rec(dt, false, true, B, G, H, H, H, G, true);  // G_t += h_{t-1} @ W_hh^T
-
-  for (std::int64_t t = 0; t < T_; ++t) {
-    T* gt = g + t * B * G;
-    const T* h_prev = t == 0 ? h0 : y + (t - 1) * B * H;
-    if (h_prev) rec.run(h_prev, a.w_hh, gt);
-    const T* c_prev;
-    T* c_out;
-    if (training) {
-      c_prev = t == 0 ? c0 : cs + (t - 1) * B * H;
-      c_out = cs + t * B * H;
-    } else {
-      c_prev = t == 0 ? c0 : cs + ((t - 1) & 1) * B * H;
-      c_out = cs + (t & 1) * B * H;
+  const T* bp = bias.data();
+  for_row_blocks(B, [&](std::int64_t b0, std::int64_t b1, bool inner_parallel) {
+    // G_t[b0:b1] += h_{t-1}[b0:b1] @ W_hh^T
+    GemmCall rec(dt, false, true, b1 - b0, G, H, H, H, G, true);
+    for (std::int64_t t = 0; t < T_; ++t) {
+      T* gt = g + t * B * G;
+      const T* h_prev = t == 0 ? h0 : y + (t - 1) * B * H;
+      if (h_prev) rec.run(h_prev + b0 * H, a.w_hh, gt + b0 * G);
+      const T* c_prev;
+      T* c_out;
+      if (training) {
+        c_prev = t == 0 ? c0 : cs + (t - 1) * B * H;
+        c_out = cs + t * B * H;
+      } else {
+        c_prev = t == 0 ? c0 : cs + ((t - 1) & 1) * B * H;
+        c_out = cs + (t & 1) * B * H;
+      }
+      T* h_out = y + t * B * H;
+      auto rows = [&](std::int64_t r0, std::int64_t r1) {
+        forward_rows<T>(bp, gt, c_prev, c_out, h_out, r0, r1, H, training);
+      };
+      if (inner_parallel) parallel_rows(B, H, rows);
+      else rows(b0, b1);
     }
-    T* h_out = y + t * B * H;
-    const T* bp = bias.data();
-    parallel_rows(B, H, [&](std::int64_t b0, std::int64_t b1) {
-      forward_rows<T>(bp, gt, c_prev, c_out, h_out, b0, b1, H, training);
-    });
-  }
+  });
   const std::size_t state_bytes = static_cast<std::size_t>(B * H) * sizeof(T);
   const T* c_last = training ? cs + (T_ - 1) * B * H : cs + ((T_ - 1) & 1) * B * H;
   std::memcpy(a.h_n, y + (T_ - 1) * B * H, state_bytes);
@@ -370,22 +423,28 @@ void lstm_backward(const LstmArgs& a) {
   if (a.dc_n) std::memcpy(dc, a.dc_n, state_bytes);
   else std::memset(dc, 0, state_bytes);
 
-  GemmCall dh_gemm(dt, false, false, B, H, G, G, H, H, false);  // dh = dG_t @ W_hh  [B,4H]x[4H,H]
-  for (std::int64_t t = T_ - 1; t >= 0; --t) {
-    const T* gt = gates + t * B * G;
-    const T* ct = cs + t * B * H;
-    const T* c_prev = t == 0 ? c0 : cs + (t - 1) * B * H;
-    const T* dyt = dy + t * B * H;
-    T* dgt = dg + t * B * G;
-    const T* dh_in = have_dh ? dh : nullptr;
-    parallel_rows(B, H, [&](std::int64_t b0, std::int64_t b1) {
-      backward_rows<T>(gt, ct, c_prev, dyt, dh_in, dc, dgt, b0, b1, H);
-    });
-    if (t > 0 || a.dh0) {
-      dh_gemm.run(dgt, a.w_hh, dh);
-      have_dh = true;
+  for_row_blocks(B, [&](std::int64_t b0, std::int64_t b1, bool inner_parallel) {
+    // dh[b0:b1] = dG_t[b0:b1] @ W_hh  ([rows, 4H] x [4H, H])
+    GemmCall dh_gemm(dt, false, false, b1 - b0, H, G, G, H, H, false);
+    bool rows_have_dh = have_dh;
+    for (std::int64_t t = T_ - 1; t >= 0; --t) {
+      const T* gt = gates + t * B * G;
+      const T* ct = cs + t * B * H;
+      const T* c_prev = t == 0 ? c0 : cs + (t - 1) * B * H;
+      const T* dyt = dy + t * B * H;
+      T* dgt = dg + t * B * G;
+      const T* dh_in = rows_have_dh ? dh : nullptr;
+      auto rows = [&](std::int64_t r0, std::int64_t r1) {
+        backward_rows<T>(gt, ct, c_prev, dyt, dh_in, dc, dgt, r0, r1, H);
+      };
+      if (inner_parallel) parallel_rows(B, H, rows);
+      else rows(b0, b1);
+      if (t > 0 || a.dh0) {
+        dh_gemm.run(dgt + b0 * G, a.w_hh, dh + b0 * H);
+        rows_have_dh = true;
+      }
     }
-  }
+  });
   if (a.dh0) std::memcpy(a.dh0, dh, state_bytes);
   if (a.dc0) std::memcpy(a.dc0, dc, state_bytes);
 
@@ -398,23 +457,11 @@ void lstm_backward(const LstmArgs& a) {
     GemmCall(dt, true, false, G, H, (T_ - 1) * B, G, H, H, false).run(dg + B * G, y, a.dw_hh);
     if (h0) GemmCall(dt, true, false, G, H, B, G, H, H, true).run(dg, h0, a.dw_hh);
   }
-  // db = column sums of dG over all T*B rows; both bias vectors get it.
+  // db = column sums of dG over all T*B rows (the reduce kernel: double accumulators, columns
+  // split over the threads); both bias vectors get it.
   if (a.db_ih || a.db_hh) {
     T* db = static_cast<T*>(a.db_ih ? a.db_ih : a.db_hh);
-    const std::int64_t rows = T_ * B;
-    const std::int64_t chunk = 64;
-    const std::int64_t nchunks = (G + chunk - 1) / chunk;
-#pragma omp parallel for schedule(static) if (rows * G >= 65536)
-    for (std::int64_t ch = 0; ch < nchunks; ++ch) {
-      const std::int64_t j0 = ch * chunk, j1 = std::min(G, j0 + chunk);
-      T acc[64];
-      for (std::int64_t j = j0; j < j1; ++j) acc[j - j0] = T(0);
-      for (std::int64_t r = 0; r < rows; ++r) {
-        const T* row = dg + r * G;
-        for (std::int64_t j = j0; j < j1; ++j) acc[j - j0] += row[j];
-      }
-      for (std::int64_t j = j0; j < j1; ++j) db[j] = acc[j - j0];
-    }
+    reduce_sum<T>(dg, db, 1, T_ * B, G, 1.0);
     if (a.db_ih && a.db_hh) std::memcpy(a.db_hh, a.db_ih, static_cast<std::size_t>(G) * sizeof(T));
   }
 }

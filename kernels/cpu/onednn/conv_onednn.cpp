@@ -20,6 +20,7 @@
 
 #include "engine/core/error.h"
 #include "engine/dispatch/conv_problem.h"
+#include "kernels/cpu/onednn/onednn_primitive_cache.h"
 
 namespace anvil::kernels {
 namespace {
@@ -70,14 +71,8 @@ struct CacheValue {
   std::string reason;
 };
 
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-dnnl::stream& cpu_stream() {
-  static dnnl::stream stream(cpu_engine());
-  return stream;
-}
+using onednn::cpu_engine;  // one engine and stream per process (onednn_primitive_cache.h)
+using onednn::cpu_stream;
 
 void* thread_buffer(int slot, std::size_t bytes) {
   struct Buffer {
@@ -187,7 +182,7 @@ CacheValue lookup(const VariantSpec& v, const ConvProblem& p) {
   static std::mutex mu;
   static std::unordered_map<std::string, CacheValue> cache;
   std::string key = std::string(v.name) + ' ' + p.key() + " threads=" +
-                    std::to_string(omp_get_max_threads());
+                    std::to_string(onednn::threads_for_key());
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = cache.find(key); it != cache.end()) return it->second;

@@ -22,6 +22,7 @@
 #include "engine/core/config.h"
 #include "engine/core/error.h"
 #include "engine/dispatch/gemm_problem.h"
+#include "kernels/cpu/onednn/onednn_primitive_cache.h"
 
 namespace anvil::kernels {
 namespace {
@@ -84,9 +85,10 @@ void gemm_dnnl_sgemm(const GemmArgs& args) {
 // a small GEMM. So each distinct problem creates its primitive once:
 //  * key = GemmProblem::key() (shape, modes, leading dims, batch and strides, beta_zero)
 //        + alpha (baked in as the output scale) + beta (baked in as the sum post-op scale, only
-//        when beta_zero is false) + omp_get_max_threads(): oneDNN chooses its blocking and
-//        work split for the thread count seen at creation, so a primitive created for 1 thread
-//        must not serve a 2-thread run (oneDNN's own primitive cache keys on it for that reason);
+//        when beta_zero is false) + onednn::threads_for_key(): oneDNN chooses its blocking and
+//        work split for the thread count seen at creation (1 inside a parallel region), so a
+//        primitive created for 1 thread must not serve a 2-thread run or the reverse (oneDNN's
+//        own primitive cache keys on it for that reason);
 //  * value = the primitive, its memory descs and its scratchpad size, immutable and
 //        shared (shared_ptr), so a lookup holds the mutex only for the map access, and creation
 //        runs outside it (two threads racing on a new key both create; the first insert wins);
@@ -106,14 +108,8 @@ struct MatmulEntry {
   std::size_t scratchpad_bytes = 0;
 };
 
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-dnnl::stream& cpu_stream() {
-  static dnnl::stream stream(cpu_engine());
-  return stream;
-}
+using onednn::cpu_engine;  // one engine and stream per process (onednn_primitive_cache.h)
+using onednn::cpu_stream;
 
 // Memory desc of one stored operand. Logical dims are those of op(X) ([rows, cols], with a
 // leading batch dim for 3-D); `transposed` swaps the strides instead of moving data.
@@ -131,25 +127,6 @@ dnnl::memory::desc operand_desc(const GemmProblem& p, std::int64_t rows, std::in
   const std::int64_t bstride = batch_stride == 0 ? footprint : batch_stride;
   return memory::desc({batch_dim, rows, cols}, memory::data_type::f32,
                       {bstride, row_stride, col_stride});
-}
-
-// This thread's scratchpad, 64-byte aligned, grown to at least `bytes` (never shrunk).
-void* thread_scratchpad(std::size_t bytes) {
-  struct Buffer {
-    void* p = nullptr;
-    std::size_t size = 0;
-    ~Buffer() { std::free(p); }
-  };
-  thread_local Buffer buf;
-  if (buf.size < bytes) {
-    const std::size_t rounded = (bytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded);
-    if (!p) fail("cpu.onednn.matmul", "cannot allocate a ", rounded, "-byte scratchpad");
-    std::free(buf.p);
-    buf.p = p;
-    buf.size = rounded;
-  }
-  return buf.p;
 }
 
 std::shared_ptr<const MatmulEntry> create_matmul(const GemmArgs& args) {
@@ -180,7 +157,7 @@ std::shared_ptr<const MatmulEntry> cached_matmul(const GemmArgs& args) {
   static std::unordered_map<std::string, std::shared_ptr<const MatmulEntry>> cache;
   std::string key = args.problem.key() + " alpha=" + exact(args.alpha) +
                     (args.problem.beta_zero ? std::string() : " beta=" + exact(args.beta)) +
-                    " threads=" + std::to_string(omp_get_max_threads());
+                    " threads=" + std::to_string(onednn::threads_for_key());
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
@@ -199,7 +176,7 @@ void gemm_dnnl_matmul(const GemmArgs& args) {
   try {
     const auto e = cached_matmul(args);
     step = "executing the matmul primitive";
-    void* scratch = thread_scratchpad(e->scratchpad_bytes);
+    void* scratch = onednn::thread_scratchpad(e->scratchpad_bytes, "cpu.onednn.matmul");
     auto& eng = cpu_engine();
     // oneDNN's API takes non-const handles; matmul only reads SRC and WEIGHTS.
     dnnl::memory a_mem(e->a_md, eng, const_cast<void*>(args.a));

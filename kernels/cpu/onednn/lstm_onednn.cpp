@@ -21,6 +21,7 @@
 #include "engine/core/error.h"
 #include "engine/core/tensor.h"
 #include "engine/dispatch/lstm_problem.h"
+#include "kernels/cpu/onednn/onednn_primitive_cache.h"
 
 namespace anvil::kernels {
 namespace {
@@ -29,14 +30,8 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-dnnl::stream& cpu_stream() {
-  static dnnl::stream stream(cpu_engine());
-  return stream;
-}
+using onednn::cpu_engine;  // one engine and stream per process (onednn_primitive_cache.h)
+using onednn::cpu_stream;
 
 // An f32 buffer of at least `bytes` bytes from the anvil allocator (counted in memory stats).
 Tensor buffer(std::size_t bytes) {
@@ -135,7 +130,7 @@ std::shared_ptr<const Entry> cached_entry(const LstmProblem& p) {
   // forward_training and backward share one entry (the backward needs the forward's hint).
   LstmProblem kp = p;
   if (kp.pass == LstmPass::backward) kp.pass = LstmPass::forward_training;
-  std::string key = kp.key() + " threads=" + std::to_string(omp_get_max_threads());
+  std::string key = kp.key() + " threads=" + std::to_string(onednn::threads_for_key());
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = cache.find(key); it != cache.end()) return it->second;

@@ -18,6 +18,13 @@
 
 namespace anvil::kernels::onednn {
 
+// The thread count a primitive created here and now is built for: oneDNN asks
+// dnnl_get_current_num_threads(), which is 1 inside an active OpenMP parallel region (a kernel
+// that calls oneDNN from its own threads, e.g. the batch-row-parallel LSTM recurrence) and
+// omp_get_max_threads() outside. Cache keys must use the same count: a primitive created for a
+// 2-thread work split, executed where oneDNN runs only thread 0 of it, would compute part of C.
+inline int threads_for_key() { return omp_in_parallel() ? 1 : omp_get_max_threads(); }
+
 inline dnnl::engine& cpu_engine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   return engine;
@@ -53,7 +60,7 @@ class PrimitiveCache {
   static constexpr std::size_t kMax = 512;
   template <typename Create>
   std::shared_ptr<const E> get(const std::string& problem_key, Create&& create) {
-    std::string key = problem_key + " threads=" + std::to_string(omp_get_max_threads());
+    std::string key = problem_key + " threads=" + std::to_string(threads_for_key());
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (auto it = map_.find(key); it != map_.end()) return it->second;
