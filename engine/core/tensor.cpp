@@ -6,6 +6,7 @@
 #include <cstring>
 #include <iomanip>
 #include <sstream>
+#include <type_traits>
 
 #include "engine/core/cuda_backend.h"
 #include "engine/core/strided_loop.h"
@@ -226,8 +227,17 @@ void cpu_copy(const Tensor& dst, const Tensor& src) {
       D* d = static_cast<D*>(dst.data_ptr());
       const S* s = static_cast<const S*>(src.data_ptr());
       const std::int64_t n = L.inner_size(), ds = L.inner_stride(0), ss = L.inner_stride(1);
+      // Dense rows of the same dtype (e.g. a bias broadcast into every row of a linear layer's
+      // output, [4096, 10000] for the LSTM decoder) are row memmoves. Big copies split their
+      // rows over the threads: a 164 MB broadcast took 12-15 ms serially at 1 and 2 threads.
+      const bool dense_rows = std::is_same_v<D, S> && ds == 1 && ss == 1;
+#pragma omp parallel for schedule(static) if (L.outer_count() * n >= (1 << 18))
       for (std::int64_t r = 0; r < L.outer_count(); ++r) {
         const auto off = L.outer_offsets(r);
+        if (dense_rows) {
+          std::memmove(d + off[0], s + off[1], static_cast<std::size_t>(n) * sizeof(D));
+          continue;
+        }
         for (std::int64_t i = 0; i < n; ++i) d[off[0] + i * ds] = static_cast<D>(s[off[1] + i * ss]);
       }
     });

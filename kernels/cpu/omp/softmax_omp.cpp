@@ -54,9 +54,9 @@ __attribute__((always_inline)) inline double chunk_sum_exp(const T* __restrict x
   double s = 0.0;
   std::int64_t c = 0;
   if constexpr (std::is_same_v<T, float>) {
-    vec::f64x4 lo{}, hi{};
-    for (; c + vec::kLanes <= n; c += vec::kLanes) vec::add_widened(vec::exp_f32x8(vec::load8(x + c) - m), lo, hi);
-    s = vec::sum_lanes(lo) + vec::sum_lanes(hi);
+    vec::f64x8 acc{};
+    for (; c + vec::kLanes <= n; c += vec::kLanes) vec::add_widened(vec::exp_f32x8(vec::load8(x + c) - m), acc);
+    s = vec::sum_lanes(acc);
   }
   for (; c < n; ++c) s += static_cast<double>(vec::exp<T>(x[c] - m));
   return s;
