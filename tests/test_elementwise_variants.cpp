@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "engine/core/random.h"
@@ -185,6 +186,42 @@ TEST_CASE("every elementwise variant writes into strided and aliased outputs", "
       CHECK(values_f64(x) == std::vector<double>(static_cast<std::size_t>(n), 2.0));
       ops::mul_scalar_(x, -3.0);
       CHECK(values_f64(x) == std::vector<double>(static_cast<std::size_t>(n), -6.0));
+    }
+  }
+}
+
+// The dense f32 relu and relu_backward run as vector selects (Note [ReLU selects],
+// kernels/cpu/omp/elementwise_omp.cpp): the special values keep the functors' meaning
+// (NaN -> 0, -0 -> 0, +inf stays; the gradient passes where x > 0 only), every length's
+// vector tail is right, and relu may write over its input.
+TEST_CASE("relu and relu_backward keep special values and vector tails and work in place on every variant",
+          "[elementwise][variants]") {
+  register_builtin_kernels();
+  const float kNaN = std::numeric_limits<float>::quiet_NaN(), kInf = std::numeric_limits<float>::infinity();
+  const std::vector<float> special = {kNaN, -0.0f, 0.0f, kInf, -kInf, 1e-45f, -1e-45f, 2.5f, -2.5f};
+  for (const auto& v : elementwise_table().variants()) {
+    ForceVariant force("elementwise", v.name);
+    for (std::int64_t n : {1, 7, 8, 9, 23, 40001}) {
+      INFO("variant " << v.name << ", n = " << n);
+      Tensor x = Tensor::empty({n}), dy = Tensor::empty({n});
+      for (std::int64_t i = 0; i < n; ++i) {
+        x.data<float>()[i] = special[static_cast<std::size_t>(i) % special.size()];
+        dy.data<float>()[i] = static_cast<float>(i + 1);
+      }
+      const Tensor y = ops::unary(EwOp::relu, x);
+      const Tensor dx = ops::binary(EwOp::relu_backward, x, dy);
+      std::int64_t wrong = 0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        const float xi = x.data<float>()[i];
+        const float want_y = xi > 0.0f ? xi : 0.0f;
+        const float want_dx = xi > 0.0f ? dy.data<float>()[i] : 0.0f;
+        const float got_y = y.data<float>()[i];
+        wrong += !(got_y == want_y && std::signbit(got_y) == std::signbit(want_y));
+        wrong += dx.data<float>()[i] != want_dx;
+      }
+      CHECK(wrong == 0);
+      ops::unary_into(EwOp::relu, x, x);  // in place
+      CHECK(values_f64(x) == values_f64(y));
     }
   }
 }
