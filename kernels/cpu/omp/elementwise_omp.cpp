@@ -103,7 +103,9 @@ void run_omp(const ElementwiseArgs& args) {
       if (s0 == 1 && s1 == 1 && s2 == 1) {
         for (std::int64_t i = 0; i < inner; ++i) o[i] = f(x[i], y[i], s, alpha);
       } else if (s0 == 1 && s1 == 1 && s2 == 0) {  // row-broadcast b (bias-like)
-        for (std::int64_t i = 0; i < inner; ++i) o[i] = f(x[i], y[0], s, alpha);
+        // y[0] read once: o might alias it, and re-reading it per element kept the loop scalar.
+        const T yb = y[0];
+        for (std::int64_t i = 0; i < inner; ++i) o[i] = f(x[i], yb, s, alpha);
       } else {
         for (std::int64_t i = 0; i < inner; ++i) o[i * s0] = f(x[i * s1], y[i * s2], s, alpha);
       }
