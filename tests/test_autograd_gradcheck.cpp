@@ -277,6 +277,18 @@ TEST_CASE("gradcheck: linear", "[gradcheck][linear]") {
                         {x, wf, bf});
   ANVIL_CHECK_GRADCHECK("linear bias only", [](const V& in) { return linear(in[0], in[1], in[2]); },
                         {xf, wf, b});
+  // Wide output from a narrow input: the bias rides in the GEMM (Note [Bias folded into the
+  // GEMM], engine/autograd/functions_linear.cpp): [16, 2] -> [16, 64] takes that path.
+  Tensor xw = uniform_leaf({16, 2}, -1, 1, 88), ww = uniform_leaf({64, 2}, -1, 1, 89),
+         bw = uniform_leaf({64}, -1, 1, 87);
+  ANVIL_CHECK_GRADCHECK("linear wide output (folded bias)",
+                        [](const V& in) { return linear(in[0], in[1], in[2]); }, {xw, ww, bw});
+  ANVIL_CHECK_GRADCHECK("linear wide output, transposed input (folded bias)",
+                        [](const V& in) { return linear(in[0].t(), in[1], in[2]); },
+                        {uniform_leaf({2, 16}, -1, 1, 86), ww, bw});
+  const Tensor folded = linear(xw, ww, bw).detach();
+  const Tensor plain = (matmul(xw, ww.t()) + bw).detach();
+  CHECK(anvil::test::max_abs_diff(folded, plain) < 1e-12);
 }
 
 // ---- softmax family -----------------------------------------------------------------------------
