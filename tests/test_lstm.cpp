@@ -238,6 +238,25 @@ TEST_CASE("cpu.fused agrees with ref at one to three threads with uneven row blo
   set_num_threads(saved_threads);
 }
 
+// A GEMM forced with a (per-thread) ForceVariant guard reaches the recurrent GEMMs that
+// cpu.fused runs on its other threads: with gemm=ref forced, the 2-thread forward (rows split
+// over two threads) is bitwise the 1-thread one (ref's dot products do not depend on the rows
+// around them; oneDNN's differ from ref's in the last bits).
+TEST_CASE("cpu.fused passes a forced gemm variant on to its row-block threads", "[lstm][variants][threads]") {
+  const int saved_threads = get_num_threads();
+  const LayerCase c{3, 32, 64, 64, true, false};
+  std::vector<Tensor> in = layer_leaves(c, DType::f32, 123);
+  NoGradGuard no_grad;
+  ForceVariant fused("lstm", "cpu.fused");
+  ForceVariant ref_gemm("gemm", "ref");
+  set_num_threads(1);
+  const Tensor y1 = run_layer(in).y;
+  set_num_threads(2);
+  const Tensor y2 = run_layer(in).y;
+  set_num_threads(saved_threads);
+  CHECK(max_abs_diff(y1, y2) == 0.0);
+}
+
 TEST_CASE("a forced lstm variant that cannot run a problem is an error with its reason", "[lstm][variants]") {
   ForceVariant force("lstm", "cpu.onednn");
   auto in = layer_leaves({2, 2, 3, 4, false, false}, DType::f64, 1);

@@ -16,6 +16,8 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <optional>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -23,6 +25,7 @@
 #include "engine/core/tensor.h"
 #include "engine/dispatch/gemm_problem.h"
 #include "engine/dispatch/lstm_problem.h"
+#include "engine/dispatch/selection.h"
 #include "kernels/cpu/omp/omp_kernels.h"
 
 namespace anvil::kernels {
@@ -251,12 +254,17 @@ void for_row_blocks(std::int64_t B, F&& body) {
     body(std::int64_t{0}, B, true);
     return;
   }
+  // A ForceVariant guard holds for its own thread only: the caller's forced GEMM (guard, CLI
+  // or environment) must reach the GEMMs of the other threads too.
+  const std::string forced_gemm = forced_variant("gemm");
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(blocks));
 #pragma omp parallel num_threads(static_cast<int>(blocks))
   {
     const int t = omp_get_thread_num(), n = omp_get_num_threads();
     const std::int64_t b0 = B * t / n, b1 = B * (t + 1) / n;
     try {
+      std::optional<ForceVariant> same_gemm;
+      if (!forced_gemm.empty()) same_gemm.emplace("gemm", forced_gemm);
       if (b0 < b1) body(b0, b1, false);
     } catch (...) {
       errors[static_cast<std::size_t>(t)] = std::current_exception();
