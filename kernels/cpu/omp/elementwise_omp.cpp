@@ -76,7 +76,6 @@ bool run_relu_f32(const ElementwiseArgs& args) {
   return true;
 }
 
-
 template <typename T>
 void run_omp(const ElementwiseArgs& args) {
   if (run_relu_f32(args)) return;

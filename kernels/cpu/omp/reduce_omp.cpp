@@ -15,26 +15,22 @@
 namespace anvil::kernels {
 namespace {
 
-// acc[i] += row[i] for i < n, widened to double. Column sums of f32 gradients (the bias
-// gradients: [4096, 10000] for the LSTM decoder) are this loop over every row; the baseline
-// build converts and adds two floats per instruction, the AVX2 / AVX-512 clones 4 / 8, which
-// makes the pass bound by memory instead of by conversions (measured in docs/lstm.md).
-// A plain loop: GCC vectorises it in each clone (vcvtps2pd + vaddpd, 4 or 8 lanes).
-__attribute__((always_inline)) inline void add_row_body(const float* __restrict row,
+// acc[i] += row[i] for i < n, widened to double: a plain loop that GCC vectorises, for f32 in
+// AVX-512 / AVX2 / baseline clones (8, 4 or 2 conversions per instruction). The clones matter
+// where the rows are in cache: column sums of [4096, 1024], best of 20, 1 thread 1.11 ms
+// without them, 0.43-0.53 ms with (2 threads 0.66-0.73 -> 0.36-0.39 ms; dev VM, 2026-11-22).
+template <typename T>
+__attribute__((always_inline)) inline void add_row_body(const T* __restrict row,
                                                          double* __restrict acc, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) acc[i] += static_cast<double>(row[i]);
 }
 ANVIL_VEC_CLONES void add_row_f32(const float* row, double* acc, std::int64_t n) {
   add_row_body(row, acc, n);
 }
-
 template <typename T>
 void add_row(const T* row, double* acc, std::int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    add_row_f32(row, acc, n);
-  } else {
-    for (std::int64_t i = 0; i < n; ++i) acc[i] += static_cast<double>(row[i]);
-  }
+  if constexpr (std::is_same_v<T, float>) add_row_f32(row, acc, n);
+  else add_row_body(row, acc, n);
 }
 
 }  // namespace
@@ -95,17 +91,13 @@ void reduce_sum(const T* x, T* out, std::int64_t outer, std::int64_t reduce, std
     column_sums_by_rows(x, out, reduce, inner, scale);
     return;
   }
-  // Column sums: accumulate rows into a double buffer per (outer, inner-chunk). Chunks of at
-  // most kChunk columns (8 KiB of accumulators, L1-resident), and small enough that every thread
-  // gets two (an LSTM layer's 1024 bias columns would otherwise be one chunk on one thread).
+  // Column sums: accumulate rows into a double buffer per (outer, inner-chunk).
   constexpr std::int64_t kChunk = 1024;
-  const std::int64_t per_thread = (inner + 2 * omp_get_max_threads() - 1) / (2 * omp_get_max_threads());
-  const std::int64_t chunk = std::clamp<std::int64_t>((per_thread + 7) / 8 * 8, 64, kChunk);
-  const std::int64_t chunks = (inner + chunk - 1) / chunk;
+  const std::int64_t chunks = (inner + kChunk - 1) / kChunk;
 #pragma omp parallel for collapse(2) schedule(static) if (outer * reduce * inner >= 65536)
   for (std::int64_t o = 0; o < outer; ++o) {
     for (std::int64_t c = 0; c < chunks; ++c) {
-      const std::int64_t i0 = c * chunk, n = std::min(chunk, inner - i0);
+      const std::int64_t i0 = c * kChunk, n = std::min(kChunk, inner - i0);
       double acc[kChunk];
       for (std::int64_t i = 0; i < n; ++i) acc[i] = 0.0;
       for (std::int64_t r = 0; r < reduce; ++r) add_row(x + (o * reduce + r) * inner + i0, acc, n);
