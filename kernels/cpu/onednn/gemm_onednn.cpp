@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
@@ -97,10 +96,9 @@ void gemm_dnnl_sgemm(const GemmArgs& args) {
 //        thread-local buffer that only grows;
 //  * the engine and stream are function-local statics (one CPU engine per process; a CPU stream
 //        executes synchronously in the calling thread and keeps no per-call state).
-// The map is bounded: past kMaxCachedPrimitives entries it is cleared (a training run uses a
-// few dozen shapes; a sweep over many alpha values must not grow memory without end).
-
-constexpr std::size_t kMaxCachedPrimitives = 1024;
+// The map is bounded: past PrimitiveCache::kMax entries it is cleared (a training run uses a
+// few dozen shapes; a sweep over many alpha values must not grow memory without end). The cache is onednn::PrimitiveCache (onednn_primitive_cache.h), shared
+// with the pooling and batch-norm variants.
 
 struct MatmulEntry {
   dnnl::matmul primitive;
@@ -153,19 +151,10 @@ std::shared_ptr<const MatmulEntry> create_matmul(const GemmArgs& args) {
 }
 
 std::shared_ptr<const MatmulEntry> cached_matmul(const GemmArgs& args) {
-  static std::mutex mu;
-  static std::unordered_map<std::string, std::shared_ptr<const MatmulEntry>> cache;
-  std::string key = args.problem.key() + " alpha=" + exact(args.alpha) +
-                    (args.problem.beta_zero ? std::string() : " beta=" + exact(args.beta)) +
-                    " threads=" + std::to_string(onednn::threads_for_key());
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = cache.find(key); it != cache.end()) return it->second;
-  }
-  auto entry = create_matmul(args);  // slow: outside the lock
-  std::lock_guard<std::mutex> lock(mu);
-  if (cache.size() >= kMaxCachedPrimitives) cache.clear();
-  return cache.emplace(std::move(key), std::move(entry)).first->second;
+  static onednn::PrimitiveCache<MatmulEntry> cache;  // appends the thread count to the key
+  const std::string key = args.problem.key() + " alpha=" + exact(args.alpha) +
+                          (args.problem.beta_zero ? std::string() : " beta=" + exact(args.beta));
+  return cache.get(key, [&] { return create_matmul(args); });
 }
 
 void gemm_dnnl_matmul(const GemmArgs& args) {
