@@ -7,6 +7,7 @@
 #include "engine/autograd/grad_mode.h"
 #include "engine/core/cuda_backend.h"
 #include "engine/core/error.h"
+#include "engine/nn/recurrent.h"
 
 namespace anvil::models {
 
@@ -50,6 +51,13 @@ Tensor model_loss(const ModelInfo& info, const Tensor& output, const Tensor& tar
       return binary_cross_entropy_with_logits(output, target);
   }
   fail("model_loss", "unknown loss kind for ", info.name);
+}
+
+Tensor model_forward_loss(const ModelInfo& info, nn::Module& net, const Tensor& input,
+                          const Tensor& target) {
+  if (info.loss == LossKind::sequence_cross_entropy)
+    if (auto* lm = dynamic_cast<nn::LstmLanguageModel*>(&net)) return lm->sequence_loss(input, target);
+  return model_loss(info, net.forward(input), target);
 }
 
 TimingSgd parse_timing_sgd(const std::string& description) {
@@ -112,7 +120,7 @@ TrainingStep::TrainingStep(const std::string& model, std::int64_t batch, std::ui
 
 void TrainingStep::forward_loss() {
   net_->train(true);
-  loss_ = model_loss(*info_, net_->forward(batch_.input), batch_.target);
+  loss_ = model_forward_loss(*info_, *net_, batch_.input, batch_.target);
 }
 
 void TrainingStep::backward() {

@@ -31,6 +31,12 @@ Batch synthetic_batch(const ModelInfo& info, std::int64_t batch, Generator& gen)
 
 // The model's training loss for `output = net(batch.input)` (LossKind of the model).
 Tensor model_loss(const ModelInfo& info, const Tensor& output, const Tensor& target);
+// model_loss(info, net.forward(input), target), the value and gradients alike, except that a
+// language model (nn::LstmLanguageModel) runs its decoder and loss as one node
+// (sequence_loss: Note [Linear cross-entropy]). For training; evaluation that also needs the
+// logits (accuracy) calls forward and model_loss.
+Tensor model_forward_loss(const ModelInfo& info, nn::Module& net, const Tensor& input,
+                          const Tensor& target);
 
 // The timing method's optimizer, read from ModelInfo::optimizer ("sgd lr=1.0 clip=5"): plain
 // SGD with the given learning rate (0.01 when absent), momentum and global-norm clipping.

@@ -162,6 +162,75 @@ TEST_CASE("every CPU softmax variant agrees with ref", "[softmax][variants]") {
   }
 }
 
+TEST_CASE("every CPU variant of the cross-entropy forward with gradient agrees with ref", "[softmax][variants]") {
+  register_builtin_kernels();
+  const auto names = cpu_variants(softmax_table());
+  for (DType dt : {DType::f32, DType::f64}) {
+    const double tol = dt == DType::f32 ? 2e-6 : 1e-13;
+    // Column counts around the 8-lane vectors and the 1024-element chunks; row counts below and
+    // above the OpenMP grain and the 32-row blocks of the column sums.
+    for (const Shape& shape : {Shape{1, 1}, Shape{3, 7}, Shape{37, 10}, Shape{70, 1025}, Shape{5, 2049}}) {
+      for (DType it : {DType::i32, DType::i64}) {
+        const Tensor x = rnd(shape, -8, 8, 15, dt);
+        const Tensor t = rnd({shape[0]}, 0, static_cast<double>(shape[1]) - 0.01, 16, it);
+        against_ref("softmax", names,
+                    [&] {
+                      auto r = ops::cross_entropy_forward_grad(x, t, false, true);
+                      return std::vector<Tensor>{r.losses, r.lse, r.grad, r.col_sums};
+                    },
+                    tol * 4, shape_str(shape) + " forward_grad " + std::string(dtype_name(it)));
+        for (const auto& name : names) {
+          ForceVariant force("softmax", name);
+          INFO(name << ' ' << shape_str(shape));
+          // Same values as the separate forward and backward (scale 1).
+          auto [loss, lse] = ops::cross_entropy_forward(x, t);
+          const Tensor dx = ops::cross_entropy_backward(x, t, lse, 1.0);
+          auto r = ops::cross_entropy_forward_grad(x, t, false, true);
+          CHECK(max_abs_diff(r.losses, loss) <= tol * 8);
+          CHECK(max_abs_diff(r.lse, lse) <= tol * 8);
+          CHECK(max_abs_diff(r.grad, dx) <= tol);
+          CHECK(max_abs_diff(r.col_sums, ops::sum(dx, {0})) <= tol * static_cast<double>(shape[0]));
+          // In place: the gradient lands in the logits' own buffer, with the same values.
+          Tensor y = x.clone();
+          auto q = ops::cross_entropy_forward_grad(y, t, true, false);
+          CHECK(q.grad.data_ptr() == y.data_ptr());
+          CHECK(!q.col_sums.defined());
+          CHECK(max_abs_diff(y, r.grad) == 0.0);
+          CHECK(max_abs_diff(q.losses, r.losses) == 0.0);
+        }
+      }
+    }
+  }
+  // Special rows (all -inf, +inf present, NaN present): the lse conventions of the plain forward.
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor sp = Tensor::from_vector(std::vector<float>{-inf, -inf, 1, inf, 0, nan}, {3, 2});
+  const Tensor zeros = Tensor::from_vector(std::vector<std::int64_t>{0, 0, 0}, {3});
+  for (const auto& name : names) {
+    ForceVariant force("softmax", name);
+    const auto got = anvil::test::values_f64(ops::cross_entropy_forward_grad(sp, zeros, false, false).lse);
+    CHECK(got[0] == -inf);
+    CHECK(got[1] == inf);
+    CHECK(std::isnan(got[2]));
+  }
+}
+
+TEST_CASE("the cross-entropy forward with gradient checks its input before writing", "[softmax][variants]") {
+  register_builtin_kernels();
+  const Tensor bad = Tensor::from_vector(std::vector<std::int64_t>{0, 4, 1}, {3});
+  for (const auto& name : cpu_variants(softmax_table())) {
+    ForceVariant force("softmax", name);
+    Tensor x = rnd({3, 4}, -1, 1, 22);
+    const Tensor before = x.clone();
+    CHECK_THROWS_WITH(ops::cross_entropy_forward_grad(x, bad, true, true),
+                      Contains("target 4 at row 1 is out of range for 4 classes"));
+    CHECK(max_abs_diff(x, before) == 0.0);  // the in-place logits are untouched
+  }
+  const Tensor strided = raw::transpose(rnd({4, 3}, -1, 1, 23), 0, 1);
+  CHECK_THROWS_WITH(ops::cross_entropy_forward_grad(strided, Tensor::from_vector(std::vector<std::int64_t>{0, 1, 2}, {3}), true, false),
+                    Contains("cross_entropy_forward_grad") && Contains("dense"));
+}
+
 TEST_CASE("cross-entropy variants reject out-of-range class ids", "[softmax][variants]") {
   register_builtin_kernels();
   const Tensor x = rnd({3, 4}, -1, 1, 20);

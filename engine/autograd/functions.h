@@ -63,6 +63,11 @@ Tensor softmax(const Tensor& x, std::int64_t dim = -1);
 Tensor log_softmax(const Tensor& x, std::int64_t dim = -1);
 // Fused softmax cross-entropy, mean over the batch: logits [N, C], target class ids [N].
 Tensor cross_entropy(const Tensor& logits, const Tensor& target);
+// cross_entropy(linear(x, weight, bias), target) as one node: x [N, in], weight [C, in], bias
+// [C] or undefined. Same value and gradients; on the CPU with a gradient to compute it keeps one
+// [N, C] buffer instead of two and passes over it once (Note [Linear cross-entropy]).
+Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                            const Tensor& target);
 
 // ---- dropout ----------------------------------------------------------------------------------
 // Zeroes each element with probability p and scales the rest by 1/(1-p) when training;

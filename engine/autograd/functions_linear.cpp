@@ -8,6 +8,7 @@
 // (shape, mode) (Note [Variant selection]).
 #include "engine/autograd/autograd_meta.h"
 #include "engine/autograd/functions.h"
+#include "engine/autograd/linear_grads.h"
 #include "engine/core/views.h"
 #include "engine/ops/elementwise.h"
 #include "engine/ops/gemm.h"
@@ -47,6 +48,25 @@ void linear_folded_bias(const Tensor& x, const Tensor& weight, const Tensor& bia
 }
 
 }  // namespace
+
+Tensor detail::linear_weight_grad(const Tensor& dy, const Tensor& x, const Tensor& weight, double alpha) {
+  const Tensor wd = weight.detach();
+  if (const double lr = folded_sgd_lr(weight); lr > 0) {
+    ops::gemm(dy, true, x, false, wd, -lr * alpha, 1.0);  // W -= lr alpha dy^T x
+    return Tensor();
+  }
+  Tensor dw = Tensor::empty(wd.sizes(), wd.dtype(), wd.device());
+  ops::gemm(dy, true, x, false, dw, alpha, 0.0);  // dW = alpha dy^T x (TN)
+  return dw;
+}
+
+Tensor detail::linear_bias_grad(Tensor db, const Tensor& bias) {
+  if (const double lr = folded_sgd_lr(bias); lr > 0) {
+    ops::add_(bias.detach(), db, -lr);
+    return Tensor();
+  }
+  return db;
+}
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_defined(a, "matmul", "a");
@@ -114,19 +134,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       const Tensor& dy = g[0];
       Grads out(3);
       if (gx) out[0] = ops::mm(dy, false, wd, false);  // dx = dy @ W (NN), before W changes
-      if (gw) {
-        if (const double lr = folded_sgd_lr(weight); lr > 0)
-          ops::gemm(dy, true, xd, false, wd, -lr, 1.0);  // W -= lr dy^T @ x (Note [Folded SGD])
-        else
-          out[1] = ops::mm(dy, true, xd, false);  // dW = dy^T @ x (TN)
-      }
-      if (gb) {
-        Tensor db = ops::sum(dy, {0});  // db = sum_rows dy
-        if (const double lr = folded_sgd_lr(bias); lr > 0)
-          ops::add_(bias.detach(), db, -lr);
-        else
-          out[2] = std::move(db);
-      }
+      if (gw) out[1] = detail::linear_weight_grad(dy, xd, weight, 1.0);
+      if (gb) out[2] = detail::linear_bias_grad(ops::sum(dy, {0}), bias);  // db = sum_rows dy
       return out;
     });
   }

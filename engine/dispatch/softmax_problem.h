@@ -7,6 +7,11 @@
 //   softmax_backward (log or not):    x = y, dy -> out (dx)
 //   cross_entropy_forward:            x = logits, target -> out (loss [rows]), lse [rows]
 //   cross_entropy_backward:           x = logits, target, lse, scale -> out (dx)
+//   cross_entropy_forward_grad:       x = logits, target -> out (loss [rows]), lse [rows],
+//                                     grad = softmax(x) - onehot(target) (unscaled dlogits,
+//                                     may alias x), col_sums (optional) = sum over rows of grad
+//                                     (Note [Linear cross-entropy], engine/autograd/
+//                                     functions_linear_cross_entropy.cpp); CPU variants only
 // Variants: cpu.omp (kernels/cpu/omp/softmax_omp.cpp), ref (kernels/cpu/ref/softmax_ref.cpp),
 // cuda.custom.softmax (kernels/cuda/softmax_kernels.cu).
 #include <cstdint>
@@ -20,11 +25,12 @@ namespace anvil {
 
 enum class SoftmaxOp : std::uint8_t {
   softmax, log_softmax, softmax_backward, log_softmax_backward,
-  cross_entropy_forward, cross_entropy_backward,
+  cross_entropy_forward, cross_entropy_backward, cross_entropy_forward_grad,
 };
 const char* softmax_op_name(SoftmaxOp op);
 inline bool softmax_is_cross_entropy(SoftmaxOp op) {
-  return op == SoftmaxOp::cross_entropy_forward || op == SoftmaxOp::cross_entropy_backward;
+  return op == SoftmaxOp::cross_entropy_forward || op == SoftmaxOp::cross_entropy_backward ||
+         op == SoftmaxOp::cross_entropy_forward_grad;
 }
 
 struct SoftmaxProblem {
@@ -47,12 +53,15 @@ struct SoftmaxArgs {
   void* lse = nullptr;           // [rows] written by CE forward, read by CE backward
   void* out = nullptr;           // y / dx [rows, cols], or the per-row loss [rows]
   double scale = 1.0;            // CE backward: dx = scale * (softmax - onehot)
+  void* grad = nullptr;          // CE forward_grad: [rows, cols] softmax - onehot (may be x)
+  void* col_sums = nullptr;      // CE forward_grad, optional: [cols] column sums of grad
 };
 
 using SoftmaxTable = VariantTable<SoftmaxProblem, SoftmaxArgs>;
 SoftmaxTable& softmax_table();
 
-// Support answer shared by the variants: f32/f64 values, i32/i64 class ids.
+// Support answer shared by the variants: f32/f64 values, i32/i64 class ids;
+// cross_entropy_forward_grad on the CPU only.
 Support softmax_basic_support(const SoftmaxProblem& p);
 
 }  // namespace anvil

@@ -132,7 +132,7 @@ LstmLanguageModel::LstmLanguageModel(std::int64_t vocab, std::int64_t embed_dim,
   decoder_ = register_module("decoder", std::make_shared<Linear>(hidden, vocab, true, gen));
 }
 
-Tensor LstmLanguageModel::forward(const Tensor& ids) {
+Tensor LstmLanguageModel::hidden_rows(const Tensor& ids) {
   check_defined(ids, "LstmLanguageModel", "ids");
   ANVIL_CHECK(ids.dim() == 2, "LstmLanguageModel", "expected token ids [B, T], got ",
               shape_str(ids.sizes()));
@@ -142,9 +142,20 @@ Tensor LstmLanguageModel::forward(const Tensor& ids) {
   if (!state_.empty() && state_.h.front().sizes()[0] != B) reset_state();
   auto [y, st] = lstm_->forward(x, carry_ ? state_ : LstmState{});
   if (carry_) state_ = st.detached();
-  // [T, B, H] -> [B, T, H] -> [B*T, H]: logits rows follow targets.flatten() of [B, T].
-  Tensor rows = y.transpose(0, 1).reshape({B * T, lstm_->hidden_size()});
-  return decoder_->forward(rows);
+  // [T, B, H] -> [B, T, H] -> [B*T, H]: rows follow targets.flatten() of [B, T].
+  return y.transpose(0, 1).reshape({B * T, lstm_->hidden_size()});
+}
+
+Tensor LstmLanguageModel::forward(const Tensor& ids) { return decoder_->forward(hidden_rows(ids)); }
+
+Tensor LstmLanguageModel::sequence_loss(const Tensor& ids, const Tensor& targets) {
+  check_defined(targets, "LstmLanguageModel::sequence_loss", "targets");
+  ANVIL_CHECK(targets.dim() == 2 && ids.dim() == 2 && targets.sizes() == ids.sizes(),
+              "LstmLanguageModel::sequence_loss", "expected ids and targets [B, T] of one shape, got ",
+              shape_str(ids.sizes()), " and ", shape_str(targets.sizes()));
+  Tensor rows = hidden_rows(ids);
+  return linear_cross_entropy(rows, decoder_->weight(), decoder_->bias(), targets.flatten()) *
+         static_cast<double>(targets.sizes()[1]);
 }
 
 std::string LstmLanguageModel::extra_repr() const {

@@ -77,7 +77,14 @@ class LstmLanguageModel final : public Module {
  public:
   LstmLanguageModel(std::int64_t vocab, std::int64_t embed_dim, std::int64_t hidden,
                     std::int64_t num_layers, bool two_biases = false, Generator* gen = nullptr);
+  // ids [B, T] -> logits [B*T, V] (rows in targets.flatten() order).
   Tensor forward(const Tensor& ids) override;
+  // The LSTM's output rows [B*T, H] before the decoder (state carried as in forward).
+  Tensor hidden_rows(const Tensor& ids);
+  // networks.md's loss for next-token targets [B, T]: softmax CE summed over T, averaged over
+  // B; the decoder and the loss run as one linear_cross_entropy node (same value and gradients
+  // as cross_entropy(forward(ids), targets.flatten()) * T, less memory and fewer passes).
+  Tensor sequence_loss(const Tensor& ids, const Tensor& targets);
   std::string type_name() const override { return "LstmLanguageModel"; }
   std::string extra_repr() const override;
   Shape output_shape(const Shape& in) const override;

@@ -119,4 +119,28 @@ Tensor cross_entropy_backward(const Tensor& logits_in, const Tensor& target_in, 
   return dx;
 }
 
+CrossEntropyWithGrad cross_entropy_forward_grad(const Tensor& logits_in, const Tensor& target_in,
+                                                bool in_place, bool col_sums) {
+  check_ce(logits_in, target_in);
+  ANVIL_CHECK(!in_place || logits_in.is_contiguous(), "cross_entropy_forward_grad",
+              "in_place needs dense logits, got sizes ", shape_str(logits_in.sizes()),
+              " strides ", shape_str(logits_in.strides()));
+  Tensor x = raw::contiguous(logits_in), t = raw::contiguous(target_in);
+  const std::int64_t rows = x.sizes()[0], cols = x.sizes()[1];
+  CrossEntropyWithGrad r;
+  r.losses = Tensor::empty({rows}, x.dtype(), x.device());
+  r.lse = Tensor::empty({rows}, x.dtype(), x.device());
+  r.grad = in_place ? x : Tensor::empty(x.sizes(), x.dtype(), x.device());
+  if (col_sums) r.col_sums = Tensor::zeros({cols}, x.dtype(), x.device());  // stays 0 if rows == 0
+  SoftmaxArgs args = make_args(SoftmaxOp::cross_entropy_forward_grad, x, rows, cols);
+  args.problem.index_dtype = t.dtype();
+  args.target = t.data_ptr();
+  args.out = r.losses.data_ptr();
+  args.lse = r.lse.data_ptr();
+  args.grad = r.grad.data_ptr();
+  args.col_sums = col_sums ? r.col_sums.data_ptr() : nullptr;
+  run(args);
+  return r;
+}
+
 }  // namespace anvil::ops

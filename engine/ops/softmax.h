@@ -16,4 +16,14 @@ std::pair<Tensor, Tensor> cross_entropy_forward(const Tensor& logits, const Tens
 Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse,
                               double scale);
 
+// cross_entropy_forward that also returns the unscaled logit gradient
+// grad = softmax(logits) - onehot(target) [N, C] and, with col_sums, its column sums [C]
+// (Note [Linear cross-entropy]). in_place writes grad over `logits` itself (which must be
+// dense; its values are gone afterwards); CPU only.
+struct CrossEntropyWithGrad {
+  Tensor losses, lse, grad, col_sums;
+};
+CrossEntropyWithGrad cross_entropy_forward_grad(const Tensor& logits, const Tensor& target,
+                                                bool in_place, bool col_sums);
+
 }  // namespace anvil::ops

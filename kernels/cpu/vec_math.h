@@ -36,7 +36,6 @@ namespace anvil::kernels::vec {
 constexpr int kLanes = 8;
 typedef float f32x8 __attribute__((vector_size(32)));
 typedef std::int32_t i32x8 __attribute__((vector_size(32)));
-typedef double f64x8 __attribute__((vector_size(64)));  // 8 widened floats
 
 template <typename F> struct IntOf { using type = std::int32_t; };
 template <> struct IntOf<f32x8> { using type = i32x8; };
@@ -98,15 +97,11 @@ __attribute__((always_inline)) inline float max_lanes(f32x8 v, float m) {
   for (int j = 0; j < kLanes; ++j) m = v[j] > m ? v[j] : m;
   return m;
 }
-__attribute__((always_inline)) inline double sum_lanes(f64x8 v) {
-  return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
-}
-// The 8 floats of v widened to doubles and added into acc. One whole-vector conversion: one
-// vcvtps2pd ymm -> zmm in the AVX-512 clone, two in the AVX2 one. (Converting two 4-lane halves
-// picked by shuffles instead compiled to extracts and moves that cost more than the exp: perf
-// of the softmax row pass, 2026-11-22.)
-__attribute__((always_inline)) inline void add_widened(f32x8 v, f64x8& acc) {
-  acc += __builtin_convertvector(v, f64x8);
+// The 8 lanes added in double (a chunk's float lane sums into a row's double sum).
+__attribute__((always_inline)) inline double sum_lanes(f32x8 v) {
+  double s = 0.0;
+  for (int j = 0; j < kLanes; ++j) s += static_cast<double>(v[j]);
+  return s;
 }
 
 }  // namespace anvil::kernels::vec

@@ -6,6 +6,7 @@
 // Bias add: linear writes the bias with Tensor::copy_ of an expanded view, which on CUDA is the
 // broadcast strided copy (copy_kernels.cu), so there is no separate bias-add variant
 // (docs/cuda.md, "Pointwise, reduction and softmax kernels").
+#include "engine/core/error.h"
 #include "engine/core/tensor.h"
 #include "engine/dispatch/elementwise_problem.h"
 #include "engine/dispatch/reduce_problem.h"
@@ -105,6 +106,8 @@ void run_softmax(const SoftmaxArgs& a) {
     case SoftmaxOp::cross_entropy_backward:
       return cross_entropy_backward(s, p.dtype, p.index_dtype, a.x, a.target, a.lse, a.out,
                                     p.rows, p.cols, a.scale);
+    case SoftmaxOp::cross_entropy_forward_grad:  // refused by softmax_basic_support
+      fail("cuda.custom.softmax", "no kernel for ", p.repr());
   }
 }
 

@@ -229,7 +229,7 @@ std::pair<double, std::int64_t> train_classifier_epoch(const TrainConfig& c, con
   std::int64_t n = 0, step = 0;
   while (auto b = loader.next()) {
     opt.zero_grad();
-    Tensor loss = models::model_loss(info, net.forward(b->inputs), b->targets);
+    Tensor loss = models::model_forward_loss(info, net, b->inputs, b->targets);
     loss.backward();
     if (c.clip_norm > 0) optim::clip_grad_norm_(opt.params(), c.clip_norm);
     opt.step();
@@ -259,7 +259,7 @@ std::pair<double, std::int64_t> train_language_model_epoch(const TrainConfig& c,
     const data::PtbBatch b = batches.next();
     opt.zero_grad();
     // networks.md's loss: CE summed over the steps of the window, averaged over the batch.
-    Tensor loss = models::model_loss(info, net.forward(b.inputs), b.targets);
+    Tensor loss = models::model_forward_loss(info, net, b.inputs, b.targets);
     loss.backward();
     if (c.clip_norm > 0) optim::clip_grad_norm_(opt.params(), c.clip_norm);
     opt.step();

@@ -38,6 +38,11 @@ void cross_entropy_forward(const T* x, const I* target, T* loss, T* lse, std::in
 template <typename T, typename I>
 void cross_entropy_backward(const T* x, const I* target, const T* lse, T* dx, std::int64_t rows,
                             std::int64_t cols, double scale);
+// cross_entropy_forward plus g[r, c] = exp(x[r,c] - lse[r]) - [c == t_r] (g may be x) and, when
+// col_sums is not null, col_sums[c] = sum_r g[r, c].
+template <typename T, typename I>
+void cross_entropy_forward_grad(const T* x, const I* target, T* loss, T* lse, T* g, T* col_sums,
+                                std::int64_t rows, std::int64_t cols);
 
 }  // namespace anvil::kernels
 

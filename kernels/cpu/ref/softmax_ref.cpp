@@ -33,7 +33,7 @@ void run_ref(const SoftmaxArgs& a) {
   const T* x = static_cast<const T*>(a.x);
   T* out = static_cast<T*>(a.out);
   const I* target = static_cast<const I*>(a.target);
-  if (p.op == SoftmaxOp::cross_entropy_forward)
+  if (p.op == SoftmaxOp::cross_entropy_forward || p.op == SoftmaxOp::cross_entropy_forward_grad)
     for (std::int64_t r = 0; r < rows; ++r)
       ANVIL_CHECK(target[r] >= 0 && target[r] < cols, "cross_entropy", "target ", +target[r],
                   " at row ", r, " is out of range for ", cols, " classes");
@@ -68,6 +68,15 @@ void run_ref(const SoftmaxArgs& a) {
         out[r] = static_cast<T>(lse - static_cast<double>(xr[target[r]]));
         break;
       }
+      case SoftmaxOp::cross_entropy_forward_grad: {
+        const double lse = row_lse(xr, cols);
+        static_cast<T*>(a.lse)[r] = static_cast<T>(lse);
+        out[r] = static_cast<T>(lse - static_cast<double>(xr[target[r]]));
+        T* g = static_cast<T*>(a.grad) + r * cols;  // may be xr: each element read, then written
+        for (std::int64_t c = 0; c < cols; ++c)
+          g[c] = static_cast<T>(std::exp(static_cast<double>(xr[c]) - lse) - (c == target[r] ? 1.0 : 0.0));
+        break;
+      }
       case SoftmaxOp::cross_entropy_backward: {
         const double lse = static_cast<const T*>(a.lse)[r];
         for (std::int64_t c = 0; c < cols; ++c)
@@ -75,6 +84,14 @@ void run_ref(const SoftmaxArgs& a) {
               a.scale * (std::exp(static_cast<double>(xr[c]) - lse) - (c == target[r] ? 1.0 : 0.0)));
         break;
       }
+    }
+  }
+  if (p.op == SoftmaxOp::cross_entropy_forward_grad && a.col_sums) {
+    const T* g = static_cast<const T*>(a.grad);
+    for (std::int64_t c = 0; c < cols; ++c) {
+      double s = 0.0;
+      for (std::int64_t r = 0; r < rows; ++r) s += static_cast<double>(g[r * cols + c]);
+      static_cast<T*>(a.col_sums)[c] = static_cast<T>(s);
     }
   }
 }
