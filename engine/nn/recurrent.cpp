@@ -132,18 +132,23 @@ LstmLanguageModel::LstmLanguageModel(std::int64_t vocab, std::int64_t embed_dim,
   decoder_ = register_module("decoder", std::make_shared<Linear>(hidden, vocab, true, gen));
 }
 
-Tensor LstmLanguageModel::hidden_rows(const Tensor& ids) {
+Tensor LstmLanguageModel::time_major_output(const Tensor& ids) {
   check_defined(ids, "LstmLanguageModel", "ids");
   ANVIL_CHECK(ids.dim() == 2, "LstmLanguageModel", "expected token ids [B, T], got ",
               shape_str(ids.sizes()));
-  const std::int64_t B = ids.sizes()[0], T = ids.sizes()[1];
+  const std::int64_t B = ids.sizes()[0];
   // Gather straight into time-major order: x [T, B, E].
   Tensor x = embedding_->forward(ids.transpose(0, 1));
   if (!state_.empty() && state_.h.front().sizes()[0] != B) reset_state();
   auto [y, st] = lstm_->forward(x, carry_ ? state_ : LstmState{});
   if (carry_) state_ = st.detached();
+  return y;  // [T, B, H]
+}
+
+Tensor LstmLanguageModel::hidden_rows(const Tensor& ids) {
+  Tensor y = time_major_output(ids);
   // [T, B, H] -> [B, T, H] -> [B*T, H]: rows follow targets.flatten() of [B, T].
-  return y.transpose(0, 1).reshape({B * T, lstm_->hidden_size()});
+  return y.transpose(0, 1).reshape({y.sizes()[0] * y.sizes()[1], lstm_->hidden_size()});
 }
 
 Tensor LstmLanguageModel::forward(const Tensor& ids) { return decoder_->forward(hidden_rows(ids)); }
@@ -153,8 +158,12 @@ Tensor LstmLanguageModel::sequence_loss(const Tensor& ids, const Tensor& targets
   ANVIL_CHECK(targets.dim() == 2 && ids.dim() == 2 && targets.sizes() == ids.sizes(),
               "LstmLanguageModel::sequence_loss", "expected ids and targets [B, T] of one shape, got ",
               shape_str(ids.sizes()), " and ", shape_str(targets.sizes()));
-  Tensor rows = hidden_rows(ids);
-  return linear_cross_entropy(rows, decoder_->weight(), decoder_->bias(), targets.flatten()) *
+  // The loss is a sum over all (t, b): the rows may stay in the LSTM's time-major order (a view,
+  // no [B*T, H] copy forward and backward) with the targets transposed to match.
+  Tensor y = time_major_output(ids);
+  Tensor rows = y.reshape({y.sizes()[0] * y.sizes()[1], lstm_->hidden_size()});
+  return linear_cross_entropy(rows, decoder_->weight(), decoder_->bias(),
+                              targets.transpose(0, 1).contiguous().flatten()) *
          static_cast<double>(targets.sizes()[1]);
 }
 

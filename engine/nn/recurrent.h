@@ -102,6 +102,7 @@ class LstmLanguageModel final : public Module {
   Linear& decoder() { return *decoder_; }
 
  private:
+  Tensor time_major_output(const Tensor& ids);  // embedding + LSTM: y [T, B, H]
   std::shared_ptr<Embedding> embedding_;
   std::shared_ptr<LSTM> lstm_;
   std::shared_ptr<Linear> decoder_;
