@@ -205,7 +205,10 @@ TEST_CASE("every lstm variant matches ref forward and backward", "[lstm][variant
   const std::vector<LayerCase> cases = {
       {5, 4, 3, 8, false, false},  {4, 3, 5, 7, true, false},   {6, 5, 9, 13, true, true},
       {1, 1, 1, 1, false, false},  {7, 17, 31, 33, false, true}, {3, 128, 64, 64, true, false},
-      {9, 2, 40, 24, true, true}};
+      {9, 2, 40, 24, true, true},
+      // I and H >= 128: cpu.fused computes both weight gradients transposed (Note [Transposed
+      // weight gradients]), the second with h0's extra GEMM; then only dW_ih transposed.
+      {3, 5, 130, 129, true, true}, {2, 4, 160, 48, false, false}};
   for (const std::string& name : lstm_variant_names()) {
     if (name == "ref") continue;
     for (const LayerCase& c : cases) {
