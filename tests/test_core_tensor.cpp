@@ -78,6 +78,46 @@ TEST_CASE("copy_ converts dtypes and broadcasts", "[tensor]") {
   CHECK(i.data<std::int32_t>()[5] == 3);
 }
 
+TEST_CASE("copies of transposed matrices hold every element", "[tensor][views]") {
+  // The tiled transpose path of the CPU copy (engine/core/transpose.h): odd sizes around its
+  // 16-wide tiles, one above its threading grain, a source whose rows are padded (a transposed
+  // column slice), f32 and f64; and layouts it must not take (3-D, a dtype change).
+  const int saved = get_num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (DType dt : {DType::f32, DType::f64}) {
+      for (auto [r, c] : {std::pair{2, 3}, std::pair{17, 33}, std::pair{300, 1000}}) {
+        Tensor base = Tensor::empty({static_cast<std::int64_t>(c), static_cast<std::int64_t>(r) + 5}, dt);
+        std::vector<double> v(static_cast<std::size_t>(base.numel()));
+        for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i % 9973) - 17.5;
+        base.copy_(Tensor::from_vector(v, base.sizes()));
+        const Tensor src = raw::transpose(raw::slice(base, 1, 2, 2 + r, 1), 0, 1);  // [r, c], strides (1, r + 5)
+        const Tensor dst = src.contiguous();
+        REQUIRE(dst.is_contiguous());
+        const std::int64_t ld = r + 5;
+        bool all = true;
+        for (std::int64_t i = 0; i < r && all; ++i)
+          for (std::int64_t j = 0; j < c && all; ++j) {
+            const double want = v[static_cast<std::size_t>(j * ld + 2 + i)];
+            const double got = dt == DType::f32 ? dst.data<float>()[i * c + j] : dst.data<double>()[i * c + j];
+            all = got == want;
+            if (!all) FAIL_CHECK("element (" << i << ", " << j << ") of " << r << "x" << c << " is " << got << ", not " << want);
+          }
+        CHECK(all);
+      }
+    }
+  }
+  set_num_threads(saved);
+  Tensor cube = Tensor::from_vector(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}, {2, 2, 2});
+  const Tensor p = raw::transpose(cube, 0, 2).contiguous();
+  CHECK(p.data<float>()[1] == 4.0f);  // p[0][0][1] = cube[1][0][0]
+  const Tensor m = Tensor::from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor d = Tensor::empty({3, 2}, DType::f64);
+  d.copy_(raw::transpose(m, 0, 1));
+  CHECK(d.data<double>()[1] == 4.0);  // d[0][1] = m[1][0]
+  CHECK(d.data<double>()[2] == 2.0);  // d[1][0] = m[0][1]
+}
+
 TEST_CASE("seeded random factories repeat", "[tensor][random]") {
   Generator g1(7), g2(7);
   Tensor a = normal({100}, 0, 1, DType::f32, &g1);

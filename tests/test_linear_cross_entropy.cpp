@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "engine/autograd/functions.h"
+#include "engine/core/views.h"
 #include "engine/nn/recurrent.h"
 #include "engine/optim/optimizer.h"
 #include "helpers/gradcheck.h"
@@ -166,4 +167,31 @@ TEST_CASE("a language model's fused sequence loss equals the composed loss", "[l
   }
   CHECK_THROWS_WITH(b->sequence_loss(ids, targets.reshape({12})),
                     Contains("sequence_loss") && Contains("[12]"));
+}
+
+TEST_CASE("a wide linear over many rows gets the weight gradient dy^T x", "[linear_cross_entropy][linear]") {
+  // The decoder-like shape (narrow input, wide output, many rows), checked against the product
+  // dy^T x itself rather than against another path through linear's backward.
+  for (DType dt : {DType::f32, DType::f64}) {
+    const Inputs ins = make_inputs(1024, 128, 512, dt, true, 170);
+    Tensor w = ins.w.clone();
+    w.set_requires_grad(true);
+    Generator g(171);
+    const Tensor dy = uniform({1024, 512}, -1, 1, dt, &g);
+    linear(ins.x, w, ins.b).backward(dy);
+    const Tensor want = matmul(raw::transpose(dy, 0, 1), ins.x);
+    INFO(dtype_name(dt));
+    CHECK(max_abs_diff(w.grad(), want) <= (dt == DType::f32 ? 1e-3 : 1e-10));
+    // The fused loss's weight gradient: s D^T x with D = softmax - onehot, against the
+    // composed ops' dlogits (whose own weight gradient takes the same path, so compare with
+    // the product of the composed dlogits instead).
+    Tensor w2 = ins.w.clone();
+    w2.set_requires_grad(true);
+    linear_cross_entropy(ins.x, w2, ins.b, ins.t).backward();
+    Tensor logits = linear(ins.x, ins.w, ins.b);
+    logits.set_requires_grad(true);
+    cross_entropy(logits, ins.t).backward();
+    const Tensor want2 = matmul(raw::transpose(logits.grad(), 0, 1), ins.x);
+    CHECK(max_abs_diff(w2.grad(), want2) <= (dt == DType::f32 ? 1e-6 : 1e-14));
+  }
 }

@@ -10,6 +10,7 @@
 
 #include "engine/core/cuda_backend.h"
 #include "engine/core/strided_loop.h"
+#include "engine/core/transpose.h"
 #include "engine/core/views.h"
 
 namespace anvil {
@@ -217,6 +218,18 @@ namespace {
 void cpu_copy(const Tensor& dst, const Tensor& src) {
   if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous()) {
     if (dst.nbytes() > 0) std::memmove(dst.data_ptr(), src.data_ptr(), dst.nbytes());
+    return;
+  }
+  // A dense matrix from a transposed one (x.t().contiguous()): tiles, not one strided column
+  // walk per row (engine/core/transpose.h).
+  if (dst.dtype() == src.dtype() && is_floating(dst.dtype()) && dst.dim() == 2 && dst.is_contiguous() &&
+      src.strides()[0] == 1 && src.strides()[1] >= dst.sizes()[0] && dst.sizes()[0] > 1 &&
+      dst.sizes()[1] > 1) {
+    const std::int64_t r = dst.sizes()[0], c = dst.sizes()[1];  // src is [c, r] transposed
+    if (dst.dtype() == DType::f32)
+      transpose_2d(static_cast<const float*>(src.data_ptr()), c, r, src.strides()[1], static_cast<float*>(dst.data_ptr()), c);
+    else
+      transpose_2d(static_cast<const double*>(src.data_ptr()), c, r, src.strides()[1], static_cast<double*>(dst.data_ptr()), c);
     return;
   }
   visit_dtype(dst.dtype(), [&](auto dzero) {

@@ -23,6 +23,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/tensor.h"
+#include "engine/core/transpose.h"
 #include "engine/dispatch/gemm_problem.h"
 #include "engine/dispatch/lstm_problem.h"
 #include "engine/dispatch/selection.h"
@@ -333,8 +334,8 @@ class GemmCall {
 // Note [Transposed weight gradients]
 // dW [G, n] = dG^T @ X (dG [rows, G], X [rows, n]; G = 4H gate columns, n = I or H) is a TN GEMM
 // with a tall, narrow C. Its transpose dW^T [n, G] = X^T @ dG is the same FLOPs with a short, wide
-// C, which the GEMMs run faster; transposing the [n, G] result into place costs a 1 MB copy
-// (0.15-0.25 ms). lstm32 layer shape (rows 4096, G 1024, n 256), default GEMM selection,
+// C, which the GEMMs run faster; transposing the [n, G] result into place (engine/core/
+// transpose.h) costs a 1 MB copy (0.15-0.25 ms). lstm32 layer shape (rows 4096, G 1024, n 256), default GEMM selection,
 // interleaved medians of 28 (dev VM, 2026-11-22): 1 thread 24.0 -> 21.2 ms per weight gradient
 // with a 0.75 ms copy; 2 threads 12.5 -> 11.5 ms. The lstm32 training step has four of them:
 // 0.912 -> 0.897 s at 1 thread, 0.463 -> 0.458 s at 2 (medians of 15 / 30 steps, processes of
@@ -360,21 +361,11 @@ class WeightGrad {
         GemmCall(dt_, true, false, g_, n_, p.rows, g_, n_, n_, p.beta_one).run(p.dg, p.x, dw);
       return;
     }
-    if (dt_ == DType::f32) transpose_into(t_.data<float>(), static_cast<float*>(dw));
-    else transpose_into(t_.data<double>(), static_cast<double*>(dw));
+    if (dt_ == DType::f32) transpose_2d(t_.data<float>(), n_, g_, g_, static_cast<float*>(dw), n_);
+    else transpose_2d(t_.data<double>(), n_, g_, g_, static_cast<double*>(dw), n_);
   }
 
  private:
-  template <typename T>
-  // src [n, g] -> dst [g, n] in 16 x 16 tiles, each read along src's rows. (Walking a tile down
-  // src's columns reads 4 KiB-strided rows that share L1 sets: 3-4x slower for [256, 1024].)
-  void transpose_into(const T* src, T* dst) const {
-    constexpr std::int64_t kTile = 16;
-    for (std::int64_t i0 = 0; i0 < n_; i0 += kTile)
-      for (std::int64_t j0 = 0; j0 < g_; j0 += kTile)
-        for (std::int64_t i = i0; i < std::min(n_, i0 + kTile); ++i)
-          for (std::int64_t j = j0; j < std::min(g_, j0 + kTile); ++j) dst[j * n_ + i] = src[i * g_ + j];
-  }
   struct Pending {
     const void* dg;
     const void* x;
