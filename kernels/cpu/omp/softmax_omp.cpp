@@ -20,7 +20,6 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -294,16 +293,18 @@ void cross_entropy_forward_grad(const T* x, const I* target, T* loss, T* lse, T*
                 " at row ", r, " is out of range for ", cols, " classes");
   const int nt = rows * cols >= 32768 ? std::max(1, omp_get_max_threads()) : 1;
   const std::size_t ucols = static_cast<std::size_t>(cols);
+  // Per-thread sums, allocated here: nothing inside the region may throw.
   std::vector<double> sums(col_sums ? static_cast<std::size_t>(nt) * ucols : 0, 0.0);
+  std::vector<T> blocks(col_sums ? static_cast<std::size_t>(nt) * ucols : 0, T(0));
 #pragma omp parallel num_threads(nt)
   {
     const int tid = omp_get_thread_num(), n = omp_get_num_threads();
     const std::int64_t r0 = rows * tid / n, r1 = rows * (tid + 1) / n;
-    std::vector<T> block(col_sums ? ucols : 0, T(0));
+    T* block = col_sums ? blocks.data() + static_cast<std::size_t>(tid) * ucols : nullptr;
     double* total = col_sums ? sums.data() + static_cast<std::size_t>(tid) * ucols : nullptr;
     for (std::int64_t r = r0; r < r1; ++r) {
       lse[r] = grad_row<T>(x + r * cols, g + r * cols, cols, static_cast<std::int64_t>(target[r]),
-                           loss + r, col_sums ? block.data() : nullptr);
+                           loss + r, block);
       if (col_sums && ((r - r0 + 1) % kColBlock == 0 || r + 1 == r1))
         for (std::size_t c = 0; c < ucols; ++c) {
           total[c] += static_cast<double>(block[c]);
