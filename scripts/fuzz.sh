@@ -68,7 +68,7 @@ flags=(-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
        -fno-sanitize-recover=undefined -I.)
 # Everything but the targets' entry files is compiled once, instrumented for coverage
 # (fuzzer-no-link), and linked into each target.
-sources=(data/idx.cpp data/cifar.cpp engine/core/tensor.cpp engine/core/cpu_allocator.cpp
+sources=(data/idx.cpp data/cifar.cpp engine/core/tensor.cpp engine/core/transpose.cpp engine/core/cpu_allocator.cpp
          engine/core/views.cpp tests/fuzz/fuzz_support.cpp)
 echo "=== fuzz: building with $cxx ($("$cxx" --version | head -1))"
 objects=()
