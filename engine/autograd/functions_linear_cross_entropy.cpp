@@ -12,10 +12,12 @@
 //  * backward: with s = g / N (the incoming gradient of the mean), dx = s D W, dW = s D^T x and
 //    db = s colsum(D): the scale rides in the GEMMs' alpha, so nothing walks D but the GEMMs.
 //    D is never modified, so a retained graph can run backward again.
-// So one [N, C] buffer instead of two (lstm32: 164 MB less at the peak) and one pass over it
-// instead of three. The price: D is computed even when only the loss's value is needed, so
-// the fused path is taken only when a gradient is required; otherwise (and on devices without
-// the kernel) it is the two ops composed, with the same values.
+// So one [N, C] buffer instead of two (lstm32 training: allocator peak 393 -> 251 MB, resident
+// peak ~500 -> ~345 MB) and one pass over it instead of three (lstm32 training step, composed vs
+// fused in one process: 0.986 -> 0.919 s at 1 thread, 0.508 -> 0.490 s at 2, dev VM). The
+// price: D is computed even when only the loss's value is needed, so the fused path is taken
+// only when a gradient is required; otherwise (and on devices without the kernel) it is the
+// two ops composed, with the same values.
 #include "engine/autograd/autograd_meta.h"
 #include "engine/autograd/functions.h"
 #include "engine/autograd/grad_mode.h"
