@@ -7,6 +7,7 @@
 #include "kernels/cpu/eigen/gemm_eigen.h"
 #include "kernels/cpu/conv_heuristic.h"
 #include "kernels/cpu/gemm_heuristic.h"
+#include "kernels/cpu/lstm_heuristic.h"
 #include "kernels/cpu/im2col/conv_im2col.h"
 #include "kernels/cpu/omp/lstm_fused.h"
 #include "kernels/cpu/omp/omp_kernels.h"
@@ -56,6 +57,8 @@ void register_builtin_kernels() {
     kernels::register_lstm_ref();
     kernels::register_lstm_fused();
     kernels::register_lstm_onednn();
+    // ... and one-thread inference on oneDNN's primitive (Note [LSTM heuristic]).
+    kernels::install_lstm_heuristic();
     // Optimizer updates (sgd_update, adam_update), gradient-norm clipping (grad_norm,
     // grad_scale) and dropout.
     kernels::register_optimizer_ref();

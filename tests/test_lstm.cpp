@@ -269,6 +269,24 @@ TEST_CASE("a forced lstm variant that cannot run a problem is an error with its 
   CHECK_THROWS_WITH(run_layer(in32), Catch::Contains("cpu.nonesuch"));
 }
 
+TEST_CASE("the default lstm variant: cpu.onednn for one-thread inference, cpu.fused otherwise", "[lstm][variants]") {
+  // Note [LSTM heuristic]
+  register_builtin_kernels();
+  const int saved_threads = get_num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (LstmPass pass : {LstmPass::forward_inference, LstmPass::forward_training, LstmPass::backward}) {
+      LstmProblem p{32, 128, 256, 256, false, true, pass, DType::f32};
+      const bool onednn = threads == 1 && pass == LstmPass::forward_inference && lstm_table().find("cpu.onednn");
+      INFO(threads << " threads, " << lstm_pass_name(pass));
+      CHECK(lstm_table().select(p).name == (onednn ? "cpu.onednn" : "cpu.fused"));
+    }
+    LstmProblem f64{4, 3, 5, 7, false, false, LstmPass::forward_inference, DType::f64};  // oneDNN: f32 only
+    CHECK(lstm_table().select(f64).name == "cpu.fused");
+  }
+  set_num_threads(saved_threads);
+}
+
 TEST_CASE("the lstm table lists ref last and every variant has a description", "[lstm][variants]") {
   auto names = lstm_variant_names();
   REQUIRE(names.size() >= 3);
