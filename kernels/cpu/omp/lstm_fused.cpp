@@ -346,37 +346,27 @@ constexpr std::int64_t kMinTransposedN = 128;
 
 class WeightGrad {
  public:
-  WeightGrad(DType dt, std::int64_t g, std::int64_t n) : dt_(dt), g_(g), n_(n) {
-    transposed_ = n < g && n >= kMinTransposedN;
-    if (transposed_) t_ = Tensor::empty({n, g}, dt);
+  // dw [g, n]: the gradient's destination.
+  WeightGrad(DType dt, std::int64_t g, std::int64_t n, void* dw) : dt_(dt), g_(g), n_(n), dw_(dw) {
+    if (n < g && n >= kMinTransposedN) t_ = Tensor::empty({n, g}, dt);
   }
-  // Adds (or, first call with beta_one false, sets) dG^T @ X for `rows` rows of dG and X.
+  // Adds (or, with beta_one false, sets) dG^T @ X for `rows` rows of dG and X.
   void add(const void* dg, const void* x, std::int64_t rows, bool beta_one) {
-    if (transposed_) GemmCall(dt_, true, false, n_, g_, rows, n_, g_, g_, beta_one).run(x, dg, t_.data_ptr());
-    else pending_.push_back({dg, x, rows, beta_one});
+    if (t_.defined()) GemmCall(dt_, true, false, n_, g_, rows, n_, g_, g_, beta_one).run(x, dg, t_.data_ptr());
+    else GemmCall(dt_, true, false, g_, n_, rows, g_, n_, n_, beta_one).run(dg, x, dw_);
   }
-  void finish(void* dw) {
-    if (!transposed_) {
-      for (const auto& p : pending_)
-        GemmCall(dt_, true, false, g_, n_, p.rows, g_, n_, n_, p.beta_one).run(p.dg, p.x, dw);
-      return;
-    }
-    if (dt_ == DType::f32) transpose_2d(t_.data<float>(), n_, g_, g_, static_cast<float*>(dw), n_);
-    else transpose_2d(t_.data<double>(), n_, g_, g_, static_cast<double*>(dw), n_);
+  // Moves a transposed result into dw (nothing to do for the direct form).
+  void finish() {
+    if (!t_.defined()) return;
+    if (dt_ == DType::f32) transpose_2d(t_.data<float>(), n_, g_, g_, static_cast<float*>(dw_), n_);
+    else transpose_2d(t_.data<double>(), n_, g_, g_, static_cast<double*>(dw_), n_);
   }
 
  private:
-  struct Pending {
-    const void* dg;
-    const void* x;
-    std::int64_t rows;
-    bool beta_one;
-  };
   DType dt_;
   std::int64_t g_, n_;
-  bool transposed_ = false;
-  Tensor t_;
-  std::vector<Pending> pending_;
+  void* dw_;
+  Tensor t_;  // dW^T [n, g] when the transposed form is taken
 };
 
 // ---- forward ---------------------------------------------------------------------------------
@@ -509,16 +499,16 @@ void lstm_backward(const LstmArgs& a) {
   if (a.dx) GemmCall(dt, false, false, T_ * B, I, G, G, I, I, false).run(dg, a.w_ih, a.dx);
   // dW_ih = dG^T @ X: [4H, T*B] x [T*B, I] (TN).
   if (a.dw_ih) {
-    WeightGrad wg(dt, G, I);
+    WeightGrad wg(dt, G, I, a.dw_ih);
     wg.add(dg, a.x, T_ * B, false);
-    wg.finish(a.dw_ih);
+    wg.finish();
   }
   // dW_hh = sum_t dG_t^T @ h_{t-1} = dG[1:]^T @ Y[:-1] (+ dG_0^T @ h0): one TN GEMM (two with h0).
   if (a.dw_hh) {
-    WeightGrad wg(dt, G, H);
+    WeightGrad wg(dt, G, H, a.dw_hh);
     wg.add(dg + B * G, y, (T_ - 1) * B, false);
     if (h0) wg.add(dg, h0, B, true);
-    wg.finish(a.dw_hh);
+    wg.finish();
   }
   // db = column sums of dG over all T*B rows (the reduce kernel: double accumulators, columns
   // split over the threads); both bias vectors get it.
