@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <vector>
 
 #include "bench/bench_support.h"
 #include "bench/gpu_gemm_bench.h"
@@ -60,6 +61,12 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 // Runs the training step with only `phase` timed; returns that phase's seconds.
 double timed_phase(models::TrainingStep& s, Phase phase) {
   double timed = 0;
@@ -95,6 +102,7 @@ void run_model(benchmark::State& state, const std::string& name, Phase phase, st
     const bool rss_reset = reset_peak_rss();
     double timed_seconds = 0;
     std::int64_t timed_steps = 0;
+    std::vector<double> step_seconds;  // every timed whole step, for the median
     for (auto _ : state) {
       if (whole) {  // Note [Whole-step timing]
         double total = 0;
@@ -102,7 +110,8 @@ void run_model(benchmark::State& state, const std::string& name, Phase phase, st
         do {
           const auto t0 = Clock::now();
           step();
-          total += seconds_since(t0);
+          step_seconds.push_back(seconds_since(t0));
+          total += step_seconds.back();
           ++n;
         } while (total < kStepMinTime);
         state.SetIterationTime(total / static_cast<double>(n));
@@ -116,6 +125,10 @@ void run_model(benchmark::State& state, const std::string& name, Phase phase, st
       }
     }
     state.counters["timed_steps"] = static_cast<double>(timed_steps);
+    // networks.md asks for the mean and the median seconds per step: the manual time is the
+    // mean; the median resists the steps a shared host stalls (a vCPU taken away for a second
+    // nearly doubles a two-thread step).
+    if (!step_seconds.empty()) state.counters["step_median_s"] = median(step_seconds);
     const double fwd = steps.forward_flops();
     // FLOPs of the timed work: backward ~ 2x forward; the update is not counted in FLOPs.
     const double flops = phase == Phase::train_step ? 3.0 * fwd

@@ -10,7 +10,8 @@
 #                 PyTorch peer's R timed repetitions of >= 2 s each, like anvil's MinTime(2.0))
 #   --rounds K    processes per side and configuration, run interleaved anvil, torch, anvil,
 #                 torch, ... so that the shared host's noise falls on both alike; the table
-#                 shows the median over rounds of each process's median
+#                 shows the median over rounds of each process's mean step and of its
+#                 median step (bench/peers/compare_report.py)
 #   --nice N      run each process of both sides at scheduling priority N (e.g. -10, as root)
 #                 when the host is busy. The kernel's autogroups (sched_autogroup_enabled=1)
 #                 make a plain `nice` count only against processes of the same session, so each
@@ -32,7 +33,7 @@ report="$repo/bench/peers/compare_report.py"
 
 models=fcn5 threads=1,2 reps=3 rounds=3 phases=train,inference torch_config=tune nice=0
 out="compare-pytorch-$(date +%Y%m%d-%H%M%S)"
-usage() { sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --models) models="$2"; shift 2 ;;
