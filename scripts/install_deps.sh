@@ -8,6 +8,7 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build                 # toolchain
   libeigen3-dev libdnnl-dev             # CPU kernel libraries
+  ocl-icd-opencl-dev                    # dnnl-config.cmake finds OpenCL (only Recommended)
   libbenchmark-dev libbenchmark-tools   # benchmarks and compare.py
   catch2                                # tests (v2)
   libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
