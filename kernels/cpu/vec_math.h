@@ -1,14 +1,22 @@
 #pragma once
-// Vectorisable float math for the CPU kernels, written with GCC vector extensions (8 x f32, one
-// AVX2 register) and plain arithmetic: no libm calls and no branches, so every clone of a
+// Vectorisable float math for the CPU kernels, written with GCC vector extensions (16 x f32, one
+// AVX-512 register) and plain arithmetic: no libm calls and no branches, so every clone of a
 // function built with ANVIL_VEC_CLONES (AVX-512 / AVX2+FMA / baseline SSE2, resolved once at load
 // time; never -march=native) gets straight-line SIMD code. GCC's auto-vectoriser does not
 // vectorise the max / sum reductions or the exp of the softmax rows by itself (no -ffast-math),
-// hence explicit vectors. 8 lanes are as fast as 16 on the Zen 4 of the dev machine (its 512-bit
-// units are double-pumped) and lower to two SSE registers on the baseline clone.
+// hence explicit vectors.
+//
+// Note [Vector width]
+// A vector is 16 floats: one zmm register in the AVX-512 clone, two ymm in the AVX2 clone, four
+// xmm in the baseline. Zen 4 (the dev machine) runs a 512-bit operation as two 256-bit halves,
+// so 16 lanes do not add arithmetic throughput, but they halve the instructions that have to be
+// decoded and scheduled, and the exp loops are limited by exactly that (~32 instructions per
+// vector). The exp-and-store pass of the softmax rows, [64, 10000] floats in cache, 1 thread
+// (dev VM, 2026-11-22): 8 lanes 0.616 ns per element, 8 lanes unrolled x2 / x4 0.633 / 0.625
+// (so not a latency chain), 16 lanes 0.377.
 //
 // Note [Vectorised exp]
-// exp_f32(x) / exp_f32x8(v) follow Cephes' expf: n = round(x / ln 2) (by adding 1.5 * 2^23: no
+// exp_f32(x) / exp_f32v(v) follow Cephes' expf: n = round(x / ln 2) (by adding 1.5 * 2^23: no
 // float -> int conversion, defined for NaN too), r = x - n ln 2 with ln 2 split in two constants
 // (n * C1 exact), exp(r) = 1 + r + r^2 p(r), p a degree-5 minimax polynomial on [-ln2/2, ln2/2],
 // then scaled by 2^n as two factors 2^(n>>1) * 2^(n - (n>>1)), each a normal float, so results
@@ -33,26 +41,26 @@ namespace anvil::kernels::vec {
 // AVX-512, AVX2+FMA and baseline clones of a function (one ifunc, resolved at load time).
 #define ANVIL_VEC_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
-constexpr int kLanes = 8;
-typedef float f32x8 __attribute__((vector_size(32)));
-typedef std::int32_t i32x8 __attribute__((vector_size(32)));
+constexpr int kLanes = 16;  // Note [Vector width]
+typedef float f32v __attribute__((vector_size(4 * kLanes)));
+typedef std::int32_t i32v __attribute__((vector_size(4 * kLanes)));
 
 template <typename F> struct IntOf { using type = std::int32_t; };
-template <> struct IntOf<f32x8> { using type = i32x8; };
+template <> struct IntOf<f32v> { using type = i32v; };
 
 template <typename F>
 __attribute__((always_inline)) inline F splat(float v) {
   return F{} + v;  // scalar: v; vector: v in every lane
 }
 
-__attribute__((always_inline)) inline f32x8 load8(const float* p) {
-  f32x8 v;
+__attribute__((always_inline)) inline f32v load(const float* p) {
+  f32v v;
   std::memcpy(&v, p, sizeof v);  // one unaligned vector load
   return v;
 }
-__attribute__((always_inline)) inline void store8(float* p, f32x8 v) { std::memcpy(p, &v, sizeof v); }
+__attribute__((always_inline)) inline void store(float* p, f32v v) { std::memcpy(p, &v, sizeof v); }
 
-// Note [Vectorised exp]; F is float or f32x8.
+// Note [Vectorised exp]; F is float or f32v.
 template <typename F>
 __attribute__((always_inline)) inline F exp_any(F x) {
   using I = typename IntOf<F>::type;
@@ -77,7 +85,7 @@ __attribute__((always_inline)) inline F exp_any(F x) {
 }
 
 __attribute__((always_inline)) inline float exp_f32(float x) { return exp_any<float>(x); }
-__attribute__((always_inline)) inline f32x8 exp_f32x8(f32x8 x) { return exp_any<f32x8>(x); }
+__attribute__((always_inline)) inline f32v exp_f32v(f32v x) { return exp_any<f32v>(x); }
 
 // exp for the kernels' element type: the vectorised float exp, std::exp for double.
 template <typename T>
@@ -93,12 +101,12 @@ __attribute__((always_inline)) inline T sigmoid(T x) {
 }
 
 // Horizontal reductions of one vector.
-__attribute__((always_inline)) inline float max_lanes(f32x8 v, float m) {
+__attribute__((always_inline)) inline float max_lanes(f32v v, float m) {
   for (int j = 0; j < kLanes; ++j) m = v[j] > m ? v[j] : m;
   return m;
 }
-// The 8 lanes added in double (a chunk's float lane sums into a row's double sum).
-__attribute__((always_inline)) inline double sum_lanes(f32x8 v) {
+// The lanes added in double (a chunk's float lane sums into a row's double sum).
+__attribute__((always_inline)) inline double sum_lanes(f32v v) {
   double s = 0.0;
   for (int j = 0; j < kLanes; ++j) s += static_cast<double>(v[j]);
   return s;

@@ -24,28 +24,28 @@ constexpr std::int64_t kParallelGrain = 32768;
 // branches instead of vector selects ("control flow in loop", -fopt-info-vec), and on
 // activations of random sign half of those branches mispredict: perf of a ResNet-50 training
 // step (batch 16, 1 thread) put 18 % of its CPU time in these two loops, ~10 cycles per
-// element. Dense f32 operands therefore take these 8-lane selects (same results, NaN -> 0 as
+// element. Dense f32 operands therefore take these vector selects (same results, NaN -> 0 as
 // in the functors), cloned for AVX-512 / AVX2 / baseline like the other vector kernels.
 // ResNet-50 training step, batch 16, 1 thread (dev VM, 2026-11-22, 2 rounds of 3 steps, the
 // last two of each): 5.38-5.71 s before, 4.27-4.69 s with these.
 __attribute__((always_inline)) inline void relu_body(const float* a, float* out,
                                                      std::int64_t n) {
-  const vec::f32x8 zero{};
+  const vec::f32v zero{};
   std::int64_t i = 0;
   for (; i + vec::kLanes <= n; i += vec::kLanes) {
-    const vec::f32x8 v = vec::load8(a + i);
-    vec::store8(out + i, v > zero ? v : zero);
+    const vec::f32v v = vec::load(a + i);
+    vec::store(out + i, v > zero ? v : zero);
   }
   for (; i < n; ++i) out[i] = a[i] > 0.0f ? a[i] : 0.0f;
 }
 __attribute__((always_inline)) inline void relu_backward_body(const float* x,
                                                               const float* dy,
                                                               float* out, std::int64_t n) {
-  const vec::f32x8 zero{};
+  const vec::f32v zero{};
   std::int64_t i = 0;
   for (; i + vec::kLanes <= n; i += vec::kLanes) {
-    const vec::f32x8 v = vec::load8(x + i);
-    vec::store8(out + i, v > zero ? vec::load8(dy + i) : zero);
+    const vec::f32v v = vec::load(x + i);
+    vec::store(out + i, v > zero ? vec::load(dy + i) : zero);
   }
   for (; i < n; ++i) out[i] = x[i] > 0.0f ? dy[i] : 0.0f;
 }

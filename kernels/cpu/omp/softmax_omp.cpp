@@ -3,11 +3,11 @@
 // chunk's sum in float lanes first).
 //
 // Note [Softmax row passes]
-// f32 rows use 8-lane vectors and the vectorised exp of kernels/cpu/vec_math.h (Note
+// f32 rows use 16-lane vectors (Note [Vector width]) and the vectorised exp of kernels/cpu/vec_math.h (Note
 // [Vectorised exp], <= 1 ulp from std::exp) inside AVX-512 / AVX2 / baseline clones; f64 rows keep std::exp. The
 // log-sum-exp of a row is ONE pass over memory: the row is walked in chunks of kChunk elements
 // (L1-resident), each chunk's max found first, the running sum rescaled by exp(m_old - m_new)
-// when the max grows, then the chunk's exp(x - m) summed in 8 float lanes (at most kChunk / 8
+// when the max grows, then the chunk's exp(x - m) summed in 16 float lanes (at most kChunk / 16
 // terms each) and the lanes added to the row's double sum; widening every vector to double
 // instead cost as much as the exp (CE forward on [4096, 10000], 1 thread: 31 -> 22 ms, dev VM,
 // 2026-11-22). For the language models'
@@ -42,9 +42,9 @@ __attribute__((always_inline)) inline T chunk_max(const T* __restrict x, std::in
   T m = -std::numeric_limits<T>::infinity();
   std::int64_t c = 0;
   if constexpr (std::is_same_v<T, float>) {
-    vec::f32x8 lm = vec::splat<vec::f32x8>(m);
+    vec::f32v lm = vec::splat<vec::f32v>(m);
     for (; c + vec::kLanes <= n; c += vec::kLanes) {
-      const vec::f32x8 v = vec::load8(x + c);
+      const vec::f32v v = vec::load(x + c);
       lm = v > lm ? v : lm;
     }
     m = vec::max_lanes(lm, m);
@@ -61,8 +61,8 @@ __attribute__((always_inline)) inline double chunk_sum_exp(const T* __restrict x
   if constexpr (std::is_same_v<T, float>) {
     // Float lanes over one chunk (<= kChunk / 8 terms each), then double: widening every
     // vector to double cost as much as the exp itself.
-    vec::f32x8 lanes{};
-    for (; c + vec::kLanes <= n; c += vec::kLanes) lanes += vec::exp_f32x8(vec::load8(x + c) - m);
+    vec::f32v lanes{};
+    for (; c + vec::kLanes <= n; c += vec::kLanes) lanes += vec::exp_f32v(vec::load(x + c) - m);
     s = vec::sum_lanes(lanes);
   }
   for (; c < n; ++c) s += static_cast<double>(vec::exp<T>(x[c] - m));
@@ -105,7 +105,7 @@ __attribute__((always_inline)) inline void scaled_exp_body(const T* __restrict x
   std::int64_t c = 0;
   if constexpr (std::is_same_v<T, float>)
     for (; c + vec::kLanes <= n; c += vec::kLanes)
-      vec::store8(d + c, scale * vec::exp_f32x8(vec::load8(x + c) - shift));
+      vec::store(d + c, scale * vec::exp_f32v(vec::load(x + c) - shift));
   for (; c < n; ++c) d[c] = scale * vec::exp<T>(x[c] - shift);
 }
 
@@ -130,10 +130,10 @@ __attribute__((always_inline)) inline T grad_row_body(const T* x, T* g, std::int
       const std::int64_t end = std::min(n, c0 + kChunk);
       std::int64_t c = c0;
       if constexpr (std::is_same_v<T, float>) {
-        vec::f32x8 lanes{};
+        vec::f32v lanes{};
         for (; c + vec::kLanes <= end; c += vec::kLanes) {
-          const vec::f32x8 e = vec::exp_f32x8(vec::load8(x + c) - m);
-          vec::store8(g + c, e);
+          const vec::f32v e = vec::exp_f32v(vec::load(x + c) - m);
+          vec::store(g + c, e);
           lanes += e;
         }
         s += vec::sum_lanes(lanes);
@@ -171,7 +171,7 @@ __attribute__((always_inline)) inline void log_softmax_bwd_body(const T* __restr
   std::int64_t c = 0;
   if constexpr (std::is_same_v<T, float>)
     for (; c + vec::kLanes <= n; c += vec::kLanes)
-      vec::store8(d + c, vec::load8(g + c) - vec::exp_f32x8(vec::load8(y + c)) * s);
+      vec::store(d + c, vec::load(g + c) - vec::exp_f32v(vec::load(y + c)) * s);
   for (; c < n; ++c) d[c] = g[c] - vec::exp<T>(y[c]) * s;
 }
 
