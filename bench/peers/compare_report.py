@@ -3,6 +3,8 @@
 
   compare_report.py batch-of RAW_ANVIL.json      prints the batch of the model benchmark it ran
   compare_report.py summarize --raw DIR --config CFG --commands FILE --json OUT --md OUT
+  compare_report.py pool RUN.json [RUN.json ...] [--md OUT]
+                                                 pools several runs' rounds (below)
 
 Statistics (networks.md asks for the mean and the median seconds per step):
 - mean: anvil_bench reports, per process, the median over its repetitions of the mean time per
@@ -14,6 +16,14 @@ Statistics (networks.md asks for the mean and the median seconds per step):
 Each side ran `rounds` processes interleaved; the table shows the median over those rounds of
 both statistics, their ratios and verdicts, and the range of the means across rounds to show
 the host's noise.
+
+Pooling (`pool`): on a noisy host one run of 7 rounds can land on either side of a target that
+the ratio sits near. `pool` takes the compare_pytorch.json of several runs, puts every cell's
+rounds together (anvil's and PyTorch's per-process means, paired as they ran), and reports per
+cell: each run's ratio, the pooled ratio of the medians, how many single rounds meet the
+target, and a 95 % bootstrap interval of the pooled ratio (rounds resampled as pairs, 4000
+resamples, fixed seed). The verdict is "inside" when the whole interval is within the target,
+"at" when only the point estimate is, "outside" otherwise.
 """
 from __future__ import annotations
 
@@ -21,6 +31,7 @@ import argparse
 import glob
 import json
 import os
+import random
 import re
 import statistics
 import sys
@@ -241,6 +252,60 @@ def markdown(doc) -> str:
     return "\n".join(L)
 
 
+def pool(paths: list[str]) -> list[dict]:
+    """The pooled cells of several compare_pytorch.json files (module docstring, Pooling)."""
+    cells: dict = {}
+    for path in paths:
+        with open(path) as f:
+            rows = json.load(f)["rows"]
+        for r in rows:
+            key = (r["model"], r["phase"], r["threads"], r["batch"])
+            c = cells.setdefault(key, {"anvil": [], "torch": [], "runs": [], "target": r.get("target_ratio")})
+            c["anvil"] += r["anvil_rounds_s"]
+            c["torch"] += r["torch_rounds_s"]
+            c["runs"].append(r["ratio_anvil_over_torch"])
+    out = []
+    rng = random.Random(1)
+    for (model, phase, threads, batch), c in sorted(cells.items()):
+        a, t, target = c["anvil"], c["torch"], c["target"]
+        n = min(len(a), len(t))
+        ratio = statistics.median(a[:n]) / statistics.median(t[:n])
+        boot = []
+        for _ in range(4000):
+            pick = [rng.randrange(n) for _ in range(n)]
+            boot.append(statistics.median(a[i] for i in pick) / statistics.median(t[i] for i in pick))
+        boot.sort()
+        lo, hi = boot[int(0.025 * len(boot))], boot[int(0.975 * len(boot)) - 1]
+        verdict = None
+        if target is not None:
+            verdict = "inside" if hi <= target else ("at" if ratio <= target else "outside")
+        out.append({"model": model, "phase": phase, "threads": threads, "batch": batch,
+                    "runs": c["runs"], "rounds": n, "anvil_median_s": statistics.median(a[:n]),
+                    "torch_median_s": statistics.median(t[:n]), "ratio": ratio, "ci95": [lo, hi],
+                    "rounds_meeting_target": None if target is None else
+                    sum(x / y <= target for x, y in zip(a, t)), "target_ratio": target,
+                    "verdict": verdict})
+    return out
+
+
+def pool_markdown(cells: list[dict], paths: list[str]) -> str:
+    L = ["| model | phase | threads | runs (anvil/PyTorch each) | rounds | anvil s/step | PyTorch s/step "
+         "| pooled ratio | 95 % interval | rounds meeting target | target | verdict |",
+         "|---|---|---:|---|---:|---:|---:|---:|---|---:|---:|---|"]
+    for c in cells:
+        runs = " / ".join(f"{x:.3f}" for x in c["runs"])
+        met = "" if c["target_ratio"] is None else f"{c['rounds_meeting_target']}/{c['rounds']}"
+        L.append(f"| {c['model']} | {c['phase']} | {c['threads']} | {runs} | {c['rounds']} | "
+                 f"{c['anvil_median_s']:.4f} | {c['torch_median_s']:.4f} | {c['ratio']:.3f} | "
+                 f"{c['ci95'][0]:.3f}-{c['ci95'][1]:.3f} | {met} | {c['target_ratio'] or ''} | "
+                 f"{c['verdict'] or ''} |")
+    L += ["", "Pooled from: " + ", ".join(f"`{p}`" for p in paths) + ". Statistic: each round is one "
+          "process's mean step (median of its repetitions); pooled ratio = median of anvil's rounds / "
+          "median of PyTorch's; interval: 95 % bootstrap over the rounds, resampled as anvil/PyTorch "
+          "pairs (bench/peers/compare_report.py, pool)."]
+    return "\n".join(L) + "\n"
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -252,12 +317,24 @@ def main() -> None:
     s.add_argument("--commands", default="")
     s.add_argument("--json", required=True)
     s.add_argument("--md", required=True)
+    pl = sub.add_parser("pool")
+    pl.add_argument("runs", nargs="+", help="compare_pytorch.json of each run")
+    pl.add_argument("--md", help="write the table here too")
     a = p.parse_args()
     if a.cmd == "batch-of":
         try:
             print(anvil_entry(a.path)["batch"])
         except (ValueError, OSError, json.JSONDecodeError) as e:
             sys.exit(str(e))
+    elif a.cmd == "pool":
+        try:
+            text = pool_markdown(pool(a.runs), a.runs)
+        except (OSError, KeyError, ValueError, json.JSONDecodeError) as e:
+            sys.exit(f"compare_report.py pool: {e}")
+        print(text, end="")
+        if a.md:
+            with open(a.md, "w") as f:
+                f.write(text)
     else:
         summarize(a)
 
