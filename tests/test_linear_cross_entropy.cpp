@@ -52,9 +52,11 @@ TEST_CASE("linear_cross_entropy has the value and gradients of linear then cross
   for (DType dt : {DType::f32, DType::f64}) {
     const double tol = dt == DType::f32 ? 2e-6 : 1e-12;
     // (rows, in, classes): small; a row count above the kernels' thread grain; wide classes
-    // with a narrow input (the decoder shape, where linear folds its bias into the GEMM).
+    // with a narrow input (the decoder shape, where linear folds its bias into the GEMM); an
+    // input of 128 features, narrower than the classes, whose weight gradient is computed
+    // transposed (Note [Decoder weight gradient, transposed]).
     for (auto [n, in, c] : {std::tuple{1, 1, 1}, std::tuple{7, 5, 3}, std::tuple{300, 16, 130},
-                            std::tuple{64, 8, 1500}}) {
+                            std::tuple{64, 8, 1500}, std::tuple{40, 128, 300}}) {
       for (bool bias : {true, false}) {
         const Inputs ins = make_inputs(n, in, c, dt, bias, 40 + n);
         for (auto [gx, gw, gb] : {std::tuple{true, true, true}, std::tuple{false, true, false},
