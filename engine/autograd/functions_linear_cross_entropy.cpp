@@ -19,10 +19,10 @@
 // only when a gradient is required; otherwise (and on devices without the kernel) it is the
 // two ops composed, with the same values.
 #include "engine/autograd/autograd_meta.h"
-#include "engine/core/transpose.h"
 #include "engine/autograd/functions.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/autograd/linear_grads.h"
+#include "engine/core/transpose.h"
 #include "engine/ops/elementwise.h"
 #include "engine/ops/gemm.h"
 #include "engine/ops/reduce.h"

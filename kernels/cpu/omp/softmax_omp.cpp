@@ -59,7 +59,7 @@ __attribute__((always_inline)) inline double chunk_sum_exp(const T* __restrict x
   double s = 0.0;
   std::int64_t c = 0;
   if constexpr (std::is_same_v<T, float>) {
-    // Float lanes over one chunk (<= kChunk / 8 terms each), then double: widening every
+    // Float lanes over one chunk (<= kChunk / kLanes terms each), then double: widening every
     // vector to double cost as much as the exp itself.
     vec::f32v lanes{};
     for (; c + vec::kLanes <= n; c += vec::kLanes) lanes += vec::exp_f32v(vec::load(x + c) - m);
