@@ -8,7 +8,7 @@
 //                   whole step runs every iteration and only the named phase is timed (manual
 //                   time), so the three add up to about one train_step; 5 iterations each.
 // model/<name>/<phase>/batch:<b>/device:cuda: the training and inference step of the models with
-// a GPU path (fcn5, fcn8, fcn_r, mlp_mnist) on cuda:0 over networks.md's GPU batch sweep, timed
+// a GPU path (ModelInfo::gpu_path: fcn5, fcn8, fcn_r, mlp_mnist) on cuda:0 over networks.md's GPU batch sweep, timed
 // with CUDA events around the whole step (batch upload + forward + loss + backward + update +
 // device synchronisation), registered after every CPU benchmark (Note [GPU model benchmarks]).
 #include <algorithm>
@@ -194,8 +194,6 @@ void register_lstm_variant_steps(const std::string& name, const std::vector<std:
 // backend, Note [Lazy CUDA loading]), after every CPU model benchmark. Timing: CUDA events
 // around the whole step on the device's stream (CudaBackend::time_on_stream), manual time;
 // memory: the peak bytes of the device's caching allocator during the timed steps.
-constexpr const char* kGpuModels[] = {"fcn5", "fcn8", "fcn_r", "mlp_mnist"};
-
 void run_gpu_model(benchmark::State& state, const std::string& name, Phase phase,
                    std::int64_t batch) {
   try {
@@ -248,8 +246,8 @@ void run_gpu_model(benchmark::State& state, const std::string& name, Phase phase
 void register_gpu_model_benchmarks() {
   if (!gpu_benchmarks_enabled()) return;
   for (const auto& name : options().models) {
-    if (std::find(std::begin(kGpuModels), std::end(kGpuModels), name) == std::end(kGpuModels)) continue;
     const auto& info = models::info(name);
+    if (!info.gpu_path) continue;  // ops with CPU kernels only (models/registry.h)
     std::vector<std::int64_t> batches = info.gpu_batches;
     batches.insert(batches.end(), options().batches.begin(), options().batches.end());
     if (batches.empty()) batches.push_back(info.cpu_batch);

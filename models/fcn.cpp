@@ -52,6 +52,9 @@ std::vector<ModelInfo> builtin_fcn_models() {
                [](const ModelOptions& o, Generator& g) {
                  return mlp(784, {512, 512}, classes_or(o, 10), nn::Activation::relu, 0.2, g);
                }});
+  // Linear, sigmoid/ReLU, dropout, softmax cross-entropy and the optimizers: all have CUDA
+  // variants (docs/cuda.md).
+  for (ModelInfo& m : v) m.gpu_path = true;
   return v;
 }
 

@@ -48,6 +48,10 @@ struct ModelInfo {
   std::function<nn::ModulePtr(const ModelOptions&, Generator&)> build;
   LossKind loss = LossKind::cross_entropy;  // the training loss (models/training_step.h)
   std::int64_t vocab_size = 0;              // token models: ids are in [0, vocab_size)
+  // Every op the model runs (forward, loss, backward, update) has a CUDA variant, so it trains
+  // and infers on a GPU (TrainingStep, `anvil train --device cuda`, the GPU benchmarks). The
+  // convolution, pooling, batch-norm, embedding and LSTM ops have CPU kernels only so far.
+  bool gpu_path = false;
 };
 
 struct LayerRow {

@@ -96,7 +96,11 @@ TimingSgd timing_sgd_for(const ModelInfo& info) {
 TrainingStep::TrainingStep(const std::string& model, std::int64_t batch, std::uint64_t seed,
                            bool fold_sgd, Device device)
     : info_(&models::info(model)), batch_size_(batch), device_(device) {
-  if (device_.is_cuda()) require_cuda("TrainingStep");
+  if (device_.is_cuda()) {
+    ANVIL_CHECK(info_->gpu_path, "TrainingStep", "model ", model, " has no GPU path (some of its ops have "
+                "CPU kernels only; ModelInfo::gpu_path); run it on the CPU");
+    require_cuda("TrainingStep");
+  }
   ModelOptions options;
   options.seed = seed;
   net_ = create(model, options);

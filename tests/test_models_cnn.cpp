@@ -92,6 +92,20 @@ TEST_CASE("one training step runs for every CNN model", "[models][cnn][train]") 
   }
 }
 
+TEST_CASE("models without a GPU path are refused on a GPU by name on any machine", "[models][cnn][cuda]") {
+  // Convolution, pooling, batch norm, embedding and LSTM have CPU kernels only: the GPU models
+  // are exactly the fully connected ones (ModelInfo::gpu_path).
+  std::vector<std::string> gpu;
+  for (const auto& name : models::list())
+    if (models::info(name).gpu_path) gpu.push_back(name);
+  CHECK(gpu == std::vector<std::string>{"fcn5", "fcn8", "fcn_r", "mlp_mnist"});
+  for (const char* name : {"alexnet", "resnet50", "cnn_mnist", "lstm32"}) {
+    INFO(name);
+    REQUIRE_THROWS_WITH(models::TrainingStep(name, 2, 1, true, Device::cuda()),
+                        Catch::Contains(std::string("model ") + name + " has no GPU path"));
+  }
+}
+
 TEST_CASE("a few Adam steps of cnn_mnist on a fixed synthetic batch lower the loss", "[models][cnn][train]") {
   auto net = models::create("cnn_mnist");
   Generator gen(5);

@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--decay-after", c.decay_after, "first epoch (0-based count of epochs done) to decay after")
       ->check(CLI::NonNegativeNumber);
   train_cmd->add_option("--threads", c.threads, "CPU threads (default: ANVIL_NUM_THREADS or all)")->check(positive);
-  train_cmd->add_option("--device", c.device, "cpu or cuda")->capture_default_str()->check(CLI::IsMember({"cpu", "cuda"}));
+  train_cmd->add_option("--device", c.device, "cpu, or cuda (cuda:0) for the models with a GPU path: fcn5, fcn8, fcn_r, mlp_mnist")->capture_default_str()->check(CLI::IsMember({"cpu", "cuda"}));
   train_cmd->add_option("--seed", c.seed, "seed of initialisation, data order and dropout")->capture_default_str();
   auto* target_opt = train_cmd->add_option("--target-accuracy", target,
                                            "report the training time until validation accuracy reaches this "

@@ -32,6 +32,13 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+// The training device: the host, or cuda:0 (check_config has checked the model and the GPU).
+Device training_device(const TrainConfig& c) { return c.device == "cuda" ? Device::cuda(0) : Device::cpu(); }
+
+// `t` on `device`: the loader's host batches are copied to the GPU (pinned staging for large
+// ones, Note [Pinned staging]); on the CPU nothing is copied.
+Tensor on(const Tensor& t, Device device) { return device.is_cpu() ? t : t.to(device); }
+
 struct EvalResult {
   double loss = 0.0;    // mean per sample (classifiers) or per token (language models)
   double metric = 0.0;  // accuracy or perplexity
@@ -39,7 +46,7 @@ struct EvalResult {
 
 // Correct predictions in a batch: argmax of the logits (softmax CE) or logit > 0 (binary CE).
 std::int64_t count_correct(const models::ModelInfo& info, const Tensor& logits, const Tensor& targets) {
-  const Tensor l = logits.contiguous();
+  const Tensor l = on(logits, Device::cpu()).contiguous();
   const float* p = l.data<float>();
   const std::int64_t rows = l.sizes()[0], cols = l.numel() / std::max<std::int64_t>(rows, 1);
   std::int64_t correct = 0;
@@ -58,7 +65,7 @@ std::int64_t count_correct(const models::ModelInfo& info, const Tensor& logits, 
 }
 
 EvalResult evaluate_classifier(nn::Module& net, const models::ModelInfo& info, const data::TensorDataset& ds,
-                               const data::LoaderOptions& options) {
+                               const data::LoaderOptions& options, Device device) {
   NoGradGuard no_grad;
   net.eval();
   data::LoaderOptions o = options;
@@ -70,9 +77,9 @@ EvalResult evaluate_classifier(nn::Module& net, const models::ModelInfo& info, c
   double loss_sum = 0;
   std::int64_t correct = 0, n = 0;
   while (auto b = loader.next()) {
-    const Tensor out = net.forward(b->inputs);
+    const Tensor out = net.forward(on(b->inputs, device));
     const std::int64_t rows = b->inputs.sizes()[0];
-    loss_sum += models::model_loss(info, out, b->targets).item() * static_cast<double>(rows);
+    loss_sum += models::model_loss(info, out, on(b->targets, device)).item() * static_cast<double>(rows);
     correct += count_correct(info, out, b->targets);
     n += rows;
   }
@@ -134,8 +141,11 @@ void check_config(const TrainConfig& c) {
               "--target-accuracy must be a fraction in (0, 1], got ", c.target_accuracy.value_or(0));
   if (c.device != "cpu") {
     ANVIL_CHECK(c.device == "cuda", kWhere, "--device must be cpu or cuda, got '", c.device, "'");
+    // Before the GPU check, so that the answer does not depend on the machine.
+    ANVIL_CHECK(models::info(c.model).gpu_path, kWhere, "--device cuda: ", c.model,
+                " has no GPU path yet (some of its ops have CPU kernels only; the GPU models are those "
+                "with ModelInfo::gpu_path: fcn5, fcn8, fcn_r, mlp_mnist); train it on cpu");
     require_cuda(kWhere);  // throws with the reason when there is no usable GPU
-    fail(kWhere, "--device cuda: the CUDA kernels are not built yet (CUDA backend issue); train on cpu");
   }
 }
 
@@ -182,7 +192,8 @@ nlohmann::json report_json(const TrainConfig& c, const TrainReport& r) {
                       {"samples_per_second", e.samples_per_second}, {"val_loss", e.val_loss},
                       {"val_" + r.metric, std::isfinite(e.val_metric) ? json(e.val_metric) : json(nullptr)},
                       {"rss_end_MB", e.rss_end_bytes / 1048576.0}, {"rss_peak_MB", e.rss_peak_bytes / 1048576.0},
-                      {"allocator_peak_MB", e.allocator_peak_bytes / 1048576.0}});
+                      {"allocator_peak_MB", e.allocator_peak_bytes / 1048576.0},
+                      {"gpu_allocator_peak_MB", e.gpu_allocator_peak_bytes / 1048576.0}});
   json config = {{"model", c.model}, {"dataset", c.dataset}, {"epochs", c.epochs}, {"optimizer", c.optimizer},
                  {"lr", c.lr}, {"momentum", c.momentum}, {"clip", c.clip_norm}, {"lr_decay", c.lr_decay},
                  {"decay_after", c.decay_after}, {"threads", r.threads}, {"device", c.device}, {"seed", c.seed},
@@ -193,10 +204,12 @@ nlohmann::json report_json(const TrainConfig& c, const TrainReport& r) {
                  {"test_loss", r.test_loss}, {"test_" + r.metric, r.test_metric},
                  {"peak_rss_MB", r.peak_rss_bytes / 1048576.0},
                  {"allocator_peak_MB", r.allocator_peak_bytes / 1048576.0},
+                 {"gpu_allocator_peak_MB", r.gpu_allocator_peak_bytes / 1048576.0},
                  {"cpu_utilisation_pct", r.cpu_utilisation * 100.0},
                  {"loader_wait_pct", r.loader_wait_fraction * 100.0}};
   result["time_to_target_seconds"] = r.time_to_target_seconds ? json(*r.time_to_target_seconds) : json(nullptr);
   return {{"tool", "anvil train"}, {"config", config}, {"model", r.model}, {"dataset", r.dataset},
+          {"device", r.device},
           {"parameters", r.parameters}, {"metric", r.metric},
           {"samples", {{"train", r.train_samples}, {"val", r.val_samples}, {"test", r.test_samples}}},
           {"first_epoch", r.first_epoch}, {"epochs", epochs}, {"result", result},
@@ -221,7 +234,8 @@ void write_json_log(const TrainConfig& c, const TrainReport& r) {
 // One epoch's training loop over the classifier's loader; returns (mean loss, samples).
 std::pair<double, std::int64_t> train_classifier_epoch(const TrainConfig& c, const models::ModelInfo& info,
                                                        nn::Module& net, optim::Optimizer& opt,
-                                                       data::DataLoader& loader, int epoch, std::ostream& out) {
+                                                       data::DataLoader& loader, int epoch, Device device,
+                                                       std::ostream& out) {
   net.train();
   loader.start_epoch(epoch);
   Progress progress(out, c.progress_bar, fmt::format("epoch {}/{}", epoch + 1, c.epochs), loader.batches_per_epoch());
@@ -229,7 +243,7 @@ std::pair<double, std::int64_t> train_classifier_epoch(const TrainConfig& c, con
   std::int64_t n = 0, step = 0;
   while (auto b = loader.next()) {
     opt.zero_grad();
-    Tensor loss = models::model_forward_loss(info, net, b->inputs, b->targets);
+    Tensor loss = models::model_forward_loss(info, net, on(b->inputs, device), on(b->targets, device));
     loss.backward();
     if (c.clip_norm > 0) optim::clip_grad_norm_(opt.params(), c.clip_norm);
     opt.step();
@@ -284,6 +298,8 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
   TrainReport r;
   r.model = config.model;
   r.threads = get_num_threads();
+  const Device device = training_device(config);
+  r.device = device.is_cpu() ? "cpu" : device.str() + " " + require_cuda(kWhere).device_name(device.index);
   const TaskData task = load_task_data(info, config.dataset, config.val_split, config.subset);
   r.dataset = task.description;
   const bool lm = task.language_model;
@@ -303,6 +319,9 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
   manual_seed(config.seed);  // dropout masks (Note [Resuming a run])
   nn::ModulePtr net = models::create(config.model, {.seed = config.seed});
   r.parameters = net->num_parameters();
+  // Initialised on the host (the same weights as a CPU run of this seed), moved before the
+  // optimizer takes the parameter handles; its state is then created on the same device.
+  if (device.is_cuda()) net->to(device);
   auto opt = make_optimizer(config, net->parameters());
 
   ResumeState resumed;
@@ -321,9 +340,9 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
   if (!lm) loader = std::make_unique<data::DataLoader>(task.train, loader_options);
 
   out << fmt::format("anvil train: {} ({} parameters) on {}: {} train / {} validation / {} test {}, batch {}, "
-                     "{} lr {}, {} thread(s)\n",
+                     "{} lr {}, {} thread(s), {}\n",
                      config.model, r.parameters, r.dataset, r.train_samples, r.val_samples, r.test_samples,
-                     lm ? "tokens" : "samples", batch, config.optimizer, config.lr, r.threads);
+                     lm ? "tokens" : "samples", batch, config.optimizer, config.lr, r.threads, r.device);
 
   double wall_this_run = 0, cpu_this_run = 0, wait_this_run = 0;
   for (int epoch = resumed.epochs_done; epoch < config.epochs; ++epoch) {
@@ -333,6 +352,7 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
     opt->set_lr(e.lr);
     reset_peak_rss();
     reset_peak_memory();
+    if (device.is_cuda()) reset_peak_memory(device);
     const double cpu0 = process_cpu_seconds();
     const auto t0 = Clock::now();
     std::int64_t samples = 0;
@@ -340,7 +360,8 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
       std::tie(e.train_loss, samples) =
           train_language_model_epoch(config, info, *net, *opt, task.lm_train, batch, epoch, out);
     } else {
-      std::tie(e.train_loss, samples) = train_classifier_epoch(config, info, *net, *opt, *loader, epoch, out);
+      std::tie(e.train_loss, samples) =
+          train_classifier_epoch(config, info, *net, *opt, *loader, epoch, device, out);
       e.loader_wait_seconds = loader->wait_seconds();
     }
     e.train_seconds = seconds_since(t0);
@@ -350,12 +371,13 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
     e.samples_per_second = static_cast<double>(samples) / e.train_seconds;
     e.rss_peak_bytes = peak_rss_bytes();
     e.allocator_peak_bytes = static_cast<double>(memory_stats().peak);
+    if (device.is_cuda()) e.gpu_allocator_peak_bytes = static_cast<double>(memory_stats(device).peak);
     r.training_seconds += e.train_seconds;
 
     e.val_metric = std::numeric_limits<double>::quiet_NaN();
     if (r.val_samples > 0) {
       const EvalResult v = lm ? evaluate_language_model(*net, task.lm_val, batch, info.sample_shape.at(0))
-                              : evaluate_classifier(*net, info, task.val, loader_options);
+                              : evaluate_classifier(*net, info, task.val, loader_options, device);
       e.val_loss = v.loss;
       e.val_metric = v.metric;
       if (config.target_accuracy && !r.time_to_target_seconds && v.metric >= *config.target_accuracy)
@@ -364,6 +386,7 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
     e.rss_end_bytes = current_rss_bytes();
     r.peak_rss_bytes = std::max(r.peak_rss_bytes, e.rss_peak_bytes);
     r.allocator_peak_bytes = std::max(r.allocator_peak_bytes, e.allocator_peak_bytes);
+    r.gpu_allocator_peak_bytes = std::max(r.gpu_allocator_peak_bytes, e.gpu_allocator_peak_bytes);
     r.epochs.push_back(e);
     out << fmt::format("epoch {}/{}: loss {:.4f}, val {} {}, {:.1f} s ({:.0f} {}/s, loader wait {:.2f} s), "
                        "RSS {:.0f} MB (peak {:.0f} MB)\n",
@@ -387,7 +410,7 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
 
   const auto t_test = Clock::now();
   const EvalResult test = lm ? evaluate_language_model(*net, task.lm_test, batch, info.sample_shape.at(0))
-                             : evaluate_classifier(*net, info, task.test, loader_options);
+                             : evaluate_classifier(*net, info, task.test, loader_options, device);
   r.testing_seconds = seconds_since(t_test);
   r.test_loss = test.loss;
   r.test_metric = test.metric;
@@ -397,7 +420,7 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
 
 void print_summary(const TrainReport& r, std::ostream& out) {
   const bool acc = r.metric == "accuracy";
-  out << fmt::format("\n== {} on {} ({} thread(s))\n", r.model, r.dataset, r.threads);
+  out << fmt::format("\n== {} on {} ({} thread(s), {})\n", r.model, r.dataset, r.threads, r.device);
   out << fmt::format("training time      {:.2f} s ({} epoch(s){})\n", r.training_seconds,
                      r.first_epoch - 1 + static_cast<int>(r.epochs.size()),
                      r.first_epoch > 1 ? fmt::format(", resumed after epoch {}", r.first_epoch - 1) : "");
@@ -410,6 +433,9 @@ void print_summary(const TrainReport& r, std::ostream& out) {
     out << fmt::format("test perplexity    {:.2f} (loss {:.4f})\n", r.test_metric, r.test_loss);
   out << fmt::format("peak memory        {:.0f} MB resident, {:.0f} MB anvil CPU allocator\n",
                      r.peak_rss_bytes / 1048576.0, r.allocator_peak_bytes / 1048576.0);
+  if (r.device != "cpu")
+    out << fmt::format("GPU memory         {:.0f} MB peak of anvil's caching allocator on {}\n",
+                       r.gpu_allocator_peak_bytes / 1048576.0, r.device);
   out << fmt::format("CPU utilisation    {:.0f} % of {} thread(s)\n", r.cpu_utilisation * 100.0, r.threads);
   out << fmt::format("data loader wait   {:.2f} % of training time\n", r.loader_wait_fraction * 100.0);
 }

@@ -2,7 +2,9 @@
 // The training loop of `anvil train`: a registered model on real data, with the metrics the
 // papers reported (Al-Bdour, Kabakus; ../shared/spec/experiments.md): training time, time to a
 // target accuracy, testing (inference) time, accuracy or perplexity, peak memory and CPU
-// utilisation, per epoch and in total. Checkpoints at the end of every epoch; resuming from one
+// utilisation, per epoch and in total. With --device cuda the model, its gradients and the
+// optimizer state live on the GPU and every batch is copied there (the loader stays on the host);
+// the report adds the GPU caching allocator's peak. Checkpoints at the end of every epoch; resuming from one
 // gives the same run as not stopping (Note [Resuming a run]).
 //
 // It lives apart from the command-line parsing so that tests can run it directly.
@@ -34,7 +36,7 @@ struct TrainConfig {
   double lr_decay = 1.0;   // multiply the learning rate by this after every epoch from `decay_after` on
   int decay_after = 0;     // 0 = no decay
   int threads = 0;         // 0 = the default (ANVIL_NUM_THREADS or OpenMP's)
-  std::string device = "cpu";
+  std::string device = "cpu";  // cpu | cuda (cuda:0; models with ModelInfo::gpu_path)
   std::uint64_t seed = 1;
   std::optional<double> target_accuracy;  // fraction in (0, 1]
   double val_split = 0.2;
@@ -59,12 +61,14 @@ struct EpochReport {
   double rss_end_bytes = 0.0;     // resident memory at the end of the epoch
   double rss_peak_bytes = 0.0;    // resident peak during the epoch
   double allocator_peak_bytes = 0.0;  // anvil's CPU allocator peak during the epoch
+  double gpu_allocator_peak_bytes = 0.0;  // the GPU caching allocator's peak (--device cuda)
 };
 
 struct TrainReport {
   std::string model, dataset, metric;  // metric: "accuracy" or "perplexity"
   std::int64_t train_samples = 0, val_samples = 0, test_samples = 0, parameters = 0;
   int threads = 0;
+  std::string device;                  // "cpu", or "cuda:0 <GPU name>"
   int first_epoch = 1;                 // > 1 when resumed
   std::vector<EpochReport> epochs;     // the epochs this run trained
   double training_seconds = 0.0;       // all epochs, including those before a resume
@@ -74,6 +78,7 @@ struct TrainReport {
   double test_metric = 0.0;            // accuracy (fraction) or perplexity
   double peak_rss_bytes = 0.0;         // host resident peak over the training epochs
   double allocator_peak_bytes = 0.0;   // anvil's CPU allocator peak over the training epochs
+  double gpu_allocator_peak_bytes = 0.0;  // the GPU caching allocator's peak over the epochs
   double cpu_utilisation = 0.0;        // process CPU time / (training wall time x threads)
   double loader_wait_fraction = 0.0;   // loader wait / training time (this run's epochs)
 };
