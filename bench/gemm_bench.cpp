@@ -63,7 +63,8 @@ std::string sampled_mismatch(const Tensor& A, bool ta, const Tensor& B, bool tb,
       mag += std::abs(x * y);
     }
     const double got = c[i * n + j];
-    if (std::abs(got - ref) > rel_tol * mag + 1e-6)
+    // Written so that a NaN or inf result fails too (every comparison with NaN is false).
+    if (!(std::abs(got - ref) <= rel_tol * mag + 1e-6))
       return detail::str_cat("C[", i, ",", j, "] = ", got, " but ref = ", ref);
   }
   return {};

@@ -46,6 +46,9 @@ void run_gpu_gemm(benchmark::State& state, const std::string& variant, bool ta, 
     const Tensor hB = tb ? as_matrix(host.b, s.n, s.k) : as_matrix(host.b, s.k, s.n);
     ForceVariant force("gemm", variant);
     state.SetLabel(gemm_table().select(ops::gemm_problem_for(A, ta, B, tb, C, 0.0)).name);
+    // C is shared by every variant and mode of this shape: overwrite the previous benchmark's
+    // result, so that a variant that leaves C unwritten cannot pass on another one's output.
+    Tensor(C).fill_(1e30);
     ops::gemm(A, ta, B, tb, C);  // warm-up (cuBLAS heuristics, module load) and the result to check
     const Tensor hC = C.to(Device::cpu());
     const std::string bad = sampled_mismatch(hA, ta, hB, tb, hC, gpu_gemm_rel_tol(variant));
@@ -125,11 +128,14 @@ double time_gpu_loop(benchmark::State& state, double flops, const std::function<
   try {
     const double one = cuda.time_on_stream(device, enqueue);
     reps = static_cast<int>(std::clamp(std::ceil(1e-3 / std::max(one, 1e-7)), 1.0, 1000.0));
-    for (auto _ : state) {
+    // One span counts as `reps` iterations with the span as their manual time: Google Benchmark
+    // sizes the run by manual time, so reporting span / reps per single iteration would make it
+    // run reps x MinTime of real GPU time (up to 1000 x 0.5 s for a small GEMM).
+    while (state.KeepRunningBatch(reps)) {
       const double span = cuda.time_on_stream(device, [&] {
         for (int r = 0; r < reps; ++r) enqueue();
       });
-      state.SetIterationTime(span / reps);
+      state.SetIterationTime(span);
       total += span;
       calls += reps;
     }
