@@ -4,6 +4,7 @@
 #                         [--variant op=name] [--reps N] [--kernels] [--no-install] [--with-pytorch]
 #                         [--batches 16,32,64] [--batch-sweep] [--phases] [--full]
 #                         [--peers auto|none|pytorch,tensorflow] [--devices auto|cpu|cuda|cpu,cuda]
+#                         [--no-build]
 # Defaults: GEMM variants x NN/NT/TN/TT on the DLBench shape and FCN-5's M = 64 GEMMs, and the
 # training and inference step of DLBench's six networks (fcn5, fcn8, alexnet, resnet50, lstm32,
 # lstm64) at the paper's CPU batch, threads 1..hardware, then the same steps in PyTorch and
@@ -29,6 +30,8 @@
 # --devices: auto (default) = the CPU, plus the GPU benchmarks (cuda GEMM variants, the FCN/MLP
 # steps over the GPU batch sweep, PyTorch on the GPU) when a CUDA device is usable; cpu = CPU
 # only (the CUDA backend is never loaded); cuda = only the GPU benchmarks.
+# --no-build: use the anvil_bench already in $ANVIL_BUILD_DIR (default build/) without running
+# CMake: a machine that only runs a build made elsewhere (scripts/gpu_kit.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,6 +51,7 @@ install=1
 with_pytorch=0
 peers=auto
 devices=auto
+build_it=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
@@ -66,7 +70,8 @@ while [ $# -gt 0 ]; do
     --peers) peers="$2"; shift 2 ;;
     --no-peers) peers=none; shift ;;
     --devices) devices="$2"; shift 2 ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    --no-build) build_it=0; shift ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -92,9 +97,13 @@ if [ "$peers" != none ] && [ "$install" = 1 ]; then
   bash scripts/install_peers.sh "$([ "$peers" = auto ] && echo pytorch,tensorflow || echo "$peers")" || true
 fi
 build="${ANVIL_BUILD_DIR:-build}"
-stage "configure and build ($build)"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" --target anvil_bench
+if [ "$build_it" = 1 ]; then
+  stage "configure and build ($build)"
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$build" --target anvil_bench
+elif [ ! -x "$build/bench/anvil_bench" ]; then
+  echo "bench.sh: --no-build, but there is no $build/bench/anvil_bench" >&2; exit 2
+fi
 
 # The thread counts of the sweep (anvil_bench's own default: 1, 2, 4, ... and the hardware threads).
 if [ -z "$threads" ]; then
@@ -215,6 +224,26 @@ if [ "$peers" != none ]; then
       done
     done
   done
+  # torch.mm on the GPU beside anvil's GPU GEMM rows, on the shapes those ran.
+  if [ -f "$out/anvil_bench.json" ] && [[ ",$peers," == *",pytorch,"* ]] &&
+     python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    gpu_gemm_shapes=$(python3 - "$out/anvil_bench.json" <<'PY'
+import json, re, sys
+shapes = set()
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    m = re.match(r"gemm/[^/]+/[NT][NT]/([^/]+)/device:cuda", b["name"])
+    if m and not b.get("error_occurred"):
+        shapes.add(m[1])
+print(",".join(sorted(shapes)))
+PY
+)
+    if [ -n "$gpu_gemm_shapes" ]; then
+      stage "pytorch torch.mm on the GPU: $gpu_gemm_shapes"
+      cmd=(python3 bench/peers/pytorch_gpu_gemm.py --shapes "$gpu_gemm_shapes")
+      echo "${cmd[*]}" >> "$out/peer_commands.txt"
+      "${cmd[@]}" > "$out/peer_pytorch_cuda_gemm.jsonl" || echo "bench.sh: torch.mm on the GPU failed" >&2
+    fi
+  fi
   # PyTorch on the GPU beside anvil's GPU steps, at the batches those ran.
   if [ -f "$out/anvil_bench_model_gpu.json" ] && [[ ",$peers," == *",pytorch,"* ]] &&
      python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then

@@ -389,6 +389,7 @@ def main():
     model_section(records, out, plots, results_dir)
     report_peers.peers_section(records, out, plots, results_dir, pyplot)
     report_peers.gpu_peers_section(records, out, results_dir)
+    report_peers.gpu_gemm_peers_section(records, out, results_dir)
     report_sections.add_sections(runs, contexts, records, out, plots, results_dir, pyplot)
     cmp_md = os.path.join(results_dir, "compare_pytorch.md")
     if os.path.exists(cmp_md):

@@ -182,3 +182,51 @@ def gpu_peers_section(records, out, results_dir):
         peak = a.get("gpu_alloc_peak_MB")
         out.append(f"| {k[0]} | {k[1]} | {k[2]} | {a['seconds']:.5f} | {s:.5f} | {a['seconds'] / s:.3f} | "
                    f"{'—' if peak is None else f'{peak:.0f}'} | {t['gpu_peak_alloc_MB']:.0f} |")
+
+
+def gpu_gemm_peers_section(records, out, results_dir):
+    """anvil's GPU GEMM rows (gemm/<cuda variant>/<mode>/<shape>/device:cuda) next to torch.mm on
+    the same GPU (bench/peers/pytorch_gpu_gemm.py, in peer_pytorch_cuda_gemm.jsonl), by shape and
+    transpose mode: FP32 (cuda.cublas vs torch.mm with TF32 off; issue 6's target is a ratio of at
+    least 0.9), TF32 (cuda.cublas.tf32 vs torch.mm with TF32 on), anvil's own tiled kernel, and the
+    NT/NN penalty the DLBench paper described (a mode's time over NN's, per side)."""
+    path = os.path.join(results_dir, "peer_pytorch_cuda_gemm.jsonl")
+    anvil = {(r["shape"], r["mode"], r["variant"]): r for r in records
+             if r.get("family") == "gemm" and r.get("device") == "cuda" and "error" not in r and "FLOP/s" in r}
+    if not anvil or not os.path.exists(path):
+        return
+    with open(path) as f:
+        torch = {(r["shape"], r["mode"], r["precision"]): r
+                 for r in map(json.loads, (l for l in f if l.startswith("{")))}
+    shapes = sorted({s for s, _, _ in anvil} & {s for s, _, _ in torch})
+    if not shapes:
+        return
+    name = next(iter(torch.values())).get("device_name", "the GPU")
+    out.append(f"\n## GPU GEMM beside torch.mm ({name})\n")
+    out.append("GFLOP/s of one product, CUDA-event timing on both sides (bench/peers/pytorch_gpu_gemm.py). "
+               "anvil/torch is a ratio of speeds (≥ 0.9: the FP32 target). Penalty: the mode's time over NN's.\n")
+    out.append("| shape | mode | cuda.cublas | torch.mm FP32 | anvil/torch | cuda.cublas.tf32 | torch.mm TF32 | "
+               "anvil/torch | gemm_tiled | penalty anvil | penalty torch |")
+    out.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+
+    def gf(r):
+        return None if r is None else r["FLOP/s"] / 1e9
+
+    def cell(x, fmt="{:.0f}"):
+        return "—" if x is None else fmt.format(x)
+
+    def ratio(a, t):
+        return None if a is None or t is None else a / t
+
+    for shape in shapes:
+        nn_anvil = gf(anvil.get((shape, "NN", "cuda.cublas")))
+        nn_torch = gf(torch.get((shape, "NN", "fp32")))
+        for mode in ("NN", "NT", "TN", "TT"):
+            a32 = gf(anvil.get((shape, mode, "cuda.cublas")))
+            t32 = gf(torch.get((shape, mode, "fp32")))
+            a_tf = gf(anvil.get((shape, mode, "cuda.cublas.tf32")))
+            t_tf = gf(torch.get((shape, mode, "tf32")))
+            tiled = gf(anvil.get((shape, mode, "cuda.custom.gemm_tiled")))
+            out.append(f"| {shape} | {mode} | {cell(a32)} | {cell(t32)} | {cell(ratio(a32, t32), '{:.3f}')} | "
+                       f"{cell(a_tf)} | {cell(t_tf)} | {cell(ratio(a_tf, t_tf), '{:.3f}')} | {cell(tiled)} | "
+                       f"{cell(ratio(nn_anvil, a32), '{:.2f}')} | {cell(ratio(nn_torch, t32), '{:.2f}')} |")
