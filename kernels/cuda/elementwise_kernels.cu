@@ -51,6 +51,17 @@ __device__ __forceinline__ double m_tanh(double x) { return tanh(x); }
 __device__ __forceinline__ float m_pow(float x, float y) { return powf(x, y); }
 __device__ __forceinline__ double m_pow(double x, double y) { return pow(x, y); }
 
+// x * y rounded on its own. nvcc contracts a product and a following add/sub into one FMA by
+// default (--fmad=true), which rounds once where the CPU functors (built without contraction)
+// round twice: a + alpha * b and 1 - a * a would then differ from the CPU in the last bit, and
+// by much more relative to the result under cancellation. __fmul_rn/__dmul_rn never fuse.
+template <typename T>
+__device__ __forceinline__ T mul_rn(T x, T y) {
+  if constexpr (std::is_same_v<T, float>) return __fmul_rn(x, y);
+  else if constexpr (std::is_same_v<T, double>) return __dmul_rn(x, y);
+  else return static_cast<T>(x * y);
+}
+
 // One element of op: a, b as in elementwise_problem.h (b = incoming gradient in the backward
 // forms), s the scalar, alpha of add/sub.
 template <EwCode Op, typename T>
@@ -58,8 +69,8 @@ __device__ __forceinline__ T apply(T a, T b, T s, T alpha) {
   if constexpr (Op == EwCode::neg) return static_cast<T>(-a);
   else if constexpr (Op == EwCode::abs) return a < T(0) ? static_cast<T>(-a) : a;
   else if constexpr (Op == EwCode::sign) return static_cast<T>((a > T(0)) - (a < T(0)));
-  else if constexpr (Op == EwCode::add) return static_cast<T>(a + alpha * b);
-  else if constexpr (Op == EwCode::sub) return static_cast<T>(a - alpha * b);
+  else if constexpr (Op == EwCode::add) return static_cast<T>(a + mul_rn(alpha, b));
+  else if constexpr (Op == EwCode::sub) return static_cast<T>(a - mul_rn(alpha, b));
   else if constexpr (Op == EwCode::mul) return static_cast<T>(a * b);
   else if constexpr (Op == EwCode::maximum) return a > b ? a : b;
   else if constexpr (Op == EwCode::gt) return static_cast<T>(a > b ? 1 : 0);
@@ -77,7 +88,7 @@ __device__ __forceinline__ T apply(T a, T b, T s, T alpha) {
   else if constexpr (Op == EwCode::rsub_scalar) return s - a;
   else if constexpr (Op == EwCode::rdiv_scalar) return s / a;
   else if constexpr (Op == EwCode::sigmoid_backward) return b * a * (T(1) - a);
-  else if constexpr (Op == EwCode::tanh_backward) return b * (T(1) - a * a);
+  else if constexpr (Op == EwCode::tanh_backward) return b * (T(1) - mul_rn(a, a));
   else if constexpr (Op == EwCode::relu_backward) return a > T(0) ? b : T(0);
   else if constexpr (Op == EwCode::pow_scalar_backward) return b * s * m_pow(a, s - T(1));
   else return a;  // unreachable: launch() checks the code
