@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# Runs anvil's GPU tests and GPU benchmarks on a machine that has a GPU but no Debian -dev
+# packages and no network (the lent H100/H200 machines: nvcc, CMake, PyTorch, no oneDNN,
+# Google Benchmark or Catch2 to build against), by carrying a build made here.
+#
+#   here:        bash scripts/gpu_kit.sh pack [--with-fashion-mnist]
+#                  -> .gpukit/anvil-gpu-kit.tar.xz (about 9 MiB; 35 MiB with Fashion-MNIST)
+#   GPU machine: bash scripts/gpu_kit.sh run [--out DIR] [--tests-only] [--bench-only]
+#                  (from the repository root, with .gpukit/ carried along)
+#
+# pack takes the CUDA-enabled Release build in ${ANVIL_BUILD_DIR:-build} (CMake's default
+# flags: no -march=native, ISA-specific kernels are chosen at run time, so it runs on another
+# x86-64 CPU), i.e. libanvil, libanvil_cuda, anvil_bench, the `anvil` tool and the three GPU
+# test binaries, and the shared libraries they need that a CUDA image lacks (oneDNN, Google
+# Benchmark, fmt, libgomp, OpenCL loader, zlib). cudart and cuBLAS are not packed: they come
+# from the GPU machine's CUDA 13 (its toolkit or PyTorch's nvidia-* wheels).
+#
+# run unpacks the kit into .gpukit/, checks that every library resolves, and writes into DIR
+# (default results/gpu-<date>):
+#   nvidia-smi.txt, ldd.txt
+#   test_cuda_runtime.txt, test_cuda_gemm.txt, test_cuda_lazy_load.txt  (Catch2 console output;
+#                     the GPU tests: every CUDA variant against the CPU, training on both devices)
+#   bench/            scripts/bench.sh --devices cuda: GPU GEMM variants x modes, remedies, the
+#                     FCN/MLP steps over the GPU batch sweep, torch.mm and the PyTorch steps on the
+#                     same GPU, report.md
+#   train_*.json      with --with-fashion-mnist packed: `anvil train` of mlp_mnist on real
+#                     Fashion-MNIST on cuda and on the CPU (same seed)
+#   summary.txt       one line per stage with its exit status
+# The exit status is non-zero when a test binary failed or a library did not resolve.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+kit_dir=.gpukit
+kit="$kit_dir/anvil-gpu-kit.tar.xz"
+
+pack() {
+  local with_data=0
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --with-fashion-mnist) with_data=1; shift ;;
+      *) echo "gpu_kit.sh pack: unknown option $1" >&2; exit 2 ;;
+    esac
+  done
+  local build="${ANVIL_BUILD_DIR:-build}"
+  local files=(lib/libanvil_cuda.so bench/anvil_bench bin/anvil
+               tests/cuda/test_cuda_runtime tests/cuda/test_cuda_gemm tests/cuda/test_cuda_lazy_load)
+  for f in "${files[@]}"; do
+    [ -e "$build/$f" ] || { echo "gpu_kit.sh pack: $build/$f is missing: build with CUDA first" \
+      "(cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build $build)" >&2; exit 1; }
+  done
+  stage=$(mktemp -d)  # global: the EXIT trap runs after this function has returned
+  trap 'rm -rf "$stage"' EXIT
+  mkdir -p "$stage/build/lib" "$stage/build/bench" "$stage/build/bin" "$stage/build/tests/cuda" "$stage/syslib"
+  cp -a "$build"/lib/libanvil.so* "$build/lib/libanvil_cuda.so" "$stage/build/lib/"
+  cp "$build/bench/anvil_bench" "$stage/build/bench/"
+  cp "$build/bin/anvil" "$stage/build/bin/"
+  cp "$build"/tests/cuda/test_cuda_{runtime,gemm,lazy_load} "$stage/build/tests/cuda/"
+  # The libraries the binaries need, except the C/C++ runtime (newer on the GPU image) and CUDA's.
+  ldd "$stage"/build/lib/*.so* "$stage"/build/bench/anvil_bench "$stage"/build/bin/anvil \
+      "$stage"/build/tests/cuda/* 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
+    while read -r name path; do
+      case "$name" in
+        libanvil*|libc.so*|libm.so*|libstdc++*|libgcc_s*|libdl.so*|libpthread*|librt.so*|ld-linux*) ;;
+        libcuda*|libcublas*|libnv*) ;;
+        *) cp -L "$path" "$stage/syslib/$name" ;;
+      esac
+    done
+  if [ "$with_data" = 1 ]; then
+    local fm="${ANVIL_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}"
+    [ -f "$fm/train-images-idx3-ubyte.gz" ] || { echo "gpu_kit.sh pack: no Fashion-MNIST in $fm" >&2; exit 1; }
+    mkdir -p "$stage/data/fashion-mnist"
+    cp "$fm"/*-ubyte.gz "$stage/data/fashion-mnist/"
+  fi
+  { echo "anvil GPU kit"; echo "packed: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n)";
+    echo "commit: $(git rev-parse HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo ' (working tree differs)')";
+    echo "build: $build"; echo "system libraries: $(ls "$stage/syslib" | tr '\n' ' ')"; } > "$stage/KIT.txt"
+  mkdir -p "$kit_dir"
+  XZ_OPT=-T0 tar -C "$stage" -cJf "$kit" .
+  cat "$stage/KIT.txt"
+  echo "gpu_kit.sh pack: $kit ($(du -m "$kit" | cut -f1) MiB); carry $kit_dir to the GPU machine and run" \
+       "'bash scripts/gpu_kit.sh run' there"
+}
+
+run() {
+  local out="results/gpu-$(date +%Y%m%d-%H%M%S)" tests=1 bench=1
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --out) out="$2"; shift 2 ;;
+      --tests-only) bench=0; shift ;;
+      --bench-only) tests=0; shift ;;
+      *) echo "gpu_kit.sh run: unknown option $1" >&2; exit 2 ;;
+    esac
+  done
+  [ -f "$kit" ] || { echo "gpu_kit.sh run: no $kit (make it with 'gpu_kit.sh pack' and carry $kit_dir)" >&2; exit 2; }
+  local root="$kit_dir/root"
+  rm -rf "$root" && mkdir -p "$root" && tar -C "$root" -xJf "$kit" || exit 1
+  mkdir -p "$out"
+  local summary="$out/summary.txt" status=0
+  : > "$summary"
+  note() { echo "$*" | tee -a "$summary"; }
+  cat "$root/KIT.txt" | tee -a "$summary"
+
+  # cudart and cuBLAS 13 of the machine: the toolkit's, else PyTorch's nvidia-* wheels.
+  local cuda_dirs=""
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+           $(python3 - 2>/dev/null <<'PY'
+import importlib, os
+for mod in ("nvidia.cublas", "nvidia.cuda_runtime", "nvidia.cu13"):
+    try:
+        m = importlib.import_module(mod)
+    except Exception:
+        continue
+    for base in getattr(m, "__path__", []):
+        for sub in ("lib", "lib64"):
+            if os.path.isdir(os.path.join(base, sub)):
+                print(os.path.join(base, sub))
+PY
+); do
+    [ -d "$d" ] && cuda_dirs="$cuda_dirs:$d"
+  done
+  export LD_LIBRARY_PATH="$PWD/$root/build/lib:$PWD/$root/syslib${cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  note "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
+  note "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi failed')"
+
+  ldd "$root"/build/lib/*.so* "$root"/build/bench/anvil_bench "$root"/build/bin/anvil "$root"/build/tests/cuda/* \
+    > "$out/ldd.txt" 2>&1
+  if grep -q "not found" "$out/ldd.txt"; then
+    note "FAIL: libraries not found: $(grep "not found" "$out/ldd.txt" | awk '{print $1}' | sort -u | tr '\n' ' ')"
+    return 1
+  fi
+  note "libraries: all resolve ($out/ldd.txt)"
+  note "$("$root/build/tests/cuda/test_cuda_runtime" --anvil-skip-reason)"
+
+  if [ "$tests" = 1 ]; then
+    for t in test_cuda_lazy_load test_cuda_gemm test_cuda_runtime; do
+      local t0=$SECONDS rc
+      "$root/build/tests/cuda/$t" --durations yes > "$out/$t.txt" 2>&1
+      rc=$?
+      note "$t: exit $rc in $((SECONDS - t0)) s; $(grep -E '^(All tests passed|test cases:)' "$out/$t.txt" | tail -1)"
+      [ "$rc" = 0 ] || status=1
+    done
+  fi
+
+  if [ "$bench" = 1 ]; then
+    local t0=$SECONDS rc
+    ANVIL_BUILD_DIR="$root/build" bash scripts/bench.sh --devices cuda --no-install --no-build --peers pytorch \
+      --out "$out/bench" > "$out/bench.log" 2>&1
+    rc=$?
+    note "bench.sh --devices cuda: exit $rc in $((SECONDS - t0)) s ($out/bench/report.md)"
+    [ "$rc" = 0 ] || status=1
+    if [ -f "$root/data/fashion-mnist/train-images-idx3-ubyte.gz" ]; then
+      for dev in cuda cpu; do
+        t0=$SECONDS
+        "$root/build/bin/anvil" train --model mlp_mnist --dataset "$root/data/fashion-mnist" --device "$dev" \
+          --epochs 2 --optimizer adam --lr 1e-3 --seed 1 --json-log "$out/train_mlp_mnist_$dev.json" \
+          > "$out/train_mlp_mnist_$dev.txt" 2>&1
+        rc=$?
+        note "anvil train mlp_mnist on $dev: exit $rc in $((SECONDS - t0)) s;" \
+             "$(grep -E 'test accuracy|training time' "$out/train_mlp_mnist_$dev.txt" | tr -s ' ' | tr '\n' ';')"
+        [ "$rc" = 0 ] || status=1
+      done
+    fi
+  fi
+  note "gpu_kit.sh run: done, status $status ($out)"
+  return $status
+}
+
+case "${1:-}" in
+  pack) shift; pack "$@" ;;
+  run) shift; run "$@" ;;
+  *) sed -n '2,31p' "$0"; exit 2 ;;
+esac
