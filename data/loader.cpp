@@ -111,6 +111,10 @@ DataLoader::DataLoader(TensorDataset dataset, LoaderOptions options)
     : ds_(std::move(dataset)), opt_(options) {
   size_ = ds_.size();
   ANVIL_CHECK(size_ > 0, "DataLoader", "the dataset is empty");
+  // Batches are gathered with host copies; a training loop moves each batch with .to(device).
+  ANVIL_CHECK(ds_.inputs.device().is_cpu() && ds_.targets.device().is_cpu(), "DataLoader",
+              "the dataset must be in host memory, got inputs on ", ds_.inputs.device(),
+              " and targets on ", ds_.targets.device(), " (move each batch to the device instead)");
   ANVIL_CHECK(opt_.batch > 0, "DataLoader", "batch must be positive, got ", opt_.batch);
   ANVIL_CHECK(opt_.prefetch >= 1, "DataLoader", "prefetch must be at least 1, got ", opt_.prefetch);
   ANVIL_CHECK(opt_.normalization.std > 0, "DataLoader", "normalization std must be positive, got ",

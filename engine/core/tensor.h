@@ -124,9 +124,15 @@ class Tensor {
   const Storage& storage() const { return impl().storage; }
   bool shares_storage_with(const Tensor& other) const;
 
-  // Pointer to the first element (offset applied). data<T>() checks T against dtype().
+  // Pointer to the first element (offset applied), on the tensor's device: what kernels and the
+  // CUDA backend take. data<T>() is for host code that reads or writes the elements: it checks T
+  // against dtype() and refuses a tensor that is not in host memory (a CUDA tensor's address
+  // dereferenced on the host is a crash or garbage, never an error); copy it with
+  // .to(Device::cpu()) first.
   void* data_ptr() const;
   template <typename T> T* data() const {
+    ANVIL_CHECK(device().is_cpu(), "Tensor::data", "the tensor is on ", device(),
+                ", not in host memory; copy it with .to(Device::cpu()) first");
     ANVIL_CHECK(DTypeOf<T>::value == dtype(), "Tensor::data", "requested ",
                 dtype_name(DTypeOf<T>::value), " but tensor is ", dtype_name(dtype()));
     return static_cast<T*>(data_ptr());

@@ -106,6 +106,9 @@ BatchNormGrads batch_norm2d_backward(const Tensor& dy, const Tensor& x, const Te
   ANVIL_CHECK(dy.sizes() == x.sizes() && dy.dtype() == x.dtype(), kWhere, "grad_output ",
               shape_str(dy.sizes()), " ", dtype_name(dy.dtype()), " does not match the input ",
               shape_str(x.sizes()), " ", dtype_name(x.dtype()));
+  check_same_device(x, dy, kWhere);
+  ANVIL_CHECK(x.device() == fwd.problem.device, kWhere, "the input is on ", x.device(),
+              " but the forward ran on ", fwd.problem.device);
   const Tensor w = channel_vector(weight, x, "weight", 1.0);
   BatchNormGrads g;
   const std::int64_t c = fwd.problem.c;

@@ -124,6 +124,7 @@ Tensor conv2d_backward_data(const Tensor& dy, const Tensor& weight, const Shape&
   register_builtin_kernels();
   const char* where = "conv2d backward";
   ConvProblem p = conv2d_problem(x_shape, weight.sizes(), false, params, weight.dtype(), where);
+  check_same_device(weight, dy, where);  // the variants read dy on the problem's device
   p.device = weight.device();
   p.pass = ConvPass::backward_data;
   ANVIL_CHECK(dy.sizes() == Shape({p.n, p.k, p.p(), p.q()}) && dy.dtype() == weight.dtype(), where,
@@ -147,6 +148,7 @@ std::pair<Tensor, Tensor> conv2d_backward_weights(const Tensor& x, const Tensor&
   register_builtin_kernels();
   const char* where = "conv2d backward";
   ConvProblem p = conv2d_problem(x.sizes(), weight_shape, with_bias, params, x.dtype(), where);
+  check_same_device(x, dy, where);  // the variants read dy on the problem's device
   p.device = x.device();
   p.pass = ConvPass::backward_weights;
   ANVIL_CHECK(dy.sizes() == Shape({p.n, p.k, p.p(), p.q()}) && dy.dtype() == x.dtype(), where,

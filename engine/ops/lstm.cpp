@@ -33,6 +33,14 @@ LstmArgs forward_args(const LstmProblem& p, const LstmInputs& in, const LstmForw
   return a;
 }
 
+// A variant handed in by the caller (not selected for p) must run on p's device: a CPU kernel
+// would read and write a CUDA tensor's memory through host pointers.
+void check_variant_device(const LstmTable::Variant& v, const LstmProblem& p, const char* where) {
+  ANVIL_CHECK(v.device == p.device_type(), where, "variant '", v.name, "' runs on ",
+              v.device == DeviceType::cpu ? "cpu" : "cuda", " but the tensors are on ", p.device,
+              " (", p.repr(), ")");
+}
+
 LstmForwardResult alloc_outputs(const LstmProblem& p, Device dev) {
   LstmForwardResult r;
   r.y = Tensor::empty({p.T, p.B, p.H}, p.dtype, dev);
@@ -82,6 +90,11 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
 }
 
 Tensor embedding_backward(const Tensor& dy, const Tensor& ids, std::int64_t num_rows) {
+  check_defined(dy, "embedding_backward", "dy");
+  check_defined(ids, "embedding_backward", "ids");
+  ANVIL_CHECK(dy.device().is_cpu() && ids.device().is_cpu(), "embedding_backward",
+              "runs on cpu only for now, got dy on ", dy.device().str(), " and ids on ",
+              ids.device().str());
   const std::int64_t D = dy.sizes().back(), n = ids.numel();
   ANVIL_CHECK(dy.numel() == n * D, "embedding_backward", "gradient ", shape_str(dy.sizes()),
               " does not match ids ", shape_str(ids.sizes()), " x D=", D);
@@ -175,6 +188,7 @@ LstmForwardResult lstm_forward(const LstmTable::Variant& variant, const LstmInpu
   register_builtin_kernels();
   const LstmProblem p = lstm_problem_for(
       in, training ? LstmPass::forward_training : LstmPass::forward_inference);
+  check_variant_device(variant, p, "lstm_forward");
   const LstmInputs d = dense_inputs(in);
   LstmForwardResult out = alloc_outputs(p, d.x.device());
   out.variant = variant.name;
@@ -194,6 +208,9 @@ LstmGrads lstm_backward(const LstmTable::Variant& variant, const LstmInputs& in,
               "no saved state: the forward was not a training forward (", p.repr(), ")");
   ANVIL_CHECK(dy.defined() && dy.sizes() == fwd.y.sizes(), "lstm_backward", "dy must be ",
               shape_str(fwd.y.sizes()), ", got ", dy.defined() ? shape_str(dy.sizes()) : "undefined");
+  check_variant_device(variant, p, "lstm_backward");
+  for (const Tensor* t : {&dy, &dh_n, &dc_n})
+    if (t->defined()) check_same_device(in.x, *t, "lstm_backward");
   const LstmInputs d = dense_inputs(in);
   const Tensor dyd = dense(dy), dhd = dense(dh_n), dcd = dense(dc_n);
   LstmGrads g;

@@ -80,6 +80,8 @@ Tensor pool2d_backward(const Tensor& dy, const PoolForward& fwd) {
               ",", fp.c, ",", fp.oh, ",", fp.ow, "] of ", fp.repr());
   ANVIL_CHECK(dy.dtype() == fp.dtype, where, "grad_output is ", dtype_name(dy.dtype()),
               " but the input was ", dtype_name(fp.dtype));
+  ANVIL_CHECK(dy.device() == fp.device, where, "grad_output is on ", dy.device(),
+              " but the input was on ", fp.device);
   Tensor dx = Tensor::empty({fp.n, fp.c, fp.h, fp.w}, fp.dtype, fp.device);
   if (dx.numel() == 0) return dx;
   if (fp.out_numel() == 0) return dx.zero_();

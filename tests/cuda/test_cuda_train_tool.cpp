@@ -120,3 +120,38 @@ TEST_CASE("anvil train on cuda matches the same run on the CPU", "[cuda][trainin
   CHECK(gpu.test_metric > 0.9);
   CHECK(gpu.test_samples == 200);
 }
+
+TEST_CASE("anvil train on cuda resumes from a checkpoint as the uninterrupted run", "[cuda][training][train]") {
+  // Checkpoints of a GPU run: CUDA parameters and Adam's CUDA state saved through the host,
+  // loaded back onto the device; the evaluation reads the GPU logits back for the accuracy.
+  require_cuda("test_cuda_train_tool");
+  register_builtin_kernels();
+  TempDataset data;
+  std::ostringstream log;
+  const std::string ckpt = (data.dir / "resume.safetensors").string();
+  std::unique_ptr<ForceVariant> fp32;
+  if (gemm_table().find("cuda.cublas") != nullptr) fp32 = std::make_unique<ForceVariant>("gemm", "cuda.cublas");
+  auto run = [&](int epochs, const std::string& checkpoint, const std::string& resume) {
+    tools::TrainConfig c = config(data.dir.string(), "cuda");
+    c.optimizer = "adam";
+    c.lr = 1e-3;
+    c.epochs = epochs;
+    c.checkpoint = checkpoint;
+    c.resume = resume;
+    return tools::run_training(c, log);
+  };
+  const tools::TrainReport full = run(2, "", "");
+  run(1, ckpt, "");
+  const tools::TrainReport resumed = run(2, "", ckpt);
+  INFO(log.str());
+  REQUIRE(resumed.first_epoch == 2);
+  REQUIRE(resumed.epochs.size() == 1);
+  REQUIRE(full.epochs.size() == 2);
+  // The same kernels on the same data and state: equal but for run-to-run rounding noise (none
+  // expected: one stream, no atomics), which could flip at most a sample of the accuracies.
+  CHECK(resumed.epochs[0].train_loss == Approx(full.epochs[1].train_loss).epsilon(1e-6));
+  CHECK(resumed.epochs[0].val_loss == Approx(full.epochs[1].val_loss).epsilon(1e-6));
+  CHECK(resumed.epochs[0].val_metric == Approx(full.epochs[1].val_metric).margin(0.01));
+  CHECK(resumed.test_loss == Approx(full.test_loss).epsilon(1e-6));
+  CHECK(resumed.test_metric == Approx(full.test_metric).margin(0.01));
+}

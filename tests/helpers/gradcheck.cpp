@@ -60,7 +60,8 @@ double weighted_sum(const Tensor& y, const std::vector<double>& r) {
 }  // namespace
 
 std::vector<double> values_f64(const Tensor& t) {
-  Tensor c = raw::to_dtype(raw::contiguous(t), DType::f64);
+  // A device tensor is copied to the host first (its memory is not readable here).
+  Tensor c = raw::to_dtype(raw::contiguous(raw::to_device(t, Device::cpu())), DType::f64);
   if (!c.is_contiguous()) c = raw::clone(c);
   const double* p = c.data<double>();
   return std::vector<double>(p, p + c.numel());
@@ -124,6 +125,9 @@ GradcheckResult gradcheck(const std::string& name, const TensorFn& fn,
       return failed("input " + std::to_string(i) + " requires grad but is " +
                     std::string(dtype_name(x.dtype())) + "; gradcheck needs f64");
     if (!x.is_leaf()) return failed("input " + std::to_string(i) + " is not a leaf");
+    if (!x.device().is_cpu())  // perturbed in place through host pointers below
+      return failed("input " + std::to_string(i) + " is on " + x.device().str() +
+                    "; gradcheck perturbs CPU leaves (move them to the device inside the function)");
     if (has_overlap(x))
       return failed("input " + std::to_string(i) + " has overlapping elements (stride 0)");
     diff_inputs.push_back(i);

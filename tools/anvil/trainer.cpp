@@ -36,8 +36,9 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 Device training_device(const TrainConfig& c) { return c.device == "cuda" ? Device::cuda(0) : Device::cpu(); }
 
 // `t` on `device`: the loader's host batches are copied to the GPU (pinned staging for large
-// ones, Note [Pinned staging]); on the CPU nothing is copied.
-Tensor on(const Tensor& t, Device device) { return device.is_cpu() ? t : t.to(device); }
+// ones, Note [Pinned staging]) and the GPU's logits back to the host for the accuracy count;
+// a tensor already there is returned as is (no copy on a CPU run).
+Tensor on(const Tensor& t, Device device) { return t.device() == device ? t : t.to(device); }
 
 struct EvalResult {
   double loss = 0.0;    // mean per sample (classifiers) or per token (language models)
