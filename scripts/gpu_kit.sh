@@ -26,11 +26,14 @@
 #   train_*.json      with --with-fashion-mnist packed: `anvil train` of mlp_mnist on real
 #                     Fashion-MNIST on cuda and on the CPU (same seed)
 #   summary.txt       one line per stage with its exit status
-# The exit status is non-zero when a test binary failed or a library did not resolve.
+# The exit status is non-zero when a test binary failed or a library did not resolve (on a
+# machine without a GPU the GPU test binaries exit 77, "skipped"). CTest `gpu_kit` packs and runs
+# the kit with --tests-only on every build that has the CUDA backend (tests/cuda/test_gpu_kit.sh).
+# ANVIL_GPU_KIT_DIR moves .gpukit elsewhere.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-kit_dir=.gpukit
+kit_dir="${ANVIL_GPU_KIT_DIR:-.gpukit}"  # relative to the repository root, or absolute
 kit="$kit_dir/anvil-gpu-kit.tar.xz"
 
 pack() {
@@ -92,7 +95,8 @@ run() {
     esac
   done
   [ -f "$kit" ] || { echo "gpu_kit.sh run: no $kit (make it with 'gpu_kit.sh pack' and carry $kit_dir)" >&2; exit 2; }
-  local root="$kit_dir/root"
+  local root
+  root="$(cd "$kit_dir" && pwd)/root"  # absolute: LD_LIBRARY_PATH and bench.sh take it from anywhere
   rm -rf "$root" && mkdir -p "$root" && tar -C "$root" -xJf "$kit" || exit 1
   mkdir -p "$out"
   local summary="$out/summary.txt" status=0
@@ -118,7 +122,7 @@ PY
 ); do
     [ -d "$d" ] && cuda_dirs="$cuda_dirs:$d"
   done
-  export LD_LIBRARY_PATH="$PWD/$root/build/lib:$PWD/$root/syslib${cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export LD_LIBRARY_PATH="$root/build/lib:$root/syslib${cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   note "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
   note "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi failed')"
