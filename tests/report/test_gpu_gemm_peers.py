@@ -18,6 +18,8 @@ import subprocess
 import sys
 import tempfile
 
+from matplotlib_python import require_matplotlib  # noqa: E402  (beside this file)
+
 FAILURES = []
 SHAPES = {"dlbench_1024x2048x26752": (1024, 2048, 26752), "odd_65x33x129": (65, 33, 129)}
 MODES = ("NN", "NT", "TN", "TT")
@@ -91,13 +93,7 @@ def main():
     if len(sys.argv) != 2:
         sys.exit("usage: test_gpu_gemm_peers.py REPORT_PY")
     report_py = sys.argv[1]
-    try:
-        import matplotlib  # noqa: F401  (report.py draws its other plots with it)
-    except ImportError:
-        system = "/usr/bin/python3"
-        if os.path.exists(system) and os.path.realpath(sys.executable) != os.path.realpath(system):
-            os.execv(system, [system] + sys.argv)
-        sys.exit(f"FAIL: matplotlib is not importable by {sys.executable}")
+    require_matplotlib()  # the plots are part of the report under test
 
     md = render(report_py, with_torch=True)
     m = re.search(r"^## GPU GEMM beside torch\.mm \((.*)\)$", md, re.M)

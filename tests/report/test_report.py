@@ -23,6 +23,8 @@ import tempfile
 from collections import defaultdict
 
 UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+from matplotlib_python import require_matplotlib  # noqa: E402  (beside this file)
+
 FAILURES = []
 
 
@@ -339,15 +341,7 @@ def main():
     if len(sys.argv) != 3:
         sys.exit("usage: test_report.py REPORT_PY FIXTURE_DIR")
     report_py, fixture = sys.argv[1:]
-    try:
-        import matplotlib  # noqa: F401  (the plots are part of the report under test)
-    except ImportError:
-        # As scripts/bench.sh does: a python3 earlier on the PATH (pyenv, venv) may lack Debian's
-        # python3-matplotlib, which belongs to the system interpreter.
-        system = "/usr/bin/python3"
-        if os.path.exists(system) and os.path.realpath(sys.executable) != os.path.realpath(system):
-            os.execv(system, [system] + sys.argv)
-        sys.exit(f"FAIL: matplotlib is not importable by {sys.executable} (apt-get install python3-matplotlib)")
+    require_matplotlib()  # the plots are part of the report under test
     recs, ctx = load_fixture(fixture)
     tmp, md = render(report_py, fixture)
     found, commands = tables(md)
