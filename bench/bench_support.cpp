@@ -3,7 +3,6 @@
 
 #include "anvil_git_rev.h"  // generated at build time: ANVIL_GIT_REV
 
-
 #include <cstring>
 #include <stdexcept>
 #include <fstream>
@@ -42,7 +41,8 @@ std::vector<std::int64_t> positive_list(const char* flag, const std::string& v) 
       used = 0;
     }
     if (used != item.size() || n <= 0)
-      throw std::invalid_argument(std::string(flag) + ": expected positive integers separated by commas, got '" + v + "'");
+      throw std::invalid_argument(
+          std::string(flag) + ": expected positive integers separated by commas, got '" + v + "'");
     out.push_back(n);
   }
   return out;
@@ -134,13 +134,16 @@ void add_context() {
   benchmark::AddCustomContext("anvil.git_revision", ANVIL_GIT_REV);
   benchmark::AddCustomContext("anvil.compiler", ANVIL_CXX_COMPILER);
   benchmark::AddCustomContext("anvil.cpu_model", cpu_model_name());
-  benchmark::AddCustomContext("anvil.peak_gflops_per_core", std::to_string(options().peak_gflops_per_core));
+  benchmark::AddCustomContext("anvil.peak_gflops_per_core",
+                              std::to_string(options().peak_gflops_per_core));
   benchmark::AddCustomContext("anvil.peak_source", options().peak_source);
   benchmark::AddCustomContext("anvil.command_line", command_line());
-  benchmark::AddCustomContext("anvil.thread_sweep",
-                              join(std::vector<std::int64_t>(options().threads.begin(), options().threads.end())));
+  benchmark::AddCustomContext(
+      "anvil.thread_sweep",
+      join(std::vector<std::int64_t>(options().threads.begin(), options().threads.end())));
   std::string batches = options().batches.empty() ? "" : join(options().batches);
-  if (options().batch_sweep) batches += (batches.empty() ? "" : " + ") + std::string("networks.md sweep");
+  if (options().batch_sweep)
+    batches += (batches.empty() ? "" : " + ") + std::string("networks.md sweep");
   benchmark::AddCustomContext("anvil.batches", batches.empty() ? "paper CPU batch" : batches);
   benchmark::AddCustomContext("anvil.phases", options().phases ? "on" : "off");
   {
@@ -160,7 +163,8 @@ void add_context() {
   benchmark::AddCustomContext("anvil.autotune", autotune_enabled() ? "on" : "off");
 }
 
-void set_pct_peak(benchmark::State& state, double flops_per_iteration, double seconds, int threads) {
+void set_pct_peak(benchmark::State& state, double flops_per_iteration, double seconds,
+                  int threads) {
   if (seconds <= 0) return;
   const double achieved = flops_per_iteration * static_cast<double>(state.iterations()) / seconds;
   state.counters["pct_peak"] = achieved / (options().peak_gflops_per_core * 1e9 * threads) * 100.0;

@@ -10,15 +10,15 @@
 namespace anvil::bench {
 
 struct Options {
-  std::vector<int> threads;       // thread counts to sweep (--anvil_threads=1,2)
+  std::vector<int> threads;         // thread counts to sweep (--anvil_threads=1,2)
   std::vector<std::string> models;  // model names for step benchmarks (--anvil_models=fcn5)
   // Mini-batch sizes of the model benchmarks (bench/model_bench.cpp): --anvil_batches=16,32,64
   // runs every model at these; --anvil_batch_sweep=on adds each model's networks.md sweep (its
   // CPU batch and its GPU batch list). Neither: the paper's CPU batch of each model.
   std::vector<std::int64_t> batches;
   bool batch_sweep = false;
-  // FP32 FMA peak of one core in GFLOP/s: measured at start-up (kernels/cpu/peak/machine_peak.h) unless
-  // given with --anvil_peak=G. "% of peak" counters are against threads x this.
+  // FP32 FMA peak of one core in GFLOP/s: measured at start-up (kernels/cpu/peak/machine_peak.h)
+  // unless given with --anvil_peak=G. "% of peak" counters are against threads x this.
   double peak_gflops_per_core = 0.0;
   std::string peak_source;
   // Fold plain SGD into backward in training steps (Note [Folded SGD]); --anvil_fold_sgd=off

@@ -54,7 +54,8 @@ std::string sampled_mismatch(const Tensor& A, bool ta, const Tensor& B, bool tb,
   const float* c = C.data<float>();
   std::mt19937_64 rng(7);
   for (int s = 0; s < 48; ++s) {
-    const std::int64_t i = static_cast<std::int64_t>(rng() % m), j = static_cast<std::int64_t>(rng() % n);
+    const std::int64_t i = static_cast<std::int64_t>(rng() % m),
+                       j = static_cast<std::int64_t>(rng() % n);
     double ref = 0, mag = 0;
     for (std::int64_t l = 0; l < k; ++l) {
       const double x = ta ? a[l * m + i] : a[i * k + l];
@@ -103,14 +104,17 @@ std::unique_ptr<ForceVariant> force_gemm_variant(const std::string& variant) {
   return std::make_unique<ForceVariant>("gemm", variant);
 }
 
-double time_gemm_loop(benchmark::State& state, int threads, double flops, const std::function<void()>& body) {
+double time_gemm_loop(benchmark::State& state, int threads, double flops,
+                      const std::function<void()>& body) {
   const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) {
     body();
     benchmark::ClobberMemory();
   }
-  const double loop_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  const double loop_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  state.counters["FLOP/s"] =
+      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
   set_pct_peak(state, flops, loop_seconds, threads);
   return loop_seconds;
 }
@@ -129,7 +133,8 @@ constexpr std::int64_t kDeepBenchShapes[][3] = {
 // The model groups `all` expands to: the DLBench FCNs and LSTMs (their layer GEMMs).
 constexpr const char* kGemmModels[] = {"fcn5", "fcn8", "fcn_r", "mlp_mnist", "lstm32", "lstm64"};
 
-void add_shape(std::vector<Shape3>& shapes, std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>>& seen,
+void add_shape(std::vector<Shape3>& shapes,
+               std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>>& seen,
                std::string name, std::int64_t m, std::int64_t n, std::int64_t k) {
   if (seen.insert({m, n, k}).second) shapes.push_back({std::move(name), m, n, k});
 }
@@ -144,13 +149,15 @@ std::vector<Shape3> gemm_shapes() {
     groups.push_back("deepbench");
   }
   std::vector<Shape3> shapes;
-  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> seen;  // a shape once, first name wins
+  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>>
+      seen;  // a shape once, first name wins
   for (const auto& g : groups) {
     if (g == "dlbench") {
       add_shape(shapes, seen, "dlbench_1024x2048x26752", 1024, 2048, 26752);
     } else if (g == "deepbench") {
       for (const auto& d : kDeepBenchShapes)
-        add_shape(shapes, seen, detail::str_cat("deepbench_", d[0], "x", d[1], "x", d[2]), d[0], d[1], d[2]);
+        add_shape(shapes, seen, detail::str_cat("deepbench_", d[0], "x", d[1], "x", d[2]), d[0],
+                  d[1], d[2]);
     } else {  // a model: its layers' GEMMs at its paper CPU batch
       const auto known = models::list();
       if (std::find(known.begin(), known.end(), g) == known.end()) {
@@ -163,10 +170,12 @@ std::vector<Shape3> gemm_shapes() {
       auto add = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
         add_shape(shapes, seen, detail::str_cat(g, "_b", batch, "_", m, "x", n, "x", k), m, n, k);
       };
-      for (const auto& gp : models::gemm_problems(g, batch)) add(gp.problem.m, gp.problem.n, gp.problem.k);
+      for (const auto& gp : models::gemm_problems(g, batch))
+        add(gp.problem.m, gp.problem.n, gp.problem.k);
       // An LSTM layer's GEMMs live inside the lstm op's kernels (engine/dispatch/lstm_problem.h),
-      // so the model lists only its decoder's; these are the cell's: input projection hoisted over T ([T*B, I] x [I, 4H]), the per-step recurrent
-      // product ([B, H] x [H, 4H]), and in backward dX, dh per step, dW_ih and dW_hh.
+      // so the model lists only its decoder's; these are the cell's: input projection hoisted over
+      // T ([T*B, I] x [I, 4H]), the per-step recurrent product ([B, H] x [H, 4H]), and in backward
+      // dX, dh per step, dW_ih and dW_hh.
       for (const auto& kp : models::kernel_problems(g, batch)) {
         if (kp.op != "lstm") continue;
         const auto& p = std::any_cast<const LstmProblem&>(kp.problem);
@@ -206,8 +215,9 @@ void register_gemm_benchmarks() {
       for (const char* mode : {"NN", "NT", "TN", "TT"})
         for (int t : options().threads) {
           const bool ta = mode[0] == 'T', tb = mode[1] == 'T';
-          register_gemm_benchmark(detail::str_cat("gemm/", variant, "/", mode, "/", shape.name, "/threads:", t), shape,
-                                  [=](benchmark::State& st) { run_gemm(st, variant, ta, tb, shape, t); });
+          register_gemm_benchmark(
+              detail::str_cat("gemm/", variant, "/", mode, "/", shape.name, "/threads:", t), shape,
+              [=](benchmark::State& st) { run_gemm(st, variant, ta, tb, shape, t); });
         }
   register_gpu_gemm_benchmarks();  // nothing without a usable CUDA device
 }

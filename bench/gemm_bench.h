@@ -49,7 +49,8 @@ std::unique_ptr<ForceVariant> force_gemm_variant(const std::string& variant);
 // The timed loop of a GEMM benchmark: runs `body` once per iteration (real time, the caller has
 // warmed up and validated), then sets the FLOP/s counter (`flops` per iteration) and pct_peak.
 // Returns the loop's wall time in seconds.
-double time_gemm_loop(benchmark::State& state, int threads, double flops, const std::function<void()>& body);
+double time_gemm_loop(benchmark::State& state, int threads, double flops,
+                      const std::function<void()>& body);
 
 // Registers `fn` as `name` with the GEMM families' settings: real time, ms, at least 0.5 s timed,
 // and 0.2 s of warm-up iterations, except for shapes of >= kSelfWarmingFlops: their untimed

@@ -57,29 +57,33 @@ constexpr double kLr = 0.01;
 // loop 2 GB/s (a column read at a 4 KiB-multiple stride evicts itself from its L1 set), AVX2
 // blocks with ordinary stores 8-11 GB/s, with streaming stores 15 GB/s (memcpy: 16-18 GB/s).
 // Without AVX2, or for the rows/columns left over by the 8x8 blocks, a plain loop.
-void transpose_scalar(const float* src, float* dst, std::int64_t rows, std::int64_t cols, std::int64_t r0,
-                      std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+void transpose_scalar(const float* src, float* dst, std::int64_t rows, std::int64_t cols,
+                      std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
   for (std::int64_t c = c0; c < c1; ++c)
     for (std::int64_t r = r0; r < r1; ++r) dst[c * rows + r] = src[r * cols + c];
 }
 
 // d[c * ld + r] = s[r * ls + c] for r, c < 8.
 template <bool kStream>
-__attribute__((target("avx2"))) inline void transpose_8x8(const float* s, std::int64_t ls, float* d, std::int64_t ld) {
-  const __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ls), r2 = _mm256_loadu_ps(s + 2 * ls),
-               r3 = _mm256_loadu_ps(s + 3 * ls), r4 = _mm256_loadu_ps(s + 4 * ls), r5 = _mm256_loadu_ps(s + 5 * ls),
+__attribute__((target("avx2"))) inline void transpose_8x8(const float* s, std::int64_t ls, float* d,
+                                                          std::int64_t ld) {
+  const __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ls),
+               r2 = _mm256_loadu_ps(s + 2 * ls), r3 = _mm256_loadu_ps(s + 3 * ls),
+               r4 = _mm256_loadu_ps(s + 4 * ls), r5 = _mm256_loadu_ps(s + 5 * ls),
                r6 = _mm256_loadu_ps(s + 6 * ls), r7 = _mm256_loadu_ps(s + 7 * ls);
-  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
-               t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
+  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1),
+               t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3),
+               t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
                t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
   const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE),
                u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE),
                u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE),
                u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-  const __m256 out[8] = {_mm256_permute2f128_ps(u0, u4, 0x20), _mm256_permute2f128_ps(u1, u5, 0x20),
-                         _mm256_permute2f128_ps(u2, u6, 0x20), _mm256_permute2f128_ps(u3, u7, 0x20),
-                         _mm256_permute2f128_ps(u0, u4, 0x31), _mm256_permute2f128_ps(u1, u5, 0x31),
-                         _mm256_permute2f128_ps(u2, u6, 0x31), _mm256_permute2f128_ps(u3, u7, 0x31)};
+  const __m256 out[8] = {
+      _mm256_permute2f128_ps(u0, u4, 0x20), _mm256_permute2f128_ps(u1, u5, 0x20),
+      _mm256_permute2f128_ps(u2, u6, 0x20), _mm256_permute2f128_ps(u3, u7, 0x20),
+      _mm256_permute2f128_ps(u0, u4, 0x31), _mm256_permute2f128_ps(u1, u5, 0x31),
+      _mm256_permute2f128_ps(u2, u6, 0x31), _mm256_permute2f128_ps(u3, u7, 0x31)};
   for (int c = 0; c < 8; ++c) {
     if constexpr (kStream)
       _mm256_stream_ps(d + c * ld, out[c]);
@@ -89,7 +93,8 @@ __attribute__((target("avx2"))) inline void transpose_8x8(const float* s, std::i
 }
 
 template <bool kStream>
-__attribute__((target("avx2"))) void transpose_avx2(const float* src, float* dst, std::int64_t rows, std::int64_t cols) {
+__attribute__((target("avx2"))) void transpose_avx2(const float* src, float* dst, std::int64_t rows,
+                                                    std::int64_t cols) {
   constexpr std::int64_t kRows = 16, kCols = 1024;
 #pragma omp parallel
   {
@@ -97,7 +102,8 @@ __attribute__((target("avx2"))) void transpose_avx2(const float* src, float* dst
     for (std::int64_t c0 = 0; c0 < cols; c0 += kCols)
       for (std::int64_t r0 = 0; r0 < rows; r0 += kRows) {
         const std::int64_t r1 = std::min(r0 + kRows, rows), c1 = std::min(c0 + kCols, cols);
-        const std::int64_t rb = r0 + (r1 - r0) / 8 * 8, cb = c0 + (c1 - c0) / 8 * 8;  // ends of the 8x8 blocks
+        const std::int64_t rb = r0 + (r1 - r0) / 8 * 8,
+                           cb = c0 + (c1 - c0) / 8 * 8;  // ends of the 8x8 blocks
         for (std::int64_t c = c0; c < cb; c += 8)
           for (std::int64_t r = r0; r < rb; r += 8)
             transpose_8x8<kStream>(src + r * cols + c, cols, dst + c * rows + r, rows);
@@ -111,7 +117,8 @@ __attribute__((target("avx2"))) void transpose_avx2(const float* src, float* dst
 void transpose_into(const float* src, float* dst, std::int64_t rows, std::int64_t cols) {
   if (!__builtin_cpu_supports("avx2")) {
 #pragma omp parallel for schedule(static)
-    for (std::int64_t c = 0; c < cols; ++c) transpose_scalar(src, dst, rows, cols, 0, rows, c, c + 1);
+    for (std::int64_t c = 0; c < cols; ++c)
+      transpose_scalar(src, dst, rows, cols, 0, rows, c, c + 1);
   } else if (rows % 8 == 0 && reinterpret_cast<std::uintptr_t>(dst) % 32 == 0) {
     transpose_avx2<true>(src, dst, rows, cols);  // every 8x8 block's stores are 32-byte aligned
   } else {
@@ -158,8 +165,8 @@ std::string full_mismatch(const Tensor& got, const Tensor& want, double tol, con
   for (std::int64_t i = 0; i < got.numel(); ++i)
     if (const double d = std::abs(static_cast<double>(g[i]) - w[i]); d > worst) worst = d, at = i;
   if (worst <= tol) return {};
-  return detail::str_cat(what, ": max |diff| ", worst, " at flat index ", at, " (", g[at], " vs ", w[at],
-                         ") > tolerance ", tol);
+  return detail::str_cat(what, ": max |diff| ", worst, " at flat index ", at, " (", g[at], " vs ",
+                         w[at], ") > tolerance ", tol);
 }
 
 // Runs `validate` (warm-up included; returns an error message or ""); false (after
@@ -179,8 +186,8 @@ bool prepare(benchmark::State& state, Validate&& validate) {
   return true;
 }
 
-void run_transpose_then_nn(benchmark::State& state, const std::string& variant, bool ta, bool tb, Shape3 s,
-                           int threads) {
+void run_transpose_then_nn(benchmark::State& state, const std::string& variant, bool ta, bool tb,
+                           Shape3 s, int threads) {
   set_num_threads(threads);
   GemmBuffers& buf = gemm_buffers(s);
   Workspace& ws = workspace_for(s);
@@ -198,7 +205,8 @@ void run_transpose_then_nn(benchmark::State& state, const std::string& variant, 
   };
   const auto force = force_gemm_variant(variant);
   if (!prepare(state, [&] {
-        state.SetLabel(gemm_table().select(ops::gemm_problem_for(An, false, Bn, false, C, 0.0)).name);
+        state.SetLabel(
+            gemm_table().select(ops::gemm_problem_for(An, false, Bn, false, C, 0.0)).name);
         ops::gemm(A, ta, B, tb, ws.c_ref);  // the plain GEMM of the direct mode
         body();                             // warm-up (workspace page faults, primitives)
         std::string bad = full_mismatch(C, ws.c_ref, s.k * FLT_EPSILON, "C vs direct mode");
@@ -219,10 +227,12 @@ void run_transpose_then_nn(benchmark::State& state, const std::string& variant, 
   transpose_s /= reps;
   const double loop_s = time_gemm_loop(state, threads, 2.0 * s.m * s.n * s.k, body);
   state.counters["transpose_ms"] = transpose_s * 1e3;
-  if (state.iterations() > 0) state.counters["transpose_share"] = transpose_s / (loop_s / state.iterations());
+  if (state.iterations() > 0)
+    state.counters["transpose_share"] = transpose_s / (loop_s / state.iterations());
 }
 
-void run_sgd(benchmark::State& state, const std::string& variant, bool fold, Shape3 s, int threads) {
+void run_sgd(benchmark::State& state, const std::string& variant, bool fold, Shape3 s,
+             int threads) {
   set_num_threads(threads);
   GemmBuffers& buf = gemm_buffers(s);
   Workspace& ws = workspace_for(s);
@@ -234,20 +244,26 @@ void run_sgd(benchmark::State& state, const std::string& variant, bool fold, Sha
       ops::gemm(dYt, true, X, false, ws.w, -kLr, 1.0);
     } else {
       ops::gemm(dYt, true, X, false, ws.dw);
-      kernels::sgd_update<float>(ws.w.data<float>(), ws.dw.data<float>(), nullptr, mn, kLr, 0, 0, 0, false, false);
+      kernels::sgd_update<float>(ws.w.data<float>(), ws.dw.data<float>(), nullptr, mn, kLr, 0, 0, 0,
+                                 false, false);
     }
   };
   const auto force = force_gemm_variant(variant);
   if (!prepare(state, [&] {
-        state.SetLabel(gemm_table().select(ops::gemm_problem_for(dYt, true, X, false, ws.w, fold ? 1.0 : 0.0)).name);
-        ops::gemm(dYt, true, X, false, ws.c_ref);  // plain dW, itself checked against the definition
+        state.SetLabel(
+            gemm_table()
+                .select(ops::gemm_problem_for(dYt, true, X, false, ws.w, fold ? 1.0 : 0.0))
+                .name);
+        ops::gemm(dYt, true, X, false,
+                  ws.c_ref);  // plain dW, itself checked against the definition
         if (std::string bad = sampled_mismatch(dYt, true, X, false, ws.c_ref); !bad.empty())
           return "plain dW vs the double-precision definition: " + bad;
         Tensor want = Tensor::empty({s.m, s.n});
         const float* w0 = ws.w0.data<float>();
         const float* c = ws.c_ref.data<float>();
         float* e = want.data<float>();
-        for (std::int64_t i = 0; i < mn; ++i) e[i] = static_cast<float>(w0[i] - kLr * static_cast<double>(c[i]));
+        for (std::int64_t i = 0; i < mn; ++i)
+          e[i] = static_cast<float>(w0[i] - kLr * static_cast<double>(c[i]));
         ws.w.copy_(ws.w0);
         body();  // warm-up and the result to check
         const double tol = kLr * s.k * FLT_EPSILON + 4 * FLT_EPSILON * max_abs(want);
@@ -256,7 +272,6 @@ void run_sgd(benchmark::State& state, const std::string& variant, bool fold, Sha
     return;
   time_gemm_loop(state, threads, 2.0 * s.m * s.n * s.k, body);
 }
-
 
 // ---- GPU: the same remedies on cuda:0 (Note [GPU GEMM remedies]) ----------------------------
 //
@@ -296,8 +311,8 @@ GpuWorkspace& gpu_workspace_for(const Shape3& s) {
   return ws;
 }
 
-void run_gpu_transpose_then_nn(benchmark::State& state, const std::string& variant, bool ta, bool tb,
-                               Shape3 s) {
+void run_gpu_transpose_then_nn(benchmark::State& state, const std::string& variant, bool ta,
+                               bool tb, Shape3 s) {
   std::unique_ptr<ForceVariant> force;
   double transpose_s = 0;
   std::function<void()> transposes, body;
@@ -322,15 +337,17 @@ void run_gpu_transpose_then_nn(benchmark::State& state, const std::string& varia
           ops::gemm(An, false, Bn, false, C);
         };
         force = std::make_unique<ForceVariant>("gemm", variant);
-        state.SetLabel(gemm_table().select(ops::gemm_problem_for(An, false, Bn, false, C, 0.0)).name);
+        state.SetLabel(
+            gemm_table().select(ops::gemm_problem_for(An, false, Bn, false, C, 0.0)).name);
         ops::gemm(A, ta, B, tb, ws->c_ref);  // the plain GEMM of the direct mode
         body();                              // warm-up and the result to check
         const Tensor hC = C.to(Device::cpu());
-        std::string bad = full_mismatch(hC, ws->c_ref.to(Device::cpu()), gpu_gemm_pair_tol(variant, s.k),
-                                        "C vs direct mode");
+        std::string bad = full_mismatch(hC, ws->c_ref.to(Device::cpu()),
+                                        gpu_gemm_pair_tol(variant, s.k), "C vs direct mode");
         const Tensor hA = ta ? as_matrix(host.a, s.k, s.m) : as_matrix(host.a, s.m, s.k);
         const Tensor hB = tb ? as_matrix(host.b, s.n, s.k) : as_matrix(host.b, s.k, s.n);
-        if (bad.empty() && !(bad = sampled_mismatch(hA, ta, hB, tb, hC, gpu_gemm_rel_tol(variant))).empty())
+        if (bad.empty() &&
+            !(bad = sampled_mismatch(hA, ta, hB, tb, hC, gpu_gemm_rel_tol(variant))).empty())
           bad = "C vs the double-precision definition: " + bad;
         if (!bad.empty()) return bad;
         // The transposes alone, GPU time: at least 3 runs and 0.05 s, mean.
@@ -370,11 +387,16 @@ void run_gpu_sgd(benchmark::State& state, const std::string& variant, bool fold,
           }
         };
         force = std::make_unique<ForceVariant>("gemm", variant);
-        state.SetLabel(gemm_table().select(ops::gemm_problem_for(dYt, true, X, false, ws->w, fold ? 1.0 : 0.0)).name);
-        ops::gemm(dYt, true, X, false, ws->c_ref);  // plain dW, itself checked against the definition
+        state.SetLabel(
+            gemm_table()
+                .select(ops::gemm_problem_for(dYt, true, X, false, ws->w, fold ? 1.0 : 0.0))
+                .name);
+        ops::gemm(dYt, true, X, false,
+                  ws->c_ref);  // plain dW, itself checked against the definition
         const Tensor hc = ws->c_ref.to(Device::cpu());
-        if (std::string bad = sampled_mismatch(as_matrix(host.a, s.k, s.m), true, as_matrix(host.b, s.k, s.n), false,
-                                               hc, gpu_gemm_rel_tol(variant));
+        if (std::string bad =
+                sampled_mismatch(as_matrix(host.a, s.k, s.m), true, as_matrix(host.b, s.k, s.n),
+                                 false, hc, gpu_gemm_rel_tol(variant));
             !bad.empty())
           return "plain dW vs the double-precision definition: " + bad;
         const std::int64_t mn = s.m * s.n;
@@ -382,11 +404,13 @@ void run_gpu_sgd(benchmark::State& state, const std::string& variant, bool fold,
         const float* w0 = ws->host_w0.data<float>();
         const float* c = hc.data<float>();
         float* e = want.data<float>();
-        for (std::int64_t i = 0; i < mn; ++i) e[i] = static_cast<float>(w0[i] - kLr * static_cast<double>(c[i]));
+        for (std::int64_t i = 0; i < mn; ++i)
+          e[i] = static_cast<float>(w0[i] - kLr * static_cast<double>(c[i]));
         ws->w.copy_(ws->w0);
         body();  // warm-up and the result to check
         const double tol = kLr * gpu_gemm_pair_tol(variant, s.k) + 4 * FLT_EPSILON * max_abs(want);
-        return full_mismatch(ws->w.to(Device::cpu()), want, tol, "W after the step vs W0 - lr * plain dW");
+        return full_mismatch(ws->w.to(Device::cpu()), want, tol,
+                             "W after the step vs W0 - lr * plain dW");
       }))
     return;
   time_gpu_loop(state, 2.0 * s.m * s.n * s.k, body);
@@ -402,12 +426,16 @@ void register_gemm_remedy_benchmarks() {
         const std::string tail = detail::str_cat(shape.name, "/threads:", t);
         for (const char* mode : {"NT", "TN", "TT"}) {
           const bool ta = mode[0] == 'T', tb = mode[1] == 'T';
-          register_gemm_benchmark(detail::str_cat("gemm_remedy/", variant, "/transpose_then_NN/", mode, "/", tail), shape,
+          register_gemm_benchmark(
+              detail::str_cat("gemm_remedy/", variant, "/transpose_then_NN/", mode, "/", tail),
+              shape,
               [=](benchmark::State& st) { run_transpose_then_nn(st, variant, ta, tb, shape, t); });
         }
         for (const bool fold : {false, true})
-          register_gemm_benchmark(detail::str_cat("gemm_remedy/", variant, fold ? "/fold_sgd/" : "/grad_then_update/", tail), shape,
-              [=](benchmark::State& st) { run_sgd(st, variant, fold, shape, t); });
+          register_gemm_benchmark(
+              detail::str_cat("gemm_remedy/", variant, fold ? "/fold_sgd/" : "/grad_then_update/",
+                              tail),
+              shape, [=](benchmark::State& st) { run_sgd(st, variant, fold, shape, t); });
       }
   register_gpu_gemm_remedy_benchmarks();  // nothing without a usable CUDA device
 }
@@ -421,11 +449,14 @@ void register_gpu_gemm_remedy_benchmarks() {
       const std::string tail = detail::str_cat(shape.name, "/", suffix);
       for (const char* mode : {"NT", "TN", "TT"}) {
         const bool ta = mode[0] == 'T', tb = mode[1] == 'T';
-        register_gpu_benchmark(detail::str_cat("gemm_remedy/", variant, "/transpose_then_NN/", mode, "/", tail),
+        register_gpu_benchmark(
+            detail::str_cat("gemm_remedy/", variant, "/transpose_then_NN/", mode, "/", tail),
             [=](benchmark::State& st) { run_gpu_transpose_then_nn(st, variant, ta, tb, shape); });
       }
       for (const bool fold : {false, true})
-        register_gpu_benchmark(detail::str_cat("gemm_remedy/", variant, fold ? "/fold_sgd/" : "/grad_then_update/", tail),
+        register_gpu_benchmark(
+            detail::str_cat("gemm_remedy/", variant, fold ? "/fold_sgd/" : "/grad_then_update/",
+                            tail),
             [=](benchmark::State& st) { run_gpu_sgd(st, variant, fold, shape); });
     }
 }

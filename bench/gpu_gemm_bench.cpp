@@ -102,7 +102,7 @@ double gpu_gemm_pair_tol(const std::string& variant, std::int64_t k) {
   // sum |a||b| ~ K/4 for the uniform inputs, so K * 2^-10 bounds their difference twice over.
   const double kk = static_cast<double>(std::max<std::int64_t>(k, 1));
   return variant.find("tf32") != std::string::npos ? kk * std::ldexp(1.0, -10)
-                                                    : kk * 1.1920928955078125e-07;
+                                                   : kk * 1.1920928955078125e-07;
 }
 
 GemmBuffers& gpu_gemm_buffers(const Shape3& s) {
@@ -143,7 +143,8 @@ double time_gpu_loop(benchmark::State& state, double flops, const std::function<
     state.SkipWithError(e.what());
     return 0;
   }
-  state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["reps_per_span"] = reps;
   return calls > 0 ? total / static_cast<double>(calls) : 0;
 }

@@ -93,9 +93,9 @@ std::vector<Case> cases_of(const std::string& model) {
   for (const auto& c : cases) {
     std::string also;
     for (const auto& l : c.also) also += (also.empty() ? "" : ",") + l;
-    benchmark::AddCustomContext("anvil.kernel." + c.model + ":" + c.layer,
-                                key_and_repr(c.op, c.problem).second +
-                                    (also.empty() ? "" : "; also: " + also));
+    benchmark::AddCustomContext(
+        "anvil.kernel." + c.model + ":" + c.layer,
+        key_and_repr(c.op, c.problem).second + (also.empty() ? "" : "; also: " + also));
   }
   return cases;
 }
@@ -122,10 +122,13 @@ void timed_loop(benchmark::State& state, const std::function<void()>& step, doub
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (flops > 0) {
-    state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["FLOP/s"] =
+        benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
     set_pct_peak(state, flops, seconds, threads);
   }
-  if (bytes > 0) state.SetBytesProcessed(static_cast<std::int64_t>(bytes * static_cast<double>(state.iterations())));
+  if (bytes > 0)
+    state.SetBytesProcessed(
+        static_cast<std::int64_t>(bytes * static_cast<double>(state.iterations())));
 }
 
 Tensor random_f32(const Shape& shape, std::uint64_t seed) {
@@ -141,7 +144,8 @@ Tensor distinct_f32(const Shape& shape, std::uint64_t seed) {
   // An odd multiplier permutes the residues mod 2^22: consecutive indices never collide.
   for (std::int64_t i = 0; i < n; ++i)
     d[i] = static_cast<float>(((static_cast<std::uint64_t>(i) + seed) * 2654435761ull) & kMask) /
-               static_cast<float>(1u << 21) - 1.0f;
+               static_cast<float>(1u << 21) -
+           1.0f;
   return t;
 }
 
@@ -150,7 +154,8 @@ void fill_nan(const Tensor& t) { Tensor(t).fill_(std::numeric_limits<double>::qu
 std::string compare(const char* what, const Tensor& got, const Tensor& want, double atol,
                     double rtol) {
   if (got.sizes() != want.sizes())
-    return detail::str_cat(what, ": shape ", shape_str(got.sizes()), " but ref ", shape_str(want.sizes()));
+    return detail::str_cat(what, ": shape ", shape_str(got.sizes()), " but ref ",
+                           shape_str(want.sizes()));
   const Tensor g = got.to(DType::f64).contiguous(), w = want.to(DType::f64).contiguous();
   const double* a = g.data<double>();
   const double* b = w.data<double>();
@@ -175,10 +180,14 @@ void register_kernel_benchmarks() {
     benchmark::AddCustomContext("anvil.kernel_batch." + model,
                                 std::to_string(models::info(model).cpu_batch));
     for (const auto& c : kernel::cases_of(model)) {
-      if (c.op == "conv2d") kernel::register_conv(c);
-      else if (kernel::is_pool(c.op)) kernel::register_pool(c);
-      else if (c.op == "batch_norm2d") kernel::register_batch_norm(c);
-      else if (c.op == "lstm") kernel::register_lstm(c);
+      if (c.op == "conv2d")
+        kernel::register_conv(c);
+      else if (kernel::is_pool(c.op))
+        kernel::register_pool(c);
+      else if (c.op == "batch_norm2d")
+        kernel::register_batch_norm(c);
+      else if (c.op == "lstm")
+        kernel::register_lstm(c);
     }
   }
 }

@@ -33,7 +33,8 @@ ConvBuffers& buffers_for(const std::string& id, const ConvProblem& p) {
   static ConvBuffers cur;
   if (cur.id == id) return cur;
   cur = ConvBuffers{};  // free the previous problem's buffers first
-  const Shape xs{p.n, p.c, p.h, p.w}, ws{p.k, p.c_per_group(), p.r, p.s}, ys{p.n, p.k, p.p(), p.q()};
+  const Shape xs{p.n, p.c, p.h, p.w}, ws{p.k, p.c_per_group(), p.r, p.s},
+      ys{p.n, p.k, p.p(), p.q()};
   switch (p.pass) {
     case ConvPass::forward:
       cur.x = random_f32(xs, 1);
@@ -80,7 +81,8 @@ Sum reference_entry(const ConvProblem& p, const ConvBuffers& buf, std::int64_t f
   };
   switch (p.pass) {
     case ConvPass::forward: {
-      const std::int64_t q = flat % Q, pp = flat / Q % P, k = flat / (Q * P) % p.k, n = flat / (Q * P * p.k);
+      const std::int64_t q = flat % Q, pp = flat / Q % P, k = flat / (Q * P) % p.k,
+                         n = flat / (Q * P * p.k);
       const std::int64_t g = k / kpg;
       for (std::int64_t c = 0; c < cpg; ++c)
         for (std::int64_t r = 0; r < p.r; ++r) {
@@ -145,8 +147,9 @@ std::string sampled_mismatch(const ConvProblem& p, const ConvBuffers& buf, doubl
     const Sum ref = reference_entry(p, buf, flat);
     const double bound = scale * 1e-5 * ref.mag + 1e-6;
     if (!(std::abs(got[flat] - ref.value) <= bound))
-      return detail::str_cat(output_name(p.pass), "[flat ", flat, " of ", shape_str(buf.out.sizes()),
-                             "] = ", got[flat], " but ref = ", ref.value, " (bound ", bound, ")");
+      return detail::str_cat(output_name(p.pass), "[flat ", flat, " of ",
+                             shape_str(buf.out.sizes()), "] = ", got[flat],
+                             " but ref = ", ref.value, " (bound ", bound, ")");
   }
   if (p.pass == ConvPass::backward_weights && p.has_bias) {
     const std::int64_t per_k = p.p() * p.q();
@@ -154,11 +157,13 @@ std::string sampled_mismatch(const ConvProblem& p, const ConvBuffers& buf, doubl
       const std::int64_t k = i == 0 ? p.k - 1 : static_cast<std::int64_t>(rng() % p.k);
       Sum ref;
       for (std::int64_t b = 0; b < p.n; ++b)
-        for (std::int64_t j = 0; j < per_k; ++j) ref.add(buf.dy.data<float>()[(b * p.k + k) * per_k + j], 1.0);
+        for (std::int64_t j = 0; j < per_k; ++j)
+          ref.add(buf.dy.data<float>()[(b * p.k + k) * per_k + j], 1.0);
       const double got_db = buf.out_db.data<float>()[k];
       const double bound = scale * 1e-5 * ref.mag + 1e-6;
       if (!(std::abs(got_db - ref.value) <= bound))
-        return detail::str_cat("db[", k, "] = ", got_db, " but ref = ", ref.value, " (bound ", bound, ")");
+        return detail::str_cat("db[", k, "] = ", got_db, " but ref = ", ref.value, " (bound ",
+                               bound, ")");
     }
   }
   return {};
@@ -193,7 +198,9 @@ void run_conv(benchmark::State& state, const Case& c, ConvPass pass, const std::
     a.w = buf.w.defined() ? buf.w.data_ptr() : nullptr;
     a.b = buf.b.defined() ? buf.b.data_ptr() : nullptr;
     a.dy = buf.dy.defined() ? buf.dy.data_ptr() : nullptr;
-    (pass == ConvPass::forward ? a.y : pass == ConvPass::backward_data ? a.dx : a.dw) = buf.out.data_ptr();
+    (pass == ConvPass::forward         ? a.y
+     : pass == ConvPass::backward_data ? a.dx
+                                       : a.dw) = buf.out.data_ptr();
     a.db = buf.out_db.defined() ? buf.out_db.data_ptr() : nullptr;
     const bool separate_relu = p.fuse_relu && !fused;
     auto step = [&] {
@@ -207,7 +214,8 @@ void run_conv(benchmark::State& state, const Case& c, ConvPass pass, const std::
     const double scale = v->name.find("winograd") != std::string::npos ? 10.0 : 1.0;
     const std::string bad = sampled_mismatch(p, buf, scale);
     if (!bad.empty()) {
-      state.SkipWithError(("validation against the double-precision definition failed: " + bad).c_str());
+      state.SkipWithError(
+          ("validation against the double-precision definition failed: " + bad).c_str());
       return;
     }
     timed_loop(state, step, p.flops(), p.bytes(), threads);
@@ -223,7 +231,8 @@ void register_conv(const Case& c) {
   for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights})
     for (int t : options().threads)
       for (const auto& variant : variants)
-        add(c, variant, conv_pass_name(pass), t, [=](benchmark::State& st) { run_conv(st, c, pass, variant, t); });
+        add(c, variant, conv_pass_name(pass), t,
+            [=](benchmark::State& st) { run_conv(st, c, pass, variant, t); });
 }
 
 }  // namespace anvil::bench::kernel

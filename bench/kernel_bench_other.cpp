@@ -34,7 +34,8 @@ namespace {
 
 // Single-slot input cache shared by the benchmarks of one (problem, pass): consecutive variants
 // and thread counts reuse the inputs; another (problem, pass) frees them first.
-std::vector<Tensor>& inputs_for(const std::string& id, const std::function<std::vector<Tensor>()>& make) {
+std::vector<Tensor>& inputs_for(const std::string& id,
+                                const std::function<std::vector<Tensor>()>& make) {
   static std::string cur_id;
   static std::vector<Tensor> cur;
   if (cur_id != id) {
@@ -48,7 +49,8 @@ std::vector<Tensor>& inputs_for(const std::string& id, const std::function<std::
 
 Tensor f64(const Tensor& t) { return t.defined() ? t.to(DType::f64) : Tensor(); }
 
-std::unique_ptr<ForceVariant> force_unless_default(const std::string& op, const std::string& variant) {
+std::unique_ptr<ForceVariant> force_unless_default(const std::string& op,
+                                                   const std::string& variant) {
   return variant == "default" ? nullptr : std::make_unique<ForceVariant>(op, variant);
 }
 
@@ -61,7 +63,8 @@ void run_pool(benchmark::State& state, const Case& c, PoolPass pass, const std::
     const PoolProblem p0 = std::any_cast<PoolProblem>(c.problem);
     PoolTable& table = pool_table(p0.kind);
     const bool training = pass != PoolPass::forward_inference;
-    const PoolProblem pf = p0.with_pass(training ? PoolPass::forward_training : PoolPass::forward_inference);
+    const PoolProblem pf =
+        p0.with_pass(training ? PoolPass::forward_training : PoolPass::forward_inference);
     const PoolProblem pp = p0.with_pass(pass);
     if (variant != "default") {
       std::string why = unsupported(table, variant, pf);
@@ -97,8 +100,10 @@ void run_pool(benchmark::State& state, const Case& c, PoolPass pass, const std::
       }
     }
     std::function<void()> step;
-    if (pass == PoolPass::backward) step = [&] { dx = ops::pool2d_backward(in[1], fwd); };
-    else step = [&] { fwd = ops::pool2d_forward(x, p0, training); };
+    if (pass == PoolPass::backward)
+      step = [&] { dx = ops::pool2d_backward(in[1], fwd); };
+    else
+      step = [&] { fwd = ops::pool2d_forward(x, p0, training); };
     timed_loop(state, step, pp.flops(), pp.bytes(), threads);
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
@@ -113,12 +118,13 @@ void run_batch_norm(benchmark::State& state, const Case& c, BatchNormPass pass,
     set_num_threads(threads);
     const BatchNormProblem p0 = std::any_cast<BatchNormProblem>(c.problem);
     const bool training = pass != BatchNormPass::forward_inference;
-    const BatchNormProblem pf = p0.with_pass(training ? BatchNormPass::forward_training
-                                                      : BatchNormPass::forward_inference);
+    const BatchNormProblem pf =
+        p0.with_pass(training ? BatchNormPass::forward_training : BatchNormPass::forward_inference);
     const BatchNormProblem pp = p0.with_pass(pass);
     if (variant != "default") {
       std::string why = unsupported(batch_norm2d_table(), variant, pf);
-      if (why.empty() && pass == BatchNormPass::backward) why = unsupported(batch_norm2d_table(), variant, pp);
+      if (why.empty() && pass == BatchNormPass::backward)
+        why = unsupported(batch_norm2d_table(), variant, pp);
       if (!why.empty()) {
         state.SkipWithError(why.c_str());
         return;
@@ -147,14 +153,17 @@ void run_batch_norm(benchmark::State& state, const Case& c, BatchNormPass pass,
     state.SetLabel(batch_norm2d_table().select(pp).name);
     {
       ForceVariant ref("batch_norm2d", "ref");
-      const ops::BatchNormForward rf = ops::batch_norm2d_forward(
-          f64(in[0]), f64(in[1]), f64(in[2]), f64(in[3]), f64(in[4]), training, p0.momentum, p0.eps);
+      const ops::BatchNormForward rf =
+          ops::batch_norm2d_forward(f64(in[0]), f64(in[1]), f64(in[2]), f64(in[3]), f64(in[4]),
+                                    training, p0.momentum, p0.eps);
       std::string bad = compare("y", fwd.y, rf.y, 1e-4, 1e-4);
       if (bad.empty() && training) bad = compare("mean", fwd.mean, rf.mean, 1e-5, 1e-4);
       if (bad.empty() && training) bad = compare("var", fwd.var, rf.var, 1e-5, 1e-4);
       if (bad.empty() && pass == BatchNormPass::backward) {
-        const ops::BatchNormGrads rg = ops::batch_norm2d_backward(f64(in[5]), f64(in[0]), f64(in[1]), rf);
-        // dweight/dbias sum N*H*W products of magnitude <= ~2: f32 accumulation error grows with it.
+        const ops::BatchNormGrads rg =
+            ops::batch_norm2d_backward(f64(in[5]), f64(in[0]), f64(in[1]), rf);
+        // dweight/dbias sum N*H*W products of magnitude <= ~2: f32 accumulation error grows with
+        // it.
         const double sum_tol = 1e-6 * static_cast<double>(p0.per_channel()) + 1e-4;
         bad = compare("dx", g.dx, rg.dx, 1e-4, 1e-4);
         if (bad.empty()) bad = compare("dweight", g.dweight, rg.dweight, sum_tol, 1e-4);
@@ -166,8 +175,10 @@ void run_batch_norm(benchmark::State& state, const Case& c, BatchNormPass pass,
       }
     }
     std::function<void()> step;
-    if (pass == BatchNormPass::backward) step = [&] { g = ops::batch_norm2d_backward(in[5], in[0], in[1], fwd); };
-    else step = [&] { fwd = forward(); };
+    if (pass == BatchNormPass::backward)
+      step = [&] { g = ops::batch_norm2d_backward(in[5], in[0], in[1], fwd); };
+    else
+      step = [&] { fwd = forward(); };
     timed_loop(state, step, pp.flops(), pp.bytes(), threads);
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
@@ -243,8 +254,10 @@ void run_lstm(benchmark::State& state, const Case& c, LstmPass pass, const std::
       }
     }
     std::function<void()> step;
-    if (pass == LstmPass::backward) step = [&] { g = ops::lstm_backward(*v, li, fwd, in[5], Tensor(), Tensor()); };
-    else step = [&] { fwd = ops::lstm_forward(*v, li, training); };
+    if (pass == LstmPass::backward)
+      step = [&] { g = ops::lstm_backward(*v, li, fwd, in[5], Tensor(), Tensor()); };
+    else
+      step = [&] { fwd = ops::lstm_forward(*v, li, training); };
     timed_loop(state, step, pp.flops(), pp.bytes(), threads);
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
@@ -261,12 +274,14 @@ void register_pool(const Case& c) {
   for (PoolPass pass : passes)
     for (int t : options().threads)
       for (const auto& variant : variants)
-        add(c, variant, pool_pass_name(pass), t, [=](benchmark::State& st) { run_pool(st, c, pass, variant, t); });
+        add(c, variant, pool_pass_name(pass), t,
+            [=](benchmark::State& st) { run_pool(st, c, pass, variant, t); });
 }
 
 void register_batch_norm(const Case& c) {
   const auto variants = variants_of(batch_norm2d_table());
-  for (BatchNormPass pass : {BatchNormPass::forward_training, BatchNormPass::backward, BatchNormPass::forward_inference})
+  for (BatchNormPass pass :
+       {BatchNormPass::forward_training, BatchNormPass::backward, BatchNormPass::forward_inference})
     for (int t : options().threads)
       for (const auto& variant : variants)
         add(c, variant, batch_norm_pass_name(pass), t,
@@ -275,10 +290,12 @@ void register_batch_norm(const Case& c) {
 
 void register_lstm(const Case& c) {
   const auto variants = variants_of(lstm_table());
-  for (LstmPass pass : {LstmPass::forward_training, LstmPass::backward, LstmPass::forward_inference})
+  for (LstmPass pass :
+       {LstmPass::forward_training, LstmPass::backward, LstmPass::forward_inference})
     for (int t : options().threads)
       for (const auto& variant : variants)
-        add(c, variant, lstm_pass_name(pass), t, [=](benchmark::State& st) { run_lstm(st, c, pass, variant, t); });
+        add(c, variant, lstm_pass_name(pass), t,
+            [=](benchmark::State& st) { run_lstm(st, c, pass, variant, t); });
 }
 
 }  // namespace anvil::bench::kernel

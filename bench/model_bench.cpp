@@ -8,9 +8,10 @@
 //                   whole step runs every iteration and only the named phase is timed (manual
 //                   time), so the three add up to about one train_step; 5 iterations each.
 // model/<name>/<phase>/batch:<b>/device:cuda: the training and inference step of the models with
-// a GPU path (ModelInfo::gpu_path: fcn5, fcn8, fcn_r, mlp_mnist) on cuda:0 over networks.md's GPU batch sweep, timed
-// with CUDA events around the whole step (batch upload + forward + loss + backward + update +
-// device synchronisation), registered after every CPU benchmark (Note [GPU model benchmarks]).
+// a GPU path (ModelInfo::gpu_path: fcn5, fcn8, fcn_r, mlp_mnist) on cuda:0 over networks.md's GPU
+// batch sweep, timed with CUDA events around the whole step (batch upload + forward + loss +
+// backward + update + device synchronisation), registered after every CPU benchmark (Note [GPU
+// model benchmarks]).
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -30,11 +31,16 @@ namespace {
 enum class Phase { train_step, inference_step, forward, backward, update };
 const char* phase_name(Phase p) {
   switch (p) {
-    case Phase::train_step: return "train_step";
-    case Phase::inference_step: return "inference_step";
-    case Phase::forward: return "forward";
-    case Phase::backward: return "backward";
-    case Phase::update: return "update";
+    case Phase::train_step:
+      return "train_step";
+    case Phase::inference_step:
+      return "inference_step";
+    case Phase::forward:
+      return "forward";
+    case Phase::backward:
+      return "backward";
+    case Phase::update:
+      return "update";
   }
   return "?";
 }
@@ -93,8 +99,10 @@ void run_model(benchmark::State& state, const std::string& name, Phase phase, st
     models::TrainingStep steps(name, batch, /*seed=*/1, options().fold_sgd);
     const bool whole = phase == Phase::train_step || phase == Phase::inference_step;
     auto step = [&] {
-      if (phase == Phase::inference_step) steps.inference_step();
-      else steps.train_step();
+      if (phase == Phase::inference_step)
+        steps.inference_step();
+      else
+        steps.train_step();
     };
     // Warm-up outside the timed region: page faults, primitive creation, optimizer state.
     for (int i = 0; i < kWarmupSteps; ++i) step();
@@ -132,20 +140,24 @@ void run_model(benchmark::State& state, const std::string& name, Phase phase, st
     const double fwd = steps.forward_flops();
     // FLOPs of the timed work: backward ~ 2x forward; the update is not counted in FLOPs.
     const double flops = phase == Phase::train_step ? 3.0 * fwd
-                       : phase == Phase::backward   ? 2.0 * fwd
-                       : phase == Phase::update     ? 0.0
+                         : phase == Phase::backward ? 2.0 * fwd
+                         : phase == Phase::update   ? 0.0
                                                     : fwd;
-    state.counters["samples/s"] = benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["samples/s"] = benchmark::Counter(static_cast<double>(batch),
+                                                     benchmark::Counter::kIsIterationInvariantRate);
     if (flops > 0) {
-      state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+      state.counters["FLOP/s"] =
+          benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
       set_pct_peak(state, flops, timed_seconds, threads);
     }
     // With the reset: the process's resident peak during the timed steps (the model, its
     // activations and gradients, plus the libraries' baseline); without: since process start.
     state.counters["peak_rss_MB"] = peak_rss_bytes() / 1048576.0;
     state.counters["alloc_peak_MB"] = static_cast<double>(memory_stats().peak) / 1048576.0;
-    std::string label = steps.sgd_folded() && phase != Phase::inference_step ? "sgd folded into backward" : "";
-    if (!rss_reset) label += std::string(label.empty() ? "" : "; ") + "peak_rss_MB is the process lifetime peak";
+    std::string label =
+        steps.sgd_folded() && phase != Phase::inference_step ? "sgd folded into backward" : "";
+    if (!rss_reset)
+      label += std::string(label.empty() ? "" : "; ") + "peak_rss_MB is the process lifetime peak";
     if (!label.empty()) state.SetLabel(label);
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
@@ -168,7 +180,8 @@ std::vector<std::int64_t> batches_of(const models::ModelInfo& info) {
 
 // Models with LSTM layers also get their training and inference step once per CPU variant of
 // the `lstm` table, named model/<name>/<phase>/batch:<b>/threads:<t>/lstm:<variant>.
-void register_lstm_variant_steps(const std::string& name, const std::vector<std::int64_t>& batches) {
+void register_lstm_variant_steps(const std::string& name,
+                                 const std::vector<std::int64_t>& batches) {
   bool has_lstm = false;
   for (const auto& p : models::kernel_problems(name, 1)) has_lstm = has_lstm || p.op == "lstm";
   if (!has_lstm) return;
@@ -177,11 +190,16 @@ void register_lstm_variant_steps(const std::string& name, const std::vector<std:
     for (Phase phase : {Phase::train_step, Phase::inference_step}) {
       for (std::int64_t batch : batches) {
         for (int t : options().threads) {
-          const std::string bname = detail::str_cat("model/", name, "/", phase_name(phase), "/batch:", batch,
-                                                    "/threads:", t, "/lstm:", v.name);
-          benchmark::RegisterBenchmark(bname.c_str(), [=, variant = v.name](benchmark::State& st) {
-            run_model(st, name, phase, batch, t, variant);
-          })->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);  // Note [Whole-step timing]
+          const std::string bname =
+              detail::str_cat("model/", name, "/", phase_name(phase), "/batch:", batch,
+                              "/threads:", t, "/lstm:", v.name);
+          benchmark::RegisterBenchmark(bname.c_str(),
+                                       [=, variant = v.name](benchmark::State& st) {
+                                         run_model(st, name, phase, batch, t, variant);
+                                       })
+              ->UseManualTime()
+              ->Unit(benchmark::kMillisecond)
+              ->Iterations(1);  // Note [Whole-step timing]
         }
       }
     }
@@ -215,13 +233,16 @@ void run_gpu_model(benchmark::State& state, const std::string& name, Phase phase
       cached.reset();
       cached_key.clear();
       empty_cache(dev);  // the previous model's blocks would count in this one's reserve
-      cached = std::make_unique<models::TrainingStep>(name, batch, /*seed=*/1, options().fold_sgd, dev);
+      cached =
+          std::make_unique<models::TrainingStep>(name, batch, /*seed=*/1, options().fold_sgd, dev);
       cached_key = key;
     }
     models::TrainingStep& steps = *cached;
     auto step = [&] {
-      if (phase == Phase::inference_step) steps.inference_step();
-      else steps.train_step();
+      if (phase == Phase::inference_step)
+        steps.inference_step();
+      else
+        steps.train_step();
     };
     // Warm-up outside the timed region: cuBLAS handles and workspaces, the allocator's blocks.
     step();
@@ -230,8 +251,10 @@ void run_gpu_model(benchmark::State& state, const std::string& name, Phase phase
     for (auto _ : state) state.SetIterationTime(cuda->time_on_stream(dev.index, step));
     const double fwd = steps.forward_flops();
     const double flops = phase == Phase::train_step ? 3.0 * fwd : fwd;
-    state.counters["samples/s"] = benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
-    state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["samples/s"] = benchmark::Counter(static_cast<double>(batch),
+                                                     benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["FLOP/s"] =
+        benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
     const MemoryStats mem = memory_stats(dev);
     state.counters["gpu_alloc_peak_MB"] = static_cast<double>(mem.peak) / 1048576.0;
     state.counters["gpu_reserved_MB"] = static_cast<double>(mem.reserved) / 1048576.0;
@@ -255,10 +278,13 @@ void register_gpu_model_benchmarks() {
     batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
     for (Phase phase : {Phase::train_step, Phase::inference_step}) {
       for (std::int64_t batch : batches) {
-        const std::string bname = detail::str_cat("model/", name, "/", phase_name(phase), "/batch:", batch, "/device:cuda");
-        benchmark::RegisterBenchmark(bname.c_str(), [=](benchmark::State& st) {
-          run_gpu_model(st, name, phase, batch);
-        })->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
+        const std::string bname = detail::str_cat("model/", name, "/", phase_name(phase),
+                                                  "/batch:", batch, "/device:cuda");
+        benchmark::RegisterBenchmark(
+            bname.c_str(), [=](benchmark::State& st) { run_gpu_model(st, name, phase, batch); })
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond)
+            ->MinTime(1.0);
       }
     }
   }
@@ -269,15 +295,16 @@ void register_gpu_model_benchmarks() {
 void register_model_benchmarks() {
   for (const auto& name : options().models) {
     const auto batches = batches_of(models::info(name));
-    for (Phase phase : {Phase::train_step, Phase::inference_step, Phase::forward, Phase::backward, Phase::update}) {
+    for (Phase phase : {Phase::train_step, Phase::inference_step, Phase::forward, Phase::backward,
+                        Phase::update}) {
       const bool is_phase = phase != Phase::train_step && phase != Phase::inference_step;
       if (is_phase && !options().phases) continue;
       for (std::int64_t batch : batches) {
         for (int t : options().threads) {
-          const std::string bname = detail::str_cat("model/", name, "/", phase_name(phase), "/batch:", batch, "/threads:", t);
-          auto* b = benchmark::RegisterBenchmark(bname.c_str(), [=](benchmark::State& st) {
-            run_model(st, name, phase, batch, t);
-          });
+          const std::string bname = detail::str_cat("model/", name, "/", phase_name(phase),
+                                                    "/batch:", batch, "/threads:", t);
+          auto* b = benchmark::RegisterBenchmark(
+              bname.c_str(), [=](benchmark::State& st) { run_model(st, name, phase, batch, t); });
           b->UseManualTime()->Unit(benchmark::kMillisecond);
           // A phase benchmark runs the whole step per iteration but counts only its phase, so a
           // MinTime would mean thousands of steps for a 1 ms update: a fixed count instead.

@@ -1,8 +1,8 @@
 // `test.broken`: a GEMM variant that is wrong on purpose, registered only with
 // --anvil_test_broken_variant=on. It computes the right product with `ref` and then adds 1 to
 // every element of C (validation samples elements, and 1 is far above its tolerance for the
-// benchmark shapes), so every benchmark of it must fail validation against `ref` and be reported with
-// SkipWithError, never timed (tests/bench/test_bench_suite.py checks this).
+// benchmark shapes), so every benchmark of it must fail validation against `ref` and be reported
+// with SkipWithError, never timed (tests/bench/test_bench_suite.py checks this).
 #include "bench/registrations.h"
 #include "engine/anvil/anvil.h"
 #include "engine/dispatch/gemm_problem.h"
@@ -26,8 +26,10 @@ void register_test_variants() {
               for (std::int64_t i = 0; i < p.m; ++i)
                 for (std::int64_t j = 0; j < p.n; ++j) {
                   const std::int64_t at = batch * p.stride_c + i * p.ldc + j;
-                  if (p.dtype == DType::f32) static_cast<float*>(a.c)[at] += 1.0f;
-                  else static_cast<double*>(a.c)[at] += 1.0;
+                  if (p.dtype == DType::f32)
+                    static_cast<float*>(a.c)[at] += 1.0f;
+                  else
+                    static_cast<double*>(a.c)[at] += 1.0;
                 }
           },
       .description = "ref, then C + 1: wrong on purpose, to test that validation skips it",

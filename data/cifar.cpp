@@ -13,21 +13,25 @@ namespace {
 
 // Checks a batch's bytes; returns its number of records.
 std::int64_t check_cifar10_size(std::uint64_t size, const std::string& name, const char* where) {
-  if (size == 0) fail(where, name, ": is empty (0 bytes; a CIFAR-10 batch holds records of ",
-                      kCifarRecordBytes, " bytes)");
+  if (size == 0)
+    fail(where, name, ": is empty (0 bytes; a CIFAR-10 batch holds records of ", kCifarRecordBytes,
+         " bytes)");
   if (size % kCifarRecordBytes != 0)
     fail(where, name, ": has ", size, " bytes, not a multiple of the ", kCifarRecordBytes,
-         "-byte CIFAR-10 record (1 label + ", kCifarImageBytes, " pixels): ", size / kCifarRecordBytes,
-         " whole records and ", size % kCifarRecordBytes, " bytes left over",
-         size % (kCifarRecordBytes + 1) == 0 ? " (a multiple of 3074: a CIFAR-100 file?)" : " (truncated?)");
+         "-byte CIFAR-10 record (1 label + ", kCifarImageBytes,
+         " pixels): ", size / kCifarRecordBytes, " whole records and ", size % kCifarRecordBytes,
+         " bytes left over",
+         size % (kCifarRecordBytes + 1) == 0 ? " (a multiple of 3074: a CIFAR-100 file?)"
+                                             : " (truncated?)");
   return static_cast<std::int64_t>(size / kCifarRecordBytes);
 }
 
 std::int64_t check_cifar10(const std::uint8_t* bytes, std::size_t size, const std::string& name,
                            const char* where) {
   if (size >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b)
-    fail(where, name, ": is gzip-compressed (starts with 1f 8b); CIFAR-10 batches are read "
-                      "uncompressed (extract cifar-10-binary.tar.gz and pass data_batch_N.bin)");
+    fail(where, name,
+         ": is gzip-compressed (starts with 1f 8b); CIFAR-10 batches are read "
+         "uncompressed (extract cifar-10-binary.tar.gz and pass data_batch_N.bin)");
   const std::int64_t n = check_cifar10_size(size, name, where);
   for (std::int64_t r = 0; r < n; ++r) {
     const std::uint8_t label = bytes[r * kCifarRecordBytes];
@@ -125,7 +129,8 @@ ImageDataset read_cifar10_dir(const std::string& dir, const std::string& split) 
     const fs::path p = base / name;
     if (!fs::exists(p, ec))
       fail(where, dir, ": has no ", name, " (looked for ", p.string(), "; the ", split,
-           " split of CIFAR-10 is ", names.size() == 1 ? names[0] : "data_batch_1.bin .. data_batch_5.bin", ")");
+           " split of CIFAR-10 is ",
+           names.size() == 1 ? names[0] : "data_batch_1.bin .. data_batch_5.bin", ")");
     paths.push_back(p.string());
   }
   return read_cifar10_impl(paths, where);

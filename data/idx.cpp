@@ -33,7 +33,8 @@ std::vector<std::uint8_t> read_file_bytes(const std::string& path, const char* w
     bytes.resize(static_cast<std::size_t>(size));
     in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     if (static_cast<std::size_t>(in.gcount()) != bytes.size())
-      fail(where, path, ": read ", in.gcount(), " of its ", bytes.size(), " bytes (changed while reading?)");
+      fail(where, path, ": read ", in.gcount(), " of its ", bytes.size(),
+           " bytes (changed while reading?)");
   } else {  // a pipe or device: read until the end
     std::array<char, 65536> chunk;
     while (in.read(chunk.data(), chunk.size()) || in.gcount() > 0)
@@ -54,13 +55,20 @@ constexpr std::uint64_t kMaxIdxPayload = std::uint64_t{1} << 40;
 
 const char* idx_type_name(std::uint8_t t) {
   switch (t) {
-    case 0x08: return "unsigned byte";
-    case 0x09: return "signed byte";
-    case 0x0B: return "int16";
-    case 0x0C: return "int32";
-    case 0x0D: return "float32";
-    case 0x0E: return "float64";
-    default: return nullptr;
+    case 0x08:
+      return "unsigned byte";
+    case 0x09:
+      return "signed byte";
+    case 0x0B:
+      return "int16";
+    case 0x0C:
+      return "int32";
+    case 0x0D:
+      return "float32";
+    case 0x0E:
+      return "float64";
+    default:
+      return nullptr;
   }
 }
 
@@ -86,13 +94,17 @@ std::string hex_bytes(const std::uint8_t* b, std::size_t n) {
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-bool has_gzip_magic(const std::uint8_t* b, std::size_t n) { return n >= 2 && b[0] == 0x1f && b[1] == 0x8b; }
+bool has_gzip_magic(const std::uint8_t* b, std::size_t n) {
+  return n >= 2 && b[0] == 0x1f && b[1] == 0x8b;
+}
 
 std::uint32_t read_be32(const std::uint8_t* p) {
-  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+         p[3];
 }
 
 // "60000 x 28 x 28"
@@ -105,7 +117,7 @@ std::string dims_text(const std::vector<std::int64_t>& dims) {
 struct IdxHeader {
   std::uint8_t type = 0;
   std::vector<std::int64_t> dims;
-  std::size_t header_bytes = 0;   // 4 + 4 * ndims
+  std::size_t header_bytes = 0;  // 4 + 4 * ndims
   std::uint64_t payload_bytes = 0;
 };
 
@@ -122,8 +134,9 @@ IdxHeader parse_idx_header(const std::uint8_t* b, std::size_t size, const std::s
     fail(where, name, ": is too short for an IDX header (", size,
          " bytes; the magic number alone is 4)");
   if (b[0] != 0 || b[1] != 0)
-    fail(where, name, ": bad magic number ", hex_bytes(b, 4),
-         " (an IDX file starts with two zero bytes, the element type and the number of dimensions)");
+    fail(
+        where, name, ": bad magic number ", hex_bytes(b, 4),
+        " (an IDX file starts with two zero bytes, the element type and the number of dimensions)");
   IdxHeader h;
   h.type = b[2];
   if (h.type != kIdxUnsignedByte) {
@@ -271,15 +284,15 @@ IdxArray read_idx_impl(const std::string& path, const char* where) {
 }
 
 void check_consistent(const IdxArray& a, const std::string& name, const char* where) {
-  ANVIL_CHECK(a.type_code == kIdxUnsignedByte, where, name, ": element type ", hex_byte(a.type_code),
-              " is not supported: only 0x08 (unsigned byte) is read");
+  ANVIL_CHECK(a.type_code == kIdxUnsignedByte, where, name, ": element type ",
+              hex_byte(a.type_code), " is not supported: only 0x08 (unsigned byte) is read");
   std::uint64_t product = 1;
   for (const std::int64_t d : a.dims) {
     ANVIL_CHECK(d >= 0 && !__builtin_mul_overflow(product, static_cast<std::uint64_t>(d), &product),
                 where, name, ": bad sizes ", dims_text(a.dims));
   }
-  ANVIL_CHECK(product == a.data.size(), where, name, ": sizes ", dims_text(a.dims), " need ", product,
-              " bytes, the array holds ", a.data.size());
+  ANVIL_CHECK(product == a.data.size(), where, name, ": sizes ", dims_text(a.dims), " need ",
+              product, " bytes, the array holds ", a.data.size());
 }
 
 ImageDataset mnist_from_idx_impl(const IdxArray& images, const IdxArray& labels,
@@ -362,7 +375,8 @@ ImageDataset read_mnist_dir(const std::string& dir, const std::string& split) {
     if (fs::exists(raw, ec)) return raw;
     const std::string gz = raw + ".gz";
     if (fs::exists(gz, ec)) return gz;
-    fail(where, dir, ": has neither ", base, " nor ", base, ".gz (the ", split, " split of an MNIST-format dataset)");
+    fail(where, dir, ": has neither ", base, " nor ", base, ".gz (the ", split,
+         " split of an MNIST-format dataset)");
   };
   const std::string labels = pick(prefix + "-labels-idx1-ubyte");
   const std::string images = pick(prefix + "-images-idx3-ubyte");

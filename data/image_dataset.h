@@ -15,10 +15,10 @@
 namespace anvil::data {
 
 struct ImageDataset {
-  Tensor images;                  // f32 [N, C, H, W], values in [0, 1]
-  Tensor labels;                  // i64 [N], values in [0, num_classes)
+  Tensor images;  // f32 [N, C, H, W], values in [0, 1]
+  Tensor labels;  // i64 [N], values in [0, num_classes)
   std::int64_t num_classes = 0;
-  std::string source;             // the file(s) it was read from, for messages and logs
+  std::string source;  // the file(s) it was read from, for messages and logs
 
   std::int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
 };

@@ -56,7 +56,8 @@ std::string read_text(const std::string& path, const char* where) {
     if (text[i] == '\n') ++line;
     const std::size_t n = utf8_length(text, i);
     if (n == 0)
-      fail(where, path, ": is not a text file (invalid UTF-8 at byte offset ", i, ", line ", line, ")");
+      fail(where, path, ": is not a text file (invalid UTF-8 at byte offset ", i, ", line ", line,
+           ")");
     i += n;
   }
   return text;
@@ -91,13 +92,20 @@ void for_each_word(std::string_view text, std::string& buf, OnWord&& on_word) {
 
 const char* json_type(const json& v) {
   switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::string: return "a string";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    case json::value_t::number_float: return "a float";
-    default: return "a number";
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "a boolean";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::number_float:
+      return "a float";
+    default:
+      return "a number";
   }
 }
 
@@ -108,7 +116,8 @@ void encode_into(std::string_view text, const ImdbWordIndex& index, std::int64_t
   for_each_word(text, buf, [&](std::string_view w) {
     const auto it = index.find(w);
     std::int64_t id = kImdbOov;
-    if (it != index.end() && it->second + kImdbIndexFrom < num_words) id = it->second + kImdbIndexFrom;
+    if (it != index.end() && it->second + kImdbIndexFrom < num_words)
+      id = it->second + kImdbIndexFrom;
     ids.push_back(id);
   });
 }
@@ -167,17 +176,18 @@ ImdbWordIndex read_imdb_word_index(const std::string& path) {
       fail(where, path, ": the rank of '", word, "' is ", value.dump(), " (", json_type(value),
            "), not an integer");
     // nlohmann-json stores a non-negative integer as unsigned, a negative one as signed.
-    const bool in_range = value.is_number_unsigned()
-                              ? value.get<std::uint64_t>() >= 1 &&
-                                    value.get<std::uint64_t>() <= static_cast<std::uint64_t>(kMaxRank)
-                              : value.get<std::int64_t>() >= 1;
+    const bool in_range = value.is_number_unsigned() ? value.get<std::uint64_t>() >= 1 &&
+                                                           value.get<std::uint64_t>() <=
+                                                               static_cast<std::uint64_t>(kMaxRank)
+                                                     : value.get<std::int64_t>() >= 1;
     if (!in_range)
-      fail(where, path, ": the rank of '", word, "' is ", value.dump(), "; ranks go from 1 (the most ",
-           "frequent word) to ", kMaxRank);
+      fail(where, path, ": the rank of '", word, "' is ", value.dump(),
+           "; ranks go from 1 (the most ", "frequent word) to ", kMaxRank);
     const std::int64_t rank = value.get<std::int64_t>();
     const auto it = index.emplace(word, rank).first;
     const auto [r, fresh] = by_rank.emplace(rank, &it->first);
-    if (!fresh) fail(where, path, ": words '", *r->second, "' and '", word, "' have the same rank ", rank);
+    if (!fresh)
+      fail(where, path, ": words '", *r->second, "' and '", word, "' have the same rank ", rank);
   }
   return index;
 }
@@ -207,7 +217,8 @@ SequenceDataset read_imdb(const std::string& reviews_path, const std::string& wo
       fail(where, reviews_path, " line ", line_no, ": blank line (expected \"<label>\\t<text>\")");
     const std::size_t tab = line.find('\t');
     if (tab == std::string_view::npos)
-      fail(where, reviews_path, " line ", line_no, ": no tab (expected \"<label>\\t<text>\" with label 0 or 1)");
+      fail(where, reviews_path, " line ", line_no,
+           ": no tab (expected \"<label>\\t<text>\" with label 0 or 1)");
     const std::string_view label = line.substr(0, tab);
     if (label != "0" && label != "1")
       fail(where, reviews_path, " line ", line_no, ": label '", label, "' is not 0 or 1");

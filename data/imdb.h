@@ -36,11 +36,11 @@ inline constexpr std::int64_t kImdbIndexFrom = 3;
 
 // Token sequences with one label each.
 struct SequenceDataset {
-  Tensor tokens;                 // i64 [N, maxlen], ids in [0, vocab_size)
-  Tensor labels;                 // i64 [N], values in [0, num_classes)
-  std::int64_t vocab_size = 0;   // = num_words: the Embedding's number of rows
+  Tensor tokens;                // i64 [N, maxlen], ids in [0, vocab_size)
+  Tensor labels;                // i64 [N], values in [0, num_classes)
+  std::int64_t vocab_size = 0;  // = num_words: the Embedding's number of rows
   std::int64_t num_classes = 2;
-  std::string source;            // the files it was read from
+  std::string source;  // the files it was read from
 
   std::int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
 };

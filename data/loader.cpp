@@ -60,11 +60,13 @@ std::uint64_t epoch_seed(std::uint64_t seed, std::int64_t epoch) {
 }  // namespace
 
 std::int64_t TensorDataset::size() const {
-  ANVIL_CHECK(inputs.defined() && targets.defined(), "TensorDataset", "inputs and targets must be defined");
+  ANVIL_CHECK(inputs.defined() && targets.defined(), "TensorDataset",
+              "inputs and targets must be defined");
   ANVIL_CHECK(inputs.dim() >= 1 && targets.dim() >= 1, "TensorDataset",
-              "inputs and targets need a sample dimension, got ", shape_str(inputs.sizes()), " and ", shape_str(targets.sizes()));
-  ANVIL_CHECK(inputs.sizes()[0] == targets.sizes()[0], "TensorDataset", "inputs have ", inputs.sizes()[0],
-              " samples but targets have ", targets.sizes()[0]);
+              "inputs and targets need a sample dimension, got ", shape_str(inputs.sizes()),
+              " and ", shape_str(targets.sizes()));
+  ANVIL_CHECK(inputs.sizes()[0] == targets.sizes()[0], "TensorDataset", "inputs have ",
+              inputs.sizes()[0], " samples but targets have ", targets.sizes()[0]);
   return inputs.sizes()[0];
 }
 
@@ -119,8 +121,8 @@ DataLoader::DataLoader(TensorDataset dataset, LoaderOptions options)
   ANVIL_CHECK(opt_.prefetch >= 1, "DataLoader", "prefetch must be at least 1, got ", opt_.prefetch);
   ANVIL_CHECK(opt_.normalization.std > 0, "DataLoader", "normalization std must be positive, got ",
               opt_.normalization.std);
-  ANVIL_CHECK(!opt_.drop_last || size_ >= opt_.batch, "DataLoader", "drop_last with batch ", opt_.batch,
-              " leaves no batch of the ", size_, " samples");
+  ANVIL_CHECK(!opt_.drop_last || size_ >= opt_.batch, "DataLoader", "drop_last with batch ",
+              opt_.batch, " leaves no batch of the ", size_, " samples");
   const bool normalises = opt_.normalization.mean != 0.0 || opt_.normalization.std != 1.0;
   ANVIL_CHECK(!normalises || ds_.inputs.dtype() == DType::f32, "DataLoader",
               "normalization needs f32 inputs, got ", dtype_name(ds_.inputs.dtype()));
@@ -152,7 +154,8 @@ void DataLoader::start_epoch(std::int64_t epoch, std::int64_t skip_batches) {
     producer_done_ = false;
     stop_ = false;
     producer_error_ = nullptr;
-    producer_ = std::thread([this, first = next_batch_, last = end_batch_] { produce(first, last); });
+    producer_ =
+        std::thread([this, first = next_batch_, last = end_batch_] { produce(first, last); });
   }
 }
 

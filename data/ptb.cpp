@@ -19,8 +19,7 @@ bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' |
 std::string read_file(const std::string& path, const char* where) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
-  if (!std::filesystem::exists(status))
-    fail(where, "cannot open '", path, "': no such file");
+  if (!std::filesystem::exists(status)) fail(where, "cannot open '", path, "': no such file");
   if (std::filesystem::is_directory(status))
     fail(where, "cannot read '", path, "': it is a directory, not a text file");
   std::ifstream in(path, std::ios::binary);
@@ -65,7 +64,8 @@ void check_text(const std::string& text, const std::string& path, const char* wh
   for (std::size_t i = 0; i < text.size();) {
     const char c = text[i];
     if (c == '\0')
-      fail(where, "'", path, "' is not a text file (NUL byte at byte offset ", i, ", line ", line, ")");
+      fail(where, "'", path, "' is not a text file (NUL byte at byte offset ", i, ", line ", line,
+           ")");
     if (c == '\n') ++line;
     const std::size_t n = utf8_sequence_length(text, i);
     if (n == 0)
@@ -129,7 +129,8 @@ Vocabulary::Vocabulary(std::vector<std::string> words) : words_(std::move(words)
     ANVIL_CHECK(std::none_of(w.begin(), w.end(), [](char c) { return is_space(c) || c == '\n'; }),
                 "Vocabulary", "word '", w, "' at id ", i, " contains whitespace");
     const auto [it, inserted] = ids_.emplace(w, static_cast<std::int64_t>(i));
-    ANVIL_CHECK(inserted, "Vocabulary", "duplicate word '", w, "' (ids ", it->second, " and ", i, ")");
+    ANVIL_CHECK(inserted, "Vocabulary", "duplicate word '", w, "' (ids ", it->second, " and ", i,
+                ")");
   }
 }
 
@@ -145,8 +146,7 @@ Vocabulary Vocabulary::build(const std::vector<std::string>& paths) {
       ++it->second;
     };
     const std::int64_t words = tokenize(
-        text, [&](std::string_view w, std::int64_t) { add(w); },
-        [&](std::int64_t) { add(kEos); });
+        text, [&](std::string_view w, std::int64_t) { add(w); }, [&](std::int64_t) { add(kEos); });
     if (words == 0) fail_no_words(path, where);
   }
   std::vector<std::pair<std::string, std::int64_t>> sorted(counts.begin(), counts.end());
@@ -171,12 +171,15 @@ Vocabulary Vocabulary::load(const std::string& path) {
     if (end == std::string::npos) end = text.size();
     std::string_view w(text.data() + i, end - i);
     if (!w.empty() && w.back() == '\r') w.remove_suffix(1);
-    if (w.empty()) fail(where, "'", path, "' line ", line, ": blank line (expected one word per line)");
+    if (w.empty())
+      fail(where, "'", path, "' line ", line, ": blank line (expected one word per line)");
     if (std::any_of(w.begin(), w.end(), is_space))
-      fail(where, "'", path, "' line ", line, ": '", w, "' contains whitespace (expected one word per line)");
+      fail(where, "'", path, "' line ", line, ": '", w,
+           "' contains whitespace (expected one word per line)");
     const auto [it, inserted] = first_line.emplace(std::string(w), line);
     if (!inserted)
-      fail(where, "'", path, "' line ", line, ": duplicate word '", w, "' (first on line ", it->second, ")");
+      fail(where, "'", path, "' line ", line, ": duplicate word '", w, "' (first on line ",
+           it->second, ")");
     words.emplace_back(w);
     ++line;
     i = end + 1;
@@ -186,7 +189,8 @@ Vocabulary Vocabulary::load(const std::string& path) {
 
 void Vocabulary::save(const std::string& path) const {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail("Vocabulary::save", "cannot open '", path, "' for writing: ", std::strerror(errno));
+  if (!out)
+    fail("Vocabulary::save", "cannot open '", path, "' for writing: ", std::strerror(errno));
   for (const std::string& w : words_) out << w << '\n';
   out.flush();
   if (!out) fail("Vocabulary::save", "error while writing '", path, "'");
@@ -199,12 +203,14 @@ std::int64_t Vocabulary::find(std::string_view word) const {
 
 std::int64_t Vocabulary::id(std::string_view word) const {
   const std::int64_t i = find(word);
-  ANVIL_CHECK(i >= 0, "Vocabulary::id", "word '", word, "' is not in the vocabulary (", size(), " words)");
+  ANVIL_CHECK(i >= 0, "Vocabulary::id", "word '", word, "' is not in the vocabulary (", size(),
+              " words)");
   return i;
 }
 
 const std::string& Vocabulary::word(std::int64_t id) const {
-  ANVIL_CHECK(id >= 0 && id < size(), "Vocabulary::word", "id ", id, " is outside [0, ", size(), ")");
+  ANVIL_CHECK(id >= 0 && id < size(), "Vocabulary::word", "id ", id, " is outside [0, ", size(),
+              ")");
   return words_[static_cast<std::size_t>(id)];
 }
 
@@ -268,12 +274,14 @@ PtbBatcher::PtbBatcher(const std::vector<std::int64_t>& ids, std::int64_t batch_
   init(ids.data(), static_cast<std::int64_t>(ids.size()));
 }
 
-PtbBatcher::PtbBatcher(const Tensor& ids, std::int64_t batch_size, std::int64_t seq_len, bool drop_last)
+PtbBatcher::PtbBatcher(const Tensor& ids, std::int64_t batch_size, std::int64_t seq_len,
+                       bool drop_last)
     : batch_size_(batch_size), seq_len_(seq_len), drop_last_(drop_last) {
   check_defined(ids, "PtbBatcher", "ids");
   check_dtype(ids, DType::i64, "PtbBatcher", "ids");
   check_dim(ids, 1, "PtbBatcher", "ids");
-  ANVIL_CHECK(ids.device().is_cpu(), "PtbBatcher", "ids must be on the CPU, got ", ids.device().str());
+  ANVIL_CHECK(ids.device().is_cpu(), "PtbBatcher", "ids must be on the CPU, got ",
+              ids.device().str());
   const std::int64_t n = ids.size(0), stride = ids.stride(0);
   std::vector<std::int64_t> flat(static_cast<std::size_t>(n));
   const std::int64_t* p = ids.data<std::int64_t>();
@@ -286,11 +294,13 @@ void PtbBatcher::init(const std::int64_t* ids, std::int64_t n) {
   ANVIL_CHECK(seq_len_ >= 1, "PtbBatcher", "seq_len must be >= 1, got ", seq_len_);
   stream_len_ = n / batch_size_;
   ANVIL_CHECK(stream_len_ >= 2, "PtbBatcher", n, " tokens in ", batch_size_,
-              " streams give streams of ", stream_len_, " tokens; at least 2 are needed (input and target)");
+              " streams give streams of ", stream_len_,
+              " tokens; at least 2 are needed (input and target)");
   const std::int64_t columns = stream_len_ - 1;  // input positions that have a next token
   num_batches_ = drop_last_ ? columns / seq_len_ : (columns + seq_len_ - 1) / seq_len_;
-  ANVIL_CHECK(num_batches_ >= 1, "PtbBatcher", "streams of ", stream_len_, " tokens hold no full window of ",
-              seq_len_, " inputs with drop_last (", n, " tokens, batch_size ", batch_size_, ")");
+  ANVIL_CHECK(num_batches_ >= 1, "PtbBatcher", "streams of ", stream_len_,
+              " tokens hold no full window of ", seq_len_, " inputs with drop_last (", n,
+              " tokens, batch_size ", batch_size_, ")");
   streams_ = Tensor::empty({batch_size_, stream_len_}, DType::i64);
   // Stream b = ids[b*L, (b+1)*L): the B*L first ids, row-major, are exactly the [B, L] matrix.
   std::copy(ids, ids + batch_size_ * stream_len_, streams_.data<std::int64_t>());
@@ -310,9 +320,9 @@ PtbBatch PtbBatcher::batch(std::int64_t i) const {
   PtbBatch out;
   out.index = i;
   out.start = start;
-  out.inputs = Tensor::empty({batch_size_, t}, DType::i64);    // [B, t]
-  out.targets = Tensor::empty({batch_size_, t}, DType::i64);   // [B, t]
-  const std::int64_t* s = streams_.data<std::int64_t>();       // [B, L]
+  out.inputs = Tensor::empty({batch_size_, t}, DType::i64);   // [B, t]
+  out.targets = Tensor::empty({batch_size_, t}, DType::i64);  // [B, t]
+  const std::int64_t* s = streams_.data<std::int64_t>();      // [B, L]
   std::int64_t* x = out.inputs.data<std::int64_t>();
   std::int64_t* y = out.targets.data<std::int64_t>();
   for (std::int64_t b = 0; b < batch_size_; ++b) {

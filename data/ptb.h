@@ -102,7 +102,8 @@ class PtbBatcher {
   // Throws when batch_size or seq_len < 1 or when the streams would hold fewer than 2 ids.
   PtbBatcher(const std::vector<std::int64_t>& ids, std::int64_t batch_size, std::int64_t seq_len,
              bool drop_last = false);
-  PtbBatcher(const Tensor& ids, std::int64_t batch_size, std::int64_t seq_len, bool drop_last = false);
+  PtbBatcher(const Tensor& ids, std::int64_t batch_size, std::int64_t seq_len,
+             bool drop_last = false);
 
   std::int64_t batch_size() const { return batch_size_; }
   std::int64_t seq_len() const { return seq_len_; }

@@ -18,7 +18,7 @@ struct Philox4 {
 };
 
 ANVIL_PHILOX_HD void philox_mulhilo(std::uint32_t a, std::uint32_t b, std::uint32_t& hi,
-                                      std::uint32_t& lo) {
+                                    std::uint32_t& lo) {
   const std::uint64_t p = static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b);
   hi = static_cast<std::uint32_t>(p >> 32);
   lo = static_cast<std::uint32_t>(p);
@@ -27,7 +27,7 @@ ANVIL_PHILOX_HD void philox_mulhilo(std::uint32_t a, std::uint32_t b, std::uint3
 // Four random 32-bit words for counter (c0..c3) under key (k0, k1): 10 rounds, the key bumped
 // by the Weyl constants between rounds.
 ANVIL_PHILOX_HD Philox4 philox4x32_10(std::uint32_t c0, std::uint32_t c1, std::uint32_t c2,
-                                        std::uint32_t c3, std::uint32_t k0, std::uint32_t k1) {
+                                      std::uint32_t c3, std::uint32_t k0, std::uint32_t k1) {
   constexpr std::uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
   constexpr std::uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
   for (int r = 0; r < 10; ++r) {
@@ -49,7 +49,7 @@ ANVIL_PHILOX_HD Philox4 philox4x32_10(std::uint32_t c0, std::uint32_t c1, std::u
 
 // The four words of group g = element index / 4 (elements 4g .. 4g+3) for (seed, offset).
 ANVIL_PHILOX_HD Philox4 dropout_words(std::uint64_t group, std::uint64_t seed,
-                                        std::uint64_t offset) {
+                                      std::uint64_t offset) {
   return philox4x32_10(static_cast<std::uint32_t>(group), static_cast<std::uint32_t>(group >> 32),
                        static_cast<std::uint32_t>(offset), static_cast<std::uint32_t>(offset >> 32),
                        static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));

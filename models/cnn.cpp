@@ -66,7 +66,8 @@ nn::ModulePtr alexnet(std::int64_t classes, Generator& gen) {
 nn::ModulePtr vgg16(std::int64_t classes, Generator& gen) {
   auto features = std::make_shared<nn::Sequential>();
   const std::int64_t M = 0;  // a max-pool in the configuration list
-  const std::int64_t config[] = {64, 64, M, 128, 128, M, 256, 256, 256, M, 512, 512, 512, M, 512, 512, 512, M};
+  const std::int64_t config[] = {64, 64,  M,   128, 128, M,   256, 256, 256,
+                                 M,  512, 512, 512, M,   512, 512, 512, M};
   std::int64_t in = 3;
   for (std::int64_t v : config) {
     if (v == M) {
@@ -131,21 +132,55 @@ nn::ModulePtr cnn_cifar(std::int64_t classes, Generator& gen) {
 
 std::vector<ModelInfo> builtin_cnn_models() {
   std::vector<ModelInfo> v;
-  v.push_back({"alexnet", "AlexNet (DLBench single tower, no LRN): 5 conv + 3 fc, 224x224x3", {3, 224, 224},
-               InputKind::features, 1000, 16, {16, 32, 64, 128}, "sgd lr=0.01",
-               [](const ModelOptions& o, Generator& g) { return alexnet(classes_or(o, 1000), g); }});
-  v.push_back({"vgg16", "VGG16: 13 conv 3x3 + 3 fc, adaptive avg pool 7x7, 224x224x3 (32x32 works)",
-               {3, 224, 224}, InputKind::features, 1000, 16, {16, 32, 64}, "sgd lr=0.01 momentum=0.9",
+  v.push_back(
+      {"alexnet",
+       "AlexNet (DLBench single tower, no LRN): 5 conv + 3 fc, 224x224x3",
+       {3, 224, 224},
+       InputKind::features,
+       1000,
+       16,
+       {16, 32, 64, 128},
+       "sgd lr=0.01",
+       [](const ModelOptions& o, Generator& g) { return alexnet(classes_or(o, 1000), g); }});
+  v.push_back({"vgg16",
+               "VGG16: 13 conv 3x3 + 3 fc, adaptive avg pool 7x7, 224x224x3 (32x32 works)",
+               {3, 224, 224},
+               InputKind::features,
+               1000,
+               16,
+               {16, 32, 64},
+               "sgd lr=0.01 momentum=0.9",
                [](const ModelOptions& o, Generator& g) { return vgg16(classes_or(o, 1000), g); }});
-  v.push_back({"resnet50", "ResNet-50 (torchvision form, stride on the 3x3), BN in training mode",
-               {3, 224, 224}, InputKind::features, 1000, 16, {8, 16, 32, 64}, "sgd lr=0.01 momentum=0.9",
-               [](const ModelOptions& o, Generator& g) { return resnet50(classes_or(o, 1000), g); }});
-  v.push_back({"cnn_mnist", "Keras MNIST CNN: conv32-conv64-pool-fc128-fc10, dropout", {1, 28, 28},
-               InputKind::features, 10, 128, {128}, "adam lr=1e-3",
-               [](const ModelOptions& o, Generator& g) { return cnn_mnist(classes_or(o, 10), g); }});
-  v.push_back({"cnn_cifar", "Keras CIFAR-10 CNN: 2x(conv-conv-pool-dropout)-fc512-fc10", {3, 32, 32},
-               InputKind::features, 10, 32, {32}, "adam lr=1e-3",
-               [](const ModelOptions& o, Generator& g) { return cnn_cifar(classes_or(o, 10), g); }});
+  v.push_back(
+      {"resnet50",
+       "ResNet-50 (torchvision form, stride on the 3x3), BN in training mode",
+       {3, 224, 224},
+       InputKind::features,
+       1000,
+       16,
+       {8, 16, 32, 64},
+       "sgd lr=0.01 momentum=0.9",
+       [](const ModelOptions& o, Generator& g) { return resnet50(classes_or(o, 1000), g); }});
+  v.push_back(
+      {"cnn_mnist",
+       "Keras MNIST CNN: conv32-conv64-pool-fc128-fc10, dropout",
+       {1, 28, 28},
+       InputKind::features,
+       10,
+       128,
+       {128},
+       "adam lr=1e-3",
+       [](const ModelOptions& o, Generator& g) { return cnn_mnist(classes_or(o, 10), g); }});
+  v.push_back(
+      {"cnn_cifar",
+       "Keras CIFAR-10 CNN: 2x(conv-conv-pool-dropout)-fc512-fc10",
+       {3, 32, 32},
+       InputKind::features,
+       10,
+       32,
+       {32},
+       "adam lr=1e-3",
+       [](const ModelOptions& o, Generator& g) { return cnn_cifar(classes_or(o, 10), g); }});
   return v;
 }
 

@@ -31,24 +31,50 @@ std::int64_t classes_or(const ModelOptions& o, std::int64_t def) {
 
 std::vector<ModelInfo> builtin_fcn_models() {
   std::vector<ModelInfo> v;
-  v.push_back({"fcn5", "DLBench FCN-5: 26752-2048-2048-2048-26752, sigmoid, softmax CE", {26752},
-               InputKind::features, 26752, 64, {32, 64, 128, 256, 512, 1024}, "sgd lr=0.01",
-               [](const ModelOptions& o, Generator& g) {
-                 return mlp(26752, {2048, 2048, 2048}, classes_or(o, 26752), nn::Activation::sigmoid, 0, g);
-               }});
-  v.push_back({"fcn8", "DLBench FCN-8: 26752-2048x6-26752, sigmoid, softmax CE", {26752},
-               InputKind::features, 26752, 64, {32, 64, 128, 256, 512, 1024}, "sgd lr=0.01",
+  v.push_back(
+      {"fcn5",
+       "DLBench FCN-5: 26752-2048-2048-2048-26752, sigmoid, softmax CE",
+       {26752},
+       InputKind::features,
+       26752,
+       64,
+       {32, 64, 128, 256, 512, 1024},
+       "sgd lr=0.01",
+       [](const ModelOptions& o, Generator& g) {
+         return mlp(26752, {2048, 2048, 2048}, classes_or(o, 26752), nn::Activation::sigmoid, 0, g);
+       }});
+  v.push_back({"fcn8",
+               "DLBench FCN-8: 26752-2048x6-26752, sigmoid, softmax CE",
+               {26752},
+               InputKind::features,
+               26752,
+               64,
+               {32, 64, 128, 256, 512, 1024},
+               "sgd lr=0.01",
                [](const ModelOptions& o, Generator& g) {
                  return mlp(26752, std::vector<std::int64_t>(6, 2048), classes_or(o, 26752),
                             nn::Activation::sigmoid, 0, g);
                }});
-  v.push_back({"fcn_r", "DLBench real-data FCN: 784-2048-4096-1024-10, sigmoid, softmax CE", {784},
-               InputKind::features, 10, 64, {32, 64, 128, 256, 512, 1024}, "sgd lr=0.05",
-               [](const ModelOptions& o, Generator& g) {
-                 return mlp(784, {2048, 4096, 1024}, classes_or(o, 10), nn::Activation::sigmoid, 0, g);
-               }});
-  v.push_back({"mlp_mnist", "Kabakus MNIST MLP: 784-512-512-10, ReLU, dropout 0.2", {784},
-               InputKind::features, 10, 80, {80}, "adam lr=1e-3",
+  v.push_back(
+      {"fcn_r",
+       "DLBench real-data FCN: 784-2048-4096-1024-10, sigmoid, softmax CE",
+       {784},
+       InputKind::features,
+       10,
+       64,
+       {32, 64, 128, 256, 512, 1024},
+       "sgd lr=0.05",
+       [](const ModelOptions& o, Generator& g) {
+         return mlp(784, {2048, 4096, 1024}, classes_or(o, 10), nn::Activation::sigmoid, 0, g);
+       }});
+  v.push_back({"mlp_mnist",
+               "Kabakus MNIST MLP: 784-512-512-10, ReLU, dropout 0.2",
+               {784},
+               InputKind::features,
+               10,
+               80,
+               {80},
+               "adam lr=1e-3",
                [](const ModelOptions& o, Generator& g) {
                  return mlp(784, {512, 512}, classes_or(o, 10), nn::Activation::relu, 0.2, g);
                }});

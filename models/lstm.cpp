@@ -56,25 +56,41 @@ std::vector<ModelInfo> builtin_lstm_models() {
     v.push_back({"lstm" + std::to_string(T),
                  "DLBench LSTM-" + std::to_string(T) +
                      ": embedding 10000x256, 2x LSTM 256 (one bias), fc 256->10000 every step",
-                 {T}, InputKind::tokens, 10000, 128, {128, 256, 512}, "sgd lr=1.0 clip=5",
+                 {T},
+                 InputKind::tokens,
+                 10000,
+                 128,
+                 {128, 256, 512},
+                 "sgd lr=1.0 clip=5",
                  [](const ModelOptions&, Generator& g) { return dlbench_lm(g); }});
   v.push_back({"ptb_small",
                "Zaremba small PTB LM: embedding 10000x200, 2x LSTM 200 (one bias), fc 200->10000; "
                "lr halved each epoch after epoch 4",
-               {20}, InputKind::tokens, 10000, 20, {20}, "sgd lr=1.0 clip=5",
+               {20},
+               InputKind::tokens,
+               10000,
+               20,
+               {20},
+               "sgd lr=1.0 clip=5",
                [](const ModelOptions&, Generator& g) -> nn::ModulePtr {
                  // One bias per layer gives exactly 4,651,600 parameters (two: 4,653,200).
                  auto net = std::make_shared<nn::LstmLanguageModel>(10000, 200, 200, 2, false, &g);
                  for (auto& p : net->parameters()) nn::init::uniform_(p, -0.1, 0.1, &g);
                  return net;
                }});
-  v.push_back({"lstm_imdb",
-               "Keras IMDB LSTM: embedding 5000x32, LSTM 100 (one bias), fc 100->1 on the last step, "
-               "sigmoid / binary CE",
-               {500}, InputKind::tokens, 1, 500, {500}, "adam lr=1e-2",
-               [](const ModelOptions&, Generator& g) -> nn::ModulePtr {
-                 return std::make_shared<LstmClassifier>(5000, 32, 100, g);
-               }});
+  v.push_back(
+      {"lstm_imdb",
+       "Keras IMDB LSTM: embedding 5000x32, LSTM 100 (one bias), fc 100->1 on the last step, "
+       "sigmoid / binary CE",
+       {500},
+       InputKind::tokens,
+       1,
+       500,
+       {500},
+       "adam lr=1e-2",
+       [](const ModelOptions&, Generator& g) -> nn::ModulePtr {
+         return std::make_shared<LstmClassifier>(5000, 32, 100, g);
+       }});
   for (auto& m : v) {  // Note [Token models] (models/registry.h)
     const bool classifier = m.name == "lstm_imdb";
     m.loss = classifier ? LossKind::binary_cross_entropy : LossKind::sequence_cross_entropy;

@@ -33,7 +33,8 @@ void ensure_builtins() {
 void register_model(ModelInfo m) {
   ANVIL_CHECK(!m.name.empty() && m.build, "register_model", "a model needs a name and a builder");
   std::lock_guard<std::mutex> lock(mu());
-  ANVIL_CHECK(table().count(m.name) == 0, "register_model", "model '", m.name, "' already registered");
+  ANVIL_CHECK(table().count(m.name) == 0, "register_model", "model '", m.name,
+              "' already registered");
   table().emplace(m.name, std::move(m));
 }
 
@@ -76,12 +77,16 @@ ModelSummary summary(const std::string& name) {
   // One row per top-level child (a whole module when the model is not a container).
   const auto& children = net->children();
   if (children.empty()) {
-    s.layers.push_back({name, net->type_name(), net->extra_repr(), net->output_shape(shape), s.params,
-                        s.flops_per_sample});
+    s.layers.push_back({name, net->type_name(), net->extra_repr(), net->output_shape(shape),
+                        s.params, s.flops_per_sample});
   }
   for (const auto& [child_name, child] : children) {
-    LayerRow row{child_name, child->type_name(), child->extra_repr(), child->output_shape(shape),
-                 child->num_parameters(), child->forward_flops(shape)};
+    LayerRow row{child_name,
+                 child->type_name(),
+                 child->extra_repr(),
+                 child->output_shape(shape),
+                 child->num_parameters(),
+                 child->forward_flops(shape)};
     shape = row.output_shape;
     s.layers.push_back(std::move(row));
   }

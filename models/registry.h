@@ -42,9 +42,9 @@ struct ModelInfo {
   Shape sample_shape;       // input shape of one sample (no batch dim)
   InputKind input = InputKind::features;
   std::int64_t num_classes = 0;
-  std::int64_t cpu_batch = 0;                 // the paper's CPU mini-batch
-  std::vector<std::int64_t> gpu_batches;      // the GPU sweep
-  std::string optimizer;                      // the timing method's optimizer, e.g. "sgd lr=0.01"
+  std::int64_t cpu_batch = 0;             // the paper's CPU mini-batch
+  std::vector<std::int64_t> gpu_batches;  // the GPU sweep
+  std::string optimizer;                  // the timing method's optimizer, e.g. "sgd lr=0.01"
   std::function<nn::ModulePtr(const ModelOptions&, Generator&)> build;
   LossKind loss = LossKind::cross_entropy;  // the training loss (models/training_step.h)
   std::int64_t vocab_size = 0;              // token models: ids are in [0, vocab_size)
@@ -60,7 +60,7 @@ struct LayerRow {
   std::string repr;    // "in=26752, out=2048, bias=true"
   Shape output_shape;  // for batch 1
   std::int64_t params = 0;
-  double flops = 0;    // forward, per sample
+  double flops = 0;  // forward, per sample
 };
 
 struct ModelSummary {
@@ -68,7 +68,7 @@ struct ModelSummary {
   std::int64_t params = 0;
   double flops_per_sample = 0;  // forward FLOPs (2 per multiply-add)
   std::vector<LayerRow> layers;
-  std::string table() const;    // printable layer table
+  std::string table() const;  // printable layer table
 };
 
 // Adds a model (done for the built-ins by the registry itself; user code may add its own).

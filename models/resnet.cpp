@@ -8,17 +8,19 @@
 namespace anvil::models {
 namespace {
 
-std::shared_ptr<nn::Conv2d> conv(std::int64_t in, std::int64_t out, std::int64_t k, std::int64_t stride,
-                                 Generator& gen) {
+std::shared_ptr<nn::Conv2d> conv(std::int64_t in, std::int64_t out, std::int64_t k,
+                                 std::int64_t stride, Generator& gen) {
   Conv2dOptions o;
   o.stride = {stride, stride};
   o.padding = {k / 2, k / 2};
-  return std::make_shared<nn::Conv2d>(in, out, std::array<std::int64_t, 2>{k, k}, o, /*bias=*/false, &gen);
+  return std::make_shared<nn::Conv2d>(in, out, std::array<std::int64_t, 2>{k, k}, o, /*bias=*/false,
+                                      &gen);
 }
 
 }  // namespace
 
-Bottleneck::Bottleneck(std::int64_t in_channels, std::int64_t width, std::int64_t stride, Generator& gen)
+Bottleneck::Bottleneck(std::int64_t in_channels, std::int64_t width, std::int64_t stride,
+                       Generator& gen)
     : in_(in_channels), width_(width), stride_(stride) {
   conv1_ = register_module("conv1", conv(in_channels, width, 1, 1, gen));
   bn1_ = register_module("bn1", std::make_shared<nn::BatchNorm2d>(width));
@@ -53,7 +55,8 @@ Shape Bottleneck::output_shape(const Shape& in) const {
 }
 
 double Bottleneck::forward_flops(const Shape& in) const {
-  const Shape s1 = conv1_->output_shape(in), s2 = conv2_->output_shape(s1), s3 = conv3_->output_shape(s2);
+  const Shape s1 = conv1_->output_shape(in), s2 = conv2_->output_shape(s1),
+              s3 = conv3_->output_shape(s2);
   double f = conv1_->forward_flops(in) + bn1_->forward_flops(s1) + conv2_->forward_flops(s1) +
              bn2_->forward_flops(s2) + conv3_->forward_flops(s2) + bn3_->forward_flops(s3);
   if (downsample_) f += downsample_->forward_flops(in);
@@ -62,7 +65,8 @@ double Bottleneck::forward_flops(const Shape& in) const {
 
 void Bottleneck::kernel_problems(const Shape& in, const std::string& prefix,
                                  std::vector<nn::NamedKernelProblem>& out) const {
-  const Shape s1 = conv1_->output_shape(in), s2 = conv2_->output_shape(s1), s3 = conv3_->output_shape(s2);
+  const Shape s1 = conv1_->output_shape(in), s2 = conv2_->output_shape(s1),
+              s3 = conv3_->output_shape(s2);
   conv1_->kernel_problems(in, prefix + "conv1.", out);
   bn1_->kernel_problems(s1, prefix + "bn1.", out);
   conv2_->kernel_problems(s1, prefix + "conv2.", out);

@@ -17,7 +17,8 @@ Batch synthetic_batch(const ModelInfo& info, std::int64_t batch, Generator& gen)
   shape.insert(shape.begin(), batch);
   Batch b;
   if (info.input == InputKind::tokens) {
-    ANVIL_CHECK(info.vocab_size > 0, "synthetic_batch", info.name, " takes tokens but has no vocab_size");
+    ANVIL_CHECK(info.vocab_size > 0, "synthetic_batch", info.name,
+                " takes tokens but has no vocab_size");
     b.input = randint(shape, 0, info.vocab_size, DType::i64, &gen);
   } else {
     b.input = normal(shape, 0, 1, DType::f32, &gen);
@@ -56,7 +57,8 @@ Tensor model_loss(const ModelInfo& info, const Tensor& output, const Tensor& tar
 Tensor model_forward_loss(const ModelInfo& info, nn::Module& net, const Tensor& input,
                           const Tensor& target) {
   if (info.loss == LossKind::sequence_cross_entropy)
-    if (auto* lm = dynamic_cast<nn::LstmLanguageModel*>(&net)) return lm->sequence_loss(input, target);
+    if (auto* lm = dynamic_cast<nn::LstmLanguageModel*>(&net))
+      return lm->sequence_loss(input, target);
   return model_loss(info, net.forward(input), target);
 }
 
@@ -77,10 +79,14 @@ TimingSgd parse_timing_sgd(const std::string& description) {
     } catch (const std::exception&) {
       fail("parse_timing_sgd", "bad number in \"", word, "\" of \"", description, "\"");
     }
-    if (key == "lr") s.lr = value;
-    else if (key == "momentum") s.momentum = value;
-    else if (key == "clip") s.clip_norm = value;
-    else fail("parse_timing_sgd", "unknown key \"", key, "\" in \"", description, "\"");
+    if (key == "lr")
+      s.lr = value;
+    else if (key == "momentum")
+      s.momentum = value;
+    else if (key == "clip")
+      s.clip_norm = value;
+    else
+      fail("parse_timing_sgd", "unknown key \"", key, "\" in \"", description, "\"");
   }
   return s;
 }
@@ -97,7 +103,8 @@ TrainingStep::TrainingStep(const std::string& model, std::int64_t batch, std::ui
                            bool fold_sgd, Device device)
     : info_(&models::info(model)), batch_size_(batch), device_(device) {
   if (device_.is_cuda()) {
-    ANVIL_CHECK(info_->gpu_path, "TrainingStep", "model ", model, " has no GPU path (some of its ops have "
+    ANVIL_CHECK(info_->gpu_path, "TrainingStep", "model ", model,
+                " has no GPU path (some of its ops have "
                 "CPU kernels only; ModelInfo::gpu_path); run it on the CPU");
     require_cuda("TrainingStep");
   }

@@ -66,7 +66,13 @@ class TrainingStep {
   void upload_batch();
   // GPU: waits for the device's work to finish; CPU: nothing.
   void synchronize();
-  void train_step() { upload_batch(); forward_loss(); backward(); update(); synchronize(); }
+  void train_step() {
+    upload_batch();
+    forward_loss();
+    backward();
+    update();
+    synchronize();
+  }
   void inference_step();  // (upload) + forward only, eval mode, no graph (+ sync)
 
   nn::Module& net() { return *net_; }

@@ -34,7 +34,8 @@ std::string temp_path(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("anvil train: resuming from a checkpoint repeats the uninterrupted run exactly", "[train][real_data]") {
+TEST_CASE("anvil train: resuming from a checkpoint repeats the uninterrupted run exactly",
+          "[train][real_data]") {
   std::ostringstream log;
   const std::string ckpt = temp_path("resume.safetensors");
 
@@ -63,17 +64,19 @@ TEST_CASE("anvil train: resuming from a checkpoint repeats the uninterrupted run
   REQUIRE(resumed.test_metric == full.test_metric);
 }
 
-TEST_CASE("anvil train: metrics are reported and memory stays flat across epochs", "[train][real_data]") {
+TEST_CASE("anvil train: metrics are reported and memory stays flat across epochs",
+          "[train][real_data]") {
   std::ostringstream log;
   auto c = small_run("mlp_mnist");
   c.epochs = 4;
   c.target_accuracy = 0.5;
   const auto r = tools::run_training(c, log);
-  std::printf("anvil train (mlp_mnist, 960 Fashion-MNIST images, 4 epochs): test accuracy %.3f, "
-              "allocator peak per epoch %.1f %.1f %.1f %.1f MB\n",
-              r.test_metric, r.epochs[0].allocator_peak_bytes / 1048576.0,
-              r.epochs[1].allocator_peak_bytes / 1048576.0, r.epochs[2].allocator_peak_bytes / 1048576.0,
-              r.epochs[3].allocator_peak_bytes / 1048576.0);
+  std::printf(
+      "anvil train (mlp_mnist, 960 Fashion-MNIST images, 4 epochs): test accuracy %.3f, "
+      "allocator peak per epoch %.1f %.1f %.1f %.1f MB\n",
+      r.test_metric, r.epochs[0].allocator_peak_bytes / 1048576.0,
+      r.epochs[1].allocator_peak_bytes / 1048576.0, r.epochs[2].allocator_peak_bytes / 1048576.0,
+      r.epochs[3].allocator_peak_bytes / 1048576.0);
   REQUIRE(r.train_samples == 960);
   REQUIRE(r.val_samples == 240);
   REQUIRE(r.test_samples == 1200);
@@ -95,14 +98,16 @@ TEST_CASE("anvil train: bad configurations fail with clear errors", "[train][err
   std::ostringstream log;
   auto c = small_run("mlp_mnist");
   c.optimizer = "rmsprop";
-  REQUIRE_THROWS_WITH(tools::run_training(c, log), Catch::Contains("--optimizer must be sgd or adam"));
+  REQUIRE_THROWS_WITH(tools::run_training(c, log),
+                      Catch::Contains("--optimizer must be sgd or adam"));
   c = small_run("ptb_small");
   c.target_accuracy = 0.5;
   REQUIRE_THROWS_WITH(tools::run_training(c, log), Catch::Contains("is not a language model") ||
-                                                        Catch::Contains("takes token ids"));
+                                                       Catch::Contains("takes token ids"));
   c = small_run("mlp_mnist");
   c.val_split = 1.0;
-  REQUIRE_THROWS_WITH(tools::run_training(c, log), Catch::Contains("--val-split must be in [0, 1)"));
+  REQUIRE_THROWS_WITH(tools::run_training(c, log),
+                      Catch::Contains("--val-split must be in [0, 1)"));
   c = small_run("mlp_mnist");
   c.resume = temp_path("missing.safetensors");
   REQUIRE_THROWS_WITH(tools::run_training(c, log), Catch::Contains("missing.safetensors"));
@@ -113,5 +118,6 @@ TEST_CASE("anvil train: bad configurations fail with clear errors", "[train][err
   REQUIRE_THROWS_WITH(tools::run_training(c, log), Catch::Contains("cnn_mnist has no GPU path"));
   c = small_run("mlp_mnist");
   c.device = "tpu";
-  REQUIRE_THROWS_WITH(tools::run_training(c, log), Catch::Contains("--device must be cpu or cuda, got 'tpu'"));
+  REQUIRE_THROWS_WITH(tools::run_training(c, log),
+                      Catch::Contains("--device must be cpu or cuda, got 'tpu'"));
 }

@@ -188,7 +188,8 @@ TEST_CASE("retain_graph allows a second backward, otherwise it throws", "[autogr
   y.backward();  // allowed once more; frees the graph
   const auto g2 = values_f64(x.grad());
   for (std::size_t i = 0; i < g1.size(); ++i) CHECK(g2[i] == Approx(2 * g1[i]));
-  CHECK_THROWS_WITH(y.backward(), Catch::Contains("second time") && Catch::Contains("retain_graph"));
+  CHECK_THROWS_WITH(y.backward(),
+                    Catch::Contains("second time") && Catch::Contains("retain_graph"));
   // A fresh graph over the same leaf is fine.
   Tensor z = sum(x * 1.0);
   z.backward();
@@ -272,8 +273,9 @@ TEST_CASE("backward and requires_grad errors", "[autograd][errors]") {
   Tensor x = leaf({1, 2, 3, 4, 5, 6}, {2, 3});
   Tensor y = x * 2.0;
   CHECK_THROWS_WITH(y.backward(), Catch::Contains("backward") && Catch::Contains("[2,3]"));
-  CHECK_THROWS_WITH(y.backward(Tensor::ones({3, 2}, DType::f64)),
-                    Catch::Contains("backward") && Catch::Contains("[3,2]") && Catch::Contains("[2,3]"));
+  CHECK_THROWS_WITH(y.backward(Tensor::ones({3, 2}, DType::f64)), Catch::Contains("backward") &&
+                                                                      Catch::Contains("[3,2]") &&
+                                                                      Catch::Contains("[2,3]"));
   // A non-scalar with an explicit grad_output is fine.
   y.backward(Tensor::ones({2, 3}, DType::f64));
   CHECK(all_equal(x.grad(), 2.0));
@@ -283,7 +285,8 @@ TEST_CASE("backward and requires_grad errors", "[autograd][errors]") {
   CHECK(one.grad().item() == 2.0);
 
   Tensor plain = Tensor::ones({2}, DType::f64);
-  CHECK_THROWS_WITH(sum(plain).backward(), Catch::Contains("backward") && Catch::Contains("does not require grad"));
+  CHECK_THROWS_WITH(sum(plain).backward(),
+                    Catch::Contains("backward") && Catch::Contains("does not require grad"));
 
   Tensor i64 = Tensor::zeros({3}, DType::i64);
   CHECK_THROWS_WITH(i64.set_requires_grad(true),

@@ -62,8 +62,8 @@ TEST_CASE("gradcheck catches a wrong backward and a missing gradient", "[gradche
   CHECK_THAT(r2.message, Catch::Contains("[1,2]"));
   // Gradient that never reaches the input (detached inside) while the output depends on it.
   TensorFn detached = [](const V& in) { return mul(in[0].detach(), in[1]); };
-  const auto r3 = gradcheck("detached", detached,
-                            {uniform_leaf({3}, 0.5, 1, 3), uniform_leaf({3}, 0.5, 1, 4)});
+  const auto r3 =
+      gradcheck("detached", detached, {uniform_leaf({3}, 0.5, 1, 3), uniform_leaf({3}, 0.5, 1, 4)});
   CHECK_FALSE(r3.ok);
   CHECK_THAT(r3.message, Catch::Contains("input 0"));
   // Refuses non-f64 inputs and non-deterministic functions.
@@ -85,9 +85,8 @@ TEST_CASE("gradcheck catches a wrong backward and a missing gradient", "[gradche
 
 TEST_CASE("gradcheck: add/sub/mul/div with broadcasting", "[gradcheck][pointwise]") {
   const std::vector<std::pair<Shape, Shape>> shapes = {
-      {{3, 4}, {3, 4}}, {{3, 4}, {4}},    {{4}, {3, 4}},       {{3, 1}, {1, 4}},
-      {{}, {3, 4}},     {{3, 4}, {}},     {{2, 3, 4}, {3, 1}}, {{1}, {}},
-      {{2, 1, 4}, {3, 1}}};
+      {{3, 4}, {3, 4}}, {{3, 4}, {4}},       {{4}, {3, 4}}, {{3, 1}, {1, 4}},   {{}, {3, 4}},
+      {{3, 4}, {}},     {{2, 3, 4}, {3, 1}}, {{1}, {}},     {{2, 1, 4}, {3, 1}}};
   const std::vector<std::pair<const char*, Tensor (*)(const Tensor&, const Tensor&)>> fns = {
       {"add", &add}, {"sub", &sub}, {"mul", &mul}, {"div", &div}};
   std::uint64_t seed = 10;
@@ -108,9 +107,9 @@ TEST_CASE("gradcheck: add/sub/mul/div with broadcasting", "[gradcheck][pointwise
   ANVIL_CHECK_GRADCHECK("mul b only", [](const V& in) { return mul(in[0], in[1]); }, {c, d});
   // The same leaf on both sides.
   Tensor x = uniform_leaf({5}, 0.5, 1.5, 94);
-  ANVIL_CHECK_GRADCHECK("x/x+x*x-x", [](const V& in) {
-    return sub(add(div(in[0], in[0]), mul(in[0], in[0])), in[0]);
-  }, {x});
+  ANVIL_CHECK_GRADCHECK(
+      "x/x+x*x-x",
+      [](const V& in) { return sub(add(div(in[0], in[0]), mul(in[0], in[0])), in[0]); }, {x});
 }
 
 TEST_CASE("gradcheck: tensor operators and scalar operators", "[gradcheck][pointwise]") {
@@ -141,8 +140,8 @@ TEST_CASE("gradcheck: unary math and activations", "[gradcheck][pointwise]") {
   ANVIL_CHECK_GRADCHECK("log", [](const V& in) { return log(in[0]); }, {pos});
   ANVIL_CHECK_GRADCHECK("sqrt", [](const V& in) { return sqrt(in[0]); }, {pos});
   for (double e : {2.0, 3.0, 0.5, -1.5, 1.0, 0.0}) {
-    ANVIL_CHECK_GRADCHECK("pow " + std::to_string(e),
-                          [e](const V& in) { return pow(in[0], e); }, {pos});
+    ANVIL_CHECK_GRADCHECK("pow " + std::to_string(e), [e](const V& in) { return pow(in[0], e); },
+                          {pos});
   }
   ANVIL_CHECK_GRADCHECK("pow(x, 2) on negatives", [](const V& in) { return pow(in[0], 2.0); }, {x});
   Tensor e = uniform_leaf({3, 4}, -2, 2, 32);
@@ -151,8 +150,8 @@ TEST_CASE("gradcheck: unary math and activations", "[gradcheck][pointwise]") {
   ANVIL_CHECK_GRADCHECK("pow tensor broadcast exponent",
                         [](const V& in) { return pow(in[0], in[1]); }, {pos, e_row});
   Tensor base_col = uniform_leaf({3, 1}, 0.3, 2.0, 34);
-  ANVIL_CHECK_GRADCHECK("pow tensor broadcast base",
-                        [](const V& in) { return pow(in[0], in[1]); }, {base_col, e});
+  ANVIL_CHECK_GRADCHECK("pow tensor broadcast base", [](const V& in) { return pow(in[0], in[1]); },
+                        {base_col, e});
   ANVIL_CHECK_GRADCHECK("sigmoid", [](const V& in) { return sigmoid(in[0]); },
                         {uniform_leaf({3, 4}, -4, 4, 35)});
   ANVIL_CHECK_GRADCHECK("tanh", [](const V& in) { return tanh(in[0]); },
@@ -160,9 +159,9 @@ TEST_CASE("gradcheck: unary math and activations", "[gradcheck][pointwise]") {
   ANVIL_CHECK_GRADCHECK("relu", [](const V& in) { return relu(in[0]); },
                         {away_from_zero_leaf({4, 5}, 0.05, 2, 37)});
   // A composite that reuses x on several paths (gradients must add).
-  ANVIL_CHECK_GRADCHECK("x*sigmoid(x)+exp(-x)*tanh(x)", [](const V& in) {
-    return in[0] * sigmoid(in[0]) + exp(-in[0]) * tanh(in[0]);
-  }, {x});
+  ANVIL_CHECK_GRADCHECK(
+      "x*sigmoid(x)+exp(-x)*tanh(x)",
+      [](const V& in) { return in[0] * sigmoid(in[0]) + exp(-in[0]) * tanh(in[0]); }, {x});
 }
 
 // ---- reductions --------------------------------------------------------------------------------
@@ -171,33 +170,32 @@ TEST_CASE("gradcheck: sum and mean over dims", "[gradcheck][reduce]") {
   Tensor x2 = uniform_leaf({3, 4}, -1, 1, 40);
   Tensor x3 = uniform_leaf({2, 3, 4}, -1, 1, 41);
   using Dims = std::vector<std::int64_t>;
-  const std::vector<std::pair<Dims, bool>> cases2 = {{{}, false}, {{}, true},  {{0}, false},
+  const std::vector<std::pair<Dims, bool>> cases2 = {{{}, false}, {{}, true},    {{0}, false},
                                                      {{1}, true}, {{-1}, false}, {{0, 1}, true}};
   for (const auto& [dims, keep] : cases2) {
     const std::string tag = " dims=" + shape_str(dims) + (keep ? " keepdim" : "");
-    ANVIL_CHECK_GRADCHECK("sum 2-D" + tag, [dims = dims, keep = keep](const V& in) {
-      return sum(in[0], dims, keep);
-    }, {x2});
-    ANVIL_CHECK_GRADCHECK("mean 2-D" + tag, [dims = dims, keep = keep](const V& in) {
-      return mean(in[0], dims, keep);
-    }, {x2});
+    ANVIL_CHECK_GRADCHECK(
+        "sum 2-D" + tag, [dims = dims, keep = keep](const V& in) { return sum(in[0], dims, keep); },
+        {x2});
+    ANVIL_CHECK_GRADCHECK(
+        "mean 2-D" + tag,
+        [dims = dims, keep = keep](const V& in) { return mean(in[0], dims, keep); }, {x2});
   }
   const std::vector<std::pair<Dims, bool>> cases3 = {
-      {{1}, false}, {{1}, true}, {{0, 2}, false}, {{0, 2}, true}, {{2, 0}, false},
-      {{1, 2}, true}, {{-3}, false}, {{}, false}};
+      {{1}, false},    {{1}, true},    {{0, 2}, false}, {{0, 2}, true},
+      {{2, 0}, false}, {{1, 2}, true}, {{-3}, false},   {{}, false}};
   for (const auto& [dims, keep] : cases3) {
     const std::string tag = " dims=" + shape_str(dims) + (keep ? " keepdim" : "");
-    ANVIL_CHECK_GRADCHECK("sum 3-D" + tag, [dims = dims, keep = keep](const V& in) {
-      return sum(in[0], dims, keep);
-    }, {x3});
-    ANVIL_CHECK_GRADCHECK("mean 3-D" + tag, [dims = dims, keep = keep](const V& in) {
-      return mean(in[0], dims, keep);
-    }, {x3});
+    ANVIL_CHECK_GRADCHECK(
+        "sum 3-D" + tag, [dims = dims, keep = keep](const V& in) { return sum(in[0], dims, keep); },
+        {x3});
+    ANVIL_CHECK_GRADCHECK(
+        "mean 3-D" + tag,
+        [dims = dims, keep = keep](const V& in) { return mean(in[0], dims, keep); }, {x3});
   }
   // Reductions of a non-contiguous input.
-  ANVIL_CHECK_GRADCHECK("mean of transpose dim 0", [](const V& in) {
-    return mean(in[0].t(), {0});
-  }, {x2});
+  ANVIL_CHECK_GRADCHECK("mean of transpose dim 0", [](const V& in) { return mean(in[0].t(), {0}); },
+                        {x2});
 }
 
 TEST_CASE("gradcheck: max over a dim", "[gradcheck][reduce]") {
@@ -213,34 +211,45 @@ TEST_CASE("gradcheck: max over a dim", "[gradcheck][reduce]") {
       ANVIL_CHECK_GRADCHECK("max 3-D dim " + std::to_string(d) + (keep ? " keepdim" : ""),
                             [d, keep](const V& in) { return max(in[0], d, keep); }, {x3});
     }
-  ANVIL_CHECK_GRADCHECK("max of a permuted view", [](const V& in) {
-    return max(in[0].permute({2, 0, 1}), 1);
-  }, {x3});
+  ANVIL_CHECK_GRADCHECK("max of a permuted view",
+                        [](const V& in) {
+                          return max(in[0].permute({2, 0, 1}), 1);
+                        },
+                        {x3});
 }
 
-// ---- linear algebra ------------------------------------------------------------------------------
+// ---- linear algebra
+// ------------------------------------------------------------------------------
 
 TEST_CASE("gradcheck: matmul", "[gradcheck][matmul]") {
   auto mm = [](const V& in) { return matmul(in[0], in[1]); };
-  ANVIL_CHECK_GRADCHECK("matmul 2-D", mm, {uniform_leaf({3, 4}, -1, 1, 60), uniform_leaf({4, 5}, -1, 1, 61)});
-  ANVIL_CHECK_GRADCHECK("matmul 1xK @ Kx1", mm, {uniform_leaf({1, 4}, -1, 1, 62), uniform_leaf({4, 1}, -1, 1, 63)});
-  ANVIL_CHECK_GRADCHECK("matmul A^T (view) @ B", [](const V& in) { return matmul(in[0].t(), in[1]); },
+  ANVIL_CHECK_GRADCHECK("matmul 2-D", mm,
+                        {uniform_leaf({3, 4}, -1, 1, 60), uniform_leaf({4, 5}, -1, 1, 61)});
+  ANVIL_CHECK_GRADCHECK("matmul 1xK @ Kx1", mm,
+                        {uniform_leaf({1, 4}, -1, 1, 62), uniform_leaf({4, 1}, -1, 1, 63)});
+  ANVIL_CHECK_GRADCHECK("matmul A^T (view) @ B",
+                        [](const V& in) { return matmul(in[0].t(), in[1]); },
                         {uniform_leaf({4, 3}, -1, 1, 64), uniform_leaf({4, 5}, -1, 1, 65)});
-  ANVIL_CHECK_GRADCHECK("matmul A @ B^T (view)", [](const V& in) { return matmul(in[0], in[1].t()); },
+  ANVIL_CHECK_GRADCHECK("matmul A @ B^T (view)",
+                        [](const V& in) { return matmul(in[0], in[1].t()); },
                         {uniform_leaf({3, 4}, -1, 1, 66), uniform_leaf({5, 4}, -1, 1, 67)});
   ANVIL_CHECK_GRADCHECK("matmul A^T @ B^T (views)",
                         [](const V& in) { return matmul(in[0].t(), in[1].t()); },
                         {uniform_leaf({4, 3}, -1, 1, 68), uniform_leaf({5, 4}, -1, 1, 69)});
-  // Leaves that are themselves non-contiguous views, and a slice whose leading dim exceeds its width.
-  ANVIL_CHECK_GRADCHECK("matmul transposed leaves", mm, {transposed_leaf(3, 4, 70), transposed_leaf(4, 2, 71)});
-  ANVIL_CHECK_GRADCHECK("matmul column slice (ld > width)",
-                        [](const V& in) { return matmul(in[0].slice(1, 1, 5), in[1].slice(0, 2, 6)); },
-                        {uniform_leaf({3, 7}, -1, 1, 72), uniform_leaf({8, 2}, -1, 1, 73)});
+  // Leaves that are themselves non-contiguous views, and a slice whose leading dim exceeds its
+  // width.
+  ANVIL_CHECK_GRADCHECK("matmul transposed leaves", mm,
+                        {transposed_leaf(3, 4, 70), transposed_leaf(4, 2, 71)});
+  ANVIL_CHECK_GRADCHECK(
+      "matmul column slice (ld > width)",
+      [](const V& in) { return matmul(in[0].slice(1, 1, 5), in[1].slice(0, 2, 6)); },
+      {uniform_leaf({3, 7}, -1, 1, 72), uniform_leaf({8, 2}, -1, 1, 73)});
   ANVIL_CHECK_GRADCHECK("matmul 3-D batched", mm,
                         {uniform_leaf({2, 3, 4}, -1, 1, 74), uniform_leaf({2, 4, 5}, -1, 1, 75)});
-  ANVIL_CHECK_GRADCHECK("matmul 3-D batched, transposed views",
-                        [](const V& in) { return matmul(in[0].transpose(1, 2), in[1].transpose(1, 2)); },
-                        {uniform_leaf({2, 4, 3}, -1, 1, 76), uniform_leaf({2, 5, 4}, -1, 1, 77)});
+  ANVIL_CHECK_GRADCHECK(
+      "matmul 3-D batched, transposed views",
+      [](const V& in) { return matmul(in[0].transpose(1, 2), in[1].transpose(1, 2)); },
+      {uniform_leaf({2, 4, 3}, -1, 1, 76), uniform_leaf({2, 5, 4}, -1, 1, 77)});
   ANVIL_CHECK_GRADCHECK("matmul 3-D batch-major view",
                         [](const V& in) { return matmul(in[0].transpose(0, 1), in[1]); },
                         {uniform_leaf({3, 2, 4}, -1, 1, 78), uniform_leaf({2, 4, 2}, -1, 1, 79)});
@@ -250,7 +259,9 @@ TEST_CASE("gradcheck: matmul", "[gradcheck][matmul]") {
                         [](const V& in) { return matmul(in[0], in[1].t()); },
                         {uniform_leaf({2, 2, 3, 4}, -1, 1, 82), uniform_leaf({3, 4}, -1, 1, 83)});
   ANVIL_CHECK_GRADCHECK("matmul permuted 3-D @ 2-D",
-                        [](const V& in) { return matmul(in[0].permute({1, 0, 2}), in[1]); },
+                        [](const V& in) {
+                          return matmul(in[0].permute({1, 0, 2}), in[1]);
+                        },
                         {uniform_leaf({3, 2, 4}, -1, 1, 84), uniform_leaf({4, 2}, -1, 1, 85)});
 }
 
@@ -259,7 +270,8 @@ TEST_CASE("gradcheck: linear", "[gradcheck][linear]") {
          b = uniform_leaf({5}, -1, 1, 92);
   ANVIL_CHECK_GRADCHECK("linear with bias", [](const V& in) { return linear(in[0], in[1], in[2]); },
                         {x, w, b});
-  ANVIL_CHECK_GRADCHECK("linear without bias", [](const V& in) { return linear(in[0], in[1]); }, {x, w});
+  ANVIL_CHECK_GRADCHECK("linear without bias", [](const V& in) { return linear(in[0], in[1]); },
+                        {x, w});
   Tensor x3 = uniform_leaf({2, 3, 4}, -1, 1, 93);
   ANVIL_CHECK_GRADCHECK("linear 3-D input", [](const V& in) { return linear(in[0], in[1], in[2]); },
                         {x3, w, b});
@@ -270,11 +282,11 @@ TEST_CASE("gradcheck: linear", "[gradcheck][linear]") {
                         {uniform_leaf({4, 3}, -1, 1, 94), w, b});
   // Parameters only (frozen input) and input only (frozen parameters).
   Tensor xf = uniform_leaf({3, 4}, -1, 1, 95, false);
-  ANVIL_CHECK_GRADCHECK("linear params only", [](const V& in) { return linear(in[0], in[1], in[2]); },
-                        {xf, w, b});
+  ANVIL_CHECK_GRADCHECK("linear params only",
+                        [](const V& in) { return linear(in[0], in[1], in[2]); }, {xf, w, b});
   Tensor wf = uniform_leaf({5, 4}, -1, 1, 96, false), bf = uniform_leaf({5}, -1, 1, 97, false);
-  ANVIL_CHECK_GRADCHECK("linear input only", [](const V& in) { return linear(in[0], in[1], in[2]); },
-                        {x, wf, bf});
+  ANVIL_CHECK_GRADCHECK("linear input only",
+                        [](const V& in) { return linear(in[0], in[1], in[2]); }, {x, wf, bf});
   ANVIL_CHECK_GRADCHECK("linear bias only", [](const V& in) { return linear(in[0], in[1], in[2]); },
                         {xf, wf, b});
   // Wide output from a narrow input: the bias rides in the GEMM (Note [Bias folded into the
@@ -326,14 +338,17 @@ TEST_CASE("gradcheck: softmax, log_softmax, cross_entropy", "[gradcheck][softmax
   Tensor ls = log_softmax(logits.detach(), -1);
   double expect = 0.0;
   const auto tv = anvil::test::values_f64(t64);
-  for (int r = 0; r < 4; ++r) expect -= ls.select(0, r).select(0, static_cast<std::int64_t>(tv[r])).item();
+  for (int r = 0; r < 4; ++r)
+    expect -= ls.select(0, r).select(0, static_cast<std::int64_t>(tv[r])).item();
   CHECK(cross_entropy(logits.detach(), t64).item() == Approx(expect / 4).epsilon(1e-12));
   // The incoming gradient scales the result (loss * 3 before backward).
-  ANVIL_CHECK_GRADCHECK("3 * cross_entropy", [](const V& in) { return cross_entropy(in[0], in[1]) * 3.0; },
+  ANVIL_CHECK_GRADCHECK("3 * cross_entropy",
+                        [](const V& in) { return cross_entropy(in[0], in[1]) * 3.0; },
                         {logits, t64});
 }
 
-// ---- dropout ---------------------------------------------------------------------------------------
+// ---- dropout
+// ---------------------------------------------------------------------------------------
 
 TEST_CASE("gradcheck: dropout with a re-seeded generator", "[gradcheck][dropout]") {
   // Re-seeding the generator inside the function makes every evaluation draw the same mask,
@@ -346,8 +361,10 @@ TEST_CASE("gradcheck: dropout with a re-seeded generator", "[gradcheck][dropout]
   };
   Tensor x = uniform_leaf({6, 7}, -1, 1, 110);
   ANVIL_CHECK_GRADCHECK("dropout p=0.4", fn, {x});
-  ANVIL_CHECK_GRADCHECK("dropout eval mode", [](const V& in) { return dropout(in[0], 0.5, false) * 2.0; }, {x});
-  ANVIL_CHECK_GRADCHECK("dropout p=0", [](const V& in) { return dropout(in[0], 0.0, true) * 2.0; }, {x});
+  ANVIL_CHECK_GRADCHECK("dropout eval mode",
+                        [](const V& in) { return dropout(in[0], 0.5, false) * 2.0; }, {x});
+  ANVIL_CHECK_GRADCHECK("dropout p=0", [](const V& in) { return dropout(in[0], 0.0, true) * 2.0; },
+                        {x});
 
   // Directly: with x = 1 the output IS mask * scale, and the gradient of sum(out) equals it.
   Tensor ones = Tensor::ones({2000}, DType::f64);
@@ -359,8 +376,10 @@ TEST_CASE("gradcheck: dropout with a re-seeded generator", "[gradcheck][dropout]
   const double scale = 1.0 / (1.0 - p);
   std::int64_t zeros = 0, bad = 0;
   for (std::size_t i = 0; i < ov.size(); ++i) {
-    if (ov[i] == 0.0) ++zeros;
-    else if (std::fabs(ov[i] - scale) > 1e-12) ++bad;
+    if (ov[i] == 0.0)
+      ++zeros;
+    else if (std::fabs(ov[i] - scale) > 1e-12)
+      ++bad;
     if (gv[i] != ov[i]) ++bad;
   }
   CHECK(bad == 0);
@@ -372,31 +391,57 @@ TEST_CASE("gradcheck: dropout with a re-seeded generator", "[gradcheck][dropout]
   CHECK(anvil::test::max_abs_diff(dropout(ones.detach(), p, true, &g3), out) > 0.0);
 }
 
-// ---- views and conversions -----------------------------------------------------------------------
+// ---- views and conversions
+// -----------------------------------------------------------------------
 
 TEST_CASE("gradcheck: differentiable views", "[gradcheck][views]") {
   Tensor x = uniform_leaf({2, 3, 4}, -1, 1, 120);
   ANVIL_CHECK_GRADCHECK("transpose", [](const V& in) { return in[0].transpose(0, 2); }, {x});
-  ANVIL_CHECK_GRADCHECK("transpose negative dims", [](const V& in) { return in[0].transpose(-1, -2); }, {x});
-  ANVIL_CHECK_GRADCHECK("t", [](const V& in) { return in[0].t(); }, {uniform_leaf({3, 5}, -1, 1, 121)});
+  ANVIL_CHECK_GRADCHECK("transpose negative dims",
+                        [](const V& in) { return in[0].transpose(-1, -2); }, {x});
+  ANVIL_CHECK_GRADCHECK("t", [](const V& in) { return in[0].t(); },
+                        {uniform_leaf({3, 5}, -1, 1, 121)});
   ANVIL_CHECK_GRADCHECK("permute", [](const V& in) { return in[0].permute({2, 0, 1}); }, {x});
-  ANVIL_CHECK_GRADCHECK("permute negative", [](const V& in) { return in[0].permute({-1, 0, -2}); }, {x});
+  ANVIL_CHECK_GRADCHECK("permute negative",
+                        [](const V& in) {
+                          return in[0].permute({-1, 0, -2});
+                        },
+                        {x});
   ANVIL_CHECK_GRADCHECK("reshape (view)", [](const V& in) { return in[0].reshape({6, -1}); }, {x});
-  ANVIL_CHECK_GRADCHECK("reshape (copy)", [](const V& in) { return in[0].permute({2, 1, 0}).reshape({4, 6}); }, {x});
+  ANVIL_CHECK_GRADCHECK("reshape (copy)",
+                        [](const V& in) {
+                          return in[0].permute({2, 1, 0}).reshape({4, 6});
+                        },
+                        {x});
   ANVIL_CHECK_GRADCHECK("view", [](const V& in) { return in[0].view({3, 8}); }, {x});
-  ANVIL_CHECK_GRADCHECK("view of a slice", [](const V& in) { return in[0].slice(1, 0, 2).view({2, 8}); }, {x});
+  ANVIL_CHECK_GRADCHECK("view of a slice",
+                        [](const V& in) {
+                          return in[0].slice(1, 0, 2).view({2, 8});
+                        },
+                        {x});
   ANVIL_CHECK_GRADCHECK("slice", [](const V& in) { return in[0].slice(2, 1, 3); }, {x});
   ANVIL_CHECK_GRADCHECK("slice step 2", [](const V& in) { return in[0].slice(2, 0, 4, 2); }, {x});
-  ANVIL_CHECK_GRADCHECK("slice negative bounds", [](const V& in) { return in[0].slice(1, -2, -1); }, {x});
+  ANVIL_CHECK_GRADCHECK("slice negative bounds", [](const V& in) { return in[0].slice(1, -2, -1); },
+                        {x});
   ANVIL_CHECK_GRADCHECK("select", [](const V& in) { return in[0].select(1, 2); }, {x});
   ANVIL_CHECK_GRADCHECK("select negative", [](const V& in) { return in[0].select(-1, -1); }, {x});
-  ANVIL_CHECK_GRADCHECK("select to 0-D", [](const V& in) { return in[0].select(0, 1).select(0, 2); },
+  ANVIL_CHECK_GRADCHECK("select to 0-D",
+                        [](const V& in) { return in[0].select(0, 1).select(0, 2); },
                         {uniform_leaf({2, 3}, -1, 1, 122)});
-  ANVIL_CHECK_GRADCHECK("expand", [](const V& in) { return in[0].expand({3, 4}); },
+  ANVIL_CHECK_GRADCHECK("expand",
+                        [](const V& in) {
+                          return in[0].expand({3, 4});
+                        },
                         {uniform_leaf({3, 1}, -1, 1, 123)});
-  ANVIL_CHECK_GRADCHECK("expand new leading dims", [](const V& in) { return in[0].expand({2, 3, 4}); },
+  ANVIL_CHECK_GRADCHECK("expand new leading dims",
+                        [](const V& in) {
+                          return in[0].expand({2, 3, 4});
+                        },
                         {uniform_leaf({4}, -1, 1, 124)});
-  ANVIL_CHECK_GRADCHECK("expand 0-D", [](const V& in) { return in[0].expand({2, 2}); },
+  ANVIL_CHECK_GRADCHECK("expand 0-D",
+                        [](const V& in) {
+                          return in[0].expand({2, 2});
+                        },
                         {uniform_leaf({}, -1, 1, 125)});
   ANVIL_CHECK_GRADCHECK("unsqueeze", [](const V& in) { return in[0].unsqueeze(1); }, {x});
   ANVIL_CHECK_GRADCHECK("unsqueeze end", [](const V& in) { return in[0].unsqueeze(-1); }, {x});
@@ -404,17 +449,23 @@ TEST_CASE("gradcheck: differentiable views", "[gradcheck][views]") {
                         {uniform_leaf({3, 1, 2}, -1, 1, 126)});
   ANVIL_CHECK_GRADCHECK("flatten", [](const V& in) { return in[0].flatten(); }, {x});
   ANVIL_CHECK_GRADCHECK("flatten 1..2", [](const V& in) { return in[0].flatten(1, 2); }, {x});
-  ANVIL_CHECK_GRADCHECK("flatten of a transpose", [](const V& in) { return in[0].transpose(0, 1).flatten(1); }, {x});
-  ANVIL_CHECK_GRADCHECK("contiguous", [](const V& in) { return in[0].transpose(0, 1).contiguous(); }, {x});
-  ANVIL_CHECK_GRADCHECK("contiguous (no-op)", [](const V& in) { return in[0].contiguous() * 2.0; }, {x});
+  ANVIL_CHECK_GRADCHECK("flatten of a transpose",
+                        [](const V& in) { return in[0].transpose(0, 1).flatten(1); }, {x});
+  ANVIL_CHECK_GRADCHECK("contiguous",
+                        [](const V& in) { return in[0].transpose(0, 1).contiguous(); }, {x});
+  ANVIL_CHECK_GRADCHECK("contiguous (no-op)", [](const V& in) { return in[0].contiguous() * 2.0; },
+                        {x});
   ANVIL_CHECK_GRADCHECK("clone", [](const V& in) { return in[0].clone(); }, {x});
-  ANVIL_CHECK_GRADCHECK("clone of a view", [](const V& in) { return in[0].slice(0, 1, 2).clone(); }, {x});
+  ANVIL_CHECK_GRADCHECK("clone of a view", [](const V& in) { return in[0].slice(0, 1, 2).clone(); },
+                        {x});
   // Views of views, then arithmetic (gradients from several views of one leaf add up).
-  ANVIL_CHECK_GRADCHECK("views combined", [](const V& in) {
-    Tensor a = in[0].select(0, 0);               // [3,4]
-    Tensor b = in[0].select(0, 1).t();           // [4,3]
-    return a * b.t() + in[0].slice(0, 0, 1).squeeze(0) * 3.0;
-  }, {x});
+  ANVIL_CHECK_GRADCHECK("views combined",
+                        [](const V& in) {
+                          Tensor a = in[0].select(0, 0);      // [3,4]
+                          Tensor b = in[0].select(0, 1).t();  // [4,3]
+                          return a * b.t() + in[0].slice(0, 0, 1).squeeze(0) * 3.0;
+                        },
+                        {x});
 }
 
 TEST_CASE("gradcheck: dtype conversions", "[gradcheck][views]") {
@@ -424,11 +475,14 @@ TEST_CASE("gradcheck: dtype conversions", "[gradcheck][views]") {
   loose.atol = 1e-4;
   loose.rtol = 1e-3;
   Tensor x = uniform_leaf({3, 4}, -1, 1, 130);
-  ANVIL_CHECK_GRADCHECK("to(f32).to(f64)", [](const V& in) { return in[0].to(DType::f32).to(DType::f64); },
-                        {x}, loose);
-  ANVIL_CHECK_GRADCHECK("exp in f32", [](const V& in) { return exp(in[0].to(DType::f32)).to(DType::f64); },
-                        {x}, loose);
-  ANVIL_CHECK_GRADCHECK("to(f64) is identity", [](const V& in) { return in[0].to(DType::f64) * 2.0; }, {x});
+  ANVIL_CHECK_GRADCHECK(
+      "to(f32).to(f64)", [](const V& in) { return in[0].to(DType::f32).to(DType::f64); }, {x},
+      loose);
+  ANVIL_CHECK_GRADCHECK(
+      "exp in f32", [](const V& in) { return exp(in[0].to(DType::f32)).to(DType::f64); }, {x},
+      loose);
+  ANVIL_CHECK_GRADCHECK("to(f64) is identity",
+                        [](const V& in) { return in[0].to(DType::f64) * 2.0; }, {x});
   // The gradient of an f32 round trip arrives in the leaf's dtype.
   Tensor y = x.to(DType::f32);
   CHECK(y.dtype() == DType::f32);

@@ -216,7 +216,8 @@ TEST_CASE("safetensors reads a file written by the reference implementation", "[
       R"(,"shape":[3],"data_offsets":[0,24]},"scalar":{"dtype":"F64","shape":[])"
       R"(,"data_offsets":[24,32]},"weight":{"dtype":"F32","shape":[2,3])"
       R"(,"data_offsets":[32,56]},"count":{"dtype":"I32","shape":[2])"
-      R"(,"data_offsets":[56,64]}})" "       ";  // 7 spaces of padding
+      R"(,"data_offsets":[56,64]}})"
+      "       ";  // 7 spaces of padding
   REQUIRE(header.size() == 296);
   const std::string data(
       "\x01\x00\x00\x00\x00\x00\x00\x00\xfe\xff\xff\xff\xff\xff\xff\xff"
@@ -258,8 +259,7 @@ TEST_CASE("a killed writer leaves the old file intact", "[checkpoint]") {
       });
       try {
         save_safetensors(path, {{"w", big}}, {{"version", "new"}});
-      } catch (...) {
-      }
+      } catch (...) {}
       ::_exit(3);  // not reached
     }
     int status = 0;
@@ -283,8 +283,7 @@ TEST_CASE("a killed writer leaves the old file intact", "[checkpoint]") {
     if (pid == 0) {
       try {
         for (;;) save_safetensors(path, {{"w", big}}, {{"version", "new"}});
-      } catch (...) {
-      }
+      } catch (...) {}
       ::_exit(3);
     }
     // Wait until the child is writing (its temporary file has data), then kill it.

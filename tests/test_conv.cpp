@@ -52,9 +52,20 @@ ConvProblem problem_of(const ConvCase& cc, ConvPass pass, DType dtype, bool bias
   ConvProblem p;
   p.pass = pass;
   p.dtype = dtype;
-  p.n = cc.n; p.c = cc.c; p.h = cc.h; p.w = cc.w; p.k = cc.k; p.r = cc.r; p.s = cc.s;
-  p.stride_h = cc.sh; p.stride_w = cc.sw; p.pad_h = cc.ph; p.pad_w = cc.pw;
-  p.dil_h = cc.dh; p.dil_w = cc.dw; p.groups = cc.groups;
+  p.n = cc.n;
+  p.c = cc.c;
+  p.h = cc.h;
+  p.w = cc.w;
+  p.k = cc.k;
+  p.r = cc.r;
+  p.s = cc.s;
+  p.stride_h = cc.sh;
+  p.stride_w = cc.sw;
+  p.pad_h = cc.ph;
+  p.pad_w = cc.pw;
+  p.dil_h = cc.dh;
+  p.dil_w = cc.dw;
+  p.groups = cc.groups;
   p.has_bias = bias;
   p.fuse_relu = relu && pass == ConvPass::forward;
   return p;
@@ -122,7 +133,10 @@ std::string compare(const char* what, const Tensor& got, const Tensor& want, dou
   for (std::size_t i = 0; i < g.size(); ++i) {
     double e = std::fabs(g[i] - w[i]);
     if (std::isnan(e)) e = INFINITY;
-    if (e > worst) { worst = e; at = i; }
+    if (e > worst) {
+      worst = e;
+      at = i;
+    }
   }
   if (worst <= tol) return {};
   std::ostringstream os;
@@ -149,7 +163,8 @@ void run_case(const ConvCase& cc, bool bias, bool relu, Tally& tally, std::uint6
   const ConvTable::Variant* ref = conv_table().find("ref");
   REQUIRE(ref != nullptr);
   constexpr double kEps = std::numeric_limits<float>::epsilon();
-  const double cg = static_cast<double>(cc.c / cc.groups), kg = static_cast<double>(cc.k / cc.groups);
+  const double cg = static_cast<double>(cc.c / cc.groups),
+               kg = static_cast<double>(cc.k / cc.groups);
 
   for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
     if (pass == ConvPass::backward_data && relu) continue;  // relu changes only the forward
@@ -162,16 +177,30 @@ void run_case(const ConvCase& cc, bool bias, bool relu, Tally& tally, std::uint6
     Tensor dw64 = Tensor::empty(ws, DType::f64), db64 = Tensor::empty({cc.k}, DType::f64);
     ConvArgs ra;
     ra.problem = p64;
-    ra.x = x64.data_ptr(); ra.w = w64.data_ptr(); ra.b = b64.data_ptr(); ra.y = y64.data_ptr();
-    ra.dy = dy64.data_ptr(); ra.dx = dx64.data_ptr(); ra.dw = dw64.data_ptr(); ra.db = db64.data_ptr();
+    ra.x = x64.data_ptr();
+    ra.w = w64.data_ptr();
+    ra.b = b64.data_ptr();
+    ra.y = y64.data_ptr();
+    ra.dy = dy64.data_ptr();
+    ra.dx = dx64.data_ptr();
+    ra.dw = dw64.data_ptr();
+    ra.db = db64.data_ptr();
     ref->fn(ra);
     // Error scales: reduction length times the operands' magnitudes.
     double len = 0, scale = 0;
     switch (pass) {
-      case ConvPass::forward: len = cg * cc.r * cc.s; scale = max_abs(x) * max_abs(w); break;
-      case ConvPass::backward_data: len = kg * cc.r * cc.s; scale = max_abs(dy) * max_abs(w); break;
+      case ConvPass::forward:
+        len = cg * cc.r * cc.s;
+        scale = max_abs(x) * max_abs(w);
+        break;
+      case ConvPass::backward_data:
+        len = kg * cc.r * cc.s;
+        scale = max_abs(dy) * max_abs(w);
+        break;
       case ConvPass::backward_weights:
-        len = static_cast<double>(cc.n) * fp.p() * fp.q(); scale = max_abs(dy) * max_abs(x); break;
+        len = static_cast<double>(cc.n) * fp.p() * fp.q();
+        scale = max_abs(dy) * max_abs(x);
+        break;
     }
 
     const auto cands = conv_table().candidates(p);
@@ -192,15 +221,26 @@ void run_case(const ConvCase& cc, bool bias, bool relu, Tally& tally, std::uint6
       Tensor dw = Tensor::full(ws, nan), db = Tensor::full({cc.k}, nan);
       ConvArgs a;
       a.problem = p;
-      a.x = x.data_ptr(); a.w = w.data_ptr(); a.b = bias ? b.data_ptr() : nullptr; a.y = y.data_ptr();
-      a.dy = dy.data_ptr(); a.dx = dx.data_ptr(); a.dw = dw.data_ptr(); a.db = bias ? db.data_ptr() : nullptr;
+      a.x = x.data_ptr();
+      a.w = w.data_ptr();
+      a.b = bias ? b.data_ptr() : nullptr;
+      a.y = y.data_ptr();
+      a.dy = dy.data_ptr();
+      a.dx = dx.data_ptr();
+      a.dw = dw.data_ptr();
+      a.db = bias ? db.data_ptr() : nullptr;
       REQUIRE_NOTHROW(variants[vi].fn(a));
       const double tol = tol_scale(name) * 32.0 * kEps * std::sqrt(std::max(len, 1.0)) * scale *
-                             (pass == ConvPass::backward_weights ? 4.0 : 1.0) + 1e-30;
+                             (pass == ConvPass::backward_weights ? 4.0 : 1.0) +
+                         1e-30;
       std::string bad;
       switch (pass) {
-        case ConvPass::forward: bad = compare("y", y, y64, tol + (bias ? 2 * kEps : 0)); break;
-        case ConvPass::backward_data: bad = compare("dx", dx, dx64, tol); break;
+        case ConvPass::forward:
+          bad = compare("y", y, y64, tol + (bias ? 2 * kEps : 0));
+          break;
+        case ConvPass::backward_data:
+          bad = compare("dx", dx, dx64, tol);
+          break;
         case ConvPass::backward_weights:
           bad = compare("dw", dw, dw64, tol);
           if (bias && bad.empty())
@@ -270,8 +310,8 @@ TEST_CASE("conv2d gradcheck over stride and padding and dilation and groups", "[
       ANVIL_CHECK_GRADCHECK(label + " relu",
                             [o](const V& in) { return conv2d_relu(in[0], in[1], in[2], o); },
                             {x, w, b});
-      ANVIL_CHECK_GRADCHECK(label + " no bias", [o](const V& in) { return conv2d(in[0], in[1], Tensor(), o); },
-                            {x, w});
+      ANVIL_CHECK_GRADCHECK(label + " no bias",
+                            [o](const V& in) { return conv2d(in[0], in[1], Tensor(), o); }, {x, w});
     }
   }
 }
@@ -280,7 +320,8 @@ TEST_CASE("conv2d gradients reach only the inputs that require grad", "[conv][au
   Tensor x = uniform_leaf({2, 3, 5, 5}, -1, 1, 1, false);
   Tensor w = uniform_leaf({4, 3, 3, 3}, -1, 1, 2, false);
   Tensor b = uniform_leaf({4}, -1, 1, 3);
-  ANVIL_CHECK_GRADCHECK("bias only", [](const V& in) { return conv2d(in[0], in[1], in[2]); }, {x, w, b});
+  ANVIL_CHECK_GRADCHECK("bias only", [](const V& in) { return conv2d(in[0], in[1], in[2]); },
+                        {x, w, b});
   Tensor x2 = uniform_leaf({2, 3, 5, 5}, -1, 1, 4);
   ANVIL_CHECK_GRADCHECK("input only", [](const V& in) { return conv2d(in[0], in[1]); }, {x2, w});
   {
@@ -318,7 +359,8 @@ TEST_CASE("conv2d variants match ref on AlexNet and ResNet-50 stem layers", "[co
   run_layers(0, 4);
 }
 
-TEST_CASE("conv2d variants match ref on ResNet-50 and VGG16 and cnn_mnist layers", "[conv][variants]") {
+TEST_CASE("conv2d variants match ref on ResNet-50 and VGG16 and cnn_mnist layers",
+          "[conv][variants]") {
   run_layers(4, kLayerCases.size());
 }
 
@@ -338,8 +380,8 @@ TEST_CASE("conv2d forcing a variant drives all three passes", "[conv][variants]"
   };
   const auto want = grads("ref");
   for (const auto& v : conv_table().variants()) {
-    const auto cands = conv_table().candidates(
-        problem_of({"", 2, 8, 9, 9, 16, 3, 3, 1, 1, 1, 1}, ConvPass::forward, DType::f32, true, true));
+    const auto cands = conv_table().candidates(problem_of(
+        {"", 2, 8, 9, 9, 16, 3, 3, 1, 1, 1, 1}, ConvPass::forward, DType::f32, true, true));
     bool all = true;
     for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
       const auto c = conv_table().candidates(
@@ -364,7 +406,8 @@ TEST_CASE("conv2d forcing a variant drives all three passes", "[conv][variants]"
 TEST_CASE("conv2d_relu fuses where the variant can and matches conv then relu", "[conv]") {
   register_builtin_kernels();
   Generator gen(9);
-  const Tensor x = rand_f32({2, 4, 6, 6}, gen), w = rand_f32({5, 4, 3, 3}, gen), b = rand_f32({5}, gen);
+  const Tensor x = rand_f32({2, 4, 6, 6}, gen), w = rand_f32({5, 4, 3, 3}, gen),
+               b = rand_f32({5}, gen);
   ops::ConvParams params;
   params.padding = {1, 1};
   for (const auto& v : conv_table().variants()) {
@@ -404,29 +447,35 @@ TEST_CASE("conv2d rejects bad arguments with clear messages", "[conv][errors]") 
   CHECK_THROWS_WITH(conv2d(x, w, Tensor(), dil), Contains("larger than the padded input 10x10"));
   Conv2dOptions s0;
   s0.stride = {0, 1};
-  CHECK_THROWS_WITH(conv2d(x, w, Tensor(), s0), Contains("conv2d: stride must be positive, got 0x1"));
+  CHECK_THROWS_WITH(conv2d(x, w, Tensor(), s0),
+                    Contains("conv2d: stride must be positive, got 0x1"));
   Conv2dOptions d0;
   d0.dilation = {1, 0};
-  CHECK_THROWS_WITH(conv2d(x, w, Tensor(), d0), Contains("conv2d: dilation must be positive, got 1x0"));
+  CHECK_THROWS_WITH(conv2d(x, w, Tensor(), d0),
+                    Contains("conv2d: dilation must be positive, got 1x0"));
   Conv2dOptions pneg;
   pneg.padding = {-1, 0};
-  CHECK_THROWS_WITH(conv2d(x, w, Tensor(), pneg), Contains("padding must be non-negative, got -1x0"));
+  CHECK_THROWS_WITH(conv2d(x, w, Tensor(), pneg),
+                    Contains("padding must be non-negative, got -1x0"));
   Conv2dOptions gz;
   gz.groups = 0;
   CHECK_THROWS_WITH(conv2d(x, w, Tensor(), gz), Contains("groups must be positive, got 0"));
   CHECK_THROWS_WITH(conv2d(x, Tensor::zeros({4, 3, 3, 3}, DType::f64)),
                     Contains("dtype mismatch: input is f32 but weight is f64"));
-  CHECK_THROWS_WITH(conv2d(x, w, Tensor::zeros({5})), Contains("expected bias [4]") && Contains("got [5]"));
+  CHECK_THROWS_WITH(conv2d(x, w, Tensor::zeros({5})),
+                    Contains("expected bias [4]") && Contains("got [5]"));
   CHECK_THROWS_WITH(conv2d(x, w, Tensor::zeros({4}, DType::f64)), Contains("but bias is f64"));
-  CHECK_THROWS_WITH(conv2d(Tensor::zeros({2, 3, 8, 8}, DType::i64), Tensor::zeros({4, 3, 3, 3}, DType::i64)),
-                    Contains("conv2d: expected a float32 or float64 input, got i64"));
+  CHECK_THROWS_WITH(
+      conv2d(Tensor::zeros({2, 3, 8, 8}, DType::i64), Tensor::zeros({4, 3, 3, 3}, DType::i64)),
+      Contains("conv2d: expected a float32 or float64 input, got i64"));
   CHECK_THROWS_WITH(conv2d(Tensor(), w), Contains("conv2d"));
   // An empty batch is fine.
   CHECK(conv2d(Tensor::zeros({0, 3, 8, 8}), w).sizes() == Shape({0, 4, 6, 6}));
   // A forced variant that cannot run the problem is an error naming it, never a fallback.
   ForceVariant force("conv2d", "cpu.onednn");
-  CHECK_THROWS_WITH(conv2d(Tensor::zeros({2, 3, 8, 8}, DType::f64), Tensor::zeros({4, 3, 3, 3}, DType::f64)),
-                    Contains("cpu.onednn"));
+  CHECK_THROWS_WITH(
+      conv2d(Tensor::zeros({2, 3, 8, 8}, DType::f64), Tensor::zeros({4, 3, 3, 3}, DType::f64)),
+      Contains("cpu.onednn"));
 }
 
 // ---- nn::Conv2d ---------------------------------------------------------------------------------
@@ -471,16 +520,23 @@ TEST_CASE("nn::Conv2d shapes and flops and init and kernel problems", "[conv][nn
 TEST_CASE("conv2d default selection follows the heuristic", "[conv][variants]") {
   register_builtin_kernels();
   const ConvCase stem{"stem", 16, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3};
-  CHECK(conv_table().select(problem_of(stem, ConvPass::forward, DType::f32, true, true)).name == "cpu.onednn");
-  CHECK(conv_table().select(problem_of(stem, ConvPass::backward_data, DType::f32, true, false)).name == "cpu.onednn.nchw");
+  CHECK(conv_table().select(problem_of(stem, ConvPass::forward, DType::f32, true, true)).name ==
+        "cpu.onednn");
+  CHECK(conv_table()
+            .select(problem_of(stem, ConvPass::backward_data, DType::f32, true, false))
+            .name == "cpu.onednn.nchw");
   const ConvCase five{"alexnet conv2", 16, 64, 27, 27, 192, 5, 5, 1, 1, 2, 2};
-  CHECK(conv_table().select(problem_of(five, ConvPass::forward, DType::f32, true, false)).name == "cpu.onednn");
+  CHECK(conv_table().select(problem_of(five, ConvPass::forward, DType::f32, true, false)).name ==
+        "cpu.onednn");
   const ConvCase one{"resnet 1x1", 16, 64, 56, 56, 256, 1, 1};
   for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights})
-    CHECK(conv_table().select(problem_of(one, pass, DType::f32, true, false)).name == "cpu.onednn.nchw");
+    CHECK(conv_table().select(problem_of(one, pass, DType::f32, true, false)).name ==
+          "cpu.onednn.nchw");
   // A first layer with a 3x3 filter (VGG16's) takes the first-layer rule, not winograd.
   const ConvCase vgg_first{"vgg16 features.0", 16, 3, 224, 224, 64, 3, 3, 1, 1, 1, 1};
-  CHECK(conv_table().select(problem_of(vgg_first, ConvPass::forward, DType::f32, true, true)).name == "cpu.onednn");
+  CHECK(
+      conv_table().select(problem_of(vgg_first, ConvPass::forward, DType::f32, true, true)).name ==
+      "cpu.onednn");
   const ConvCase three{"resnet 3x3", 16, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1};
   for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
     const ConvProblem p = problem_of(three, pass, DType::f32, true, false);
@@ -491,5 +547,6 @@ TEST_CASE("conv2d default selection follows the heuristic", "[conv][variants]") 
     CHECK(conv_table().select(p).name == (s.ok ? "cpu.onednn.winograd" : "cpu.onednn"));
   }
   // f64 never goes to oneDNN: cpu.im2col (over the f64 gemm table) is the first that supports it.
-  CHECK(conv_table().select(problem_of(three, ConvPass::forward, DType::f64, true, false)).name == "cpu.im2col");
+  CHECK(conv_table().select(problem_of(three, ConvPass::forward, DType::f64, true, false)).name ==
+        "cpu.im2col");
 }

@@ -87,11 +87,13 @@ TEST_CASE("copies of transposed matrices hold every element", "[tensor][views]")
     set_num_threads(threads);
     for (DType dt : {DType::f32, DType::f64}) {
       for (auto [r, c] : {std::pair{2, 3}, std::pair{17, 33}, std::pair{300, 1000}}) {
-        Tensor base = Tensor::empty({static_cast<std::int64_t>(c), static_cast<std::int64_t>(r) + 5}, dt);
+        Tensor base =
+            Tensor::empty({static_cast<std::int64_t>(c), static_cast<std::int64_t>(r) + 5}, dt);
         std::vector<double> v(static_cast<std::size_t>(base.numel()));
         for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i % 9973) - 17.5;
         base.copy_(Tensor::from_vector(v, base.sizes()));
-        const Tensor src = raw::transpose(raw::slice(base, 1, 2, 2 + r, 1), 0, 1);  // [r, c], strides (1, r + 5)
+        const Tensor src =
+            raw::transpose(raw::slice(base, 1, 2, 2 + r, 1), 0, 1);  // [r, c], strides (1, r + 5)
         const Tensor dst = src.contiguous();
         REQUIRE(dst.is_contiguous());
         const std::int64_t ld = r + 5;
@@ -99,9 +101,12 @@ TEST_CASE("copies of transposed matrices hold every element", "[tensor][views]")
         for (std::int64_t i = 0; i < r && all; ++i)
           for (std::int64_t j = 0; j < c && all; ++j) {
             const double want = v[static_cast<std::size_t>(j * ld + 2 + i)];
-            const double got = dt == DType::f32 ? dst.data<float>()[i * c + j] : dst.data<double>()[i * c + j];
+            const double got =
+                dt == DType::f32 ? dst.data<float>()[i * c + j] : dst.data<double>()[i * c + j];
             all = got == want;
-            if (!all) FAIL_CHECK("element (" << i << ", " << j << ") of " << r << "x" << c << " is " << got << ", not " << want);
+            if (!all)
+              FAIL_CHECK("element (" << i << ", " << j << ") of " << r << "x" << c << " is " << got
+                                     << ", not " << want);
           }
         CHECK(all);
       }
@@ -133,13 +138,15 @@ TEST_CASE("seeded random factories repeat", "[tensor][random]") {
 // Note [Counter-based random fills]: parallel fills, so check what a parallel bug would break:
 // the values must not depend on the thread count, every fill must take a fresh key, and the
 // distributions must still be right (moments within ~6 standard errors for n = 2^20).
-TEST_CASE("random fills are the same for any thread count and have the right moments", "[tensor][random]") {
+TEST_CASE("random fills are the same for any thread count and have the right moments",
+          "[tensor][random]") {
   const int threads_before = get_num_threads();
   const std::int64_t n = 1 << 20;
   auto draw = [&](int threads) {
     set_num_threads(threads);
     Generator g(11);
-    return std::vector<Tensor>{normal({n}, 0, 1, DType::f32, &g), uniform({n}, -1, 3, DType::f64, &g),
+    return std::vector<Tensor>{normal({n}, 0, 1, DType::f32, &g),
+                               uniform({n}, -1, 3, DType::f64, &g),
                                randint({n}, -3, 7, DType::i64, &g)};
   };
   const auto one = draw(1);
@@ -154,7 +161,7 @@ TEST_CASE("random fills are the same for any thread count and have the right mom
     sum += v;
     sum2 += v * v;
   }
-  CHECK(std::abs(sum / n) < 6.0 / std::sqrt(double(n)));           // mean 0
+  CHECK(std::abs(sum / n) < 6.0 / std::sqrt(double(n)));               // mean 0
   CHECK(std::abs(sum2 / n - 1.0) < 6.0 * std::sqrt(2.0 / double(n)));  // variance 1
 
   double usum = 0, umin = 3, umax = -1;

@@ -37,7 +37,8 @@ void append_record(Bytes& out, std::uint8_t label, int seed) {
 
 Bytes batch(const std::vector<std::uint8_t>& labels, int first_seed) {
   Bytes out;
-  for (std::size_t i = 0; i < labels.size(); ++i) append_record(out, labels[i], first_seed + static_cast<int>(i));
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    append_record(out, labels[i], first_seed + static_cast<int>(i));
   return out;
 }
 
@@ -49,7 +50,8 @@ void check_image(const ImageDataset& ds, std::int64_t n, int seed, std::int64_t 
   for (int c = 0; c < 3; ++c)
     for (int y = 0; y < 32; ++y)
       for (int xx = 0; xx < 32; ++xx)
-        if (x[(c * 32 + y) * 32 + xx] != static_cast<float>(pixel(seed, c, y, xx)) / 255.0f) ++wrong;
+        if (x[(c * 32 + y) * 32 + xx] != static_cast<float>(pixel(seed, c, y, xx)) / 255.0f)
+          ++wrong;
   CHECK(wrong == 0);
 }
 
@@ -95,7 +97,8 @@ TEST_CASE("read_cifar10 concatenates batches in the order given", "[data][cifar]
   CHECK(ds.source == b + ", " + a);
 }
 
-TEST_CASE("read_cifar10_dir reads data_batch_1..5 for train and test_batch for test", "[data][cifar]") {
+TEST_CASE("read_cifar10_dir reads data_batch_1..5 for train and test_batch for test",
+          "[data][cifar]") {
   ScratchDir dir("cifar");
   for (int i = 1; i <= 5; ++i)
     dir.write("data_batch_" + std::to_string(i) + ".bin", batch({static_cast<std::uint8_t>(i)}, i));
@@ -114,40 +117,48 @@ TEST_CASE("read_cifar10_dir reads data_batch_1..5 for train and test_batch for t
   check_image(nested, 0, 7, 4);
 }
 
-// ---- malformed files: one test case per kind -------------------------------------------------------
+// ---- malformed files: one test case per kind
+// -------------------------------------------------------
 
 TEST_CASE("CIFAR malformed: empty file", "[data][cifar][malformed]") {
   ScratchDir dir("cifar");
   const std::string path = dir.write("empty.bin", Bytes{});
-  REQUIRE_THROWS_WITH(read_cifar10({path}), Contains("read_cifar10: " + path + ": is empty (0 bytes"));
+  REQUIRE_THROWS_WITH(read_cifar10({path}),
+                      Contains("read_cifar10: " + path + ": is empty (0 bytes"));
   REQUIRE_THROWS_WITH(parse_cifar10(nullptr, 0, "mem"), Contains("parse_cifar10: mem: is empty"));
 }
 
-TEST_CASE("CIFAR malformed: size not a multiple of the 3073-byte record", "[data][cifar][malformed]") {
+TEST_CASE("CIFAR malformed: size not a multiple of the 3073-byte record",
+          "[data][cifar][malformed]") {
   ScratchDir dir("cifar");
   Bytes b = batch({1, 2}, 0);
   b.resize(b.size() + 100, 0);
   const std::string path = dir.write("long.bin", b);
-  REQUIRE_THROWS_WITH(read_cifar10({path}),
-                      Contains(path + ": has 6246 bytes, not a multiple of the 3073-byte CIFAR-10 record") &&
-                          Contains("2 whole records and 100 bytes left over (truncated?)"));
+  REQUIRE_THROWS_WITH(
+      read_cifar10({path}),
+      Contains(path + ": has 6246 bytes, not a multiple of the 3073-byte CIFAR-10 record") &&
+          Contains("2 whole records and 100 bytes left over (truncated?)"));
   b = batch({1, 2}, 0);
   b.resize(b.size() - 1);
   const std::string cut = dir.write("cut.bin", b);
-  REQUIRE_THROWS_WITH(read_cifar10({cut}), Contains(cut) && Contains("1 whole records and 3072 bytes left over"));
+  REQUIRE_THROWS_WITH(read_cifar10({cut}),
+                      Contains(cut) && Contains("1 whole records and 3072 bytes left over"));
 }
 
-TEST_CASE("CIFAR malformed: a CIFAR-100 file (2 label bytes per record)", "[data][cifar][malformed]") {
+TEST_CASE("CIFAR malformed: a CIFAR-100 file (2 label bytes per record)",
+          "[data][cifar][malformed]") {
   ScratchDir dir("cifar");
   const std::string path = dir.write("train.bin", Bytes(3074 * 3, 1));
-  REQUIRE_THROWS_WITH(read_cifar10({path}), Contains(path) && Contains("a multiple of 3074: a CIFAR-100 file?"));
+  REQUIRE_THROWS_WITH(read_cifar10({path}),
+                      Contains(path) && Contains("a multiple of 3074: a CIFAR-100 file?"));
 }
 
 TEST_CASE("CIFAR malformed: label above 9", "[data][cifar][malformed]") {
   ScratchDir dir("cifar");
   const std::string path = dir.write("data_batch_1.bin", batch({1, 10, 2}, 0));
-  REQUIRE_THROWS_WITH(read_cifar10({path}),
-                      Contains(path + ": record 1 (byte offset 3073) has label 10, outside [0, 10)"));
+  REQUIRE_THROWS_WITH(
+      read_cifar10({path}),
+      Contains(path + ": record 1 (byte offset 3073) has label 10, outside [0, 10)"));
 }
 
 TEST_CASE("CIFAR malformed: gzip-compressed batch", "[data][cifar][malformed]") {
@@ -160,7 +171,8 @@ TEST_CASE("CIFAR malformed: gzip-compressed batch", "[data][cifar][malformed]") 
                                                 Contains("extract cifar-10-binary.tar.gz"));
 }
 
-TEST_CASE("CIFAR malformed: missing file or a directory or an empty list", "[data][cifar][malformed]") {
+TEST_CASE("CIFAR malformed: missing file or a directory or an empty list",
+          "[data][cifar][malformed]") {
   ScratchDir dir("cifar");
   const std::string good = dir.write("good.bin", batch({1}, 0));
   const std::string missing = (dir.path() / "data_batch_9.bin").string();
@@ -169,19 +181,23 @@ TEST_CASE("CIFAR malformed: missing file or a directory or an empty list", "[dat
   REQUIRE_THROWS_WITH(read_cifar10({}), Contains("read_cifar10: no batch files given"));
 }
 
-TEST_CASE("CIFAR malformed: read_cifar10_dir with an unknown split or a missing batch", "[data][cifar][malformed]") {
+TEST_CASE("CIFAR malformed: read_cifar10_dir with an unknown split or a missing batch",
+          "[data][cifar][malformed]") {
   ScratchDir dir("cifar");
   for (int i = 1; i <= 4; ++i) dir.write("data_batch_" + std::to_string(i) + ".bin", batch({1}, i));
   REQUIRE_THROWS_WITH(read_cifar10_dir(dir.path().string(), "t10k"),
                       Contains("unknown split 't10k' (expected \"train\" or \"test\")"));
-  REQUIRE_THROWS_WITH(read_cifar10_dir(dir.path().string(), "train"),
-                      Contains("has no data_batch_5.bin") && Contains("data_batch_1.bin .. data_batch_5.bin"));
-  REQUIRE_THROWS_WITH(read_cifar10_dir(dir.path().string(), "test"), Contains("has no test_batch.bin"));
+  REQUIRE_THROWS_WITH(
+      read_cifar10_dir(dir.path().string(), "train"),
+      Contains("has no data_batch_5.bin") && Contains("data_batch_1.bin .. data_batch_5.bin"));
+  REQUIRE_THROWS_WITH(read_cifar10_dir(dir.path().string(), "test"),
+                      Contains("has no test_batch.bin"));
   const std::string missing = (dir.path() / "nothing").string();
   REQUIRE_THROWS_WITH(read_cifar10_dir(missing, "test"), Contains(missing + ": no such directory"));
 }
 
-TEST_CASE("CIFAR malformed: a bad batch among good ones fails before anything is read", "[data][cifar][malformed]") {
+TEST_CASE("CIFAR malformed: a bad batch among good ones fails before anything is read",
+          "[data][cifar][malformed]") {
   ScratchDir dir("cifar");
   const std::string a = dir.write("a.bin", batch({1, 2}, 0));
   Bytes b = batch({3}, 0);

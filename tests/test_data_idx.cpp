@@ -94,8 +94,9 @@ struct SmallMnist {
   std::string images, labels;
 };
 SmallMnist write_small_mnist(const ScratchDir& dir, const std::string& prefix = "small") {
-  return {dir.write(prefix + "-images-idx3-ubyte", idx_bytes(0x08, {3, 2, 4}, iota_bytes(24, 0, 11))),
-          dir.write(prefix + "-labels-idx1-ubyte", idx_bytes(0x08, {3}, {7, 0, 9}))};
+  return {
+      dir.write(prefix + "-images-idx3-ubyte", idx_bytes(0x08, {3, 2, 4}, iota_bytes(24, 0, 11))),
+      dir.write(prefix + "-labels-idx1-ubyte", idx_bytes(0x08, {3}, {7, 0, 9}))};
 }
 
 }  // namespace
@@ -104,7 +105,8 @@ SmallMnist write_small_mnist(const ScratchDir& dir, const std::string& prefix = 
 //
 // Expected values from Python's gzip module, independently of this reader:
 //   python3 -c "import gzip,collections as c; d='/usr/share/datasets/fashion-mnist/';
-//     x=gzip.open(d+'train-images-idx3-ubyte.gz').read(); y=gzip.open(d+'train-labels-idx1-ubyte.gz').read();
+//     x=gzip.open(d+'train-images-idx3-ubyte.gz').read();
+//     y=gzip.open(d+'train-labels-idx1-ubyte.gz').read();
 //     print(len(x),len(y),list(y[8:18]),sum(x[16:16+784]),sum(x[16:]),sorted(c.Counter(y[8:]).items()))"
 // (the same with t10k- for the test split):
 //   train: 47040016 60008 [9, 0, 0, 3, 0, 2, 7, 2, 5, 5] 76247 3431114169 [(0, 6000) ... (9, 6000)]
@@ -112,8 +114,9 @@ SmallMnist write_small_mnist(const ScratchDir& dir, const std::string& prefix = 
 
 namespace {
 
-void check_fashion_split(const ImageDataset& ds, std::int64_t n, const std::vector<std::int64_t>& first10,
-                         std::int64_t first_image_sum, std::int64_t all_pixels_sum) {
+void check_fashion_split(const ImageDataset& ds, std::int64_t n,
+                         const std::vector<std::int64_t>& first10, std::int64_t first_image_sum,
+                         std::int64_t all_pixels_sum) {
   REQUIRE(ds.images.sizes() == Shape{n, 1, 28, 28});
   REQUIRE(ds.labels.sizes() == Shape{n});
   CHECK(ds.images.dtype() == DType::f32);
@@ -145,11 +148,13 @@ void check_fashion_split(const ImageDataset& ds, std::int64_t n, const std::vect
 
 }  // namespace
 
-TEST_CASE("Fashion-MNIST train split: counts labels pixel sums and class histogram", "[data][idx][mnist]") {
+TEST_CASE("Fashion-MNIST train split: counts labels pixel sums and class histogram",
+          "[data][idx][mnist]") {
   const ImageDataset ds = read_mnist(fashion_mnist_file("train-images-idx3-ubyte.gz"),
                                      fashion_mnist_file("train-labels-idx1-ubyte.gz"));
   check_fashion_split(ds, 60000, {9, 0, 0, 3, 0, 2, 7, 2, 5, 5}, 76247, 3431114169LL);
-  CHECK_THAT(ds.source, Contains("train-images-idx3-ubyte.gz") && Contains("train-labels-idx1-ubyte.gz"));
+  CHECK_THAT(ds.source,
+             Contains("train-images-idx3-ubyte.gz") && Contains("train-labels-idx1-ubyte.gz"));
 }
 
 TEST_CASE("Fashion-MNIST test split through read_mnist_dir (test and t10k)", "[data][idx][mnist]") {
@@ -171,7 +176,8 @@ TEST_CASE("read_idx reads a real gzipped labels file as a 1-D unsigned-byte arra
   CHECK(Bytes(a.data.begin(), a.data.begin() + 10) == Bytes{9, 0, 0, 3, 0, 2, 7, 2, 5, 5});
 }
 
-// ---- generated files -----------------------------------------------------------------------------
+// ---- generated files
+// -----------------------------------------------------------------------------
 
 TEST_CASE("IDX round trip: raw and gzipped files and memory give the same array", "[data][idx]") {
   ScratchDir dir("idx");
@@ -224,7 +230,8 @@ TEST_CASE("read_mnist scales bytes to 0..1 in NCHW with one channel", "[data][id
   CHECK_THAT(ds.source, Contains("small-images-idx3-ubyte") && Contains("small-labels-idx1-ubyte"));
 }
 
-TEST_CASE("read_mnist_dir takes the uncompressed file when both exist and else the .gz", "[data][idx][mnist]") {
+TEST_CASE("read_mnist_dir takes the uncompressed file when both exist and else the .gz",
+          "[data][idx][mnist]") {
   ScratchDir dir("idx");
   const Bytes images = idx_bytes(0x08, {2, 1, 1}, {0, 255});
   dir.write("train-images-idx3-ubyte.gz", gzip_stored(images));
@@ -233,21 +240,25 @@ TEST_CASE("read_mnist_dir takes the uncompressed file when both exist and else t
   const ImageDataset ds = read_mnist_dir(dir.path().string(), "train");
   CHECK(ds.labels.data<std::int64_t>()[0] == 3);  // the uncompressed labels
   CHECK(ds.images.data<float>()[1] == 1.0f);      // the gzipped images
-  CHECK_THAT(ds.source, Contains("train-images-idx3-ubyte.gz") && Catch::EndsWith("train-labels-idx1-ubyte"));
+  CHECK_THAT(ds.source,
+             Contains("train-images-idx3-ubyte.gz") && Catch::EndsWith("train-labels-idx1-ubyte"));
 }
 
-// ---- malformed files: one test case per kind -------------------------------------------------------
+// ---- malformed files: one test case per kind
+// -------------------------------------------------------
 
 TEST_CASE("IDX malformed: missing file", "[data][idx][malformed]") {
   ScratchDir dir("idx");
   const std::string path = (dir.path() / "nope-idx3-ubyte").string();
-  REQUIRE_THROWS_WITH(read_idx(path), Contains("read_idx: ") && Contains(path) && Contains("no such file"));
+  REQUIRE_THROWS_WITH(read_idx(path),
+                      Contains("read_idx: ") && Contains(path) && Contains("no such file"));
   REQUIRE_THROWS_WITH(read_mnist(path, path), Contains("read_mnist: ") && Contains("no such file"));
 }
 
 TEST_CASE("IDX malformed: a directory instead of a file", "[data][idx][malformed]") {
   ScratchDir dir("idx");
-  REQUIRE_THROWS_WITH(read_idx(dir.path().string()), Contains(dir.path().string()) && Contains("is a directory"));
+  REQUIRE_THROWS_WITH(read_idx(dir.path().string()),
+                      Contains(dir.path().string()) && Contains("is a directory"));
 }
 
 TEST_CASE("IDX malformed: empty file", "[data][idx][malformed]") {
@@ -261,7 +272,8 @@ TEST_CASE("IDX malformed: empty file", "[data][idx][malformed]") {
 TEST_CASE("IDX malformed: shorter than the 4-byte magic", "[data][idx][malformed]") {
   ScratchDir dir("idx");
   const std::string path = dir.write("short", Bytes{0, 0, 8});
-  REQUIRE_THROWS_WITH(read_idx(path), Contains(path) && Contains("too short for an IDX header (3 bytes"));
+  REQUIRE_THROWS_WITH(read_idx(path),
+                      Contains(path) && Contains("too short for an IDX header (3 bytes"));
 }
 
 TEST_CASE("IDX malformed: bad magic number", "[data][idx][malformed]") {
@@ -276,10 +288,12 @@ TEST_CASE("IDX malformed: bad magic number", "[data][idx][malformed]") {
 TEST_CASE("IDX malformed: element type other than unsigned byte", "[data][idx][malformed]") {
   ScratchDir dir("idx");
   const std::string f32 = dir.write("float-idx1", idx_bytes(0x0D, {1}, {0, 0, 0, 0}));
-  REQUIRE_THROWS_WITH(read_idx(f32), Contains(f32) && Contains("element type 0x0d (float32) is not supported") &&
+  REQUIRE_THROWS_WITH(read_idx(f32), Contains(f32) &&
+                                         Contains("element type 0x0d (float32) is not supported") &&
                                          Contains("only 0x08 (unsigned byte)"));
   const std::string unknown = dir.write("unknown-idx1", idx_bytes(0x42, {1}, {0}));
-  REQUIRE_THROWS_WITH(read_idx(unknown), Contains(unknown) && Contains("unknown element type 0x42"));
+  REQUIRE_THROWS_WITH(read_idx(unknown),
+                      Contains(unknown) && Contains("unknown element type 0x42"));
 }
 
 TEST_CASE("IDX malformed: zero dimensions", "[data][idx][malformed]") {
@@ -293,15 +307,18 @@ TEST_CASE("IDX malformed: header cut inside the sizes", "[data][idx][malformed]"
   Bytes b = idx_bytes(0x08, {60000, 28, 28}, {});
   b.resize(9);
   const std::string path = dir.write("cut-idx3-ubyte", b);
-  REQUIRE_THROWS_WITH(read_idx(path), Contains(path) && Contains("truncated in its header") &&
-                                          Contains("declares 3 dimensions (a 16-byte header), file has 9 bytes"));
+  REQUIRE_THROWS_WITH(read_idx(path),
+                      Contains(path) && Contains("truncated in its header") &&
+                          Contains("declares 3 dimensions (a 16-byte header), file has 9 bytes"));
 }
 
 TEST_CASE("IDX malformed: truncated payload", "[data][idx][malformed]") {
   ScratchDir dir("idx");
-  const std::string path = dir.write("train-images-idx3-ubyte", idx_bytes(0x08, {60000, 28, 28}, iota_bytes(1234)));
+  const std::string path =
+      dir.write("train-images-idx3-ubyte", idx_bytes(0x08, {60000, 28, 28}, iota_bytes(1234)));
   REQUIRE_THROWS_WITH(read_idx(path),
-                      Contains("read_idx: " + path + ": declares 60000 x 28 x 28 = 47040000 bytes of data, "
+                      Contains("read_idx: " + path +
+                               ": declares 60000 x 28 x 28 = 47040000 bytes of data, "
                                "file has 1234 (truncated)"));
   const Bytes b = file_bytes(path);
   REQUIRE_THROWS_WITH(parse_idx(b.data(), b.size(), "mem"),
@@ -311,33 +328,44 @@ TEST_CASE("IDX malformed: truncated payload", "[data][idx][malformed]") {
 TEST_CASE("IDX malformed: bytes after the declared payload", "[data][idx][malformed]") {
   ScratchDir dir("idx");
   const std::string path = dir.write("long-idx1-ubyte", idx_bytes(0x08, {3}, {1, 2, 3, 4, 5}));
-  REQUIRE_THROWS_WITH(read_idx(path), Contains(path) && Contains("declares 3 = 3 bytes of data, file has 5") &&
+  REQUIRE_THROWS_WITH(read_idx(path), Contains(path) &&
+                                          Contains("declares 3 = 3 bytes of data, file has 5") &&
                                           Contains("2 bytes after the data"));
 }
 
 TEST_CASE("IDX malformed: sizes whose product overflows 64 bits", "[data][idx][malformed]") {
   ScratchDir dir("idx");
-  const std::string path = dir.write("huge-idx3-ubyte", idx_bytes(0x08, {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu}, {}));
-  REQUIRE_THROWS_WITH(read_idx(path), Contains(path) && Contains("4294967295 x 4294967295 x 4294967295") &&
+  const std::string path =
+      dir.write("huge-idx3-ubyte", idx_bytes(0x08, {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu}, {}));
+  REQUIRE_THROWS_WITH(read_idx(path), Contains(path) &&
+                                          Contains("4294967295 x 4294967295 x 4294967295") &&
                                           Contains("overflows 64 bits"));
 }
 
-TEST_CASE("IDX malformed: absurd sizes are rejected before any allocation", "[data][idx][malformed]") {
+TEST_CASE("IDX malformed: absurd sizes are rejected before any allocation",
+          "[data][idx][malformed]") {
   ScratchDir dir("idx");
   // 2^20 x 2^20 x 2 = 2 TiB declared by a 16-byte file.
-  const std::string path = dir.write("absurd-idx3-ubyte", idx_bytes(0x08, {1u << 20, 1u << 20, 2}, {}));
-  REQUIRE_THROWS_WITH(read_idx(path), Contains(path) && Contains("= 2199023255552 bytes of data, more than the 1 TiB"));
+  const std::string path =
+      dir.write("absurd-idx3-ubyte", idx_bytes(0x08, {1u << 20, 1u << 20, 2}, {}));
+  REQUIRE_THROWS_WITH(
+      read_idx(path),
+      Contains(path) && Contains("= 2199023255552 bytes of data, more than the 1 TiB"));
   // Just under the limit it is an ordinary truncation (nothing of that size is allocated either).
-  const std::string big = dir.write("big-idx3-ubyte", idx_bytes(0x08, {1u << 20, 1u << 20, 1}, {1, 2}));
-  REQUIRE_THROWS_WITH(read_idx(big), Contains("= 1099511627776 bytes of data, file has 2 (truncated)"));
+  const std::string big =
+      dir.write("big-idx3-ubyte", idx_bytes(0x08, {1u << 20, 1u << 20, 1}, {1, 2}));
+  REQUIRE_THROWS_WITH(read_idx(big),
+                      Contains("= 1099511627776 bytes of data, file has 2 (truncated)"));
   // The same header gzipped: the gunzip buffer stays small and the payload is reported short.
-  const std::string gz = dir.write("big-idx3-ubyte.gz", gzip_stored(idx_bytes(0x08, {1u << 20, 1u << 20, 1}, {1, 2})));
+  const std::string gz =
+      dir.write("big-idx3-ubyte.gz", gzip_stored(idx_bytes(0x08, {1u << 20, 1u << 20, 1}, {1, 2})));
   REQUIRE_THROWS_WITH(read_idx(gz), Contains(gz) && Contains("gunzipped data has 2 (truncated)"));
 }
 
 TEST_CASE("IDX malformed: gzip data under a raw name", "[data][idx][malformed]") {
   ScratchDir dir("idx");
-  const std::string path = dir.write("train-labels-idx1-ubyte", file_bytes(fashion_mnist_file("train-labels-idx1-ubyte.gz")));
+  const std::string path = dir.write("train-labels-idx1-ubyte",
+                                     file_bytes(fashion_mnist_file("train-labels-idx1-ubyte.gz")));
   REQUIRE_THROWS_WITH(read_idx(path), Contains(path) && Contains("is gzip-compressed") &&
                                           Contains("its name must end in .gz"));
 }
@@ -345,7 +373,9 @@ TEST_CASE("IDX malformed: gzip data under a raw name", "[data][idx][malformed]")
 TEST_CASE("IDX malformed: a .gz name on data that is not gzip", "[data][idx][malformed]") {
   ScratchDir dir("idx");
   const std::string path = dir.write("labels-idx1-ubyte.gz", idx_bytes(0x08, {2}, {1, 2}));
-  REQUIRE_THROWS_WITH(read_idx(path), Contains(path) && Contains("is not gzip-compressed (it starts with 00 00 08 01"));
+  REQUIRE_THROWS_WITH(
+      read_idx(path),
+      Contains(path) && Contains("is not gzip-compressed (it starts with 00 00 08 01"));
 }
 
 TEST_CASE("IDX malformed: truncated gzip stream", "[data][idx][malformed]") {
@@ -367,7 +397,8 @@ TEST_CASE("IDX malformed: corrupt gzip data (CRC mismatch or bad deflate data or
   Bytes crc = gzip_stored(idx_bytes(0x08, {4}, {1, 2, 3, 4}));
   crc[crc.size() - 8] ^= 0xFF;  // the stored CRC-32
   const std::string a = dir.write("crc.gz", crc);
-  REQUIRE_THROWS_WITH(read_idx(a), Contains(a) && Contains("corrupt gzip data") && Contains("incorrect data check"));
+  REQUIRE_THROWS_WITH(read_idx(a), Contains(a) && Contains("corrupt gzip data") &&
+                                       Contains("incorrect data check"));
   Bytes deflate = file_bytes(fashion_mnist_file("train-labels-idx1-ubyte.gz"));
   for (std::size_t i = 100; i < 140; ++i) deflate[i] = 0xFF;
   const std::string b = dir.write("garbled-idx1-ubyte.gz", deflate);
@@ -380,16 +411,23 @@ TEST_CASE("IDX malformed: corrupt gzip data (CRC mismatch or bad deflate data or
 
 TEST_CASE("IDX malformed: gzipped payload shorter than declared", "[data][idx][malformed]") {
   ScratchDir dir("idx");
-  const std::string path = dir.write("short-idx3-ubyte.gz", gzip_stored(idx_bytes(0x08, {10, 28, 28}, iota_bytes(700))));
-  REQUIRE_THROWS_WITH(read_idx(path), Contains(path) && Contains("declares 10 x 28 x 28 = 7840 bytes of data, "
-                                                                 "gunzipped data has 700 (truncated)"));
+  const std::string path =
+      dir.write("short-idx3-ubyte.gz", gzip_stored(idx_bytes(0x08, {10, 28, 28}, iota_bytes(700))));
+  REQUIRE_THROWS_WITH(read_idx(path),
+                      Contains(path) && Contains("declares 10 x 28 x 28 = 7840 bytes of data, "
+                                                 "gunzipped data has 700 (truncated)"));
 }
 
-TEST_CASE("IDX malformed: gzipped data longer than declared (stops at the declared size)", "[data][idx][malformed]") {
+TEST_CASE("IDX malformed: gzipped data longer than declared (stops at the declared size)",
+          "[data][idx][malformed]") {
   ScratchDir dir("idx");
   // 16-byte header declaring 1000 bytes, then 5 MB: rejected after 1017 bytes are inflated.
-  const std::string path = dir.write("bomb-idx3-ubyte.gz", gzip_stored(idx_bytes(0x08, {10, 10, 10}, Bytes(5u << 20, 0))));
-  REQUIRE_THROWS_WITH(read_idx(path), Contains(path) && Contains("declares 10 x 10 x 10 = 1000 bytes of data, the gzip stream holds more"));
+  const std::string path = dir.write(
+      "bomb-idx3-ubyte.gz", gzip_stored(idx_bytes(0x08, {10, 10, 10}, Bytes(5u << 20, 0))));
+  REQUIRE_THROWS_WITH(
+      read_idx(path),
+      Contains(path) &&
+          Contains("declares 10 x 10 x 10 = 1000 bytes of data, the gzip stream holds more"));
 }
 
 TEST_CASE("MNIST malformed: images file that is not 3-D", "[data][idx][mnist][malformed]") {
@@ -400,14 +438,16 @@ TEST_CASE("MNIST malformed: images file that is not 3-D", "[data][idx][mnist][ma
                       Contains("read_mnist: " + f.labels + ": images must be 3-D") &&
                           Contains("declares 1 dimension [3]") && Contains("is it a labels file?"));
   const std::string flat = dir.write("flat-images", idx_bytes(0x08, {3, 8}, iota_bytes(24)));
-  REQUIRE_THROWS_WITH(read_mnist(flat, f.labels), Contains(flat) && Contains("declares 2 dimensions [3 x 8]"));
+  REQUIRE_THROWS_WITH(read_mnist(flat, f.labels),
+                      Contains(flat) && Contains("declares 2 dimensions [3 x 8]"));
 }
 
 TEST_CASE("MNIST malformed: labels file that is not 1-D", "[data][idx][mnist][malformed]") {
   ScratchDir dir("idx");
   const SmallMnist f = write_small_mnist(dir);
   REQUIRE_THROWS_WITH(read_mnist(f.images, f.images),
-                      Contains(f.images + ": labels must be 1-D") && Contains("declares 3 dimensions [3 x 2 x 4]") &&
+                      Contains(f.images + ": labels must be 1-D") &&
+                          Contains("declares 3 dimensions [3 x 2 x 4]") &&
                           Contains("is it an images file?"));
 }
 
@@ -423,33 +463,41 @@ TEST_CASE("MNIST malformed: label of 10 or more", "[data][idx][mnist][malformed]
   ScratchDir dir("idx");
   const SmallMnist f = write_small_mnist(dir);
   const std::string labels = dir.write("bad-labels", idx_bytes(0x08, {3}, {1, 10, 3}));
-  REQUIRE_THROWS_WITH(read_mnist(f.images, labels), Contains(labels + ": label 10 at index 1 is outside [0, 10)"));
+  REQUIRE_THROWS_WITH(read_mnist(f.images, labels),
+                      Contains(labels + ": label 10 at index 1 is outside [0, 10)"));
 }
 
 TEST_CASE("MNIST malformed: no images or empty images", "[data][idx][mnist][malformed]") {
   ScratchDir dir("idx");
   const std::string none = dir.write("none-images", idx_bytes(0x08, {0, 28, 28}, {}));
   const std::string no_labels = dir.write("none-labels", idx_bytes(0x08, {0}, {}));
-  REQUIRE_THROWS_WITH(read_mnist(none, no_labels), Contains(none) && Contains("holds no images (0 x 28 x 28)"));
+  REQUIRE_THROWS_WITH(read_mnist(none, no_labels),
+                      Contains(none) && Contains("holds no images (0 x 28 x 28)"));
   const std::string empty = dir.write("empty-images", idx_bytes(0x08, {2, 0, 28}, {}));
   const std::string two = dir.write("two-labels", idx_bytes(0x08, {2}, {1, 1}));
-  REQUIRE_THROWS_WITH(read_mnist(empty, two), Contains(empty) && Contains("empty images of 0 x 28 pixels"));
+  REQUIRE_THROWS_WITH(read_mnist(empty, two),
+                      Contains(empty) && Contains("empty images of 0 x 28 pixels"));
 }
 
-TEST_CASE("MNIST malformed: read_mnist_dir with an unknown split or a missing folder or missing files",
-          "[data][idx][mnist][malformed]") {
+TEST_CASE(
+    "MNIST malformed: read_mnist_dir with an unknown split or a missing folder or missing files",
+    "[data][idx][mnist][malformed]") {
   ScratchDir dir("idx");
-  REQUIRE_THROWS_WITH(read_mnist_dir(dir.path().string(), "valid"),
-                      Contains("unknown split 'valid'") && Contains("\"train\", \"t10k\" or \"test\""));
+  REQUIRE_THROWS_WITH(
+      read_mnist_dir(dir.path().string(), "valid"),
+      Contains("unknown split 'valid'") && Contains("\"train\", \"t10k\" or \"test\""));
   const std::string missing = (dir.path() / "absent").string();
   REQUIRE_THROWS_WITH(read_mnist_dir(missing, "train"), Contains(missing + ": no such directory"));
-  REQUIRE_THROWS_WITH(read_mnist_dir(dir.path().string(), "train"),
-                      Contains("has neither train-labels-idx1-ubyte nor train-labels-idx1-ubyte.gz"));
+  REQUIRE_THROWS_WITH(
+      read_mnist_dir(dir.path().string(), "train"),
+      Contains("has neither train-labels-idx1-ubyte nor train-labels-idx1-ubyte.gz"));
 }
 
-TEST_CASE("mnist_from_idx rejects an IdxArray whose data does not match its sizes", "[data][idx][mnist][malformed]") {
+TEST_CASE("mnist_from_idx rejects an IdxArray whose data does not match its sizes",
+          "[data][idx][mnist][malformed]") {
   IdxArray images{0x08, {2, 2, 2}, Bytes(7, 0)};
   IdxArray labels{0x08, {2}, {0, 1}};
-  REQUIRE_THROWS_WITH(mnist_from_idx(images, labels, "imgs", "lbls"),
-                      Contains("mnist_from_idx: imgs: sizes 2 x 2 x 2 need 8 bytes, the array holds 7"));
+  REQUIRE_THROWS_WITH(
+      mnist_from_idx(images, labels, "imgs", "lbls"),
+      Contains("mnist_from_idx: imgs: sizes 2 x 2 x 2 need 8 bytes, the array holds 7"));
 }

@@ -35,13 +35,14 @@ Ids row(const Tensor& t, std::int64_t r) {
 
 TEST_CASE("IMDB tokenizer: lowercase words of letters and digits and apostrophes", "[data][imdb]") {
   CHECK(imdb_tokenize("Don't STOP<br /><br />it's 'quoted' well-made 10/10 Caf\xC3\xA9 ''") ==
-        std::vector<std::string>{"don't", "stop", "br", "br", "it's", "quoted", "well", "made", "10", "10",
-                                 "caf\xC3\xA9"});
+        std::vector<std::string>{"don't", "stop", "br", "br", "it's", "quoted", "well", "made",
+                                 "10", "10", "caf\xC3\xA9"});
   CHECK(imdb_tokenize("").empty());
   CHECK(imdb_tokenize(" ... ' !").empty());
 }
 
-TEST_CASE("IMDB encoding matches keras load_data + pad_sequences (pre padding and pre truncation)", "[data][imdb]") {
+TEST_CASE("IMDB encoding matches keras load_data + pad_sequences (pre padding and pre truncation)",
+          "[data][imdb]") {
   ScratchDir dir("imdb");
   const std::string index = dir.write("imdb_word_index.json", kIndexJson);
   const std::string reviews = dir.write("reviews.tsv",
@@ -81,10 +82,12 @@ TEST_CASE("IMDB encoding matches keras load_data + pad_sequences (pre padding an
   CHECK(imdb_encode("A movie<br /><br />of the year", words, 12) == Ids{1, 6, 2, 10, 10, 7, 4, 2});
 }
 
-TEST_CASE("IMDB reviews file: CRLF line ends and a last line without newline and an empty review", "[data][imdb]") {
+TEST_CASE("IMDB reviews file: CRLF line ends and a last line without newline and an empty review",
+          "[data][imdb]") {
   ScratchDir dir("imdb");
   const std::string index = dir.write("index.json", kIndexJson);
-  const std::string reviews = dir.write("r.tsv", "0\tthe\r\n1\t\r\n1\tand a\tof");  // a tab inside the text
+  const std::string reviews =
+      dir.write("r.tsv", "0\tthe\r\n1\t\r\n1\tand a\tof");  // a tab inside the text
   const SequenceDataset ds = read_imdb(reviews, index, 100, 4);
   REQUIRE(ds.tokens.sizes() == Shape{3, 4});
   CHECK(row(ds.tokens, 0) == Ids{0, 0, 1, 4});
@@ -94,14 +97,16 @@ TEST_CASE("IMDB reviews file: CRLF line ends and a last line without newline and
   CHECK(Ids(y, y + 3) == Ids{0, 1, 1});
 }
 
-// ---- malformed files: one test case per kind -------------------------------------------------------
+// ---- malformed files: one test case per kind
+// -------------------------------------------------------
 
 TEST_CASE("IMDB malformed: missing reviews or word index file", "[data][imdb][malformed]") {
   ScratchDir dir("imdb");
   const std::string index = dir.write("index.json", kIndexJson);
   const std::string reviews = dir.write("r.tsv", "1\tthe\n");
   const std::string missing = (dir.path() / "absent.tsv").string();
-  REQUIRE_THROWS_WITH(read_imdb(missing, index), Contains("read_imdb: " + missing + ": no such file"));
+  REQUIRE_THROWS_WITH(read_imdb(missing, index),
+                      Contains("read_imdb: " + missing + ": no such file"));
   const std::string no_index = (dir.path() / "absent.json").string();
   REQUIRE_THROWS_WITH(read_imdb(reviews, no_index), Contains(no_index + ": no such file"));
 }
@@ -120,8 +125,9 @@ TEST_CASE("IMDB malformed: binary data (NUL byte or invalid UTF-8)", "[data][imd
   REQUIRE_THROWS_WITH(read_imdb(nul, index),
                       Contains(nul + ": is not a text file (NUL byte at byte offset 9, line 2)"));
   const std::string latin1 = dir.write("latin1.tsv", "1\tcaf\xE9\n");
-  REQUIRE_THROWS_WITH(read_imdb(latin1, index),
-                      Contains(latin1 + ": is not a text file (invalid UTF-8 at byte offset 5, line 1)"));
+  REQUIRE_THROWS_WITH(
+      read_imdb(latin1, index),
+      Contains(latin1 + ": is not a text file (invalid UTF-8 at byte offset 5, line 1)"));
 }
 
 TEST_CASE("IMDB malformed: blank line", "[data][imdb][malformed]") {
@@ -143,7 +149,8 @@ TEST_CASE("IMDB malformed: label other than 0 or 1", "[data][imdb][malformed]") 
   const std::string index = dir.write("index.json", kIndexJson);
   for (const std::string label : {"2", "pos", "", " 1", "01", "-1"}) {
     const std::string reviews = dir.write("label.tsv", "1\tthe\n" + label + "\ta\n");
-    REQUIRE_THROWS_WITH(read_imdb(reviews, index), Contains(reviews + " line 2: label '" + label + "' is not 0 or 1"));
+    REQUIRE_THROWS_WITH(read_imdb(reviews, index),
+                        Contains(reviews + " line 2: label '" + label + "' is not 0 or 1"));
   }
 }
 
@@ -151,8 +158,10 @@ TEST_CASE("IMDB malformed: word index that is not valid JSON", "[data][imdb][mal
   ScratchDir dir("imdb");
   const std::string reviews = dir.write("r.tsv", "1\tthe\n");
   const std::string index = dir.write("index.json", R"({"the": 1, "and": )");
-  REQUIRE_THROWS_WITH(read_imdb(reviews, index), Contains(index + ": malformed JSON: ") && Contains("parse error"));
-  REQUIRE_THROWS_WITH(read_imdb_word_index(dir.write("empty.json", "")), Contains("is empty (0 bytes)"));
+  REQUIRE_THROWS_WITH(read_imdb(reviews, index),
+                      Contains(index + ": malformed JSON: ") && Contains("parse error"));
+  REQUIRE_THROWS_WITH(read_imdb_word_index(dir.write("empty.json", "")),
+                      Contains("is empty (0 bytes)"));
   REQUIRE_THROWS_WITH(read_imdb_word_index(dir.write("bin.json", std::string("{\"a\"\0: 1}", 9))),
                       Contains("is not a text file (NUL byte"));
 }
@@ -160,7 +169,8 @@ TEST_CASE("IMDB malformed: word index that is not valid JSON", "[data][imdb][mal
 TEST_CASE("IMDB malformed: word index that is not an object of words", "[data][imdb][malformed]") {
   ScratchDir dir("imdb");
   const std::string array = dir.write("array.json", R"(["the", "and"])");
-  REQUIRE_THROWS_WITH(read_imdb_word_index(array), Contains(array + ": must be a JSON object") && Contains("found an array"));
+  REQUIRE_THROWS_WITH(read_imdb_word_index(array),
+                      Contains(array + ": must be a JSON object") && Contains("found an array"));
   const std::string empty = dir.write("empty.json", "{}");
   REQUIRE_THROWS_WITH(read_imdb_word_index(empty), Contains(empty + ": has no words"));
 }
@@ -168,11 +178,14 @@ TEST_CASE("IMDB malformed: word index that is not an object of words", "[data][i
 TEST_CASE("IMDB malformed: non-integer ranks", "[data][imdb][malformed]") {
   ScratchDir dir("imdb");
   const std::string flt = dir.write("f.json", R"({"the": 1, "and": 2.5})");
-  REQUIRE_THROWS_WITH(read_imdb_word_index(flt), Contains(flt + ": the rank of 'and' is 2.5 (a float), not an integer"));
+  REQUIRE_THROWS_WITH(read_imdb_word_index(flt),
+                      Contains(flt + ": the rank of 'and' is 2.5 (a float), not an integer"));
   const std::string str = dir.write("s.json", R"({"the": "1"})");
-  REQUIRE_THROWS_WITH(read_imdb_word_index(str), Contains("the rank of 'the' is \"1\" (a string), not an integer"));
+  REQUIRE_THROWS_WITH(read_imdb_word_index(str),
+                      Contains("the rank of 'the' is \"1\" (a string), not an integer"));
   const std::string null = dir.write("n.json", R"({"the": null})");
-  REQUIRE_THROWS_WITH(read_imdb_word_index(null), Contains("the rank of 'the' is null (null), not an integer"));
+  REQUIRE_THROWS_WITH(read_imdb_word_index(null),
+                      Contains("the rank of 'the' is null (null), not an integer"));
   const std::string one_point_zero = dir.write("z.json", R"({"the": 1.0})");
   REQUIRE_THROWS_WITH(read_imdb_word_index(one_point_zero), Contains("(a float), not an integer"));
 }
@@ -180,17 +193,21 @@ TEST_CASE("IMDB malformed: non-integer ranks", "[data][imdb][malformed]") {
 TEST_CASE("IMDB malformed: ranks below 1 or too large", "[data][imdb][malformed]") {
   ScratchDir dir("imdb");
   const std::string zero = dir.write("zero.json", R"({"the": 0})");
-  REQUIRE_THROWS_WITH(read_imdb_word_index(zero), Contains(zero + ": the rank of 'the' is 0; ranks go from 1"));
+  REQUIRE_THROWS_WITH(read_imdb_word_index(zero),
+                      Contains(zero + ": the rank of 'the' is 0; ranks go from 1"));
   const std::string neg = dir.write("neg.json", R"({"the": -3})");
   REQUIRE_THROWS_WITH(read_imdb_word_index(neg), Contains("the rank of 'the' is -3"));
   const std::string huge = dir.write("huge.json", R"({"the": 18446744073709551615})");
-  REQUIRE_THROWS_WITH(read_imdb_word_index(huge), Contains("the rank of 'the' is 18446744073709551615"));
+  REQUIRE_THROWS_WITH(read_imdb_word_index(huge),
+                      Contains("the rank of 'the' is 18446744073709551615"));
 }
 
-TEST_CASE("IMDB malformed: two words with the same rank or a word given twice", "[data][imdb][malformed]") {
+TEST_CASE("IMDB malformed: two words with the same rank or a word given twice",
+          "[data][imdb][malformed]") {
   ScratchDir dir("imdb");
   const std::string rank = dir.write("rank.json", R"({"the": 1, "and": 2, "a": 2})");
-  REQUIRE_THROWS_WITH(read_imdb_word_index(rank), Contains(rank) && Contains("have the same rank 2") &&
+  REQUIRE_THROWS_WITH(read_imdb_word_index(rank), Contains(rank) &&
+                                                      Contains("have the same rank 2") &&
                                                       Contains("'and'") && Contains("'a'"));
   const std::string key = dir.write("key.json", R"({"the": 1, "and": 2, "the": 3})");
   REQUIRE_THROWS_WITH(read_imdb_word_index(key), Contains(key + ": word 'the' is given twice"));
@@ -200,8 +217,10 @@ TEST_CASE("IMDB malformed: num_words and maxlen out of range", "[data][imdb][mal
   ScratchDir dir("imdb");
   const std::string index = dir.write("index.json", kIndexJson);
   const std::string reviews = dir.write("r.tsv", "1\tthe\n");
-  REQUIRE_THROWS_WITH(read_imdb(reviews, index, 2, 10), Contains("num_words must be at least 3") && Contains("got 2"));
-  REQUIRE_THROWS_WITH(read_imdb(reviews, index, 100, 0), Contains("maxlen must be at least 1, got 0"));
+  REQUIRE_THROWS_WITH(read_imdb(reviews, index, 2, 10),
+                      Contains("num_words must be at least 3") && Contains("got 2"));
+  REQUIRE_THROWS_WITH(read_imdb(reviews, index, 100, 0),
+                      Contains("maxlen must be at least 1, got 0"));
   // num_words = 3: every word is out of vocabulary.
   CHECK(row(read_imdb(reviews, index, 3, 3).tokens, 0) == Ids{0, 1, 2});
 }

@@ -24,7 +24,8 @@ TensorDataset counting_dataset(std::int64_t n) {
   return {Tensor::from_vector(x, {n, 3}), Tensor::from_vector(y, {n})};
 }
 
-std::vector<std::int64_t> epoch_targets(DataLoader& loader, std::int64_t epoch, std::int64_t skip = 0) {
+std::vector<std::int64_t> epoch_targets(DataLoader& loader, std::int64_t epoch,
+                                        std::int64_t skip = 0) {
   loader.start_epoch(epoch, skip);
   std::vector<std::int64_t> out;
   while (auto b = loader.next()) {
@@ -114,8 +115,10 @@ TEST_CASE("split_validation holds out the last fraction, as Keras does", "[data]
 
 TEST_CASE("DataLoader rejects bad options with clear errors", "[data][loader][errors]") {
   const auto ds = counting_dataset(5);
-  REQUIRE_THROWS_WITH(DataLoader(ds, {.batch = 0}), Catch::Contains("batch must be positive, got 0"));
-  REQUIRE_THROWS_WITH(DataLoader(ds, {.batch = 8, .drop_last = true}), Catch::Contains("leaves no batch"));
+  REQUIRE_THROWS_WITH(DataLoader(ds, {.batch = 0}),
+                      Catch::Contains("batch must be positive, got 0"));
+  REQUIRE_THROWS_WITH(DataLoader(ds, {.batch = 8, .drop_last = true}),
+                      Catch::Contains("leaves no batch"));
   REQUIRE_THROWS_WITH(DataLoader({ds.inputs, ds.targets.slice(0, 0, 3)}, {}),
                       Catch::Contains("inputs have 5 samples but targets have 3"));
   REQUIRE_THROWS_WITH(take(ds, 3, 9), Catch::Contains("outside the 5 samples"));

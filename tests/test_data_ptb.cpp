@@ -96,7 +96,8 @@ TEST_CASE("PTB vocabulary built from the validation file is ordered by frequency
   CHECK(Vocabulary::build(ptb_file("ptb.valid.txt")).words() == vocab.words());
 }
 
-TEST_CASE("PTB reader maps the real files to ids and round-trips through the vocabulary", "[data][ptb]") {
+TEST_CASE("PTB reader maps the real files to ids and round-trips through the vocabulary",
+          "[data][ptb]") {
   const std::string valid_path = ptb_file("ptb.valid.txt");
   const std::string test_path = ptb_file("ptb.test.txt");
   const Vocabulary vocab = Vocabulary::build(valid_path);
@@ -112,9 +113,10 @@ TEST_CASE("PTB reader maps the real files to ids and round-trips through the voc
 
   // The test file with the validation vocabulary: 3,368 tokens are unknown. Rejected by default,
   // naming the file, the line (5) and the first unknown word; mapped to <unk> on request.
-  CHECK_THROWS_WITH(read_ptb_ids(test_path, vocab),
-                    Catch::Contains("ptb.test.txt") && Catch::Contains("line 5") &&
-                        Catch::Contains("'beleaguered'") && Catch::Contains("not in the vocabulary"));
+  CHECK_THROWS_WITH(read_ptb_ids(test_path, vocab), Catch::Contains("ptb.test.txt") &&
+                                                        Catch::Contains("line 5") &&
+                                                        Catch::Contains("'beleaguered'") &&
+                                                        Catch::Contains("not in the vocabulary"));
   const auto mapped = read_ptb_ids(test_path, vocab, UnknownWords::kMapToUnk);
   REQUIRE(mapped.size() == 82430);
   const auto test_words = read_ptb_words(test_path);
@@ -139,7 +141,8 @@ TEST_CASE("PTB vocabulary saves and loads with the same ids", "[data][ptb]") {
   CHECK(back.words() == vocab.words());
   CHECK(back.id("zurich") == vocab.id("zurich"));
   // A fixed vocabulary from a file reads the same ids.
-  CHECK(read_ptb_ids(ptb_file("ptb.valid.txt"), back) == read_ptb_ids(ptb_file("ptb.valid.txt"), vocab));
+  CHECK(read_ptb_ids(ptb_file("ptb.valid.txt"), back) ==
+        read_ptb_ids(ptb_file("ptb.valid.txt"), vocab));
 }
 
 // ---- small generated files ----------------------------------------------------------------------
@@ -148,8 +151,8 @@ TEST_CASE("PTB reader tokenises on whitespace and appends eos per line", "[data]
   TempDir dir;
   // Tabs, runs of spaces, CRLF, a blank line (one <eos>), no newline at the end of the last line.
   const std::string path = dir.write("small.txt", " a b  a\t c \r\n\nb a\n c");
-  CHECK(read_ptb_words(path) ==
-        std::vector<std::string>{"a", "b", "a", "c", "<eos>", "<eos>", "b", "a", "<eos>", "c", "<eos>"});
+  CHECK(read_ptb_words(path) == std::vector<std::string>{"a", "b", "a", "c", "<eos>", "<eos>", "b",
+                                                         "a", "<eos>", "c", "<eos>"});
   const Vocabulary v = Vocabulary::build(path);
   // Counts: a 3, <eos> 4, b 2, c 2 -> <eos>, a, b, c (b before c: tie, alphabetical).
   CHECK(v.words() == std::vector<std::string>{"<eos>", "a", "b", "c"});
@@ -169,70 +172,91 @@ TEST_CASE("PTB vocabulary lookups reject unknown words and ids", "[data][ptb]") 
   CHECK_THROWS_WITH(Vocabulary(std::vector<std::string>{"a b"}), Catch::Contains("whitespace"));
 }
 
-TEST_CASE("PTB malformed files are rejected with the file and the problem named", "[data][ptb][errors]") {
+TEST_CASE("PTB malformed files are rejected with the file and the problem named",
+          "[data][ptb][errors]") {
   TempDir dir;
   const Vocabulary vocab(std::vector<std::string>{"<eos>", "<unk>", "a", "b"});
 
   const std::string missing = (dir.path / "nope.txt").string();
-  CHECK_THROWS_WITH(read_ptb_ids(missing, vocab),
-                    Catch::Contains("read_ptb_ids") && Catch::Contains("nope.txt") && Catch::Contains("no such file"));
-  CHECK_THROWS_WITH(Vocabulary::build(missing), Catch::Contains("Vocabulary::build") && Catch::Contains("nope.txt"));
-  CHECK_THROWS_WITH(Vocabulary::load(missing), Catch::Contains("Vocabulary::load") && Catch::Contains("no such file"));
+  CHECK_THROWS_WITH(read_ptb_ids(missing, vocab), Catch::Contains("read_ptb_ids") &&
+                                                      Catch::Contains("nope.txt") &&
+                                                      Catch::Contains("no such file"));
+  CHECK_THROWS_WITH(Vocabulary::build(missing),
+                    Catch::Contains("Vocabulary::build") && Catch::Contains("nope.txt"));
+  CHECK_THROWS_WITH(Vocabulary::load(missing),
+                    Catch::Contains("Vocabulary::load") && Catch::Contains("no such file"));
   CHECK_THROWS_WITH(read_ptb_ids(dir.path.string(), vocab), Catch::Contains("is a directory"));
 
   const std::string empty = dir.write("empty.txt", "");
-  CHECK_THROWS_WITH(read_ptb_ids(empty, vocab), Catch::Contains("empty.txt") && Catch::Contains("is empty"));
+  CHECK_THROWS_WITH(read_ptb_ids(empty, vocab),
+                    Catch::Contains("empty.txt") && Catch::Contains("is empty"));
   const std::string blank = dir.write("blank.txt", "\n  \n\t\n");
-  CHECK_THROWS_WITH(read_ptb_ids(blank, vocab), Catch::Contains("blank.txt") && Catch::Contains("is empty (no words"));
+  CHECK_THROWS_WITH(read_ptb_ids(blank, vocab),
+                    Catch::Contains("blank.txt") && Catch::Contains("is empty (no words"));
   CHECK_THROWS_WITH(Vocabulary::build(blank), Catch::Contains("is empty"));
-  CHECK_THROWS_WITH(Vocabulary::load(empty), Catch::Contains("Vocabulary::load") && Catch::Contains("is empty"));
+  CHECK_THROWS_WITH(Vocabulary::load(empty),
+                    Catch::Contains("Vocabulary::load") && Catch::Contains("is empty"));
 
   const std::string nul = dir.write("nul.txt", std::string("a b\na\0b\n", 8));
-  CHECK_THROWS_WITH(read_ptb_ids(nul, vocab), Catch::Contains("nul.txt") && Catch::Contains("not a text file") &&
-                                                  Catch::Contains("NUL byte") && Catch::Contains("line 2"));
+  CHECK_THROWS_WITH(read_ptb_ids(nul, vocab),
+                    Catch::Contains("nul.txt") && Catch::Contains("not a text file") &&
+                        Catch::Contains("NUL byte") && Catch::Contains("line 2"));
   // The start of a gzip file (ptb.train.txt.gz passed raw): 0x1f 0x8b is not UTF-8.
-  const std::string gz = dir.write("ptb.train.txt.gz", std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00", 8));
-  CHECK_THROWS_WITH(read_ptb_ids(gz, vocab), Catch::Contains("ptb.train.txt.gz") && Catch::Contains("not a text file"));
+  const std::string gz =
+      dir.write("ptb.train.txt.gz", std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00", 8));
+  CHECK_THROWS_WITH(read_ptb_ids(gz, vocab),
+                    Catch::Contains("ptb.train.txt.gz") && Catch::Contains("not a text file"));
   const std::string latin1 = dir.write("latin1.txt", "a caf\xE9 b\n");  // ISO-8859-1 e-acute
-  CHECK_THROWS_WITH(read_ptb_words(latin1),
-                    Catch::Contains("latin1.txt") && Catch::Contains("not a text file") && Catch::Contains("invalid UTF-8"));
-  const std::string truncated = dir.write("trunc.txt", "a \xE2\x82");  // a 3-byte sequence cut short
+  CHECK_THROWS_WITH(read_ptb_words(latin1), Catch::Contains("latin1.txt") &&
+                                                Catch::Contains("not a text file") &&
+                                                Catch::Contains("invalid UTF-8"));
+  const std::string truncated =
+      dir.write("trunc.txt", "a \xE2\x82");  // a 3-byte sequence cut short
   CHECK_THROWS_WITH(read_ptb_words(truncated), Catch::Contains("invalid UTF-8"));
   const std::string surrogate = dir.write("surrogate.txt", "a \xED\xA0\x80\n");
   CHECK_THROWS_WITH(read_ptb_words(surrogate), Catch::Contains("invalid UTF-8"));
-  CHECK_THROWS_WITH(Vocabulary::load(nul), Catch::Contains("Vocabulary::load") && Catch::Contains("not a text file"));
+  CHECK_THROWS_WITH(Vocabulary::load(nul),
+                    Catch::Contains("Vocabulary::load") && Catch::Contains("not a text file"));
 
   const std::string unknown = dir.write("unknown.txt", "a b\nb a\na zebra b\n");
   CHECK_THROWS_WITH(read_ptb_ids(unknown, vocab),
-                    Catch::Contains("unknown.txt") && Catch::Contains("line 3") && Catch::Contains("'zebra'") &&
-                        Catch::Contains("not in the vocabulary") && Catch::Contains("kMapToUnk"));
+                    Catch::Contains("unknown.txt") && Catch::Contains("line 3") &&
+                        Catch::Contains("'zebra'") && Catch::Contains("not in the vocabulary") &&
+                        Catch::Contains("kMapToUnk"));
   CHECK(read_ptb_ids(unknown, vocab, UnknownWords::kMapToUnk) ==
         std::vector<std::int64_t>{2, 3, 0, 3, 2, 0, 2, 1, 3, 0});
   const Vocabulary no_unk(std::vector<std::string>{"<eos>", "a", "b"});
-  CHECK_THROWS_WITH(read_ptb_ids(unknown, no_unk, UnknownWords::kMapToUnk), Catch::Contains("needs <unk>"));
+  CHECK_THROWS_WITH(read_ptb_ids(unknown, no_unk, UnknownWords::kMapToUnk),
+                    Catch::Contains("needs <unk>"));
   const Vocabulary no_eos(std::vector<std::string>{"a", "b"});
   CHECK_THROWS_WITH(read_ptb_ids(unknown, no_eos), Catch::Contains("has no <eos>"));
 }
 
-TEST_CASE("PTB vocabulary files with duplicates or blank lines are rejected", "[data][ptb][errors]") {
+TEST_CASE("PTB vocabulary files with duplicates or blank lines are rejected",
+          "[data][ptb][errors]") {
   TempDir dir;
   const std::string dup = dir.write("dup_vocab.txt", "<eos>\nthe\n<unk>\nof\nthe\n");
-  CHECK_THROWS_WITH(Vocabulary::load(dup), Catch::Contains("Vocabulary::load") && Catch::Contains("dup_vocab.txt") &&
-                                               Catch::Contains("line 5") && Catch::Contains("duplicate word 'the'") &&
-                                               Catch::Contains("first on line 2"));
+  CHECK_THROWS_WITH(Vocabulary::load(dup),
+                    Catch::Contains("Vocabulary::load") && Catch::Contains("dup_vocab.txt") &&
+                        Catch::Contains("line 5") && Catch::Contains("duplicate word 'the'") &&
+                        Catch::Contains("first on line 2"));
   const std::string blank = dir.write("blank_vocab.txt", "<eos>\n\nthe\n");
-  CHECK_THROWS_WITH(Vocabulary::load(blank), Catch::Contains("blank_vocab.txt") && Catch::Contains("line 2") &&
+  CHECK_THROWS_WITH(Vocabulary::load(blank), Catch::Contains("blank_vocab.txt") &&
+                                                 Catch::Contains("line 2") &&
                                                  Catch::Contains("blank line"));
   const std::string spaced = dir.write("spaced_vocab.txt", "<eos>\nthe cat\n");
-  CHECK_THROWS_WITH(Vocabulary::load(spaced), Catch::Contains("line 2") && Catch::Contains("whitespace"));
+  CHECK_THROWS_WITH(Vocabulary::load(spaced),
+                    Catch::Contains("line 2") && Catch::Contains("whitespace"));
   // CRLF and no final newline are accepted.
   const std::string crlf = dir.write("crlf_vocab.txt", "<eos>\r\nthe\r\nof");
   CHECK(Vocabulary::load(crlf).words() == std::vector<std::string>{"<eos>", "the", "of"});
 }
 
-// ---- batcher --------------------------------------------------------------------------------------
+// ---- batcher
+// --------------------------------------------------------------------------------------
 
-TEST_CASE("PtbBatcher lays the stream into B contiguous rows with shifted targets", "[data][ptb][batcher]") {
+TEST_CASE("PtbBatcher lays the stream into B contiguous rows with shifted targets",
+          "[data][ptb][batcher]") {
   // ids 0..102: B = 4 gives L = 25 (tail 100..102 dropped); T = 7 -> windows 7, 7, 7, 3.
   std::vector<std::int64_t> ids(103);
   for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int64_t>(i);
@@ -315,10 +339,13 @@ TEST_CASE("PtbBatcher rejects bad sizes and inputs", "[data][ptb][batcher][error
   const std::vector<std::int64_t> ids{1, 2, 3, 4, 5};
   CHECK_THROWS_WITH(PtbBatcher(ids, 0, 3), Catch::Contains("batch_size must be >= 1"));
   CHECK_THROWS_WITH(PtbBatcher(ids, 2, 0), Catch::Contains("seq_len must be >= 1"));
-  CHECK_THROWS_WITH(PtbBatcher(ids, 3, 2), Catch::Contains("5 tokens in 3 streams") && Catch::Contains("at least 2"));
+  CHECK_THROWS_WITH(PtbBatcher(ids, 3, 2),
+                    Catch::Contains("5 tokens in 3 streams") && Catch::Contains("at least 2"));
   CHECK_THROWS_WITH(PtbBatcher(ids, 2, 3, true), Catch::Contains("drop_last"));
-  CHECK_THROWS_WITH(PtbBatcher(Tensor::zeros({2, 3}, DType::i64), 1, 1), Catch::Contains("PtbBatcher"));
-  CHECK_THROWS_WITH(PtbBatcher(Tensor::zeros({6}, DType::f32), 1, 1), Catch::Contains("PtbBatcher"));
+  CHECK_THROWS_WITH(PtbBatcher(Tensor::zeros({2, 3}, DType::i64), 1, 1),
+                    Catch::Contains("PtbBatcher"));
+  CHECK_THROWS_WITH(PtbBatcher(Tensor::zeros({6}, DType::f32), 1, 1),
+                    Catch::Contains("PtbBatcher"));
   // A strided 1-D view is read element by element.
   PtbBatcher from_tensor(Tensor::arange(10, DType::i64), 2, 2);
   CHECK(from_tensor.stream_length() == 5);

@@ -60,7 +60,8 @@ void check_cpu_variants_refuse(Table& table, Problem p) {
     CHECK_FALSE(cands[i].support.ok);
     CHECK_THAT(cands[i].support.reason, Contains("runs on cpu"));
   }
-  if (!any_cuda) CHECK_THROWS_WITH(table.select(p), Contains(table.op()) && Contains("runs on cpu"));
+  if (!any_cuda)
+    CHECK_THROWS_WITH(table.select(p), Contains(table.op()) && Contains("runs on cpu"));
 }
 
 }  // namespace
@@ -68,22 +69,30 @@ void check_cpu_variants_refuse(Table& table, Problem p) {
 TEST_CASE("every variant table refuses its CPU variants for a CUDA problem", "[cuda][dispatch]") {
   register_builtin_kernels();
   check_cpu_variants_refuse(gemm_table(), GemmProblem::dense(8, 8, 8, false, true));
-  check_cpu_variants_refuse(elementwise_table(), ElementwiseProblem{.op = EwOp::sigmoid, .numel = 8});
+  check_cpu_variants_refuse(elementwise_table(),
+                            ElementwiseProblem{.op = EwOp::sigmoid, .numel = 8});
   check_cpu_variants_refuse(reduce_table(), ReduceProblem{.outer = 2, .reduce = 4});
-  check_cpu_variants_refuse(softmax_table(), SoftmaxProblem{.op = SoftmaxOp::cross_entropy_forward, .rows = 2, .cols = 4});
+  check_cpu_variants_refuse(
+      softmax_table(),
+      SoftmaxProblem{.op = SoftmaxOp::cross_entropy_forward, .rows = 2, .cols = 4});
   check_cpu_variants_refuse(dropout_table(), DropoutProblem{.numel = 8, .p = 0.2});
   for (OptimOp op : {OptimOp::sgd, OptimOp::adam, OptimOp::grad_norm, OptimOp::grad_scale})
-    check_cpu_variants_refuse(optimizer_table(op), OptimizerProblem{.op = op, .tensors = 1, .numel = 8});
+    check_cpu_variants_refuse(optimizer_table(op),
+                              OptimizerProblem{.op = op, .tensors = 1, .numel = 8});
   ops::ConvParams cp;
   cp.padding = {1, 1};
-  check_cpu_variants_refuse(conv_table(), ops::conv2d_problem({2, 3, 8, 8}, {4, 3, 3, 3}, true, cp));
+  check_cpu_variants_refuse(conv_table(),
+                            ops::conv2d_problem({2, 3, 8, 8}, {4, 3, 3, 3}, true, cp));
   for (PoolKind kind : {PoolKind::max, PoolKind::avg})
-    check_cpu_variants_refuse(pool_table(kind), make_pool_problem(kind, {2, 3, 8, 8}, {2, 2}, {2, 2}, {0, 0}, false,
-                                                                  true, DType::f32, Device::cpu(), "test"));
-  check_cpu_variants_refuse(pool_table(PoolKind::adaptive_avg),
-                            make_adaptive_pool_problem({2, 3, 8, 8}, {1, 1}, DType::f32, Device::cpu(), "test"));
-  check_cpu_variants_refuse(batch_norm2d_table(),
-                            make_batch_norm_problem({2, 3, 4, 4}, true, 0.1, 1e-5, DType::f32, Device::cpu(), "test"));
+    check_cpu_variants_refuse(
+        pool_table(kind), make_pool_problem(kind, {2, 3, 8, 8}, {2, 2}, {2, 2}, {0, 0}, false, true,
+                                            DType::f32, Device::cpu(), "test"));
+  check_cpu_variants_refuse(
+      pool_table(PoolKind::adaptive_avg),
+      make_adaptive_pool_problem({2, 3, 8, 8}, {1, 1}, DType::f32, Device::cpu(), "test"));
+  check_cpu_variants_refuse(
+      batch_norm2d_table(),
+      make_batch_norm_problem({2, 3, 4, 4}, true, 0.1, 1e-5, DType::f32, Device::cpu(), "test"));
   check_cpu_variants_refuse(lstm_table(), LstmProblem{.T = 2, .B = 2, .I = 3, .H = 4});
 }
 
@@ -100,7 +109,8 @@ TEST_CASE("host code refuses a CUDA tensor before touching its memory", "[cuda][
 
   SECTION("embedding and its backward (CPU kernels only)") {
     const Tensor ids = Tensor::from_vector(std::vector<std::int64_t>{0, 3}, {2});
-    CHECK_THROWS_WITH(ops::embedding(dev.tensor({4, 3}), ids), Contains("embedding") && Contains("cuda:0"));
+    CHECK_THROWS_WITH(ops::embedding(dev.tensor({4, 3}), ids),
+                      Contains("embedding") && Contains("cuda:0"));
     CHECK_THROWS_WITH(ops::embedding_backward(dev.tensor({2, 3}), ids, 4),
                       Contains("embedding_backward") && Contains("cuda:0"));
   }
@@ -110,8 +120,9 @@ TEST_CASE("host code refuses a CUDA tensor before touching its memory", "[cuda][
     const Tensor w = Tensor::ones({4, 3, 3, 3}), x = Tensor::ones({2, 3, 5, 5});
     CHECK_THROWS_WITH(ops::conv2d_backward_data(dev.tensor({2, 4, 3, 3}), w, x.sizes(), cp),
                       Contains("conv2d backward") && Contains("cuda:0"));
-    CHECK_THROWS_WITH(ops::conv2d_backward_weights(x, dev.tensor({2, 4, 3, 3}), w.sizes(), true, cp),
-                      Contains("conv2d backward") && Contains("cuda:0"));
+    CHECK_THROWS_WITH(
+        ops::conv2d_backward_weights(x, dev.tensor({2, 4, 3, 3}), w.sizes(), true, cp),
+        Contains("conv2d backward") && Contains("cuda:0"));
   }
 
   SECTION("pooling backward with a gradient on another device than the forward") {
@@ -126,18 +137,20 @@ TEST_CASE("host code refuses a CUDA tensor before touching its memory", "[cuda][
 
   SECTION("batch norm backward with a gradient on another device than the forward") {
     const Tensor x = Tensor::ones({2, 3, 2, 2});
-    const auto fwd = ops::batch_norm2d_forward(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5);
+    const auto fwd =
+        ops::batch_norm2d_forward(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5);
     CHECK_THROWS_WITH(ops::batch_norm2d_backward(dev.tensor({2, 3, 2, 2}), x, Tensor(), fwd),
                       Contains("batch_norm2d") && Contains("cuda:0"));
   }
 
   SECTION("an LSTM variant of the CPU is not run on CUDA inputs") {
-    const ops::LstmInputs in{dev.tensor({2, 1, 3}), Tensor(), Tensor(), dev.tensor({8, 3}),
-                             dev.tensor({8, 2}), dev.tensor({8}), Tensor()};
+    const ops::LstmInputs in{dev.tensor({2, 1, 3}), Tensor(),        Tensor(), dev.tensor({8, 3}),
+                             dev.tensor({8, 2}),    dev.tensor({8}), Tensor()};
     for (const auto& v : lstm_table().variants()) {
       if (v.device != DeviceType::cpu) continue;
       INFO(v.name);
-      CHECK_THROWS_WITH(ops::lstm_forward(v, in, false), Contains("lstm_forward") && Contains("runs on cpu"));
+      CHECK_THROWS_WITH(ops::lstm_forward(v, in, false),
+                        Contains("lstm_forward") && Contains("runs on cpu"));
     }
   }
 
@@ -150,7 +163,8 @@ TEST_CASE("host code refuses a CUDA tensor before touching its memory", "[cuda][
   SECTION("the test helpers: gradcheck refuses device leaves") {
     Tensor x = dev.tensor({3}, DType::f64);
     x.set_requires_grad(true);
-    const auto r = test::gradcheck("device leaf", [](const std::vector<Tensor>& in) { return in[0]; }, {x});
+    const auto r =
+        test::gradcheck("device leaf", [](const std::vector<Tensor>& in) { return in[0]; }, {x});
     CHECK_FALSE(r.ok);
     CHECK_THAT(r.message, Contains("cuda:0"));
   }

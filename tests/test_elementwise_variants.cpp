@@ -35,11 +35,13 @@ const std::vector<OpSpec>& op_specs() {
       {EwOp::exp, false, [](double a, double, double, double) { return std::exp(a); }},
       {EwOp::log, true, [](double a, double, double, double) { return std::log(a); }},
       {EwOp::sqrt, true, [](double a, double, double, double) { return std::sqrt(a); }},
-      {EwOp::sigmoid, false, [](double a, double, double, double) { return 1.0 / (1.0 + std::exp(-a)); }},
+      {EwOp::sigmoid, false,
+       [](double a, double, double, double) { return 1.0 / (1.0 + std::exp(-a)); }},
       {EwOp::tanh, false, [](double a, double, double, double) { return std::tanh(a); }},
       {EwOp::relu, false, [](double a, double, double, double) { return a > 0 ? a : 0.0; }},
       {EwOp::abs, false, [](double a, double, double, double) { return std::fabs(a); }},
-      {EwOp::sign, false, [](double a, double, double, double) { return double((a > 0) - (a < 0)); }},
+      {EwOp::sign, false,
+       [](double a, double, double, double) { return double((a > 0) - (a < 0)); }},
       {EwOp::add, false, [](double a, double b, double, double al) { return a + al * b; }},
       {EwOp::sub, false, [](double a, double b, double, double al) { return a - al * b; }},
       {EwOp::mul, false, [](double a, double b, double, double) { return a * b; }},
@@ -52,9 +54,12 @@ const std::vector<OpSpec>& op_specs() {
       {EwOp::pow_scalar, true, [](double a, double, double s, double) { return std::pow(a, s); }},
       {EwOp::rsub_scalar, false, [](double a, double, double s, double) { return s - a; }},
       {EwOp::rdiv_scalar, true, [](double a, double, double s, double) { return s / a; }},
-      {EwOp::sigmoid_backward, false, [](double y, double dy, double, double) { return dy * y * (1 - y); }},
-      {EwOp::tanh_backward, false, [](double y, double dy, double, double) { return dy * (1 - y * y); }},
-      {EwOp::relu_backward, false, [](double x, double dy, double, double) { return x > 0 ? dy : 0.0; }},
+      {EwOp::sigmoid_backward, false,
+       [](double y, double dy, double, double) { return dy * y * (1 - y); }},
+      {EwOp::tanh_backward, false,
+       [](double y, double dy, double, double) { return dy * (1 - y * y); }},
+      {EwOp::relu_backward, false,
+       [](double x, double dy, double, double) { return x > 0 ? dy : 0.0; }},
       {EwOp::pow_scalar_backward, true,
        [](double x, double dy, double s, double) { return dy * s * std::pow(x, s - 1); }},
   };
@@ -83,27 +88,49 @@ Tensor rand_b(const Shape& s, DType dt, Generator& g) {
 
 const std::vector<Layout>& layouts() {
   static const std::vector<Layout> l = {
-      {"dense small", [](DType dt, bool p, Generator& g) {
-         return std::pair{rand_a({5, 7}, dt, p, g), rand_b({5, 7}, dt, g)}; }},
-      {"dense above the parallel grain, large", [](DType dt, bool p, Generator& g) {
-         return std::pair{rand_a({40000}, dt, p, g), rand_b({40000}, dt, g)}; }},
-      {"row-broadcast b (bias-like), large", [](DType dt, bool p, Generator& g) {
-         return std::pair{rand_a({300, 130}, dt, p, g), rand_b({130}, dt, g)}; }},
-      {"column-broadcast b (one b per row), large", [](DType dt, bool p, Generator& g) {
-         return std::pair{rand_a({40, 1000}, dt, p, g), rand_b({40, 1}, dt, g)}; }},
-      {"column-broadcast b, small", [](DType dt, bool p, Generator& g) {
-         return std::pair{rand_a({6, 9}, dt, p, g), rand_b({6, 1}, dt, g)}; }},
-      {"broadcast a against b", [](DType dt, bool p, Generator& g) {
-         return std::pair{rand_a({1, 9}, dt, p, g), rand_b({6, 1}, dt, g)}; }},
-      {"0-D b", [](DType dt, bool p, Generator& g) {
-         return std::pair{rand_a({4, 3}, dt, p, g), rand_b({}, dt, g)}; }},
-      {"transposed a, large", [](DType dt, bool p, Generator& g) {
-         return std::pair{raw::transpose(rand_a({250, 160}, dt, p, g), 0, 1), rand_b({160, 250}, dt, g)}; }},
-      {"stepped slices", [](DType dt, bool p, Generator& g) {
+      {"dense small",
+       [](DType dt, bool p, Generator& g) {
+         return std::pair{rand_a({5, 7}, dt, p, g), rand_b({5, 7}, dt, g)};
+       }},
+      {"dense above the parallel grain, large",
+       [](DType dt, bool p, Generator& g) {
+         return std::pair{rand_a({40000}, dt, p, g), rand_b({40000}, dt, g)};
+       }},
+      {"row-broadcast b (bias-like), large",
+       [](DType dt, bool p, Generator& g) {
+         return std::pair{rand_a({300, 130}, dt, p, g), rand_b({130}, dt, g)};
+       }},
+      {"column-broadcast b (one b per row), large",
+       [](DType dt, bool p, Generator& g) {
+         return std::pair{rand_a({40, 1000}, dt, p, g), rand_b({40, 1}, dt, g)};
+       }},
+      {"column-broadcast b, small",
+       [](DType dt, bool p, Generator& g) {
+         return std::pair{rand_a({6, 9}, dt, p, g), rand_b({6, 1}, dt, g)};
+       }},
+      {"broadcast a against b",
+       [](DType dt, bool p, Generator& g) {
+         return std::pair{rand_a({1, 9}, dt, p, g), rand_b({6, 1}, dt, g)};
+       }},
+      {"0-D b",
+       [](DType dt, bool p, Generator& g) {
+         return std::pair{rand_a({4, 3}, dt, p, g), rand_b({}, dt, g)};
+       }},
+      {"transposed a, large",
+       [](DType dt, bool p, Generator& g) {
+         return std::pair{raw::transpose(rand_a({250, 160}, dt, p, g), 0, 1),
+                          rand_b({160, 250}, dt, g)};
+       }},
+      {"stepped slices",
+       [](DType dt, bool p, Generator& g) {
          return std::pair{raw::slice(rand_a({8, 10}, dt, p, g), 1, 1, 10, 3),
-                          raw::slice(rand_b({16, 3}, dt, g), 0, 0, 16, 2)}; }},
-      {"permuted 3-D", [](DType dt, bool p, Generator& g) {
-         return std::pair{raw::permute(rand_a({3, 4, 5}, dt, p, g), {2, 0, 1}), rand_b({5, 3, 4}, dt, g)}; }},
+                          raw::slice(rand_b({16, 3}, dt, g), 0, 0, 16, 2)};
+       }},
+      {"permuted 3-D",
+       [](DType dt, bool p, Generator& g) {
+         return std::pair{raw::permute(rand_a({3, 4, 5}, dt, p, g), {2, 0, 1}),
+                          rand_b({5, 3, 4}, dt, g)};
+       }},
   };
   return l;
 }
@@ -122,7 +149,8 @@ double worst_rel(const std::vector<double>& got, const std::vector<double>& want
 
 }  // namespace
 
-TEST_CASE("every elementwise variant computes every op on every layout", "[elementwise][variants]") {
+TEST_CASE("every elementwise variant computes every op on every layout",
+          "[elementwise][variants]") {
   register_builtin_kernels();
   std::uint64_t seed = 1;
   for (const auto& v : elementwise_table().variants()) {
@@ -150,7 +178,8 @@ TEST_CASE("every elementwise variant computes every op on every layout", "[eleme
             if (dt == DType::f32) want[i] = static_cast<float>(want[i]);
           }
           INFO("variant " << v.name << ", " << ew_name(spec.op) << " " << dtype_name(dt) << ", "
-                          << layout.name << " " << shape_str(a.sizes()) << " / " << shape_str(b.sizes()));
+                          << layout.name << " " << shape_str(a.sizes()) << " / "
+                          << shape_str(b.sizes()));
           CHECK(out.dtype() == dt);
           CHECK(worst_rel(values_f64(out), want) <= tol);
         }
@@ -159,7 +188,8 @@ TEST_CASE("every elementwise variant computes every op on every layout", "[eleme
   }
 }
 
-TEST_CASE("every elementwise variant writes into strided and aliased outputs", "[elementwise][variants]") {
+TEST_CASE("every elementwise variant writes into strided and aliased outputs",
+          "[elementwise][variants]") {
   register_builtin_kernels();
   for (const auto& v : elementwise_table().variants()) {
     INFO("variant " << v.name);
@@ -167,8 +197,10 @@ TEST_CASE("every elementwise variant writes into strided and aliased outputs", "
     Generator g(7);
     // out is a transposed view of a bigger buffer: only its elements change.
     Tensor buf = Tensor::full({300, 200}, -7.0);
-    Tensor out = raw::slice(raw::transpose(buf, 0, 1), 1, 0, 250, 1);  // [200, 250], strides [1, 200]
-    Tensor a = uniform({200, 250}, -1, 1, DType::f32, &g), b = uniform({250}, -1, 1, DType::f32, &g);
+    Tensor out =
+        raw::slice(raw::transpose(buf, 0, 1), 1, 0, 250, 1);  // [200, 250], strides [1, 200]
+    Tensor a = uniform({200, 250}, -1, 1, DType::f32, &g),
+           b = uniform({250}, -1, 1, DType::f32, &g);
     ops::binary_into(EwOp::mul, out, a, b);
     const auto got = values_f64(out), av = values_f64(a), bv = values_f64(b);
     double worst = 0.0;
@@ -194,10 +226,13 @@ TEST_CASE("every elementwise variant writes into strided and aliased outputs", "
 // kernels/cpu/omp/elementwise_omp.cpp): the special values keep the functors' meaning
 // (NaN -> 0, -0 -> 0, +inf stays; the gradient passes where x > 0 only), every length's
 // vector tail is right, and relu may write over its input.
-TEST_CASE("relu and relu_backward keep special values and vector tails and work in place on every variant",
-          "[elementwise][variants]") {
+TEST_CASE(
+    "relu and relu_backward keep special values and vector tails and work in place on every "
+    "variant",
+    "[elementwise][variants]") {
   register_builtin_kernels();
-  const float kNaN = std::numeric_limits<float>::quiet_NaN(), kInf = std::numeric_limits<float>::infinity();
+  const float kNaN = std::numeric_limits<float>::quiet_NaN(),
+              kInf = std::numeric_limits<float>::infinity();
   const std::vector<float> special = {kNaN, -0.0f, 0.0f, kInf, -kInf, 1e-45f, -1e-45f, 2.5f, -2.5f};
   for (const auto& v : elementwise_table().variants()) {
     ForceVariant force("elementwise", v.name);

@@ -43,9 +43,9 @@ struct OperandSpec {
 };
 
 struct Operand {
-  Tensor arg;        // what is passed to ops::gemm
-  bool flag = false; // the trans flag passed with it
-  Tensor logical64;  // op(X) as contiguous f64 ([B,] rows, cols)
+  Tensor arg;         // what is passed to ops::gemm
+  bool flag = false;  // the trans flag passed with it
+  Tensor logical64;   // op(X) as contiguous f64 ([B,] rows, cols)
   double max_abs = 0;
 };
 
@@ -103,7 +103,8 @@ struct Tally {
       std::ostringstream os;
       os << "gemm variant " << v.name << ": ran " << ran[v.name] << " problems in "
          << seconds[v.name] << " s";
-      for (const auto& [reason, count] : skipped[v.name]) os << "; skipped " << count << " (" << reason << ")";
+      for (const auto& [reason, count] : skipped[v.name])
+        os << "; skipped " << count << " (" << reason << ")";
       WARN(os.str());
     }
   }
@@ -136,7 +137,8 @@ void run_case(const GemmCase& gc, Tally& tally, std::uint64_t seed) {
   if (!gc.nan_c)
     for (double v : values_f64(c0)) max_c0 = std::max(max_c0, std::fabs(v));
   constexpr double kEps32 = std::numeric_limits<float>::epsilon();
-  const double tol = 32.0 * kEps32 * std::sqrt(static_cast<double>(std::max<std::int64_t>(gc.k, 1))) *
+  const double tol = 32.0 * kEps32 *
+                         std::sqrt(static_cast<double>(std::max<std::int64_t>(gc.k, 1))) *
                          A.max_abs * B.max_abs * std::fabs(gc.alpha) +
                      8.0 * kEps32 * std::fabs(gc.beta) * max_c0 + 1e-30;
 
@@ -156,7 +158,8 @@ void run_case(const GemmCase& gc, Tally& tally, std::uint64_t seed) {
     c_full.copy_(c_full_init);
     {
       ForceVariant force("gemm", name);
-      tally.seconds[name] += time_seconds([&] { ops::gemm(A.arg, A.flag, B.arg, B.flag, c, gc.alpha, gc.beta); });
+      tally.seconds[name] +=
+          time_seconds([&] { ops::gemm(A.arg, A.flag, B.arg, B.flag, c, gc.alpha, gc.beta); });
     }
     const std::vector<double> got = values_f64(c);
     double worst = -1.0;
@@ -164,7 +167,10 @@ void run_case(const GemmCase& gc, Tally& tally, std::uint64_t seed) {
     for (std::size_t i = 0; i < got.size(); ++i) {
       double err = std::fabs(got[i] - want[i]);
       if (std::isnan(err)) err = INFINITY;
-      if (err > worst) { worst = err; worst_at = i; }
+      if (err > worst) {
+        worst = err;
+        worst_at = i;
+      }
     }
     // Memory outside C's view (the padding columns) is untouched.
     std::int64_t clobbered = 0;
@@ -187,7 +193,8 @@ const std::vector<std::int64_t> kOdd = {1, 7, 33, 129};
 
 }  // namespace
 
-// ---- the harness ----------------------------------------------------------------------------------
+// ---- the harness
+// ----------------------------------------------------------------------------------
 
 // A case of size (m, n, k) in transpose mode `mode` (bit 0: A stored transposed, bit 1: B).
 static GemmCase make_case(std::int64_t m, std::int64_t n, std::int64_t k, int mode) {
@@ -216,7 +223,8 @@ TEST_CASE("ref gemm matches hand-computed products in all modes", "[gemm][varian
     }
 }
 
-TEST_CASE("every gemm variant matches ref on odd shapes in all transpose modes", "[gemm][variants]") {
+TEST_CASE("every gemm variant matches ref on odd shapes in all transpose modes",
+          "[gemm][variants]") {
   Tally tally;
   std::uint64_t seed = 1;
   for (std::int64_t m : kOdd)
@@ -272,8 +280,8 @@ TEST_CASE("every gemm variant handles views: transposed, padded leading dims, pa
 TEST_CASE("every gemm variant handles batched 3-D operands", "[gemm][variants][batched]") {
   Tally tally;
   std::uint64_t seed = 7000;
-  for (auto [m, n, k] : {std::tuple{7, 33, 129}, std::tuple{33, 7, 1}, std::tuple{1, 33, 7},
-                         std::tuple{33, 33, 33}})
+  for (auto [m, n, k] :
+       {std::tuple{7, 33, 129}, std::tuple{33, 7, 1}, std::tuple{1, 33, 7}, std::tuple{33, 33, 33}})
     for (int mode = 0; mode < 4; ++mode)
       for (int layout = 0; layout < 3; ++layout) {
         GemmCase gc = make_case(m, n, k, mode);
@@ -333,7 +341,8 @@ TEST_CASE("every gemm variant is right when called from inside an OpenMP paralle
   Tensor want = Tensor::zeros({2 * kRows, kN}, DType::f64);
   {
     ForceVariant force("gemm", "ref");
-    ops::gemm(raw::to_dtype(a, DType::f64), false, raw::to_dtype(b, DType::f64), true, want, 1.0, 0.0);
+    ops::gemm(raw::to_dtype(a, DType::f64), false, raw::to_dtype(b, DType::f64), true, want, 1.0,
+              0.0);
   }
   const std::vector<double> w = values_f64(want);
   for (const auto& v : gemm_table().variants()) {
@@ -371,7 +380,7 @@ TEST_CASE("every gemm variant is right when called from inside an OpenMP paralle
 }
 
 TEST_CASE("views map onto transpose modes and leading dims without copies", "[gemm][views]") {
-  Tensor w = Tensor::ones({5, 4});            // [out, in]
+  Tensor w = Tensor::ones({5, 4});  // [out, in]
   Tensor x = Tensor::ones({3, 4});
   Tensor c = Tensor::zeros({3, 5});
   GemmProblem p = ops::gemm_problem_for(x, false, w.t(), false, c, 0.0);  // x @ W^T
@@ -410,11 +419,12 @@ TEST_CASE("views map onto transpose modes and leading dims without copies", "[ge
   CHECK(ops::mm(Tensor::ones({0, 3}), false, Tensor::ones({3, 4}), false).sizes() == Shape{0, 4});
 }
 
-// ---- selection: a pure function --------------------------------------------------------------------
+// ---- selection: a pure function
+// --------------------------------------------------------------------
 
 TEST_CASE("select_variant follows the rules of Note [Variant selection]", "[selection]") {
-  const std::vector<Candidate> all_ok = {{"fast", Support::yes()}, {"mid", Support::yes()},
-                                         {"ref", Support::yes()}};
+  const std::vector<Candidate> all_ok = {
+      {"fast", Support::yes()}, {"mid", Support::yes()}, {"ref", Support::yes()}};
   SelectionPolicy none;
   CHECK(select_variant("op", "P", all_ok, none) == 0);  // first supported by priority
 
@@ -434,7 +444,8 @@ TEST_CASE("select_variant follows the rules of Note [Variant selection]", "[sele
                       Contains("myop") && Contains("'nope'") && Contains("fast, mid, ref"));
   }
   SECTION("forced but unsupported is an error with the reason, never a fallback") {
-    const std::vector<Candidate> c = {{"fast", Support::no("needs K % 8 == 0")}, {"ref", Support::yes()}};
+    const std::vector<Candidate> c = {{"fast", Support::no("needs K % 8 == 0")},
+                                      {"ref", Support::yes()}};
     SelectionPolicy p;
     p.forced = "fast";
     CHECK_THROWS_WITH(select_variant("gemm", "gemm f32 M=3", c, p),
@@ -448,22 +459,22 @@ TEST_CASE("select_variant follows the rules of Note [Variant selection]", "[sele
     CHECK(select_variant("op", "P", all_ok, p) == 1);
     p.tuned_winner = "";
     CHECK(select_variant("op", "P", all_ok, p) == 2);  // heuristic pick used when supported
-    p.tuned_winner = "gone";                            // unknown tuned name: ignored
+    p.tuned_winner = "gone";                           // unknown tuned name: ignored
     CHECK(select_variant("op", "P", all_ok, p) == 2);
-    const std::vector<Candidate> c = {{"fast", Support::yes()}, {"mid", Support::no("too small")},
-                                      {"ref", Support::yes()}};
-    p.tuned_winner = "mid";  // winner no longer supports -> heuristic
+    const std::vector<Candidate> c = {
+        {"fast", Support::yes()}, {"mid", Support::no("too small")}, {"ref", Support::yes()}};
+    p.tuned_winner = "mid";    // winner no longer supports -> heuristic
     p.heuristic_pick = "mid";  // heuristic unsupported -> first supported
     CHECK(select_variant("op", "P", c, p) == 0);
     p.heuristic_pick = "nonexistent";
     CHECK(select_variant("op", "P", c, p) == 0);
   }
   SECTION("first supported in priority order") {
-    const std::vector<Candidate> c = {{"fast", Support::no("f32 only")}, {"mid", Support::yes()},
-                                      {"ref", Support::yes()}};
+    const std::vector<Candidate> c = {
+        {"fast", Support::no("f32 only")}, {"mid", Support::yes()}, {"ref", Support::yes()}};
     CHECK(select_variant("op", "P", c, none) == 1);
-    const std::vector<Candidate> only_ref = {{"fast", Support::no("a")}, {"mid", Support::no("b")},
-                                             {"ref", Support::yes()}};
+    const std::vector<Candidate> only_ref = {
+        {"fast", Support::no("a")}, {"mid", Support::no("b")}, {"ref", Support::yes()}};
     CHECK(select_variant("op", "P", only_ref, none) == 2);
   }
   SECTION("nothing supports: the error lists every variant's reason") {
@@ -471,13 +482,15 @@ TEST_CASE("select_variant follows the rules of Note [Variant selection]", "[sele
                                       {"mid", Support::no("reason two")},
                                       {"ref", Support::no("ref handles f32 and f64 only")}};
     CHECK_THROWS_WITH(select_variant("gemm", "gemm i32 M=1", c, none),
-                      Contains("gemm") && Contains("gemm i32 M=1") && Contains("fast: reason one") &&
-                          Contains("mid: reason two") && Contains("ref: ref handles f32 and f64 only"));
+                      Contains("gemm") && Contains("gemm i32 M=1") &&
+                          Contains("fast: reason one") && Contains("mid: reason two") &&
+                          Contains("ref: ref handles f32 and f64 only"));
     CHECK_THROWS_WITH(select_variant("gemm", "P", {}, none), Contains("no variants registered"));
   }
 }
 
-TEST_CASE("ForceVariant nests, restores and is per thread, set_forced_variant is global", "[selection]") {
+TEST_CASE("ForceVariant nests, restores and is per thread, set_forced_variant is global",
+          "[selection]") {
   const std::string base = forced_variant("gemm");  // ANVIL_VARIANT may set one
   {
     ForceVariant outer("gemm", "ref");
@@ -511,7 +524,8 @@ TEST_CASE("ForceVariant nests, restores and is per thread, set_forced_variant is
   CHECK(forced_variant("gemm") == base);
 }
 
-TEST_CASE("forcing reaches dispatch: unknown names fail and list the variants", "[selection][gemm]") {
+TEST_CASE("forcing reaches dispatch: unknown names fail and list the variants",
+          "[selection][gemm]") {
   register_builtin_kernels();
   const GemmProblem p = GemmProblem::dense(4, 4, 4, false, false);
   {
@@ -528,9 +542,12 @@ TEST_CASE("forcing reaches dispatch: unknown names fail and list the variants", 
     const auto cands = gemm_table().candidates(p);
     ForceVariant f("gemm", v.name);
     bool ok = false;
-    for (const auto& c : cands) if (c.name == v.name) ok = c.support.ok;
-    if (ok) CHECK(gemm_table().select(p).name == v.name);
-    else CHECK_THROWS_WITH(gemm_table().select(p), Contains(v.name) && Contains("does not support"));
+    for (const auto& c : cands)
+      if (c.name == v.name) ok = c.support.ok;
+    if (ok)
+      CHECK(gemm_table().select(p).name == v.name);
+    else
+      CHECK_THROWS_WITH(gemm_table().select(p), Contains(v.name) && Contains("does not support"));
   }
   // Integer GEMMs: nothing supports them, and the error lists every variant with its reason.
   GemmProblem pi = p;
@@ -552,15 +569,21 @@ TEST_CASE("parse_variant_spec", "[selection]") {
   CHECK(parse_variant_spec("gemm=cpu.eigen") == M{{"gemm", "cpu.eigen"}});
   CHECK(parse_variant_spec("gemm=cpu.onednn,elementwise=ref") ==
         M{{"gemm", "cpu.onednn"}, {"elementwise", "ref"}});
-  CHECK(parse_variant_spec("gemm=a,,gemm=b,") == M{{"gemm", "b"}});  // empty items skipped, last wins
-  CHECK(parse_variant_spec("conv=cuda.cudnn.implicit_gemm") == M{{"conv", "cuda.cudnn.implicit_gemm"}});
-  CHECK_THROWS_WITH(parse_variant_spec("gemm"), Contains("parse_variant_spec") && Contains("'gemm'"));
-  CHECK_THROWS_WITH(parse_variant_spec("gemm="), Contains("parse_variant_spec") && Contains("op=name"));
-  CHECK_THROWS_WITH(parse_variant_spec("=ref"), Contains("parse_variant_spec") && Contains("'=ref'"));
+  CHECK(parse_variant_spec("gemm=a,,gemm=b,") ==
+        M{{"gemm", "b"}});  // empty items skipped, last wins
+  CHECK(parse_variant_spec("conv=cuda.cudnn.implicit_gemm") ==
+        M{{"conv", "cuda.cudnn.implicit_gemm"}});
+  CHECK_THROWS_WITH(parse_variant_spec("gemm"),
+                    Contains("parse_variant_spec") && Contains("'gemm'"));
+  CHECK_THROWS_WITH(parse_variant_spec("gemm="),
+                    Contains("parse_variant_spec") && Contains("op=name"));
+  CHECK_THROWS_WITH(parse_variant_spec("=ref"),
+                    Contains("parse_variant_spec") && Contains("'=ref'"));
   CHECK_THROWS_WITH(parse_variant_spec("gemm=ref,oops"), Contains("'oops'"));
 }
 
-// ---- VariantTable on a private op ------------------------------------------------------------------
+// ---- VariantTable on a private op
+// ------------------------------------------------------------------
 
 namespace {
 struct FakeProblem {
@@ -580,21 +603,26 @@ FakeTable& fake_table() {
   // Static: tables register themselves in the global index for the life of the process.
   static FakeTable* table = [] {
     auto* t = new FakeTable("test.fake");
-    auto runs_as = [](std::string name) {
-      return [name](const FakeArgs& a) { *a.ran = name; };
-    };
+    auto runs_as = [](std::string name) { return [name](const FakeArgs& a) { *a.ran = name; }; };
     t->add({.name = "ref", .priority = 5000, .supports = nullptr, .fn = runs_as("ref")});
-    t->add({.name = "small", .priority = 10,
-            .supports = [](const FakeProblem& p) {
-              return p.size <= 8 ? Support::yes() : Support::no("size > 8");
-            },
+    t->add({.name = "small",
+            .priority = 10,
+            .supports =
+                [](const FakeProblem& p) {
+                  return p.size <= 8 ? Support::yes() : Support::no("size > 8");
+                },
             .fn = runs_as("small")});
-    t->add({.name = "big", .priority = 20,
-            .supports = [](const FakeProblem& p) {
-              return p.size >= 4 ? Support::yes() : Support::no("size < 4");
-            },
+    t->add({.name = "big",
+            .priority = 20,
+            .supports =
+                [](const FakeProblem& p) {
+                  return p.size >= 4 ? Support::yes() : Support::no("size < 4");
+                },
             .fn = runs_as("big")});
-    t->add({.name = "gpu", .device = DeviceType::cuda, .priority = 30, .supports = nullptr,
+    t->add({.name = "gpu",
+            .device = DeviceType::cuda,
+            .priority = 30,
+            .supports = nullptr,
             .fn = runs_as("gpu")});
     return t;
   }();
@@ -609,7 +637,8 @@ struct AutotuneReset {
 };
 }  // namespace
 
-TEST_CASE("VariantTable keeps priority order with ref last and selects by the rules", "[selection]") {
+TEST_CASE("VariantTable keeps priority order with ref last and selects by the rules",
+          "[selection]") {
   FakeTable& t = fake_table();
   std::vector<std::string> names;
   for (const auto& v : t.variants()) names.push_back(v.name);
@@ -629,7 +658,8 @@ TEST_CASE("VariantTable keeps priority order with ref last and selects by the ru
   CHECK(ran == "big");
   t.run({{100}, &ran});
   CHECK(ran == "big");
-  t.set_heuristic([](const FakeProblem& p) { return p.size == 6 ? std::string("small") : std::string(); });
+  t.set_heuristic(
+      [](const FakeProblem& p) { return p.size == 6 ? std::string("small") : std::string(); });
   t.run({{6}, &ran});
   CHECK(ran == "small");
   t.run({{7}, &ran});
@@ -658,8 +688,8 @@ TEST_CASE("autotune times each supporting non-ref variant once per problem and c
     return v.name == "small" ? 1e-6 : 1e-3;  // "small" is the fastest
   };
   CHECK(t.select({6}, timer).name == "small");
-  CHECK(timed.count("ref") == 0);    // ref is never a candidate
-  CHECK(timed.count("gpu") == 0);    // wrong device
+  CHECK(timed.count("ref") == 0);  // ref is never a candidate
+  CHECK(timed.count("gpu") == 0);  // wrong device
   CHECK(timed["small"] >= 1);
   CHECK(timed["big"] >= 1);
   const auto before = timed;
@@ -715,14 +745,16 @@ TEST_CASE("autotune on the gemm table picks a supporting non-ref variant and kee
   }
   // End to end through ops::gemm with real timing: trials must not disturb a C that is read.
   Generator gen(77);
-  Tensor a = uniform({33, 17}, -1, 1, DType::f32, &gen), b = uniform({17, 29}, -1, 1, DType::f32, &gen);
+  Tensor a = uniform({33, 17}, -1, 1, DType::f32, &gen),
+         b = uniform({17, 29}, -1, 1, DType::f32, &gen);
   Tensor c0 = uniform({33, 29}, -1, 1, DType::f32, &gen);
   Tensor c = raw::clone(c0);
   ops::gemm(a, false, b, false, c, 1.0, 1.0);
   Tensor want = raw::to_dtype(c0, DType::f64);
   {
     ForceVariant f("gemm", "ref");
-    ops::gemm(raw::to_dtype(a, DType::f64), false, raw::to_dtype(b, DType::f64), false, want, 1.0, 1.0);
+    ops::gemm(raw::to_dtype(a, DType::f64), false, raw::to_dtype(b, DType::f64), false, want, 1.0,
+              1.0);
   }
   CHECK(anvil::test::max_abs_diff(c, want) < 1e-4);
   Tensor c2 = Tensor::full({33, 29}, std::numeric_limits<double>::quiet_NaN());
@@ -730,7 +762,8 @@ TEST_CASE("autotune on the gemm table picks a supporting non-ref variant and kee
   Tensor want2 = Tensor::zeros({33, 29}, DType::f64);
   {
     ForceVariant f("gemm", "ref");
-    ops::gemm(raw::to_dtype(a, DType::f64), false, raw::to_dtype(b, DType::f64), false, want2, 1.0, 0.0);
+    ops::gemm(raw::to_dtype(a, DType::f64), false, raw::to_dtype(b, DType::f64), false, want2, 1.0,
+              0.0);
   }
   CHECK(anvil::test::max_abs_diff(c2, want2) < 1e-4);
 }

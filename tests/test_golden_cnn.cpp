@@ -9,15 +9,16 @@
 // float32 (the generator computes in float64 from the stored float32 inputs), so the error
 // measured is anvil's own float32 arithmetic: sums of at most 128 terms (conv 27, linear 64, BN
 // statistics 2*8*8 = 128 per channel), whose rounding error is a few ulps of the tensor's scale
-// (PyTorch's own float32 path is within 3.1e-7 of the float64 values: "pytorch_float32_max_rel_diff"
-// in manifest.json). The bound is relative to the largest value of the tensor because BN's input
-// gradient is a difference of nearly equal sums: its small entries carry an absolute error of the
-// scale of the large ones, not of themselves. 2e-5 leaves ~60x headroom over 3e-7 for a different
-// summation order (im2col + GEMM, oneDNN, blocked reductions) and is still far below any real bug
-// (a wrong index, variance or momentum changes values by 1e-2 or more). The generator keeps every
-// ReLU input and max-pool choice at least 1e-3 from a tie, so rounding cannot flip a decision.
-// Measured with anvil's CPU kernels when this test was written: the largest error was 5.7e-7 of
-// max|golden| (conv.out), i.e. 3 % of the tolerance. grad.conv.bias is exactly zero (see below).
+// (PyTorch's own float32 path is within 3.1e-7 of the float64 values:
+// "pytorch_float32_max_rel_diff" in manifest.json). The bound is relative to the largest value of
+// the tensor because BN's input gradient is a difference of nearly equal sums: its small entries
+// carry an absolute error of the scale of the large ones, not of themselves. 2e-5 leaves ~60x
+// headroom over 3e-7 for a different summation order (im2col + GEMM, oneDNN, blocked reductions)
+// and is still far below any real bug (a wrong index, variance or momentum changes values by 1e-2
+// or more). The generator keeps every ReLU input and max-pool choice at least 1e-3 from a tie, so
+// rounding cannot flip a decision. Measured with anvil's CPU kernels when this test was written:
+// the largest error was 5.7e-7 of max|golden| (conv.out), i.e. 3 % of the tolerance. grad.conv.bias
+// is exactly zero (see below).
 //
 // CMake (tests/CMakeLists.txt, already there): the fixture folder reaches the test as the compile
 // definition ANVIL_TEST_FIXTURES_DIR (on anvil_test_main, PUBLIC), and nlohmann_json is linked to
@@ -48,8 +49,8 @@ class Golden {
   Golden() : dir_(std::string(ANVIL_TEST_FIXTURES_DIR) + "/golden_cnn") {
     const std::string path = dir_ + "/manifest.json";
     std::ifstream in(path);
-    INFO("golden fixture manifest " << path
-                                    << " not found: regenerate with python3 tests/fixtures/make_golden_cnn.py");
+    INFO("golden fixture manifest "
+         << path << " not found: regenerate with python3 tests/fixtures/make_golden_cnn.py");
     REQUIRE(in.good());
     manifest_ = nlohmann::json::parse(in);
     for (const auto& t : manifest_.at("tensors")) entries_[t.at("name").get<std::string>()] = t;
@@ -92,7 +93,8 @@ class Golden {
 
 // Checks `actual` against the golden tensor `name` (Tolerance in the file comment). `min_scale`
 // replaces max|golden| when that is smaller: for a tensor whose exact value is zero.
-void check_close(const Golden& golden, const std::string& name, const Tensor& actual, double min_scale = 0.0) {
+void check_close(const Golden& golden, const std::string& name, const Tensor& actual,
+                 double min_scale = 0.0) {
   const Tensor expected = golden.load(name);
   INFO("tensor " << name);
   REQUIRE(actual.defined());
@@ -136,12 +138,14 @@ struct Net {
     fc_b = g.load("fc.bias");
     target = g.load("target");
     if (requires_grad)
-      for (Tensor* t : {&x, &conv_w, &conv_b, &bn_w, &bn_b, &fc_w, &fc_b}) t->set_requires_grad(true);
+      for (Tensor* t : {&x, &conv_w, &conv_b, &bn_w, &bn_b, &fc_w, &fc_b})
+        t->set_requires_grad(true);
   }
 
   void forward() {
     conv_out = conv2d(x, conv_w, conv_b, Conv2dOptions{.stride = {1, 1}, .padding = {1, 1}});
-    bn_out = batch_norm2d(conv_out, bn_w, bn_b, running_mean, running_var, /*training=*/true, 0.1, 1e-5);
+    bn_out =
+        batch_norm2d(conv_out, bn_w, bn_b, running_mean, running_var, /*training=*/true, 0.1, 1e-5);
     pool_out = max_pool2d(relu(bn_out), Pool2dOptions{.kernel = {2, 2}});
     logits = linear(pool_out.flatten(1), fc_w, fc_b);
     loss = cross_entropy(logits, target);

@@ -48,7 +48,8 @@ std::vector<Tensor> run(const Inputs& in, bool fused, double scale, bool gx, boo
 
 }  // namespace
 
-TEST_CASE("linear_cross_entropy has the value and gradients of linear then cross_entropy", "[linear_cross_entropy]") {
+TEST_CASE("linear_cross_entropy has the value and gradients of linear then cross_entropy",
+          "[linear_cross_entropy]") {
   for (DType dt : {DType::f32, DType::f64}) {
     const double tol = dt == DType::f32 ? 2e-6 : 1e-12;
     // (rows, in, classes): small; a row count above the kernels' thread grain; wide classes
@@ -77,19 +78,22 @@ TEST_CASE("linear_cross_entropy has the value and gradients of linear then cross
   }
 }
 
-TEST_CASE("linear_cross_entropy passes the float64 gradient check", "[linear_cross_entropy][gradcheck]") {
+TEST_CASE("linear_cross_entropy passes the float64 gradient check",
+          "[linear_cross_entropy][gradcheck]") {
   Inputs ins = make_inputs(6, 4, 5, DType::f64, true, 90);
   for (Tensor* t : {&ins.x, &ins.w, &ins.b}) t->set_requires_grad(true);
   const Tensor target = ins.t;
-  const auto r = gradcheck(
-      "linear_cross_entropy",
-      [target](const std::vector<Tensor>& v) { return linear_cross_entropy(v[0], v[1], v[2], target); },
-      {ins.x, ins.w, ins.b});
+  const auto r = gradcheck("linear_cross_entropy",
+                           [target](const std::vector<Tensor>& v) {
+                             return linear_cross_entropy(v[0], v[1], v[2], target);
+                           },
+                           {ins.x, ins.w, ins.b});
   INFO(r.message);
   CHECK(r.ok);
 }
 
-TEST_CASE("linear_cross_entropy without gradients, retained graphs and folded SGD", "[linear_cross_entropy]") {
+TEST_CASE("linear_cross_entropy without gradients, retained graphs and folded SGD",
+          "[linear_cross_entropy]") {
   const Inputs ins = make_inputs(33, 6, 40, DType::f32, true, 120);
   const Tensor want = cross_entropy(linear(ins.x, ins.w, ins.b), ins.t);
   // No input requires grad: the composed path, same value.
@@ -131,13 +135,16 @@ TEST_CASE("linear_cross_entropy rejects bad input with its name", "[linear_cross
   w.set_requires_grad(true);
   CHECK_THROWS_WITH(linear_cross_entropy(ins.x.reshape({12}), w, ins.b, ins.t),
                     Contains("linear_cross_entropy") && Contains("[12]"));
-  CHECK_THROWS_WITH(linear_cross_entropy(ins.x, w, ins.b, Tensor::from_vector(std::vector<std::int64_t>{0, 1, 5, 2}, {4})),
-                    Contains("target 5 at row 2 is out of range for 5 classes"));
+  CHECK_THROWS_WITH(
+      linear_cross_entropy(ins.x, w, ins.b,
+                           Tensor::from_vector(std::vector<std::int64_t>{0, 1, 5, 2}, {4})),
+      Contains("target 5 at row 2 is out of range for 5 classes"));
   CHECK_THROWS_WITH(linear_cross_entropy(ins.x, w.reshape({3, 5}).detach(), ins.b, ins.t),
                     Contains("linear"));
 }
 
-TEST_CASE("a language model's fused sequence loss equals the composed loss", "[linear_cross_entropy][lstm]") {
+TEST_CASE("a language model's fused sequence loss equals the composed loss",
+          "[linear_cross_entropy][lstm]") {
   const auto& info = models::info("ptb_small");
   // Two identical small LMs (same seed), one trained through each loss for two steps.
   auto make = [] {
@@ -171,7 +178,8 @@ TEST_CASE("a language model's fused sequence loss equals the composed loss", "[l
                     Contains("sequence_loss") && Contains("[12]"));
 }
 
-TEST_CASE("a wide linear over many rows gets the weight gradient dy^T x", "[linear_cross_entropy][linear]") {
+TEST_CASE("a wide linear over many rows gets the weight gradient dy^T x",
+          "[linear_cross_entropy][linear]") {
   // The decoder-like shape (narrow input, wide output, many rows), checked against the product
   // dy^T x itself rather than against another path through linear's backward.
   for (DType dt : {DType::f32, DType::f64}) {

@@ -30,7 +30,8 @@ std::vector<std::string> lstm_variant_names() {
 std::string unsupported_reason(const std::string& variant, LstmProblem p) {
   const auto* v = lstm_table().find(variant);
   if (!v) return "not registered";
-  for (LstmPass pass : {LstmPass::forward_inference, LstmPass::forward_training, LstmPass::backward}) {
+  for (LstmPass pass :
+       {LstmPass::forward_inference, LstmPass::forward_training, LstmPass::backward}) {
     p.pass = pass;
     if (v->device != p.device_type()) return "runs on another device";
     if (v->supports) {
@@ -82,8 +83,8 @@ const char* kLeafNames[] = {"x", "h0", "c0", "w_ih", "w_hh", "b_ih", "b_hh"};
 
 // Runs one f32 layer case with `ref` and with `variant` (forward, backward of a weighted loss,
 // then inference) and checks outputs, final states and every gradient against ref.
-void check_variant_against_ref(const std::string& variant, const LayerCase& c,
-                               std::uint64_t seed, double grad_tol) {
+void check_variant_against_ref(const std::string& variant, const LayerCase& c, std::uint64_t seed,
+                               double grad_tol) {
   std::vector<Tensor> ref_in = layer_leaves(c, DType::f32, seed);
   std::vector<Tensor> var_in = layer_leaves(c, DType::f32, seed);
   LstmLayerOutput r, v;
@@ -116,14 +117,14 @@ void check_variant_against_ref(const std::string& variant, const LayerCase& c,
 
 }  // namespace
 
-// ---- gradient checks (float64) -------------------------------------------------------------------
+// ---- gradient checks (float64)
+// -------------------------------------------------------------------
 
 TEST_CASE("embedding gradcheck in float64 with repeated ids", "[lstm][gradcheck]") {
   Tensor ids = Tensor::from_vector(std::vector<std::int64_t>{3, 1, 3, 0, 4, 3}, {2, 3});
   Tensor w = uniform_leaf({6, 5}, -1, 1, 11);
-  ANVIL_CHECK_GRADCHECK("embedding", [ids](const std::vector<Tensor>& in) {
-    return embedding(in[0], ids);
-  }, {w});
+  ANVIL_CHECK_GRADCHECK(
+      "embedding", [ids](const std::vector<Tensor>& in) { return embedding(in[0], ids); }, {w});
   // Rows never named get exactly zero gradient; used rows get the sum of their uses.
   Tensor w2 = uniform_leaf({6, 5}, -1, 1, 12);
   Tensor out = embedding(w2, ids);
@@ -141,9 +142,10 @@ TEST_CASE("embedding gradcheck in float64 with repeated ids", "[lstm][gradcheck]
 TEST_CASE("binary cross-entropy with logits gradcheck and stability", "[lstm][gradcheck]") {
   Tensor x = uniform_leaf({4, 3}, -4, 4, 21);
   Tensor t = uniform_leaf({4, 3}, 0, 1, 22);
-  ANVIL_CHECK_GRADCHECK("bce_with_logits", [](const std::vector<Tensor>& in) {
-    return binary_cross_entropy_with_logits(in[0], in[1]);
-  }, {x, t});
+  ANVIL_CHECK_GRADCHECK(
+      "bce_with_logits",
+      [](const std::vector<Tensor>& in) { return binary_cross_entropy_with_logits(in[0], in[1]); },
+      {x, t});
   // Large logits neither overflow nor lose the value: x = 100, t = 0 -> loss 100.
   Tensor big = Tensor::from_vector(std::vector<double>{100.0, -100.0}, {2});
   Tensor tt = Tensor::from_vector(std::vector<double>{0.0, 1.0}, {2});
@@ -153,13 +155,15 @@ TEST_CASE("binary cross-entropy with logits gradcheck and stability", "[lstm][gr
   CHECK(binary_cross_entropy_with_logits(zero, half).item() == Approx(std::log(2.0)));
 }
 
-TEST_CASE("lstm_layer gradcheck in float64 for every variant with f64 support", "[lstm][gradcheck]") {
-  const std::vector<LayerCase> cases = {
-      {3, 2, 3, 2, false, false}, {3, 2, 3, 2, true, false}, {2, 3, 2, 3, true, true},
-      {1, 1, 2, 2, false, true}};
+TEST_CASE("lstm_layer gradcheck in float64 for every variant with f64 support",
+          "[lstm][gradcheck]") {
+  const std::vector<LayerCase> cases = {{3, 2, 3, 2, false, false},
+                                        {3, 2, 3, 2, true, false},
+                                        {2, 3, 2, 3, true, true},
+                                        {1, 1, 2, 2, false, true}};
   for (const std::string& name : lstm_variant_names()) {
     for (const LayerCase& c : cases) {
-      LstmProblem p{c.T, c.B, c.I, c.H, c.two_biases, c.state, LstmPass::forward_training,
+      LstmProblem p{c.T,       c.B, c.I, c.H, c.two_biases, c.state, LstmPass::forward_training,
                     DType::f64};
       const std::string why = unsupported_reason(name, p);
       if (!why.empty()) {
@@ -171,14 +175,19 @@ TEST_CASE("lstm_layer gradcheck in float64 for every variant with f64 support", 
       std::vector<Tensor> used;
       std::vector<int> slot;
       for (int i = 0; i < 7; ++i)
-        if (leaves[i].defined()) { used.push_back(leaves[i]); slot.push_back(i); }
+        if (leaves[i].defined()) {
+          used.push_back(leaves[i]);
+          slot.push_back(i);
+        }
       INFO("variant " << name << " " << p.repr());
-      ANVIL_CHECK_GRADCHECK("lstm_layer/" + name, [slot](const std::vector<Tensor>& in) {
-        std::vector<Tensor> full(7);
-        for (std::size_t k = 0; k < slot.size(); ++k) full[slot[k]] = in[k];
-        LstmLayerOutput o = run_layer(full);
-        return weighted_loss(o, 5);
-      }, used, {.eps = 1e-6, .atol = 1e-7, .rtol = 1e-5});
+      ANVIL_CHECK_GRADCHECK("lstm_layer/" + name,
+                            [slot](const std::vector<Tensor>& in) {
+                              std::vector<Tensor> full(7);
+                              for (std::size_t k = 0; k < slot.size(); ++k) full[slot[k]] = in[k];
+                              LstmLayerOutput o = run_layer(full);
+                              return weighted_loss(o, 5);
+                            },
+                            used, {.eps = 1e-6, .atol = 1e-7, .rtol = 1e-5});
     }
   }
 }
@@ -189,30 +198,40 @@ TEST_CASE("two-layer LSTM stack gradcheck in float64", "[lstm][gradcheck]") {
     Generator g(8);
     auto a = layer_leaves({3, 2, 3, 2, true, false}, DType::f64, 31);
     auto b = layer_leaves({3, 2, 2, 2, true, true}, DType::f64, 32);
-    std::vector<Tensor> used = {a[0], a[1], a[2], a[3], a[4], a[5], b[1], b[2], b[3], b[4], b[5], b[6]};
+    std::vector<Tensor> used = {a[0], a[1], a[2], a[3], a[4], a[5],
+                                b[1], b[2], b[3], b[4], b[5], b[6]};
     INFO("variant " << name);
-    ANVIL_CHECK_GRADCHECK("lstm_stack/" + name, [](const std::vector<Tensor>& in) {
-      LstmLayerOutput l0 = lstm_layer(in[0], in[1], in[2], in[3], in[4], in[5]);
-      LstmLayerOutput l1 = lstm_layer(l0.y, in[6], in[7], in[8], in[9], in[10], in[11]);
-      return weighted_loss(l1, 9) + sum(l0.c_n * l0.h_n);
-    }, used, {.eps = 1e-6, .atol = 1e-7, .rtol = 1e-5});
+    ANVIL_CHECK_GRADCHECK(
+        "lstm_stack/" + name,
+        [](const std::vector<Tensor>& in) {
+          LstmLayerOutput l0 = lstm_layer(in[0], in[1], in[2], in[3], in[4], in[5]);
+          LstmLayerOutput l1 = lstm_layer(l0.y, in[6], in[7], in[8], in[9], in[10], in[11]);
+          return weighted_loss(l1, 9) + sum(l0.c_n * l0.h_n);
+        },
+        used, {.eps = 1e-6, .atol = 1e-7, .rtol = 1e-5});
   }
 }
 
-// ---- variants against ref -------------------------------------------------------------------------
+// ---- variants against ref
+// -------------------------------------------------------------------------
 
 TEST_CASE("every lstm variant matches ref forward and backward", "[lstm][variants]") {
   const std::vector<LayerCase> cases = {
-      {5, 4, 3, 8, false, false},  {4, 3, 5, 7, true, false},   {6, 5, 9, 13, true, true},
-      {1, 1, 1, 1, false, false},  {7, 17, 31, 33, false, true}, {3, 128, 64, 64, true, false},
+      {5, 4, 3, 8, false, false},
+      {4, 3, 5, 7, true, false},
+      {6, 5, 9, 13, true, true},
+      {1, 1, 1, 1, false, false},
+      {7, 17, 31, 33, false, true},
+      {3, 128, 64, 64, true, false},
       {9, 2, 40, 24, true, true},
       // I and H >= 128: cpu.fused computes both weight gradients transposed (Note [Transposed
       // weight gradients]), the second with h0's extra GEMM; then only dW_ih transposed.
-      {3, 5, 130, 129, true, true}, {2, 4, 160, 48, false, false}};
+      {3, 5, 130, 129, true, true},
+      {2, 4, 160, 48, false, false}};
   for (const std::string& name : lstm_variant_names()) {
     if (name == "ref") continue;
     for (const LayerCase& c : cases) {
-      LstmProblem p{c.T, c.B, c.I, c.H, c.two_biases, c.state, LstmPass::forward_training,
+      LstmProblem p{c.T,       c.B, c.I, c.H, c.two_biases, c.state, LstmPass::forward_training,
                     DType::f32};
       const std::string why = unsupported_reason(name, p);
       if (!why.empty()) {
@@ -229,13 +248,16 @@ TEST_CASE("every lstm variant matches ref forward and backward", "[lstm][variant
 // cpu.fused splits the recurrence by batch rows over the threads (Note [Batch-row-parallel
 // recurrence]): uneven blocks (B = 37 over 2 and 3 threads), blocks of the minimum size
 // (B = 32 over 2) and one block (1 thread) all agree with ref, with and without initial state.
-TEST_CASE("cpu.fused agrees with ref at one to three threads with uneven row blocks", "[lstm][variants][threads]") {
+TEST_CASE("cpu.fused agrees with ref at one to three threads with uneven row blocks",
+          "[lstm][variants][threads]") {
   const int saved_threads = get_num_threads();
   for (int threads : {1, 2, 3}) {
     set_num_threads(threads);
-    for (const LayerCase& c : {LayerCase{6, 37, 11, 16, true, false}, LayerCase{4, 32, 8, 24, false, true}}) {
+    for (const LayerCase& c :
+         {LayerCase{6, 37, 11, 16, true, false}, LayerCase{4, 32, 8, 24, false, true}}) {
       INFO(threads << " threads, T=" << c.T << " B=" << c.B << " I=" << c.I << " H=" << c.H);
-      check_variant_against_ref("cpu.fused", c, 99, 2e-5 * (1.0 + std::sqrt(static_cast<double>(c.T * c.B))));
+      check_variant_against_ref("cpu.fused", c, 99,
+                                2e-5 * (1.0 + std::sqrt(static_cast<double>(c.T * c.B))));
     }
   }
   set_num_threads(saved_threads);
@@ -245,7 +267,8 @@ TEST_CASE("cpu.fused agrees with ref at one to three threads with uneven row blo
 // cpu.fused runs on its other threads: with gemm=ref forced, the 2-thread forward (rows split
 // over two threads) is bitwise the 1-thread one (ref's dot products do not depend on the rows
 // around them; oneDNN's differ from ref's in the last bits).
-TEST_CASE("cpu.fused passes a forced gemm variant on to its row-block threads", "[lstm][variants][threads]") {
+TEST_CASE("cpu.fused passes a forced gemm variant on to its row-block threads",
+          "[lstm][variants][threads]") {
   const int saved_threads = get_num_threads();
   const LayerCase c{3, 32, 64, 64, true, false};
   std::vector<Tensor> in = layer_leaves(c, DType::f32, 123);
@@ -260,7 +283,8 @@ TEST_CASE("cpu.fused passes a forced gemm variant on to its row-block threads", 
   CHECK(max_abs_diff(y1, y2) == 0.0);
 }
 
-TEST_CASE("a forced lstm variant that cannot run a problem is an error with its reason", "[lstm][variants]") {
+TEST_CASE("a forced lstm variant that cannot run a problem is an error with its reason",
+          "[lstm][variants]") {
   ForceVariant force("lstm", "cpu.onednn");
   auto in = layer_leaves({2, 2, 3, 4, false, false}, DType::f64, 1);
   CHECK_THROWS_WITH(run_layer(in), Catch::Contains("cpu.onednn") && Catch::Contains("f32"));
@@ -269,19 +293,23 @@ TEST_CASE("a forced lstm variant that cannot run a problem is an error with its 
   CHECK_THROWS_WITH(run_layer(in32), Catch::Contains("cpu.nonesuch"));
 }
 
-TEST_CASE("the default lstm variant: cpu.onednn for one-thread inference, cpu.fused otherwise", "[lstm][variants]") {
+TEST_CASE("the default lstm variant: cpu.onednn for one-thread inference, cpu.fused otherwise",
+          "[lstm][variants]") {
   // Note [LSTM heuristic]
   register_builtin_kernels();
   const int saved_threads = get_num_threads();
   for (int threads : {1, 2}) {
     set_num_threads(threads);
-    for (LstmPass pass : {LstmPass::forward_inference, LstmPass::forward_training, LstmPass::backward}) {
+    for (LstmPass pass :
+         {LstmPass::forward_inference, LstmPass::forward_training, LstmPass::backward}) {
       LstmProblem p{32, 128, 256, 256, false, true, pass, DType::f32};
-      const bool onednn = threads == 1 && pass == LstmPass::forward_inference && lstm_table().find("cpu.onednn");
+      const bool onednn =
+          threads == 1 && pass == LstmPass::forward_inference && lstm_table().find("cpu.onednn");
       INFO(threads << " threads, " << lstm_pass_name(pass));
       CHECK(lstm_table().select(p).name == (onednn ? "cpu.onednn" : "cpu.fused"));
     }
-    LstmProblem f64{4, 3, 5, 7, false, false, LstmPass::forward_inference, DType::f64};  // oneDNN: f32 only
+    LstmProblem f64{4,         3, 5, 7, false, false, LstmPass::forward_inference,
+                    DType::f64};  // oneDNN: f32 only
     CHECK(lstm_table().select(f64).name == "cpu.fused");
   }
   set_num_threads(saved_threads);
@@ -301,7 +329,8 @@ TEST_CASE("the lstm table lists ref last and every variant has a description", "
   CHECK(p.key() != q.key());
 }
 
-// ---- memory and long sequences --------------------------------------------------------------------
+// ---- memory and long sequences
+// --------------------------------------------------------------------
 
 TEST_CASE("backward through T=64 and two layers releases its memory", "[lstm][memory]") {
   for (const std::string& name : lstm_variant_names()) {
@@ -333,18 +362,21 @@ TEST_CASE("backward through T=64 and two layers releases its memory", "[lstm][me
         grad_bytes += static_cast<std::int64_t>(prm.grad().nbytes());
       }
       const std::int64_t after = memory_stats().current;
-      INFO("round " << round << ": before " << before << " after " << after << " grads " << grad_bytes);
+      INFO("round " << round << ": before " << before << " after " << after << " grads "
+                    << grad_bytes);
       CHECK(after - before <= grad_bytes + 4096);
     }
   }
 }
 
-// ---- errors ------------------------------------------------------------------------------------------
+// ---- errors
+// ------------------------------------------------------------------------------------------
 
 TEST_CASE("bad lstm and embedding inputs are rejected with clear messages", "[lstm][errors]") {
   auto in = layer_leaves({2, 3, 4, 5, true, false}, DType::f32, 2);
-  CHECK_THROWS_WITH(lstm_layer(in[0].select(0, 0), in[1], in[2], in[3], in[4], in[5]),
-                    Catch::Contains("lstm_layer") && Catch::Contains("[T, B, I]") && Catch::Contains("[3,4]"));
+  CHECK_THROWS_WITH(
+      lstm_layer(in[0].select(0, 0), in[1], in[2], in[3], in[4], in[5]),
+      Catch::Contains("lstm_layer") && Catch::Contains("[T, B, I]") && Catch::Contains("[3,4]"));
   Tensor x_bad = normal({2, 3, 6});
   CHECK_THROWS_WITH(lstm_layer(x_bad, in[1], in[2], in[3], in[4], in[5]),
                     Catch::Contains("w_ih is [20,4]") && Catch::Contains("[20,6]"));
@@ -360,9 +392,9 @@ TEST_CASE("bad lstm and embedding inputs are rejected with clear messages", "[ls
                     Catch::Contains("w_hh [4H, H]"));
 
   Tensor w = normal({10, 4});
-  CHECK_THROWS_WITH(embedding(w, Tensor::from_vector(std::vector<std::int64_t>{1, 10}, {2})),
-                    Catch::Contains("embedding") && Catch::Contains("id 10") &&
-                        Catch::Contains("0..9"));
+  CHECK_THROWS_WITH(
+      embedding(w, Tensor::from_vector(std::vector<std::int64_t>{1, 10}, {2})),
+      Catch::Contains("embedding") && Catch::Contains("id 10") && Catch::Contains("0..9"));
   CHECK_THROWS_WITH(embedding(w, Tensor::from_vector(std::vector<std::int64_t>{-1}, {1})),
                     Catch::Contains("id -1"));
   CHECK_THROWS_WITH(embedding(w, normal({3})), Catch::Contains("int64 or int32"));
@@ -371,10 +403,12 @@ TEST_CASE("bad lstm and embedding inputs are rejected with clear messages", "[ls
   CHECK_THROWS_WITH(binary_cross_entropy_with_logits(normal({3}), normal({4})),
                     Catch::Contains("binary_cross_entropy_with_logits") && Catch::Contains("[4]"));
   // int32 ids work as well.
-  CHECK(embedding(w, Tensor::from_vector(std::vector<std::int32_t>{9, 0}, {2})).sizes() == Shape{2, 4});
+  CHECK(embedding(w, Tensor::from_vector(std::vector<std::int32_t>{9, 0}, {2})).sizes() ==
+        Shape{2, 4});
 }
 
-// ---- nn modules and models ------------------------------------------------------------------------
+// ---- nn modules and models
+// ------------------------------------------------------------------------
 
 TEST_CASE("LSTM module parameters, shapes, state and kernel problems", "[lstm][nn]") {
   Generator g(1);
@@ -481,7 +515,8 @@ TEST_CASE("one training step of each LSTM model runs", "[lstm][models][training]
   CHECK(std::isfinite(loss.item()));
 }
 
-TEST_CASE("a few SGD steps of a tiny lstm32-like model lower the loss", "[lstm][models][training]") {
+TEST_CASE("a few SGD steps of a tiny lstm32-like model lower the loss",
+          "[lstm][models][training]") {
   for (const std::string& name : lstm_variant_names()) {
     INFO("variant " << name);
     ForceVariant force("lstm", name);

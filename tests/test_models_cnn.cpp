@@ -57,7 +57,8 @@ TEST_CASE("CNN output shapes", "[models][cnn]") {
                     Catch::Contains("conv2d") && Catch::Contains("channel"));
 }
 
-TEST_CASE("CNN models list their conv, pool and batch-norm problems by layer name", "[models][cnn][problems]") {
+TEST_CASE("CNN models list their conv, pool and batch-norm problems by layer name",
+          "[models][cnn][problems]") {
   auto probs = models::kernel_problems("resnet50", 16);
   std::map<std::string, int> per_op;
   for (const auto& p : probs) ++per_op[p.op];
@@ -92,7 +93,8 @@ TEST_CASE("one training step runs for every CNN model", "[models][cnn][train]") 
   }
 }
 
-TEST_CASE("models without a GPU path are refused on a GPU by name on any machine", "[models][cnn][cuda]") {
+TEST_CASE("models without a GPU path are refused on a GPU by name on any machine",
+          "[models][cnn][cuda]") {
   // Convolution, pooling, batch norm, embedding and LSTM have CPU kernels only: the GPU models
   // are exactly the fully connected ones (ModelInfo::gpu_path).
   std::vector<std::string> gpu;
@@ -106,7 +108,8 @@ TEST_CASE("models without a GPU path are refused on a GPU by name on any machine
   }
 }
 
-TEST_CASE("a few Adam steps of cnn_mnist on a fixed synthetic batch lower the loss", "[models][cnn][train]") {
+TEST_CASE("a few Adam steps of cnn_mnist on a fixed synthetic batch lower the loss",
+          "[models][cnn][train]") {
   auto net = models::create("cnn_mnist");
   Generator gen(5);
   const Tensor x = normal({16, 1, 28, 28}, 0, 1, DType::f32, &gen);
@@ -130,7 +133,8 @@ namespace {
 
 // Relative difference of two tensors against the larger magnitude of `want`.
 double rel_diff(const Tensor& got, const Tensor& want) {
-  const double scale = std::max(1e-6, max_abs_diff(want, Tensor::zeros(want.sizes(), want.dtype())));
+  const double scale =
+      std::max(1e-6, max_abs_diff(want, Tensor::zeros(want.sizes(), want.dtype())));
   return max_abs_diff(got, want) / scale;
 }
 
@@ -154,8 +158,8 @@ std::vector<Tensor> run_forced(const std::string& op, const std::string& variant
 }
 
 template <typename Table, typename Problem>
-void compare_variants(const std::string& name, const std::string& op, Table& table, const Problem& p,
-                      const std::vector<Tensor>& inputs,
+void compare_variants(const std::string& name, const std::string& op, Table& table,
+                      const Problem& p, const std::vector<Tensor>& inputs,
                       const std::function<Tensor(const std::vector<Tensor>&)>& fn, double tol) {
   const auto want = run_forced(op, "ref", inputs, fn);
   for (const auto& cand : table.candidates(p)) {
@@ -188,8 +192,9 @@ std::vector<nn::NamedKernelProblem> sample_problems(const std::string& model, st
 
 }  // namespace
 
-TEST_CASE("every conv, pool and batch-norm variant matches ref on a sample of the models' real layers",
-          "[models][cnn][variants]") {
+TEST_CASE(
+    "every conv, pool and batch-norm variant matches ref on a sample of the models' real layers",
+    "[models][cnn][variants]") {
   const std::map<std::string, std::size_t> strides{
       {"alexnet", 1}, {"vgg16", 3}, {"resnet50", 9}, {"cnn_mnist", 1}, {"cnn_cifar", 1}};
   Generator gen(3);
@@ -207,12 +212,13 @@ TEST_CASE("every conv, pool and batch-norm variant matches ref on a sample of th
                                normal({p.k, p.c_per_group(), p.r, p.s}, 0, 0.1, DType::f32, &gen)};
         if (p.has_bias) in.push_back(normal({p.k}, 0, 1, DType::f32, &gen));
         const double tol = 2e-3;  // winograd transforms lose a few bits more than direct
-        compare_variants(np.name, "conv2d", conv_table(), p, in,
-                         [o, fuse = p.fuse_relu](const std::vector<Tensor>& v) {
-                           const Tensor b = v.size() > 2 ? v[2] : Tensor();
-                           return fuse ? conv2d_relu(v[0], v[1], b, o) : conv2d(v[0], v[1], b, o);
-                         },
-                         tol);
+        compare_variants(
+            np.name, "conv2d", conv_table(), p, in,
+            [o, fuse = p.fuse_relu](const std::vector<Tensor>& v) {
+              const Tensor b = v.size() > 2 ? v[2] : Tensor();
+              return fuse ? conv2d_relu(v[0], v[1], b, o) : conv2d(v[0], v[1], b, o);
+            },
+            tol);
       } else if (np.op == "max_pool2d" || np.op == "avg_pool2d") {
         const auto& p = std::any_cast<const PoolProblem&>(np.problem);
         Pool2dOptions o;
@@ -222,31 +228,34 @@ TEST_CASE("every conv, pool and batch-norm variant matches ref on a sample of th
         o.ceil_mode = p.ceil_mode;
         o.count_include_pad = p.count_include_pad;
         const bool is_max = np.op == "max_pool2d";
-        compare_variants(np.name, np.op, pool_table(p.kind), p.with_pass(PoolPass::forward_training),
-                         {normal({p.n, p.c, p.h, p.w}, 0, 1, DType::f32, &gen)},
-                         [o, is_max](const std::vector<Tensor>& v) {
-                           return is_max ? max_pool2d(v[0], o) : avg_pool2d(v[0], o);
-                         },
-                         1e-5);
+        compare_variants(
+            np.name, np.op, pool_table(p.kind), p.with_pass(PoolPass::forward_training),
+            {normal({p.n, p.c, p.h, p.w}, 0, 1, DType::f32, &gen)},
+            [o, is_max](const std::vector<Tensor>& v) {
+              return is_max ? max_pool2d(v[0], o) : avg_pool2d(v[0], o);
+            },
+            1e-5);
       } else if (np.op == "adaptive_avg_pool2d") {
         const auto& p = std::any_cast<const PoolProblem&>(np.problem);
-        compare_variants(np.name, np.op, pool_table(p.kind), p.with_pass(PoolPass::forward_training),
-                         {normal({p.n, p.c, p.h, p.w}, 0, 1, DType::f32, &gen)},
-                         [oh = p.oh, ow = p.ow](const std::vector<Tensor>& v) {
-                           return adaptive_avg_pool2d(v[0], {oh, ow});
-                         },
-                         1e-5);
+        compare_variants(
+            np.name, np.op, pool_table(p.kind), p.with_pass(PoolPass::forward_training),
+            {normal({p.n, p.c, p.h, p.w}, 0, 1, DType::f32, &gen)},
+            [oh = p.oh, ow = p.ow](const std::vector<Tensor>& v) {
+              return adaptive_avg_pool2d(v[0], {oh, ow});
+            },
+            1e-5);
       } else if (np.op == "batch_norm2d") {
         const auto& p = std::any_cast<const BatchNormProblem&>(np.problem);
         if (p.n * p.h * p.w < 2) continue;  // training statistics need two values per channel
-        compare_variants(np.name, np.op, batch_norm2d_table(), p.with_pass(BatchNormPass::forward_training),
-                         {normal({p.n, p.c, p.h, p.w}, 0, 1, DType::f32, &gen),
-                          uniform({p.c}, 0.5, 1.5, DType::f32, &gen), normal({p.c}, 0, 1, DType::f32, &gen)},
-                         [c = p.c](const std::vector<Tensor>& v) {
-                           Tensor rm = Tensor::zeros({c}), rv = Tensor::ones({c});
-                           return batch_norm2d(v[0], v[1], v[2], rm, rv, true);
-                         },
-                         1e-4);
+        compare_variants(
+            np.name, np.op, batch_norm2d_table(), p.with_pass(BatchNormPass::forward_training),
+            {normal({p.n, p.c, p.h, p.w}, 0, 1, DType::f32, &gen),
+             uniform({p.c}, 0.5, 1.5, DType::f32, &gen), normal({p.c}, 0, 1, DType::f32, &gen)},
+            [c = p.c](const std::vector<Tensor>& v) {
+              Tensor rm = Tensor::zeros({c}), rv = Tensor::ones({c});
+              return batch_norm2d(v[0], v[1], v[2], rm, rv, true);
+            },
+            1e-4);
       } else {
         continue;
       }

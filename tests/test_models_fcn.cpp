@@ -22,7 +22,8 @@ TEST_CASE("model summaries count parameters and forward FLOPs per layer", "[mode
   CHECK(s.layers[0].type == "Linear");
   CHECK(s.layers.back().output_shape == Shape{1, 26752});
   CHECK(s.table().find("fcn5") != std::string::npos);
-  CHECK_THROWS_WITH(models::info("resnet9000"), Catch::Contains("unknown model") && Catch::Contains("fcn5"));
+  CHECK_THROWS_WITH(models::info("resnet9000"),
+                    Catch::Contains("unknown model") && Catch::Contains("fcn5"));
 }
 
 TEST_CASE("models list the GEMMs of their layers", "[models][problems]") {
@@ -43,7 +44,8 @@ TEST_CASE("forward shapes of the FCN models", "[models]") {
   CHECK(y.sizes() == Shape{3, 10});
   auto mlp = models::create("mlp_mnist");
   CHECK(mlp->forward(normal({2, 784})).sizes() == Shape{2, 10});
-  CHECK_THROWS_WITH(mlp->forward(normal({2, 783})), Catch::Contains("linear") && Catch::Contains("783"));
+  CHECK_THROWS_WITH(mlp->forward(normal({2, 783})),
+                    Catch::Contains("linear") && Catch::Contains("783"));
 }
 
 namespace {
@@ -71,7 +73,7 @@ TEST_CASE("a few SGD steps of FCN-5 lower the loss", "[models][training]") {
   auto [first, last] = train_steps(*net, opt, x, y, 4);
   INFO("loss " << first << " -> " << last);
   CHECK(first == Approx(std::log(26752.0)).epsilon(0.05));  // near-uniform predictions at init
-  CHECK(last < first - 1.0);  // measured: 10.53 -> 6.55 after 4 steps
+  CHECK(last < first - 1.0);                                // measured: 10.53 -> 6.55 after 4 steps
 }
 
 TEST_CASE("Adam lowers the loss of mlp_mnist", "[models][training]") {

@@ -38,8 +38,8 @@ struct TensorList {
   std::vector<OptimTensor> entries(bool first) const {
     std::vector<OptimTensor> e;
     for (std::size_t i = 0; i < p.size(); ++i)
-      e.push_back({p[i].data_ptr(), g[i].data_ptr(), s1[i].data_ptr(), s2[i].data_ptr(), p[i].numel(),
-                   first});
+      e.push_back({p[i].data_ptr(), g[i].data_ptr(), s1[i].data_ptr(), s2[i].data_ptr(),
+                   p[i].numel(), first});
     return e;
   }
 };
@@ -121,7 +121,10 @@ TEST_CASE("optimizer tables list cpu.omp before ref", "[optim][variants]") {
 TEST_CASE("sgd_update: cpu.omp matches ref", "[optim][variants]") {
   register_builtin_kernels();
   const DType dtype = GENERATE(DType::f32, DType::f64);
-  struct Case { SgdHyper h; const char* name; };
+  struct Case {
+    SgdHyper h;
+    const char* name;
+  };
   const std::vector<Case> cases = {
       {{0.1, 0.0, 0.0, 0.0, false}, "plain"},
       {{0.1, 0.0, 0.0, 0.01, false}, "weight decay"},
@@ -172,7 +175,8 @@ TEST_CASE("grad_norm and grad_scale: cpu.omp matches ref", "[optim][variants]") 
   TensorList a = make_list(dtype, 7), b = a.clone();
   double ra = -1, rb = -1;
   auto ea = a.entries(false), eb = b.entries(false);
-  OptimizerArgs na = args_for(OptimOp::grad_norm, dtype, ea), nb = args_for(OptimOp::grad_norm, dtype, eb);
+  OptimizerArgs na = args_for(OptimOp::grad_norm, dtype, ea),
+                nb = args_for(OptimOp::grad_norm, dtype, eb);
   na.result = &ra;
   nb.result = &rb;
   variant(grad_norm_table(), "ref").fn(na);
@@ -182,7 +186,8 @@ TEST_CASE("grad_norm and grad_scale: cpu.omp matches ref", "[optim][variants]") 
   for (const auto& g : a.g) expect += sum_sq(g);
   CHECK(ra == Approx(expect).epsilon(1e-10));
 
-  OptimizerArgs sa = args_for(OptimOp::grad_scale, dtype, ea), sb = args_for(OptimOp::grad_scale, dtype, eb);
+  OptimizerArgs sa = args_for(OptimOp::grad_scale, dtype, ea),
+                sb = args_for(OptimOp::grad_scale, dtype, eb);
   sa.scale = sb.scale = 0.37;
   variant(grad_scale_table(), "ref").fn(sa);
   variant(grad_scale_table(), "cpu.omp").fn(sb);
@@ -248,8 +253,8 @@ TEST_CASE("Philox4x32-10 reproduces the Random123 known answers", "[dropout]") {
   const auto f = philox4x32_10(~0u, ~0u, ~0u, ~0u, ~0u, ~0u);
   CHECK(f.x[0] == 0x408f276du);
   CHECK(f.x[3] == 0x6d5451fdu);
-  const auto pi = philox4x32_10(0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u, 0xa4093822u,
-                                0x299f31d0u);
+  const auto pi =
+      philox4x32_10(0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u, 0xa4093822u, 0x299f31d0u);
   CHECK(pi.x[0] == 0xd16cfe09u);
   CHECK(pi.x[1] == 0x94fdccebu);
   CHECK(pi.x[2] == 0x5001e420u);
@@ -305,7 +310,8 @@ TEST_CASE("dropout ref (Philox) is reproducible and keeps about 1-p", "[dropout]
   sum(y4).backward();
   const float* gx = xr.grad().data<float>();
   bool grad_ok = true;
-  for (std::int64_t i = 0; i < x.numel(); ++i) grad_ok = grad_ok && gx[i] == (py[i] != 0.0f ? scale : 0.0f) ;
+  for (std::int64_t i = 0; i < x.numel(); ++i)
+    grad_ok = grad_ok && gx[i] == (py[i] != 0.0f ? scale : 0.0f);
   CHECK(grad_ok);
 }
 

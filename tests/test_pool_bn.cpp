@@ -92,7 +92,8 @@ TEST_CASE("pool known values match PyTorch", "[pool]") {
         f3("adaptive_avg_pool2d", v.name);
     check_values(max_pool2d(Tensor::arange(16.0).reshape({1, 1, 4, 4}), opts(2, 2)),
                  {5, 7, 13, 15});
-    check_values(max_pool2d(x, opts(3, 2, 1, true)), {7, 9, 11, 11, 19, 21, 23, 23, 25, 27, 29, 29});
+    check_values(max_pool2d(x, opts(3, 2, 1, true)),
+                 {7, 9, 11, 11, 19, 21, 23, 23, 25, 27, 29, 29});
     check_values(avg_pool2d(x, opts(3, 2, 1, true, false)),
                  {3.5, 5, 7, 8, 12.5, 14, 16, 17, 21.5, 23, 25, 26});
     // include_pad with ceil_mode: oneDNN cannot (its divisor would be 9 in the last column).
@@ -136,13 +137,22 @@ void for_f64_variants(Table& table, const Problem& p, Body&& body) {
 }  // namespace
 
 TEST_CASE("max_pool2d float64 gradients", "[pool][gradcheck]") {
-  struct G { Shape shape; Pool2dOptions o; };
+  struct G {
+    Shape shape;
+    Pool2dOptions o;
+  };
   const std::vector<G> cases = {
-      {{2, 2, 7, 9}, opts(3, 2, 1, true)},    // padding, ceil_mode, overlapping windows, odd
-      {{1, 3, 6, 5}, opts(2, 2)},             // plain, odd width drops a column
-      {{1, 2, 5, 5}, opts(2, 2, 1, true)},    // last window dropped by the ceil rule
-      {{2, 1, 6, 7}, [] { Pool2dOptions o; o.kernel = {3, 2}; o.stride = {1, 2}; o.padding = {1, 1};
-                          return o; }()},
+      {{2, 2, 7, 9}, opts(3, 2, 1, true)},  // padding, ceil_mode, overlapping windows, odd
+      {{1, 3, 6, 5}, opts(2, 2)},           // plain, odd width drops a column
+      {{1, 2, 5, 5}, opts(2, 2, 1, true)},  // last window dropped by the ceil rule
+      {{2, 1, 6, 7},
+       [] {
+         Pool2dOptions o;
+         o.kernel = {3, 2};
+         o.stride = {1, 2};
+         o.padding = {1, 1};
+         return o;
+       }()},
   };
   for (const auto& c : cases) {
     Tensor probe = Tensor::zeros(c.shape, DType::f64);
@@ -150,9 +160,8 @@ TEST_CASE("max_pool2d float64 gradients", "[pool][gradcheck]") {
                                               c.o.padding, c.o.ceil_mode, true, "test");
     for_f64_variants(max_pool2d_table(), p, [&](const std::string&) {
       Tensor x = test::distinct_leaf(c.shape, 0.01, 11);
-      ANVIL_CHECK_GRADCHECK("max_pool2d", [&](const std::vector<Tensor>& in) {
-        return max_pool2d(in[0], c.o);
-      }, {x});
+      ANVIL_CHECK_GRADCHECK(
+          "max_pool2d", [&](const std::vector<Tensor>& in) { return max_pool2d(in[0], c.o); }, {x});
     });
   }
 }
@@ -162,31 +171,33 @@ TEST_CASE("avg_pool2d float64 gradients", "[pool][gradcheck]") {
     for (const auto& o : {opts(3, 2, 1, true, include_pad), opts(2, 2, 0, true, include_pad),
                           opts(3, 1, 1, false, include_pad)}) {
       const Shape shape{2, 2, 7, 6};
-      const PoolProblem p = ops::pool2d_problem(PoolKind::avg, Tensor::zeros(shape, DType::f64),
-                                                o.kernel, o.stride, o.padding, o.ceil_mode,
-                                                o.count_include_pad, "test");
+      const PoolProblem p =
+          ops::pool2d_problem(PoolKind::avg, Tensor::zeros(shape, DType::f64), o.kernel, o.stride,
+                              o.padding, o.ceil_mode, o.count_include_pad, "test");
       INFO(p.repr());
       for_f64_variants(avg_pool2d_table(), p, [&](const std::string&) {
         Tensor x = test::uniform_leaf(shape, -1, 1, 5);
-        ANVIL_CHECK_GRADCHECK("avg_pool2d", [&](const std::vector<Tensor>& in) {
-          return avg_pool2d(in[0], o);
-        }, {x});
+        ANVIL_CHECK_GRADCHECK(
+            "avg_pool2d", [&](const std::vector<Tensor>& in) { return avg_pool2d(in[0], o); }, {x});
       });
     }
 }
 
 TEST_CASE("adaptive and global average pooling float64 gradients", "[pool][gradcheck]") {
-  struct A { Shape shape; std::array<std::int64_t, 2> out; };
-  for (const A& c : std::vector<A>{{{2, 2, 7, 9}, {3, 4}}, {{1, 2, 2, 3}, {5, 7}},
-                                   {{1, 3, 6, 4}, {3, 2}}}) {
+  struct A {
+    Shape shape;
+    std::array<std::int64_t, 2> out;
+  };
+  for (const A& c :
+       std::vector<A>{{{2, 2, 7, 9}, {3, 4}}, {{1, 2, 2, 3}, {5, 7}}, {{1, 3, 6, 4}, {3, 2}}}) {
     const PoolProblem p =
         ops::adaptive_avg_pool2d_problem(Tensor::zeros(c.shape, DType::f64), c.out, "test");
     INFO(p.repr());
     for_f64_variants(adaptive_avg_pool2d_table(), p, [&](const std::string&) {
       Tensor x = test::uniform_leaf(c.shape, -1, 1, 6);
-      ANVIL_CHECK_GRADCHECK("adaptive_avg_pool2d", [&](const std::vector<Tensor>& in) {
-        return adaptive_avg_pool2d(in[0], c.out);
-      }, {x});
+      ANVIL_CHECK_GRADCHECK(
+          "adaptive_avg_pool2d",
+          [&](const std::vector<Tensor>& in) { return adaptive_avg_pool2d(in[0], c.out); }, {x});
     });
   }
   Tensor x = test::uniform_leaf({2, 3, 3, 5}, -1, 1, 7);
@@ -207,15 +218,22 @@ TEST_CASE("batch_norm2d float64 gradients in training and eval mode", "[batch_no
       Tensor b = test::uniform_leaf({4}, -1, 1, 23);
       Tensor rm = test::uniform_leaf({4}, -0.5, 0.5, 24, false);
       Tensor rv = test::uniform_leaf({4}, 0.5, 2.0, 25, false);
-      ANVIL_CHECK_GRADCHECK("batch_norm2d", [&](const std::vector<Tensor>& in) {
-        // Fresh running statistics each call: the function must be deterministic.
-        return batch_norm2d(in[0], in[1], in[2], rm.clone(), rv.clone(), training, 0.1, 1e-5);
-      }, {x, w, b});
+      ANVIL_CHECK_GRADCHECK("batch_norm2d",
+                            [&](const std::vector<Tensor>& in) {
+                              // Fresh running statistics each call: the function must be
+                              // deterministic.
+                              return batch_norm2d(in[0], in[1], in[2], rm.clone(), rv.clone(),
+                                                  training, 0.1, 1e-5);
+                            },
+                            {x, w, b});
       // Without affine parameters (weight/bias undefined).
       Tensor x2 = test::uniform_leaf(shape, -2, 3, 26);
-      ANVIL_CHECK_GRADCHECK("batch_norm2d (no affine)", [&](const std::vector<Tensor>& in) {
-        return batch_norm2d(in[0], Tensor(), Tensor(), rm.clone(), rv.clone(), training);
-      }, {x2});
+      ANVIL_CHECK_GRADCHECK("batch_norm2d (no affine)",
+                            [&](const std::vector<Tensor>& in) {
+                              return batch_norm2d(in[0], Tensor(), Tensor(), rm.clone(), rv.clone(),
+                                                  training);
+                            },
+                            {x2});
     });
   }
 }
@@ -234,7 +252,8 @@ struct PoolCase {
 
 std::vector<PoolCase> pool_cases() {
   std::vector<PoolCase> c;
-  auto fixed = [&](const std::string& name, Shape s, Pool2dOptions o, bool max = true, bool avg = true) {
+  auto fixed = [&](const std::string& name, Shape s, Pool2dOptions o, bool max = true,
+                   bool avg = true) {
     if (max) c.push_back({name, PoolKind::max, s, o});
     if (avg) {
       o.count_include_pad = true;
@@ -269,10 +288,14 @@ std::vector<PoolCase> pool_cases() {
   // Adaptive.
   c.push_back({"adaptive odd 7x9 -> 3x4", PoolKind::adaptive_avg, {2, 3, 7, 9}, {}, {3, 4}});
   c.push_back({"adaptive upsampling 2x3 -> 5x7", PoolKind::adaptive_avg, {1, 2, 2, 3}, {}, {5, 7}});
-  c.push_back({"adaptive divisible 10x8 -> 5x4", PoolKind::adaptive_avg, {2, 3, 10, 8}, {}, {5, 4}});
-  c.push_back({"resnet50 global avg 2048x7^2", PoolKind::adaptive_avg, {2, 2048, 7, 7}, {}, {1, 1}});
-  c.push_back({"vgg16 adaptive 512x7^2 -> 7x7", PoolKind::adaptive_avg, {2, 512, 7, 7}, {}, {7, 7}});
-  c.push_back({"vgg16 cifar adaptive 512x1^2 -> 7x7", PoolKind::adaptive_avg, {2, 512, 1, 1}, {}, {7, 7}});
+  c.push_back(
+      {"adaptive divisible 10x8 -> 5x4", PoolKind::adaptive_avg, {2, 3, 10, 8}, {}, {5, 4}});
+  c.push_back(
+      {"resnet50 global avg 2048x7^2", PoolKind::adaptive_avg, {2, 2048, 7, 7}, {}, {1, 1}});
+  c.push_back(
+      {"vgg16 adaptive 512x7^2 -> 7x7", PoolKind::adaptive_avg, {2, 512, 7, 7}, {}, {7, 7}});
+  c.push_back(
+      {"vgg16 cifar adaptive 512x1^2 -> 7x7", PoolKind::adaptive_avg, {2, 512, 1, 1}, {}, {7, 7}});
   return c;
 }
 
@@ -305,12 +328,13 @@ TEST_CASE("every pooling variant matches ref on every pass and shape", "[pool][v
       if (v.name == "ref") continue;
       INFO("variant " << v.name << " on " << c.name << ": " << p.repr());
       bool all_ok = true;
-      for (PoolPass pass : {PoolPass::forward_inference, PoolPass::forward_training, PoolPass::backward}) {
+      for (PoolPass pass :
+           {PoolPass::forward_inference, PoolPass::forward_training, PoolPass::backward}) {
         const Support s = v.supports ? v.supports(p.with_pass(pass)) : Support::yes();
         if (!s.ok) {
           CHECK(!s.reason.empty());
-          WARN(op << " " << v.name << " does not support " << c.name << " ("
-                  << pool_pass_name(pass) << "): " << s.reason);
+          WARN(op << " " << v.name << " does not support " << c.name << " (" << pool_pass_name(pass)
+                  << "): " << s.reason);
           all_ok = false;
         }
       }
@@ -332,7 +356,8 @@ TEST_CASE("every pooling variant matches ref on every pass and shape", "[pool][v
     }
   }
   for (const auto& [name, n] : ran) INFO(name << ": " << n << " cases compared");
-  for (const auto& [name, n] : skipped) WARN(name << ": " << n << " cases unsupported (reasons above)");
+  for (const auto& [name, n] : skipped)
+    WARN(name << ": " << n << " cases unsupported (reasons above)");
   CHECK(ran.size() >= 6);  // cpu.omp and cpu.onednn in all three tables
 }
 
@@ -357,7 +382,8 @@ std::vector<BnCase> bn_cases() {
 
 }  // namespace
 
-TEST_CASE("every batch-norm variant matches ref on every pass and shape", "[batch_norm][variants]") {
+TEST_CASE("every batch-norm variant matches ref on every pass and shape",
+          "[batch_norm][variants]") {
   register_builtin_kernels();
   std::map<std::string, int> ran;
   std::uint64_t seed = 300;
@@ -367,9 +393,12 @@ TEST_CASE("every batch-norm variant matches ref on every pass and shape", "[batc
     Tensor x = uniform(c.shape, -1, 3, DType::f32, &gen);
     if (c.name.rfind("offset", 0) == 0) x = ops::add_scalar(x, 100.0);
     Tensor w = uniform({C}, 0.5, 1.5, DType::f32, &gen), b = uniform({C}, -1, 1, DType::f32, &gen);
-    Tensor rm0 = uniform({C}, -0.5, 0.5, DType::f32, &gen), rv0 = uniform({C}, 0.5, 2, DType::f32, &gen);
+    Tensor rm0 = uniform({C}, -0.5, 0.5, DType::f32, &gen),
+           rv0 = uniform({C}, 0.5, 2, DType::f32, &gen);
     Tensor dy = uniform(c.shape, -1, 1, DType::f32, &gen);
-    struct Out { Tensor y, mean, var, rm, rv, dx, dw, db, y_eval, dx_eval, dw_eval, db_eval; };
+    struct Out {
+      Tensor y, mean, var, rm, rv, dx, dw, db, y_eval, dx_eval, dw_eval, db_eval;
+    };
     auto run_all = [&](const std::string& variant) {
       ForceVariant force("batch_norm2d", variant);
       Out o;
@@ -398,7 +427,8 @@ TEST_CASE("every batch-norm variant matches ref on every pass and shape", "[batc
       if (v.name == "ref") continue;
       INFO("variant " << v.name << " on " << c.name << ": " << p.repr());
       bool all_ok = true;
-      for (auto q : {p, p.with_pass(BatchNormPass::forward_inference), p.with_pass(BatchNormPass::backward)}) {
+      for (auto q : {p, p.with_pass(BatchNormPass::forward_inference),
+                     p.with_pass(BatchNormPass::backward)}) {
         const Support s = v.supports ? v.supports(q) : Support::yes();
         if (!s.ok) {
           CHECK(!s.reason.empty());
@@ -440,8 +470,9 @@ TEST_CASE("unsupported variants give reasons", "[pool][variants]") {
   // Forcing it is an error naming the reason, never a silent fallback.
   ForceVariant force("adaptive_avg_pool2d", "cpu.onednn");
   CHECK_THROWS_WITH(adaptive_avg_pool2d(x, {7, 7}), Catch::Contains("H % OH == 0"));
-  const PoolProblem f64 = ops::pool2d_problem(PoolKind::max, Tensor::zeros({1, 1, 4, 4}, DType::f64),
-                                              {2, 2}, {2, 2}, {0, 0}, false, true, "test");
+  const PoolProblem f64 =
+      ops::pool2d_problem(PoolKind::max, Tensor::zeros({1, 1, 4, 4}, DType::f64), {2, 2}, {2, 2},
+                          {0, 0}, false, true, "test");
   CHECK_THAT(max_pool2d_table().find("cpu.onednn")->supports(f64).reason, Catch::Contains("f32"));
 }
 
@@ -453,7 +484,8 @@ TEST_CASE("batch_norm2d updates running statistics as PyTorch", "[batch_norm]") 
   Tensor x = Tensor::from_vector(std::vector<double>{1, 3, 2, 2, 5, 7, 2, 2}, {2, 2, 1, 2});
   for (const auto& v : batch_norm2d_table().variants()) {
     for (DType dt : {DType::f64, DType::f32}) {
-      const BatchNormProblem p = make_batch_norm_problem(x.sizes(), true, 0.1, 1e-5, dt, Device::cpu(), "test");
+      const BatchNormProblem p =
+          make_batch_norm_problem(x.sizes(), true, 0.1, 1e-5, dt, Device::cpu(), "test");
       if (v.supports && !v.supports(p).ok) continue;
       INFO("variant " << v.name << " " << dtype_name(dt));
       ForceVariant force("batch_norm2d", v.name);
@@ -478,10 +510,11 @@ TEST_CASE("batch_norm2d updates running statistics as PyTorch", "[batch_norm]") 
       Tensor ye = batch_norm2d(xt, w, b, rm, rv, false, 0.1, 1e-5);
       CHECK(values_f64(rm) == before);
       const auto rmv = values_f64(rm), rvv = values_f64(rv);
-      check_values(ye.select(1, 0).flatten(), {(1 - rmv[0]) / std::sqrt(rvv[0] + 1e-5),
-                                               (3 - rmv[0]) / std::sqrt(rvv[0] + 1e-5),
-                                               (5 - rmv[0]) / std::sqrt(rvv[0] + 1e-5),
-                                               (7 - rmv[0]) / std::sqrt(rvv[0] + 1e-5)}, 1e-5);
+      check_values(
+          ye.select(1, 0).flatten(),
+          {(1 - rmv[0]) / std::sqrt(rvv[0] + 1e-5), (3 - rmv[0]) / std::sqrt(rvv[0] + 1e-5),
+           (5 - rmv[0]) / std::sqrt(rvv[0] + 1e-5), (7 - rmv[0]) / std::sqrt(rvv[0] + 1e-5)},
+          1e-5);
       // Momentum 1 replaces; momentum 0 keeps.
       Tensor rm1 = Tensor::zeros({2}, dt), rv1 = Tensor::ones({2}, dt);
       batch_norm2d(xt, w, b, rm1, rv1, true, 1.0, 1e-5);
@@ -515,7 +548,8 @@ TEST_CASE("pooling modules: shapes flops problems", "[pool][nn]") {
   CHECK(y.sizes() == Shape{2, 8});
 
   nn::Sequential seq{std::make_shared<nn::MaxPool2d>(opts(3, 2, 1)),
-                     std::make_shared<nn::BatchNorm2d>(64), std::make_shared<nn::GlobalAvgPool2d>()};
+                     std::make_shared<nn::BatchNorm2d>(64),
+                     std::make_shared<nn::GlobalAvgPool2d>()};
   std::vector<nn::NamedKernelProblem> probs;
   seq.kernel_problems({4, 64, 112, 112}, "net:", probs);
   REQUIRE(probs.size() == 3);
@@ -598,52 +632,68 @@ TEST_CASE("max pooling backward through the graph", "[pool]") {
 TEST_CASE("pooling rejects bad inputs with clear messages", "[pool][errors]") {
   Tensor x = Tensor::zeros({2, 3, 8, 8});
   CHECK_THROWS_WITH(max_pool2d(Tensor::zeros({3, 8, 8}), opts(2, 2)),
-                    Catch::Contains("max_pool2d") && Catch::Contains("expected 4-D input (N,C,H,W), got [3,8,8]"));
+                    Catch::Contains("max_pool2d") &&
+                        Catch::Contains("expected 4-D input (N,C,H,W), got [3,8,8]"));
   CHECK_THROWS_WITH(max_pool2d(Tensor::zeros({1, 1, 2, 2}), opts(3, 1)),
                     Catch::Contains("kernel [3,3] is larger than the padded input 2x2"));
   CHECK_THROWS_WITH(avg_pool2d(x, opts(3, 1, 2)),
-                    Catch::Contains("avg_pool2d") && Catch::Contains("padding [2,2] must be at most half the kernel [3,3]"));
+                    Catch::Contains("avg_pool2d") &&
+                        Catch::Contains("padding [2,2] must be at most half the kernel [3,3]"));
   CHECK_THROWS_WITH(max_pool2d(x, opts(0, 1)), Catch::Contains("kernel must be positive"));
   CHECK_THROWS_WITH(max_pool2d(x, opts(2, -1)), Catch::Contains("stride must be positive"));
   CHECK_THROWS_WITH(max_pool2d(Tensor::zeros({1, 1, 4, 4}, DType::i64), opts(2, 2)),
                     Catch::Contains("floating-point") && Catch::Contains("i64"));
-  CHECK_THROWS_WITH(adaptive_avg_pool2d(x, {0, 3}), Catch::Contains("output size must be positive"));
+  CHECK_THROWS_WITH(adaptive_avg_pool2d(x, {0, 3}),
+                    Catch::Contains("output size must be positive"));
   CHECK_THROWS_WITH(global_avg_pool2d(Tensor::zeros({2, 3})),
                     Catch::Contains("global_avg_pool2d") && Catch::Contains("[2,3]"));
-  CHECK_THROWS_WITH(nn::MaxPool2d(opts(2, 2, 2)), Catch::Contains("MaxPool2d") && Catch::Contains("half the kernel"));
+  CHECK_THROWS_WITH(nn::MaxPool2d(opts(2, 2, 2)),
+                    Catch::Contains("MaxPool2d") && Catch::Contains("half the kernel"));
   // A stride of 0 means "the kernel".
-  CHECK(max_pool2d(x, [] { Pool2dOptions o; o.kernel = {2, 2}; return o; }()).sizes() == Shape{2, 3, 4, 4});
+  CHECK(max_pool2d(x,
+                   [] {
+                     Pool2dOptions o;
+                     o.kernel = {2, 2};
+                     return o;
+                   }())
+            .sizes() == Shape{2, 3, 4, 4});
 }
 
 TEST_CASE("batch_norm2d rejects bad inputs with clear messages", "[batch_norm][errors]") {
   Tensor x = Tensor::zeros({2, 3, 4, 4});
   Tensor c3 = Tensor::ones({3}), c4 = Tensor::ones({4});
   CHECK_THROWS_WITH(batch_norm2d(Tensor::zeros({2, 3, 4}), c3, c3, c3, c3, true),
-                    Catch::Contains("batch_norm2d") && Catch::Contains("expected 4-D input (N,C,H,W), got [2,3,4]"));
+                    Catch::Contains("batch_norm2d") &&
+                        Catch::Contains("expected 4-D input (N,C,H,W), got [2,3,4]"));
   CHECK_THROWS_WITH(batch_norm2d(x, c4, c3, c3, c3, true),
                     Catch::Contains("weight has shape [4] but the input [2,3,4,4] has 3 channels"));
   CHECK_THROWS_WITH(batch_norm2d(x, c3, c4, c3, c3, true), Catch::Contains("bias has shape [4]"));
-  CHECK_THROWS_WITH(batch_norm2d(x, c3, c3, c4, c3, false), Catch::Contains("running_mean has shape [4]"));
-  CHECK_THROWS_WITH(batch_norm2d(x, c3, c3, c3, c4, true), Catch::Contains("running_var has shape [4]"));
+  CHECK_THROWS_WITH(batch_norm2d(x, c3, c3, c4, c3, false),
+                    Catch::Contains("running_mean has shape [4]"));
+  CHECK_THROWS_WITH(batch_norm2d(x, c3, c3, c3, c4, true),
+                    Catch::Contains("running_var has shape [4]"));
   CHECK_THROWS_WITH(batch_norm2d(x, c3, c3, Tensor(), Tensor(), false),
                     Catch::Contains("eval mode needs running_mean and running_var"));
   CHECK_THROWS_WITH(batch_norm2d(Tensor::zeros({1, 3, 1, 1}), c3, c3, c3, c3, true),
                     Catch::Contains("more than 1 value per channel"));
   CHECK_THROWS_WITH(batch_norm2d(x, Tensor::ones({3}, DType::f64), c3, c3, c3, true),
                     Catch::Contains("dtype mismatch") && Catch::Contains("f64"));
-  CHECK_THROWS_WITH(batch_norm2d(Tensor::zeros({2, 3, 4, 4}, DType::i32), Tensor(), Tensor(), Tensor(), Tensor(), true),
+  CHECK_THROWS_WITH(batch_norm2d(Tensor::zeros({2, 3, 4, 4}, DType::i32), Tensor(), Tensor(),
+                                 Tensor(), Tensor(), true),
                     Catch::Contains("floating-point") && Catch::Contains("i32"));
-  CHECK_THROWS_WITH(batch_norm2d(x, c3, c3, c3, c3, true, 0.1, 0.0), Catch::Contains("eps must be positive"));
+  CHECK_THROWS_WITH(batch_norm2d(x, c3, c3, c3, c3, true, 0.1, 0.0),
+                    Catch::Contains("eps must be positive"));
   CHECK_THROWS_WITH(nn::BatchNorm2d(0), Catch::Contains("channels must be positive"));
   // Eval mode with one value per channel is fine (no statistics are computed).
-  CHECK(batch_norm2d(Tensor::zeros({1, 3, 1, 1}), c3, c3, c3, c3, false).sizes() == Shape{1, 3, 1, 1});
+  CHECK(batch_norm2d(Tensor::zeros({1, 3, 1, 1}), c3, c3, c3, c3, false).sizes() ==
+        Shape{1, 3, 1, 1});
 }
 
 TEST_CASE("default selection follows the documented order", "[pool][batch_norm][variants]") {
   register_builtin_kernels();
   // Note [Pool default order]: adaptive pooling -> cpu.omp; batch norm -> cpu.omp first.
-  const PoolProblem gap = make_adaptive_pool_problem({2, 2048, 7, 7}, {1, 1}, DType::f32,
-                                                     Device::cpu(), "test");
+  const PoolProblem gap =
+      make_adaptive_pool_problem({2, 2048, 7, 7}, {1, 1}, DType::f32, Device::cpu(), "test");
   CHECK(adaptive_avg_pool2d_table().select(gap).name == "cpu.omp");
   const BatchNormProblem bn =
       make_batch_norm_problem({2, 64, 56, 56}, true, 0.1, 1e-5, DType::f32, Device::cpu(), "test");

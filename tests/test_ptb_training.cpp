@@ -16,8 +16,8 @@ using namespace anvil;
 namespace {
 
 // Perplexity of `net` on a token stream, state carried across consecutive windows.
-double perplexity(nn::LstmLanguageModel& net, const std::vector<std::int64_t>& ids, std::int64_t batch,
-                  std::int64_t seq_len) {
+double perplexity(nn::LstmLanguageModel& net, const std::vector<std::int64_t>& ids,
+                  std::int64_t batch, std::int64_t seq_len) {
   NoGradGuard no_grad;
   net.eval();
   net.reset_state();
@@ -35,8 +35,8 @@ double perplexity(nn::LstmLanguageModel& net, const std::vector<std::int64_t>& i
 }
 
 // Perplexity of the add-one-smoothed unigram model of `train` on `test`.
-double unigram_perplexity(const std::vector<std::int64_t>& train, const std::vector<std::int64_t>& test,
-                          std::int64_t vocab) {
+double unigram_perplexity(const std::vector<std::int64_t>& train,
+                          const std::vector<std::int64_t>& test, std::int64_t vocab) {
   std::vector<double> counts(static_cast<std::size_t>(vocab), 1.0);
   for (auto id : train) counts[static_cast<std::size_t>(id)] += 1.0;
   const double total = static_cast<double>(train.size() + static_cast<std::size_t>(vocab));
@@ -47,7 +47,8 @@ double unigram_perplexity(const std::vector<std::int64_t>& train, const std::vec
 
 }  // namespace
 
-TEST_CASE("an LSTM language model trained on PTB valid lowers the PTB test perplexity", "[lstm][ptb][real_data]") {
+TEST_CASE("an LSTM language model trained on PTB valid lowers the PTB test perplexity",
+          "[lstm][ptb][real_data]") {
   const auto vocab = data::Vocabulary::build(test::ptb_file("ptb.valid.txt"));
   const auto train = data::read_ptb_ids(test::ptb_file("ptb.valid.txt"), vocab);
   const auto held_out =
@@ -77,11 +78,12 @@ TEST_CASE("an LSTM language model trained on PTB valid lowers the PTB test perpl
   }
   const double after = perplexity(net, held_out, B, T);
   const double unigram = unigram_perplexity(train, held_out, V);
-  std::printf("PTB: vocabulary %lld, train %zu tokens (valid), test %zu tokens; test perplexity "
-              "%.1f before, %.1f after 2 epochs; unigram model %.1f\n",
-              static_cast<long long>(V), train.size(), held_out.size(), before, after, unigram);
+  std::printf(
+      "PTB: vocabulary %lld, train %zu tokens (valid), test %zu tokens; test perplexity "
+      "%.1f before, %.1f after 2 epochs; unigram model %.1f\n",
+      static_cast<long long>(V), train.size(), held_out.size(), before, after, unigram);
   INFO("perplexity before " << before << ", after " << after << ", unigram " << unigram);
   CHECK(before > 0.5 * static_cast<double>(V));  // untrained: close to uniform over V
-  CHECK(after < static_cast<double>(V) / 10);     // far below the vocabulary size
-  CHECK(after < unigram);                         // better than word frequencies alone
+  CHECK(after < static_cast<double>(V) / 10);    // far below the vocabulary size
+  CHECK(after < unigram);                        // better than word frequencies alone
 }

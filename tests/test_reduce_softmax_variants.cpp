@@ -56,7 +56,8 @@ void against_ref(const char* op, const std::vector<std::string>& names, Fn&& fn,
 }
 }  // namespace
 
-TEST_CASE("reduce and softmax tables list cpu.omp first and ref last", "[reduce][softmax][variants]") {
+TEST_CASE("reduce and softmax tables list cpu.omp first and ref last",
+          "[reduce][softmax][variants]") {
   register_builtin_kernels();
   for (const auto* op : {"reduce", "softmax"}) {
     const VariantTableBase* t = find_variant_table(op);
@@ -66,14 +67,19 @@ TEST_CASE("reduce and softmax tables list cpu.omp first and ref last", "[reduce]
     CHECK(list.back().name == "ref");
     std::string first_cpu;
     for (const auto& v : list)
-      if (v.device == DeviceType::cpu) { first_cpu = v.name; break; }
+      if (v.device == DeviceType::cpu) {
+        first_cpu = v.name;
+        break;
+      }
     CHECK(first_cpu == "cpu.omp");
   }
   ReduceProblem rp;
-  rp.outer = 4; rp.reduce = 5;
+  rp.outer = 4;
+  rp.reduce = 5;
   CHECK(reduce_table().select(rp).name == "cpu.omp");
   SoftmaxProblem sp;
-  sp.rows = 4; sp.cols = 5;
+  sp.rows = 4;
+  sp.cols = 5;
   CHECK(softmax_table().select(sp).name == "cpu.omp");
 }
 
@@ -81,24 +87,29 @@ TEST_CASE("every CPU reduce variant agrees with ref", "[reduce][variants]") {
   register_builtin_kernels();
   const auto names = cpu_variants(reduce_table());
   for (DType dt : {DType::f32, DType::f64}) {
-    for (const Shape& shape : {Shape{4, 5, 6}, Shape{3, 1, 7, 2}, Shape{300, 257}, Shape{64, 40, 33}}) {
+    for (const Shape& shape :
+         {Shape{4, 5, 6}, Shape{3, 1, 7, 2}, Shape{300, 257}, Shape{64, 40, 33}}) {
       const Tensor x = rnd(shape, -1, 1, 7, dt);
       const auto nd = static_cast<std::int64_t>(shape.size());
       for (std::int64_t mask = 0; mask < (1 << nd); ++mask) {
         std::vector<std::int64_t> dims;
         for (std::int64_t d = 0; d < nd; ++d)
           if (mask & (1 << d)) dims.push_back(d);
-        against_ref("reduce", names,
-                    [&] { return std::vector<Tensor>{ops::sum(x, dims), ops::mean(x, dims, true)}; },
-                    dt == DType::f32 ? 1e-5 : 1e-12, shape_str(shape) + " mask " + std::to_string(mask));
+        against_ref(
+            "reduce", names,
+            [&] {
+              return std::vector<Tensor>{ops::sum(x, dims), ops::mean(x, dims, true)};
+            },
+            dt == DType::f32 ? 1e-5 : 1e-12, shape_str(shape) + " mask " + std::to_string(mask));
       }
       for (std::int64_t d = 0; d < nd; ++d)
-        against_ref("reduce", names,
-                    [&] {
-                      auto [v, i] = ops::max(x, d);
-                      return std::vector<Tensor>{v, i};
-                    },
-                    0.0, shape_str(shape) + " max dim " + std::to_string(d));
+        against_ref(
+            "reduce", names,
+            [&] {
+              auto [v, i] = ops::max(x, d);
+              return std::vector<Tensor>{v, i};
+            },
+            0.0, shape_str(shape) + " max dim " + std::to_string(d));
     }
   }
   // Ties keep the first index, NaN wins and sticks to its first position.
@@ -117,26 +128,29 @@ TEST_CASE("every CPU softmax variant agrees with ref", "[softmax][variants]") {
   const auto names = cpu_variants(softmax_table());
   for (DType dt : {DType::f32, DType::f64}) {
     const double tol = dt == DType::f32 ? 2e-6 : 1e-13;
-    for (const Shape& shape : {Shape{1, 1}, Shape{3, 7}, Shape{5, 1500}, Shape{300, 129}, Shape{4, 3, 10}}) {
+    for (const Shape& shape :
+         {Shape{1, 1}, Shape{3, 7}, Shape{5, 1500}, Shape{300, 129}, Shape{4, 3, 10}}) {
       const Tensor x = rnd(shape, -6, 6, 11, dt), dy = rnd(shape, -1, 1, 12, dt);
       for (bool log : {false, true})
-        against_ref("softmax", names,
-                    [&] {
-                      Tensor y = log ? ops::log_softmax(x) : ops::softmax(x);
-                      return std::vector<Tensor>{y, ops::softmax_backward(y, dy, log)};
-                    },
-                    tol, shape_str(shape) + (log ? " log_softmax" : " softmax"));
+        against_ref(
+            "softmax", names,
+            [&] {
+              Tensor y = log ? ops::log_softmax(x) : ops::softmax(x);
+              return std::vector<Tensor>{y, ops::softmax_backward(y, dy, log)};
+            },
+            tol, shape_str(shape) + (log ? " log_softmax" : " softmax"));
     }
     for (DType it : {DType::i32, DType::i64}) {
       for (const Shape& shape : {Shape{1, 3}, Shape{37, 10}, Shape{64, 2000}}) {
         const Tensor x = rnd(shape, -5, 5, 13, dt);
         const Tensor t = rnd({shape[0]}, 0, static_cast<double>(shape[1]) - 0.01, 14, it);
-        against_ref("softmax", names,
-                    [&] {
-                      auto [loss, lse] = ops::cross_entropy_forward(x, t);
-                      return std::vector<Tensor>{loss, lse, ops::cross_entropy_backward(x, t, lse, 0.25)};
-                    },
-                    tol, shape_str(shape) + " cross-entropy " + std::string(dtype_name(it)));
+        against_ref(
+            "softmax", names,
+            [&] {
+              auto [loss, lse] = ops::cross_entropy_forward(x, t);
+              return std::vector<Tensor>{loss, lse, ops::cross_entropy_backward(x, t, lse, 0.25)};
+            },
+            tol, shape_str(shape) + " cross-entropy " + std::string(dtype_name(it)));
       }
     }
   }
@@ -147,7 +161,9 @@ TEST_CASE("every CPU softmax variant agrees with ref", "[softmax][variants]") {
   std::vector<double> expect;
   {
     ForceVariant force("softmax", "ref");
-    expect = anvil::test::values_f64(ops::cross_entropy_forward(sp, Tensor::from_vector(std::vector<std::int64_t>{0, 0, 0}, {3})).second);
+    expect = anvil::test::values_f64(
+        ops::cross_entropy_forward(sp, Tensor::from_vector(std::vector<std::int64_t>{0, 0, 0}, {3}))
+            .second);
   }
   CHECK(expect[0] == -inf);
   CHECK(expect[1] == inf);
@@ -155,30 +171,34 @@ TEST_CASE("every CPU softmax variant agrees with ref", "[softmax][variants]") {
   for (const auto& name : names) {
     ForceVariant force("softmax", name);
     const auto got = anvil::test::values_f64(
-        ops::cross_entropy_forward(sp, Tensor::from_vector(std::vector<std::int64_t>{0, 0, 0}, {3})).second);
+        ops::cross_entropy_forward(sp, Tensor::from_vector(std::vector<std::int64_t>{0, 0, 0}, {3}))
+            .second);
     CHECK(got[0] == expect[0]);
     CHECK(got[1] == expect[1]);
     CHECK(std::isnan(got[2]));
   }
 }
 
-TEST_CASE("every CPU variant of the cross-entropy forward with gradient agrees with ref", "[softmax][variants]") {
+TEST_CASE("every CPU variant of the cross-entropy forward with gradient agrees with ref",
+          "[softmax][variants]") {
   register_builtin_kernels();
   const auto names = cpu_variants(softmax_table());
   for (DType dt : {DType::f32, DType::f64}) {
     const double tol = dt == DType::f32 ? 2e-6 : 1e-13;
     // Column counts around the 16-lane vectors and the 1024-element chunks; row counts below and
     // above the OpenMP grain and the 32-row blocks of the column sums.
-    for (const Shape& shape : {Shape{1, 1}, Shape{3, 7}, Shape{37, 10}, Shape{9, 17}, Shape{70, 1025}, Shape{5, 2049}}) {
+    for (const Shape& shape :
+         {Shape{1, 1}, Shape{3, 7}, Shape{37, 10}, Shape{9, 17}, Shape{70, 1025}, Shape{5, 2049}}) {
       for (DType it : {DType::i32, DType::i64}) {
         const Tensor x = rnd(shape, -8, 8, 15, dt);
         const Tensor t = rnd({shape[0]}, 0, static_cast<double>(shape[1]) - 0.01, 16, it);
-        against_ref("softmax", names,
-                    [&] {
-                      auto r = ops::cross_entropy_forward_grad(x, t, false, true);
-                      return std::vector<Tensor>{r.losses, r.lse, r.grad, r.col_sums};
-                    },
-                    tol * 4, shape_str(shape) + " forward_grad " + std::string(dtype_name(it)));
+        against_ref(
+            "softmax", names,
+            [&] {
+              auto r = ops::cross_entropy_forward_grad(x, t, false, true);
+              return std::vector<Tensor>{r.losses, r.lse, r.grad, r.col_sums};
+            },
+            tol * 4, shape_str(shape) + " forward_grad " + std::string(dtype_name(it)));
         for (const auto& name : names) {
           ForceVariant force("softmax", name);
           INFO(name << ' ' << shape_str(shape));
@@ -208,14 +228,16 @@ TEST_CASE("every CPU variant of the cross-entropy forward with gradient agrees w
   const Tensor zeros = Tensor::from_vector(std::vector<std::int64_t>{0, 0, 0}, {3});
   for (const auto& name : names) {
     ForceVariant force("softmax", name);
-    const auto got = anvil::test::values_f64(ops::cross_entropy_forward_grad(sp, zeros, false, false).lse);
+    const auto got =
+        anvil::test::values_f64(ops::cross_entropy_forward_grad(sp, zeros, false, false).lse);
     CHECK(got[0] == -inf);
     CHECK(got[1] == inf);
     CHECK(std::isnan(got[2]));
   }
 }
 
-TEST_CASE("the cross-entropy forward with gradient checks its input before writing", "[softmax][variants]") {
+TEST_CASE("the cross-entropy forward with gradient checks its input before writing",
+          "[softmax][variants]") {
   register_builtin_kernels();
   const Tensor bad = Tensor::from_vector(std::vector<std::int64_t>{0, 4, 1}, {3});
   for (const auto& name : cpu_variants(softmax_table())) {
@@ -227,8 +249,10 @@ TEST_CASE("the cross-entropy forward with gradient checks its input before writi
     CHECK(max_abs_diff(x, before) == 0.0);  // the in-place logits are untouched
   }
   const Tensor strided = raw::transpose(rnd({4, 3}, -1, 1, 23), 0, 1);
-  CHECK_THROWS_WITH(ops::cross_entropy_forward_grad(strided, Tensor::from_vector(std::vector<std::int64_t>{0, 1, 2}, {3}), true, false),
-                    Contains("cross_entropy_forward_grad") && Contains("dense"));
+  CHECK_THROWS_WITH(
+      ops::cross_entropy_forward_grad(
+          strided, Tensor::from_vector(std::vector<std::int64_t>{0, 1, 2}, {3}), true, false),
+      Contains("cross_entropy_forward_grad") && Contains("dense"));
 }
 
 TEST_CASE("cross-entropy variants reject out-of-range class ids", "[softmax][variants]") {
@@ -242,7 +266,8 @@ TEST_CASE("cross-entropy variants reject out-of-range class ids", "[softmax][var
   }
 }
 
-TEST_CASE("forcing an unknown reduce or softmax variant is a clear error", "[reduce][softmax][variants]") {
+TEST_CASE("forcing an unknown reduce or softmax variant is a clear error",
+          "[reduce][softmax][variants]") {
   register_builtin_kernels();
   const Tensor x = rnd({3, 4}, -1, 1, 21);
   {

@@ -49,7 +49,8 @@ TEST_CASE("vec exp_f32 within 1 ulp of std::exp over the float range", "[vec_mat
   std::uint64_t b = 0;
   while (b < (1ull << 32)) {
     std::int64_t n = 0;
-    for (; n < kBlock && b < (1ull << 32); ++n, b += 61) x[n] = from_bits(static_cast<std::uint32_t>(b));
+    for (; n < kBlock && b < (1ull << 32); ++n, b += 61)
+      x[n] = from_bits(static_cast<std::uint32_t>(b));
     exp_block(x.data(), y.data(), n);
     for (std::int64_t i = 0; i < n; ++i) {
       const float e = std::exp(x[i]);
@@ -71,7 +72,8 @@ TEST_CASE("vec exp_f32 within 1 ulp of std::exp over the float range", "[vec_mat
 
 TEST_CASE("vec exp_f32 special values match std::exp", "[vec_math]") {
   const float inf = std::numeric_limits<float>::infinity();
-  const float big[] = {88.72283f, 88.7229f, 89.0f, 100.0f, 1e30f, std::numeric_limits<float>::max(), inf};
+  const float big[] = {88.72283f, 88.7229f, 89.0f, 100.0f, 1e30f, std::numeric_limits<float>::max(),
+                       inf};
   for (float v : big) CHECK(vec::exp_f32(v) == std::exp(v));
   const float small[] = {-87.33655f, -87.4f, -100.0f, -103.9720f, -103.98f, -104.0f, -1e30f, -inf};
   for (float v : small) CHECK(ulp_distance(vec::exp_f32(v), std::exp(v)) <= 1);
@@ -129,7 +131,8 @@ TEST_CASE("f32 softmax and cross-entropy kernels against float64", "[vec_math][s
 }
 
 TEST_CASE("f32 log-sum-exp keeps the edge cases of the plain formula", "[vec_math][softmax]") {
-  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity(),
+              nan = std::numeric_limits<float>::quiet_NaN();
   auto lse_of = [](std::vector<float> v) {
     Tensor x = Tensor::from_vector(v, {1, static_cast<std::int64_t>(v.size())});
     Tensor t = Tensor::from_vector(std::vector<std::int64_t>{0}, {1});
@@ -149,7 +152,8 @@ TEST_CASE("f32 log-sum-exp keeps the edge cases of the plain formula", "[vec_mat
   CHECK(std::isnan(lse_of(mid)));
 }
 
-TEST_CASE("cross_entropy kernels reject out-of-range targets with anvil::Error", "[vec_math][softmax]") {
+TEST_CASE("cross_entropy kernels reject out-of-range targets with anvil::Error",
+          "[vec_math][softmax]") {
   Tensor x = Tensor::zeros({2, 5});
   Tensor t = Tensor::from_vector(std::vector<std::int64_t>{1, 5}, {2});
   CHECK_THROWS_AS(ops::cross_entropy_forward(x, t), anvil::Error);

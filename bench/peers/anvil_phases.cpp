@@ -62,7 +62,8 @@ int main(int argc, char** argv) {
     t["sgd_step"].push_back(s(t3, t4));
     t["total"].push_back(s(t0, t4));
   }
-  std::printf("{\"peer\": \"anvil\", \"model\": \"%s\", \"threads\": %d, \"steps\": %d", name.c_str(), threads, steps);
+  std::printf("{\"peer\": \"anvil\", \"model\": \"%s\", \"threads\": %d, \"steps\": %d",
+              name.c_str(), threads, steps);
   for (const auto& [k, v] : t) std::printf(", \"%s_median_s\": %.6f", k.c_str(), median(v));
   std::printf("}\n");
   return 0;

@@ -8,12 +8,12 @@
 namespace anvil {
 
 struct AutogradMeta final : AutogradMetaBase {
-  bool requires_grad = false;        // set by the user on leaves
-  Tensor grad;                       // accumulated gradient (leaves)
-  std::shared_ptr<Node> grad_fn;     // the node that produced this tensor (non-leaves)
-  std::uint32_t output_nr = 0;       // which output of grad_fn
-  std::weak_ptr<Node> accumulator;   // leaves: their AccumulateGrad, while a graph uses it
-  double folded_sgd_lr = 0.0;        // leaves: > 0 = SGD folded into backward (Note [Folded SGD])
+  bool requires_grad = false;       // set by the user on leaves
+  Tensor grad;                      // accumulated gradient (leaves)
+  std::shared_ptr<Node> grad_fn;    // the node that produced this tensor (non-leaves)
+  std::uint32_t output_nr = 0;      // which output of grad_fn
+  std::weak_ptr<Node> accumulator;  // leaves: their AccumulateGrad, while a graph uses it
+  double folded_sgd_lr = 0.0;       // leaves: > 0 = SGD folded into backward (Note [Folded SGD])
 };
 
 // The tensor's meta, or nullptr.

@@ -125,9 +125,8 @@ Tensor embedding(const Tensor& weight, const Tensor& ids);
 struct LstmLayerOutput {
   Tensor y, h_n, c_n;
 };
-LstmLayerOutput lstm_layer(const Tensor& x, const Tensor& h0, const Tensor& c0,
-                           const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
-                           const Tensor& b_hh = Tensor());
+LstmLayerOutput lstm_layer(const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& w_ih,
+                           const Tensor& w_hh, const Tensor& b_ih, const Tensor& b_hh = Tensor());
 
 // Mean of the binary cross-entropy between sigmoid(logits) and targets in [0, 1] (same shape),
 // computed stably from the logits.

@@ -31,12 +31,14 @@ using Grads = std::vector<Tensor>;
 // 0.295 -> 0.280 s. The same trick in the backward ([dW | db] = dy^T @ [x | 1], the bias
 // gradient as the GEMM's last column instead of a column-sum pass over dy) did not pay: sgemm's
 // TN GEMM at N = 257 lost what the saved pass gained (2 threads: 101 -> 111-114 ms vs ~11 ms).
-bool fold_bias_into_gemm(const Tensor& x, std::int64_t rows, std::int64_t in_f, std::int64_t out_f) {
+bool fold_bias_into_gemm(const Tensor& x, std::int64_t rows, std::int64_t in_f,
+                         std::int64_t out_f) {
   return x.device().is_cpu() && (rows + out_f) * (in_f + 1) * 4 <= rows * out_f;
 }
 
 // y = [x | 1] @ [weight | bias]^T (Note [Bias folded into the GEMM]); y is [rows, out].
-void linear_folded_bias(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y) {
+void linear_folded_bias(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                        const Tensor& y) {
   const std::int64_t rows = x.sizes()[0], in_f = x.sizes()[1], out_f = weight.sizes()[0];
   Tensor xa = Tensor::empty({rows, in_f + 1}, x.dtype(), x.device());
   raw::slice(xa, 1, 0, in_f, 1).copy_(x);
@@ -49,7 +51,8 @@ void linear_folded_bias(const Tensor& x, const Tensor& weight, const Tensor& bia
 
 }  // namespace
 
-Tensor detail::linear_weight_grad(const Tensor& dy, const Tensor& x, const Tensor& weight, double alpha) {
+Tensor detail::linear_weight_grad(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                                  double alpha) {
   const Tensor wd = weight.detach();
   if (const double lr = folded_sgd_lr(weight); lr > 0) {
     ops::gemm(dy, true, x, false, wd, -lr * alpha, 1.0);  // W -= lr alpha dy^T x
@@ -94,7 +97,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_defined(x, "linear", "input");
   check_defined(weight, "linear", "weight");
-  ANVIL_CHECK(weight.dim() == 2, "linear", "expected weight [out, in], got ", shape_str(weight.sizes()));
+  ANVIL_CHECK(weight.dim() == 2, "linear", "expected weight [out, in], got ",
+              shape_str(weight.sizes()));
   ANVIL_CHECK(x.dim() >= 1 && x.sizes().back() == weight.sizes()[1], "linear", "input ",
               shape_str(x.sizes()), " has ", x.dim() ? x.sizes().back() : 0,
               " features but weight ", shape_str(weight.sizes()), " expects ", weight.sizes()[1]);
@@ -130,14 +134,16 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     const bool gx = x.requires_grad(), gw = weight.requires_grad();
     const bool gb = bias.defined() && bias.requires_grad();
     // The handles themselves (not detached) so that folded_sgd_lr() sees their autograd state.
-    record("LinearBackward", {x, weight, bias}, {y}, [xd, wd, weight, bias, gx, gw, gb](const Grads& g) {
-      const Tensor& dy = g[0];
-      Grads out(3);
-      if (gx) out[0] = ops::mm(dy, false, wd, false);  // dx = dy @ W (NN), before W changes
-      if (gw) out[1] = detail::linear_weight_grad(dy, xd, weight, 1.0);
-      if (gb) out[2] = detail::linear_bias_grad(ops::sum(dy, {0}), bias);  // db = sum_rows dy
-      return out;
-    });
+    record("LinearBackward", {x, weight, bias}, {y},
+           [xd, wd, weight, bias, gx, gw, gb](const Grads& g) {
+             const Tensor& dy = g[0];
+             Grads out(3);
+             if (gx) out[0] = ops::mm(dy, false, wd, false);  // dx = dy @ W (NN), before W changes
+             if (gw) out[1] = detail::linear_weight_grad(dy, xd, weight, 1.0);
+             if (gb)
+               out[2] = detail::linear_bias_grad(ops::sum(dy, {0}), bias);  // db = sum_rows dy
+             return out;
+           });
   }
   return y;
 }

@@ -51,8 +51,10 @@ Tensor decoder_weight_grad(const Tensor& d, const Tensor& x, const Tensor& weigh
   Tensor dwt = Tensor::empty({in_f, out_f}, x.dtype(), x.device());
   ops::gemm(x, true, d, false, dwt, s, 0.0);  // s x^T D
   Tensor dw = Tensor::empty({out_f, in_f}, x.dtype(), x.device());
-  if (x.dtype() == DType::f32) transpose_2d(dwt.data<float>(), in_f, out_f, out_f, dw.data<float>(), in_f);
-  else transpose_2d(dwt.data<double>(), in_f, out_f, out_f, dw.data<double>(), in_f);
+  if (x.dtype() == DType::f32)
+    transpose_2d(dwt.data<float>(), in_f, out_f, out_f, dw.data<float>(), in_f);
+  else
+    transpose_2d(dwt.data<double>(), in_f, out_f, out_f, dw.data<double>(), in_f);
   return dw;
 }
 
@@ -64,8 +66,9 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
   check_defined(x, where, "input");
   check_defined(weight, where, "weight");
   check_defined(target, where, "target");
-  ANVIL_CHECK(x.dim() == 2 && weight.dim() == 2, where, "expected input [N, in] and weight [C, in], got ",
-              shape_str(x.sizes()), " and ", shape_str(weight.sizes()));
+  ANVIL_CHECK(x.dim() == 2 && weight.dim() == 2, where,
+              "expected input [N, in] and weight [C, in], got ", shape_str(x.sizes()), " and ",
+              shape_str(weight.sizes()));
   const bool fused = x.device().is_cpu() && any_requires_grad({&x, &weight, &bias});
   if (!fused) return cross_entropy(linear(x, weight, bias), target);
 
@@ -80,7 +83,8 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
   // logits is ours alone (a fresh dense buffer): D overwrites it (Note [Linear cross-entropy]).
   ops::CrossEntropyWithGrad ce = ops::cross_entropy_forward_grad(logits, target, true, gb);
   const std::int64_t n = logits.sizes()[0];
-  Tensor loss = n > 0 ? ops::mean(ce.losses) : Tensor::full({}, 0.0, logits.dtype(), logits.device());
+  Tensor loss =
+      n > 0 ? ops::mean(ce.losses) : Tensor::full({}, 0.0, logits.dtype(), logits.device());
   const Tensor d = ce.grad, d_col_sums = ce.col_sums;
   // The parameter handles themselves (not detached) so that folded_sgd_lr() sees their state.
   record("LinearCrossEntropyBackward", {x, weight, bias}, {loss},

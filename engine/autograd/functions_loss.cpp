@@ -22,7 +22,8 @@ Tensor bce_with_logits_composed(const Tensor& logits, const Tensor& target, cons
                                 const Tensor& t, std::int64_t n) {
   using ops::unary;
   Tensor terms = ops::sub(unary(EwOp::relu, x), ops::mul(x, t));
-  Tensor soft = unary(EwOp::log, ops::add_scalar(unary(EwOp::exp, unary(EwOp::neg, unary(EwOp::abs, x))), 1.0));
+  Tensor soft = unary(
+      EwOp::log, ops::add_scalar(unary(EwOp::exp, unary(EwOp::neg, unary(EwOp::abs, x))), 1.0));
   ops::add_(terms, soft);
   Tensor loss = n > 0 ? ops::mean(terms) : Tensor::full({}, 0.0, logits.dtype(), logits.device());
   if (any_requires_grad({&logits, &target})) {
@@ -39,7 +40,6 @@ Tensor bce_with_logits_composed(const Tensor& logits, const Tensor& target, cons
   return loss;
 }
 }  // namespace
-
 
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target) {
   const char* where = "binary_cross_entropy_with_logits";
@@ -81,7 +81,9 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
                  const T* tp = t.data<T>();
                  for (std::int64_t i = 0; i < n; ++i) {
                    const double xi = xp[i];
-                   if (gx) dx.data<T>()[i] = static_cast<T>(scale * (1.0 / (1.0 + std::exp(-xi)) - tp[i]));
+                   if (gx)
+                     dx.data<T>()[i] =
+                         static_cast<T>(scale * (1.0 / (1.0 + std::exp(-xi)) - tp[i]));
                    if (gt) dt.data<T>()[i] = static_cast<T>(-scale * xi);
                  }
                }

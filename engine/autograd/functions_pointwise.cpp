@@ -10,7 +10,6 @@ namespace {
 
 using Grads = std::vector<Tensor>;
 
-
 // Gradient for an input of shape `shape` that was broadcast: undefined when not needed.
 
 }  // namespace
@@ -61,7 +60,8 @@ Tensor div(const Tensor& a, const Tensor& b) {
     record("DivBackward", {a, b}, {out}, [ad, bd, od, ga, gb](const Grads& g) {
       // d(a/b)/da = 1/b;  d(a/b)/db = -a/b^2 = -out/b
       Tensor gb_t;
-      if (gb) gb_t = ops::sum_to(ops::unary(EwOp::neg, ops::div(ops::mul(g[0], od), bd)), bd.sizes());
+      if (gb)
+        gb_t = ops::sum_to(ops::unary(EwOp::neg, ops::div(ops::mul(g[0], od), bd)), bd.sizes());
       return Grads{ga ? ops::sum_to(ops::div(g[0], bd), ad.sizes()) : Tensor(), gb_t};
     });
   }
@@ -71,7 +71,8 @@ Tensor div(const Tensor& a, const Tensor& b) {
 Tensor neg(const Tensor& x) {
   Tensor out = ops::unary(EwOp::neg, x);
   if (any_requires_grad({&x}))
-    record("NegBackward", {x}, {out}, [](const Grads& g) { return Grads{ops::unary(EwOp::neg, g[0])}; });
+    record("NegBackward", {x}, {out},
+           [](const Grads& g) { return Grads{ops::unary(EwOp::neg, g[0])}; });
   return out;
 }
 
@@ -97,9 +98,8 @@ Tensor sqrt(const Tensor& x) {
   Tensor out = ops::unary(EwOp::sqrt, x);
   if (any_requires_grad({&x})) {
     const Tensor od = out.detach();
-    record("SqrtBackward", {x}, {out}, [od](const Grads& g) {
-      return Grads{ops::mul_scalar(ops::div(g[0], od), 0.5)};
-    });
+    record("SqrtBackward", {x}, {out},
+           [od](const Grads& g) { return Grads{ops::mul_scalar(ops::div(g[0], od), 0.5)}; });
   }
   return out;
 }
@@ -123,7 +123,10 @@ Tensor pow(const Tensor& x, const Tensor& e) {
     record("PowTensorBackward", {x, e}, {out}, [xd, ed, od, gx, ge](const Grads& g) {
       Tensor dx, de;
       // d/dx x^e = e * x^(e-1) = e * out / x ; d/de x^e = out * log(x)
-      if (gx) dx = ops::sum_to(ops::mul(g[0], ops::mul(ed, ops::binary(EwOp::pow, xd, ops::add_scalar(ed, -1.0)))), xd.sizes());
+      if (gx)
+        dx = ops::sum_to(
+            ops::mul(g[0], ops::mul(ed, ops::binary(EwOp::pow, xd, ops::add_scalar(ed, -1.0)))),
+            xd.sizes());
       if (ge) de = ops::sum_to(ops::mul(g[0], ops::mul(od, ops::unary(EwOp::log, xd))), ed.sizes());
       return Grads{dx, de};
     });
@@ -133,14 +136,16 @@ Tensor pow(const Tensor& x, const Tensor& e) {
 
 Tensor add_scalar(const Tensor& x, double s) {
   Tensor out = ops::add_scalar(x, s);
-  if (any_requires_grad({&x})) record("AddScalarBackward", {x}, {out}, [](const Grads& g) { return Grads{g[0]}; });
+  if (any_requires_grad({&x}))
+    record("AddScalarBackward", {x}, {out}, [](const Grads& g) { return Grads{g[0]}; });
   return out;
 }
 
 Tensor mul_scalar(const Tensor& x, double s) {
   Tensor out = ops::mul_scalar(x, s);
   if (any_requires_grad({&x}))
-    record("MulScalarBackward", {x}, {out}, [s](const Grads& g) { return Grads{ops::mul_scalar(g[0], s)}; });
+    record("MulScalarBackward", {x}, {out},
+           [s](const Grads& g) { return Grads{ops::mul_scalar(g[0], s)}; });
   return out;
 }
 
@@ -176,9 +181,8 @@ Tensor sigmoid(const Tensor& x) {
   Tensor out = ops::unary(EwOp::sigmoid, x);
   if (any_requires_grad({&x})) {
     const Tensor od = out.detach();
-    record("SigmoidBackward", {x}, {out}, [od](const Grads& g) {
-      return Grads{ops::binary(EwOp::sigmoid_backward, od, g[0])};
-    });
+    record("SigmoidBackward", {x}, {out},
+           [od](const Grads& g) { return Grads{ops::binary(EwOp::sigmoid_backward, od, g[0])}; });
   }
   return out;
 }
@@ -187,9 +191,8 @@ Tensor tanh(const Tensor& x) {
   Tensor out = ops::unary(EwOp::tanh, x);
   if (any_requires_grad({&x})) {
     const Tensor od = out.detach();
-    record("TanhBackward", {x}, {out}, [od](const Grads& g) {
-      return Grads{ops::binary(EwOp::tanh_backward, od, g[0])};
-    });
+    record("TanhBackward", {x}, {out},
+           [od](const Grads& g) { return Grads{ops::binary(EwOp::tanh_backward, od, g[0])}; });
   }
   return out;
 }
@@ -198,9 +201,8 @@ Tensor relu(const Tensor& x) {
   Tensor out = ops::unary(EwOp::relu, x);
   if (any_requires_grad({&x})) {
     const Tensor od = out.detach();  // out > 0 exactly where x > 0
-    record("ReluBackward", {x}, {out}, [od](const Grads& g) {
-      return Grads{ops::binary(EwOp::relu_backward, od, g[0])};
-    });
+    record("ReluBackward", {x}, {out},
+           [od](const Grads& g) { return Grads{ops::binary(EwOp::relu_backward, od, g[0])}; });
   }
   return out;
 }

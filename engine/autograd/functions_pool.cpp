@@ -19,9 +19,8 @@ Tensor pool(const char* node_name, const Tensor& x, const PoolProblem& problem) 
   Tensor y = fwd->y;
   fwd->y = Tensor();  // the backward does not need it
   if (needs_grad)
-    record(node_name, {x}, {y}, [fwd](const Grads& g) {
-      return Grads{ops::pool2d_backward(g[0], *fwd)};
-    });
+    record(node_name, {x}, {y},
+           [fwd](const Grads& g) { return Grads{ops::pool2d_backward(g[0], *fwd)}; });
   return y;
 }
 

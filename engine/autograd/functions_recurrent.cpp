@@ -60,9 +60,8 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
   if (any_requires_grad({&weight})) {
     const Tensor idd = ids.detach();
     const std::int64_t rows = weight.sizes()[0];
-    record("EmbeddingBackward", {weight}, {out}, [idd, rows](const Grads& g) {
-      return Grads{ops::embedding_backward(g[0], idd, rows)};
-    });
+    record("EmbeddingBackward", {weight}, {out},
+           [idd, rows](const Grads& g) { return Grads{ops::embedding_backward(g[0], idd, rows)}; });
   }
   return out;
 }
@@ -91,15 +90,18 @@ LstmLayerOutput lstm_layer(const Tensor& x, const Tensor& h0, const Tensor& c0, 
     ops::LstmInputs saved_in{x.detach(),
                              h0.defined() ? h0.detach() : Tensor(),
                              c0.defined() ? c0.detach() : Tensor(),
-                             w_ih.detach(), w_hh.detach(), b_ih.detach(),
+                             w_ih.detach(),
+                             w_hh.detach(),
+                             b_ih.detach(),
                              b_hh.defined() ? b_hh.detach() : Tensor()};
-    ops::LstmForwardResult saved_fwd{fwd.y.detach(), fwd.h_n.detach(), fwd.c_n.detach(),
-                                     fwd.saved, fwd.variant};
+    ops::LstmForwardResult saved_fwd{fwd.y.detach(), fwd.h_n.detach(), fwd.c_n.detach(), fwd.saved,
+                                     fwd.variant};
     const LstmTable::Variant* vp = &v;
     const bool need_dx = x.requires_grad();
     record("LstmBackward", {x, h0, c0, w_ih, w_hh, b_ih, b_hh}, {out.y, out.h_n, out.c_n},
            [saved_in, saved_fwd, vp, need_dx](const Grads& g) {
-             ops::LstmGrads r = ops::lstm_backward(*vp, saved_in, saved_fwd, g[0], g[1], g[2], need_dx);
+             ops::LstmGrads r =
+                 ops::lstm_backward(*vp, saved_in, saved_fwd, g[0], g[1], g[2], need_dx);
              return Grads{r.dx, r.dh0, r.dc0, r.dw_ih, r.dw_hh, r.db_ih, r.db_hh};
            });
   }

@@ -20,18 +20,21 @@ Shape keepdim_shape(const Shape& shape, const std::vector<std::int64_t>& dims) {
   return out;
 }
 
-Tensor sum_or_mean(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim, bool is_mean) {
+Tensor sum_or_mean(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim,
+                   bool is_mean) {
   Tensor out = is_mean ? ops::mean(x, dims, keepdim) : ops::sum(x, dims, keepdim);
   if (any_requires_grad({&x})) {
     const Shape in_shape = x.sizes();
     const Shape kd = keepdim_shape(in_shape, dims);
-    const double scale = is_mean ? static_cast<double>(out.numel()) / static_cast<double>(x.numel()) : 1.0;
-    record(is_mean ? "MeanBackward" : "SumBackward", {x}, {out}, [in_shape, kd, scale](const Grads& g) {
-      Tensor gk = raw::reshape(g[0], kd);
-      Tensor full = raw::contiguous(raw::expand(gk, in_shape));
-      if (scale != 1.0) ops::mul_scalar_(full, scale);
-      return Grads{full};
-    });
+    const double scale =
+        is_mean ? static_cast<double>(out.numel()) / static_cast<double>(x.numel()) : 1.0;
+    record(is_mean ? "MeanBackward" : "SumBackward", {x}, {out},
+           [in_shape, kd, scale](const Grads& g) {
+             Tensor gk = raw::reshape(g[0], kd);
+             Tensor full = raw::contiguous(raw::expand(gk, in_shape));
+             if (scale != 1.0) ops::mul_scalar_(full, scale);
+             return Grads{full};
+           });
   }
   return out;
 }
@@ -42,10 +45,13 @@ Tensor scatter_to_max(const Tensor& g, const Tensor& idx, const Shape& in_shape,
   const Tensor gk = keepdim ? g : raw::unsqueeze(g, d);
   Shape pos_shape(in_shape.size(), 1);
   pos_shape[d] = in_shape[d];
-  const Tensor pos = raw::to_device(raw::reshape(Tensor::arange(static_cast<double>(in_shape[d]), g.dtype()), pos_shape), g.device());
+  const Tensor pos = raw::to_device(
+      raw::reshape(Tensor::arange(static_cast<double>(in_shape[d]), g.dtype()), pos_shape),
+      g.device());
   const Tensor dist = ops::unary(EwOp::abs, ops::sub(pos, raw::to_dtype(idx, g.dtype())));
   const Tensor half = Tensor::full({}, 0.5, g.dtype(), g.device());
-  const Tensor hit = ops::unary(EwOp::rsub_scalar, ops::binary(EwOp::gt, dist, half), 1.0);  // 1 at the max
+  const Tensor hit =
+      ops::unary(EwOp::rsub_scalar, ops::binary(EwOp::gt, dist, half), 1.0);  // 1 at the max
   return ops::mul(hit, gk);
 }
 }  // namespace
@@ -89,6 +95,8 @@ Tensor max(const Tensor& x, std::int64_t dim, bool keepdim) {
   return values;
 }
 
-Tensor argmax(const Tensor& x, std::int64_t dim, bool keepdim) { return ops::max(x, dim, keepdim).second; }
+Tensor argmax(const Tensor& x, std::int64_t dim, bool keepdim) {
+  return ops::max(x, dim, keepdim).second;
+}
 
 }  // namespace anvil

@@ -12,15 +12,15 @@ using Grads = std::vector<Tensor>;
 
 Tensor softmax_family(const Tensor& x, std::int64_t dim, bool log) {
   check_defined(x, log ? "log_softmax" : "softmax", "input");
-  const std::int64_t d = wrap_dim(dim, std::max<std::int64_t>(x.dim(), 1), log ? "log_softmax" : "softmax");
+  const std::int64_t d =
+      wrap_dim(dim, std::max<std::int64_t>(x.dim(), 1), log ? "log_softmax" : "softmax");
   if (x.dim() > 0 && d != x.dim() - 1)  // move `dim` last, compute, move it back
     return softmax_family(x.transpose(d, -1), -1, log).transpose(d, -1);
   Tensor out = log ? ops::log_softmax(x) : ops::softmax(x);
   if (any_requires_grad({&x})) {
     const Tensor od = out.detach();
-    record(log ? "LogSoftmaxBackward" : "SoftmaxBackward", {x}, {out}, [od, log](const Grads& g) {
-      return Grads{ops::softmax_backward(od, g[0], log)};
-    });
+    record(log ? "LogSoftmaxBackward" : "SoftmaxBackward", {x}, {out},
+           [od, log](const Grads& g) { return Grads{ops::softmax_backward(od, g[0], log)}; });
   }
   return out;
 }

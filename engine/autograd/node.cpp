@@ -8,7 +8,10 @@
 namespace anvil {
 
 Node::Node(std::string name, std::vector<Edge> next, std::vector<OutputInfo> outputs, BackwardFn fn)
-    : name_(std::move(name)), next_(std::move(next)), outputs_(std::move(outputs)), fn_(std::move(fn)) {}
+    : name_(std::move(name)),
+      next_(std::move(next)),
+      outputs_(std::move(outputs)),
+      fn_(std::move(fn)) {}
 
 // Destroying the last owner of a long chain would recurse once per node. Instead, children that
 // this node owns alone are moved into a local stack whose entries are emptied (their edges
@@ -26,7 +29,7 @@ Node::~Node() {
     stack.pop_back();
     take_children(n->next_);
     n->fn_ = nullptr;  // saved tensors may hold large buffers; drop them first
-  }  // n dies here with no children left
+  }                    // n dies here with no children left
 }
 
 std::vector<Tensor> Node::apply(const std::vector<Tensor>& grad_outputs) {

@@ -12,7 +12,8 @@ namespace {
 template <typename Backward>
 Tensor unary_recorded(const char* name, const Tensor& in, Tensor out, Backward bw) {
   if (any_requires_grad({&in}))
-    record(name, {in}, {out}, [bw](const std::vector<Tensor>& g) { return std::vector<Tensor>{bw(g[0])}; });
+    record(name, {in}, {out},
+           [bw](const std::vector<Tensor>& g) { return std::vector<Tensor>{bw(g[0])}; });
   return out;
 }
 
@@ -31,7 +32,8 @@ Tensor Tensor::t() const {
 Tensor Tensor::permute(const Shape& order) const {
   Tensor out = raw::permute(*this, order);
   Shape inverse(order.size());
-  for (std::size_t i = 0; i < order.size(); ++i) inverse[wrap_dim(order[i], dim(), "permute")] = static_cast<std::int64_t>(i);
+  for (std::size_t i = 0; i < order.size(); ++i)
+    inverse[wrap_dim(order[i], dim(), "permute")] = static_cast<std::int64_t>(i);
   return unary_recorded("PermuteBackward", *this, out,
                         [inverse](const Tensor& g) { return raw::permute(g, inverse); });
 }
@@ -65,7 +67,8 @@ Tensor Tensor::unsqueeze(std::int64_t d) const { return reshape(raw::unsqueeze(*
 Tensor Tensor::squeeze(std::int64_t d) const { return reshape(raw::squeeze(*this, d).sizes()); }
 
 // Slices and selections scatter their gradient into zeros of the input's shape.
-Tensor Tensor::slice(std::int64_t d, std::int64_t start, std::int64_t end, std::int64_t step) const {
+Tensor Tensor::slice(std::int64_t d, std::int64_t start, std::int64_t end,
+                     std::int64_t step) const {
   const Shape in_shape = sizes();
   const DType dt = dtype();
   const Device dev = device();
@@ -102,7 +105,8 @@ Tensor Tensor::contiguous() const {
 }
 
 Tensor Tensor::clone() const {
-  return unary_recorded("CloneBackward", *this, raw::clone(*this), [](const Tensor& g) { return g; });
+  return unary_recorded("CloneBackward", *this, raw::clone(*this),
+                        [](const Tensor& g) { return g; });
 }
 
 Tensor Tensor::to(DType dt) const {
@@ -127,8 +131,10 @@ bool Tensor::requires_grad() const {
 }
 
 Tensor& Tensor::set_requires_grad(bool on) {
-  ANVIL_CHECK(is_leaf(), "Tensor::set_requires_grad", "only leaf tensors can be marked; this one "
-              "was computed by ", autograd_meta(*this)->grad_fn->name());
+  ANVIL_CHECK(is_leaf(), "Tensor::set_requires_grad",
+              "only leaf tensors can be marked; this one "
+              "was computed by ",
+              autograd_meta(*this)->grad_fn->name());
   ANVIL_CHECK(!on || is_floating(dtype()), "Tensor::set_requires_grad",
               "only floating-point tensors can require grad, got ", dtype_name(dtype()));
   ensure_autograd_meta(*this).requires_grad = on;
@@ -153,8 +159,10 @@ Tensor Tensor::detach() const { return raw::detach(*this); }
 void Tensor::backward(const Tensor& grad_output, bool retain_graph) const {
   Tensor seed = grad_output;
   if (!seed.defined()) {
-    ANVIL_CHECK(numel() == 1, "backward", "grad_output may be omitted only for a one-element "
-                "tensor; this one is ", shape_str(sizes()));
+    ANVIL_CHECK(numel() == 1, "backward",
+                "grad_output may be omitted only for a one-element "
+                "tensor; this one is ",
+                shape_str(sizes()));
     seed = Tensor::ones(sizes(), dtype(), device());
   } else {
     ANVIL_CHECK(seed.sizes() == sizes(), "backward", "grad_output shape ", shape_str(seed.sizes()),

@@ -63,7 +63,8 @@ std::mutex& versions_mutex() {
   return mu;
 }
 std::map<std::string, std::string>& versions() {
-  static std::map<std::string, std::string> v{{"OpenMP", std::to_string(_OPENMP)}, {"compiler", __VERSION__}};
+  static std::map<std::string, std::string> v{{"OpenMP", std::to_string(_OPENMP)},
+                                              {"compiler", __VERSION__}};
   return v;
 }
 }  // namespace
@@ -82,8 +83,9 @@ std::map<std::string, std::string> config_summary() {
   std::map<std::string, std::string> m;
   m["threads"] = std::to_string(get_num_threads());
   m["omp_max_threads"] = std::to_string(omp_get_max_threads());
-  for (const char* name : {"ANVIL_NUM_THREADS", "ANVIL_VARIANT", "ANVIL_AUTOTUNE", "OMP_WAIT_POLICY",
-                           "OMP_PROC_BIND", "ANVIL_CUDA_LIBRARY", "ANVIL_CPU_HUGE_PAGES", "ANVIL_CPU_CACHE_BOUND"}) {
+  for (const char* name :
+       {"ANVIL_NUM_THREADS", "ANVIL_VARIANT", "ANVIL_AUTOTUNE", "OMP_WAIT_POLICY", "OMP_PROC_BIND",
+        "ANVIL_CUDA_LIBRARY", "ANVIL_CPU_HUGE_PAGES", "ANVIL_CPU_CACHE_BOUND"}) {
     const std::string v = env_or_empty(name);
     if (!v.empty()) m[std::string("env.") + name] = v;
   }

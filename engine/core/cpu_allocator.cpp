@@ -133,8 +133,10 @@ class CpuCachingAllocator final : public Allocator {
     return on_huge_pages(size) ? map_huge(size) : std::aligned_alloc(kCpuAlignment, size);
   }
   void release_block(void* p, std::size_t size) const {
-    if (on_huge_pages(size)) unmap_huge(p, size);
-    else std::free(p);
+    if (on_huge_pages(size))
+      unmap_huge(p, size);
+    else
+      std::free(p);
   }
   std::size_t current_bytes() const { return static_cast<std::size_t>(stats_.current); }
   void* take_cached(std::multimap<std::size_t, void*>::iterator it) {
@@ -150,7 +152,8 @@ class CpuCachingAllocator final : public Allocator {
   // Would a fresh block of `size` lift live + cached above the live high-water mark + slack?
   // (Note [CPU cache bound]; a live set that grows past the mark is never refused.)
   bool over_bound(std::size_t size) const {
-    return current_bytes() + cached_bytes_ + size > std::max(live_hwm_ + kCpuCacheSlackBytes, current_bytes() + size);
+    return current_bytes() + cached_bytes_ + size >
+           std::max(live_hwm_ + kCpuCacheSlackBytes, current_bytes() + size);
   }
   // Returns cached blocks, largest first, until a fresh `size` is no longer over the bound (or
   // nothing is cached).

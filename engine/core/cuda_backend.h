@@ -49,7 +49,8 @@ class CudaBackend {
                               double value) = 0;
 };
 
-// Name of the C entry point the backend library exports: `anvil::CudaBackend* anvil_cuda_backend()`.
+// Name of the C entry point the backend library exports: `anvil::CudaBackend*
+// anvil_cuda_backend()`.
 inline constexpr const char* kCudaBackendEntry = "anvil_cuda_backend";
 
 // Loads the backend on first call (thread-safe); nullptr when no usable GPU or library.

@@ -19,7 +19,9 @@ struct Device {
   friend bool operator==(const Device&, const Device&) = default;
 
   // "cpu" or "cuda:0"
-  std::string str() const { return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(index); }
+  std::string str() const {
+    return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(index);
+  }
   // Parses "cpu", "cuda", "cuda:N"; throws anvil::Error otherwise.
   static Device parse(const std::string& text);
 };

@@ -33,7 +33,7 @@ template <typename... Args>
 }  // namespace anvil
 
 // ANVIL_CHECK(cond, "where", parts...): throws anvil::Error when cond is false.
-#define ANVIL_CHECK(cond, where, ...)            \
-  do {                                           \
+#define ANVIL_CHECK(cond, where, ...)               \
+  do {                                              \
     if (!(cond)) ::anvil::fail(where, __VA_ARGS__); \
   } while (0)

@@ -53,7 +53,9 @@ std::string cpu_model_name() {
 double process_cpu_seconds() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
-  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+  auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
+  };
   return seconds(u.ru_utime) + seconds(u.ru_stime);
 }
 

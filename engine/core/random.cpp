@@ -52,8 +52,12 @@ inline std::uint64_t counter_bits(std::uint64_t key, std::uint64_t i) {
   return z ^ (z >> 31);
 }
 constexpr double kTwoPow53 = 9007199254740992.0;
-inline double unit_closed_open(std::uint64_t b) { return static_cast<double>(b >> 11) / kTwoPow53; }  // [0, 1)
-inline double unit_open_closed(std::uint64_t b) { return static_cast<double>((b >> 11) + 1) / kTwoPow53; }  // (0, 1]
+inline double unit_closed_open(std::uint64_t b) {
+  return static_cast<double>(b >> 11) / kTwoPow53;
+}  // [0, 1)
+inline double unit_open_closed(std::uint64_t b) {
+  return static_cast<double>((b >> 11) + 1) / kTwoPow53;
+}  // (0, 1]
 
 // Fills a contiguous CPU tensor with value(key, i), then places it on t.
 template <typename Value>
@@ -61,14 +65,16 @@ void fill_random(Tensor& t, const char* where, bool integers, Generator& gen, Va
   ANVIL_CHECK(is_floating(t.dtype()) || integers, where, "needs a float tensor, got ",
               dtype_name(t.dtype()));
   if (shapes_only()) return;  // Note [Shapes-only construction]
-  Tensor host = (t.device().is_cpu() && t.is_contiguous()) ? t : Tensor::empty(t.sizes(), t.dtype());
+  Tensor host =
+      (t.device().is_cpu() && t.is_contiguous()) ? t : Tensor::empty(t.sizes(), t.dtype());
   const std::uint64_t key = gen.next();
   visit_dtype(host.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T* p = static_cast<T*>(host.data_ptr());
     const std::int64_t n = host.numel();
 #pragma omp parallel for schedule(static) if (n >= (1 << 16))
-    for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(value(key, static_cast<std::uint64_t>(i)));
+    for (std::int64_t i = 0; i < n; ++i)
+      p[i] = static_cast<T>(value(key, static_cast<std::uint64_t>(i)));
   });
   if (!host.is_same(t)) t.copy_(host);
 }
@@ -93,20 +99,22 @@ void normal_(Tensor& t, double mean, double std, Generator* gen) {
   });
 }
 
-Tensor uniform(const Shape& shape, double low, double high, DType dtype, Generator* gen, Device device) {
+Tensor uniform(const Shape& shape, double low, double high, DType dtype, Generator* gen,
+               Device device) {
   Tensor t = Tensor::empty(shape, dtype, device);
   uniform_(t, low, high, gen);
   return t;
 }
 
-Tensor normal(const Shape& shape, double mean, double std, DType dtype, Generator* gen, Device device) {
+Tensor normal(const Shape& shape, double mean, double std, DType dtype, Generator* gen,
+              Device device) {
   Tensor t = Tensor::empty(shape, dtype, device);
   normal_(t, mean, std, gen);
   return t;
 }
 
-Tensor randint(const Shape& shape, std::int64_t low, std::int64_t high, DType dtype,
-               Generator* gen, Device device) {
+Tensor randint(const Shape& shape, std::int64_t low, std::int64_t high, DType dtype, Generator* gen,
+               Device device) {
   ANVIL_CHECK(low < high, "randint", "empty range [", low, ", ", high, ")");
   ANVIL_CHECK(dtype == DType::i64 || dtype == DType::i32, "randint", "needs an integer dtype, got ",
               dtype_name(dtype));
@@ -115,7 +123,8 @@ Tensor randint(const Shape& shape, std::int64_t low, std::int64_t high, DType dt
   Tensor t = Tensor::empty(shape, dtype, device);
   fill_random(t, "randint", true, pick(gen), [=](std::uint64_t key, std::uint64_t i) {
     const auto wide = static_cast<unsigned __int128>(counter_bits(key, i)) * range;
-    return static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + static_cast<std::uint64_t>(wide >> 64));
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(low) +
+                                     static_cast<std::uint64_t>(wide >> 64));
   });
   return t;
 }

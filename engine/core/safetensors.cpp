@@ -40,10 +40,14 @@ std::function<void(std::uint64_t)>& write_hook() {
 
 const char* st_dtype(DType t) {
   switch (t) {
-    case DType::f32: return "F32";
-    case DType::f64: return "F64";
-    case DType::i32: return "I32";
-    case DType::i64: return "I64";
+    case DType::f32:
+      return "F32";
+    case DType::f64:
+      return "F64";
+    case DType::i32:
+      return "I32";
+    case DType::i64:
+      return "I64";
   }
   return "?";
 }

@@ -111,7 +111,8 @@ Tensor Tensor::arange(double start, double end, double step, DType dtype) {
   visit_dtype(dtype, [&](auto zero) {
     using T = decltype(zero);
     T* p = static_cast<T*>(t.data_ptr());
-    for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + step * static_cast<double>(i));
+    for (std::int64_t i = 0; i < n; ++i)
+      p[i] = static_cast<T>(start + step * static_cast<double>(i));
   });
   return t;
 }
@@ -139,7 +140,8 @@ Tensor Tensor::from_vector(const std::vector<std::int32_t>& v, const Shape& s) {
 
 Tensor Tensor::from_blob(void* data, const Shape& shape, DType dtype, Device device) {
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<StorageImpl>(data, shape_numel(shape) * dtype_size(dtype), device);
+  impl->storage =
+      std::make_shared<StorageImpl>(data, shape_numel(shape) * dtype_size(dtype), device);
   impl->sizes = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
@@ -148,7 +150,9 @@ Tensor Tensor::from_blob(void* data, const Shape& shape, DType dtype, Device dev
 
 // ---- metadata ---------------------------------------------------------------------------
 
-std::int64_t Tensor::size(std::int64_t d) const { return sizes()[wrap_dim(d, dim(), "Tensor::size")]; }
+std::int64_t Tensor::size(std::int64_t d) const {
+  return sizes()[wrap_dim(d, dim(), "Tensor::size")];
+}
 std::int64_t Tensor::stride(std::int64_t d) const {
   return strides()[wrap_dim(d, dim(), "Tensor::stride")];
 }
@@ -173,8 +177,8 @@ void* Tensor::data_ptr() const {
 }
 
 double Tensor::item() const {
-  ANVIL_CHECK(numel() == 1, "Tensor::item", "tensor of shape ", shape_str(sizes()),
-              " has ", numel(), " elements, not 1");
+  ANVIL_CHECK(numel() == 1, "Tensor::item", "tensor of shape ", shape_str(sizes()), " has ",
+              numel(), " elements, not 1");
   Tensor c = device().is_cpu() ? *this : raw::to_device(*this, Device::cpu());
   return visit_dtype(dtype(), [&](auto zero) {
     return static_cast<double>(*static_cast<const decltype(zero)*>(c.data_ptr()));
@@ -192,11 +196,11 @@ bool shapes_only() { return t_shapes_only; }
 
 Tensor& Tensor::fill_(double value) {
   if (shapes_only()) return *this;  // Note [Shapes-only construction]
-  if (device().is_cuda()) {  // a kernel on the device's stream, any strides
+  if (device().is_cuda()) {         // a kernel on the device's stream, any strides
     if (numel() == 0) return *this;
-    require_cuda("Tensor::fill_").fill_on_device(device().index, sizes().data(),
-                                                 static_cast<int>(dim()),
-                                                 {data_ptr(), strides().data(), dtype()}, value);
+    require_cuda("Tensor::fill_")
+        .fill_on_device(device().index, sizes().data(), static_cast<int>(dim()),
+                        {data_ptr(), strides().data(), dtype()}, value);
     return *this;
   }
   visit_dtype(dtype(), [&](auto zero) {
@@ -222,14 +226,16 @@ void cpu_copy(const Tensor& dst, const Tensor& src) {
   }
   // A dense matrix from a transposed one (x.t().contiguous()): tiles, not one strided column
   // walk per row (engine/core/transpose.h).
-  if (dst.dtype() == src.dtype() && is_floating(dst.dtype()) && dst.dim() == 2 && dst.is_contiguous() &&
-      src.strides()[0] == 1 && src.strides()[1] >= dst.sizes()[0] && dst.sizes()[0] > 1 &&
-      dst.sizes()[1] > 1) {
+  if (dst.dtype() == src.dtype() && is_floating(dst.dtype()) && dst.dim() == 2 &&
+      dst.is_contiguous() && src.strides()[0] == 1 && src.strides()[1] >= dst.sizes()[0] &&
+      dst.sizes()[0] > 1 && dst.sizes()[1] > 1) {
     const std::int64_t r = dst.sizes()[0], c = dst.sizes()[1];  // src is [c, r] transposed
     if (dst.dtype() == DType::f32)
-      transpose_2d(static_cast<const float*>(src.data_ptr()), c, r, src.strides()[1], static_cast<float*>(dst.data_ptr()), c);
+      transpose_2d(static_cast<const float*>(src.data_ptr()), c, r, src.strides()[1],
+                   static_cast<float*>(dst.data_ptr()), c);
     else
-      transpose_2d(static_cast<const double*>(src.data_ptr()), c, r, src.strides()[1], static_cast<double*>(dst.data_ptr()), c);
+      transpose_2d(static_cast<const double*>(src.data_ptr()), c, r, src.strides()[1],
+                   static_cast<double*>(dst.data_ptr()), c);
     return;
   }
   visit_dtype(dst.dtype(), [&](auto dzero) {
@@ -251,7 +257,8 @@ void cpu_copy(const Tensor& dst, const Tensor& src) {
           std::memmove(d + off[0], s + off[1], static_cast<std::size_t>(n) * sizeof(D));
           continue;
         }
-        for (std::int64_t i = 0; i < n; ++i) d[off[0] + i * ds] = static_cast<D>(s[off[1] + i * ss]);
+        for (std::int64_t i = 0; i < n; ++i)
+          d[off[0] + i * ds] = static_cast<D>(s[off[1] + i * ss]);
       }
     });
   });
@@ -265,8 +272,9 @@ Tensor host_view_of_device(const Tensor& t) {
   for (std::int64_t d = 0; d < t.dim(); ++d) span += (t.sizes()[d] - 1) * t.strides()[d];
   Tensor host = Tensor::empty({span}, t.dtype());
   const auto* first = static_cast<const char*>(t.data_ptr());
-  require_cuda("Tensor::copy_").copy(host.data_ptr(), Device::cpu(), first, t.device(),
-                                     static_cast<std::size_t>(span) * t.element_size());
+  require_cuda("Tensor::copy_")
+      .copy(host.data_ptr(), Device::cpu(), first, t.device(),
+            static_cast<std::size_t>(span) * t.element_size());
   return raw::make_view(host, t.sizes(), t.strides(), 0);
 }
 
@@ -279,10 +287,10 @@ Tensor& Tensor::copy_(const Tensor& src_in) {
     // Same device: one strided copy kernel (any strides, stride-0 broadcast dims, any dtype
     // pair) on the device's stream; this is also linear's bias add (Note [Linear layout]).
     if (numel() == 0) return *this;
-    require_cuda("Tensor::copy_").copy_on_device(device().index, sizes().data(),
-                                                 static_cast<int>(dim()),
-                                                 {data_ptr(), strides().data(), dtype()},
-                                                 {s.data_ptr(), s.strides().data(), s.dtype()});
+    require_cuda("Tensor::copy_")
+        .copy_on_device(device().index, sizes().data(), static_cast<int>(dim()),
+                        {data_ptr(), strides().data(), dtype()},
+                        {s.data_ptr(), s.strides().data(), s.dtype()});
     return *this;
   }
   if (device().is_cuda() && !is_contiguous()) {
@@ -363,8 +371,7 @@ Device Device::parse(const std::string& text) {
       std::size_t used = 0;
       const int i = std::stoi(text.substr(5), &used);
       if (used == text.size() - 5 && i >= 0) return cuda(i);
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
   }
   fail("Device::parse", "unknown device '", text, "' (expected cpu, cuda or cuda:N)");
 }

@@ -34,8 +34,8 @@ Shape contiguous_strides(const Shape& s);
 // A block of bytes on one device, freed through its allocator when the last user goes.
 class StorageImpl {
  public:
-  StorageImpl(std::size_t bytes, Device device);                   // allocates
-  StorageImpl(void* data, std::size_t bytes, Device device);       // borrows, never frees
+  StorageImpl(std::size_t bytes, Device device);              // allocates
+  StorageImpl(void* data, std::size_t bytes, Device device);  // borrows, never frees
   ~StorageImpl();
   StorageImpl(const StorageImpl&) = delete;
   StorageImpl& operator=(const StorageImpl&) = delete;
@@ -105,13 +105,14 @@ class Tensor {
   static Tensor from_vector(const std::vector<std::int32_t>& values, const Shape& shape);
   static Tensor scalar(double value, DType dtype = DType::f32);
   // Wraps memory the caller owns and keeps alive (no copy, never freed by anvil).
-  static Tensor from_blob(void* data, const Shape& shape, DType dtype, Device device = Device::cpu());
+  static Tensor from_blob(void* data, const Shape& shape, DType dtype,
+                          Device device = Device::cpu());
 
   // ---- metadata -----------------------------------------------------------------------
   bool defined() const { return impl_ != nullptr; }
   const Shape& sizes() const { return impl().sizes; }
   const Shape& strides() const { return impl().strides; }
-  std::int64_t size(std::int64_t d) const;   // negative d counts from the end
+  std::int64_t size(std::int64_t d) const;  // negative d counts from the end
   std::int64_t stride(std::int64_t d) const;
   std::int64_t dim() const { return static_cast<std::int64_t>(impl().sizes.size()); }
   std::int64_t numel() const { return shape_numel(impl().sizes); }
@@ -130,7 +131,8 @@ class Tensor {
   // dereferenced on the host is a crash or garbage, never an error); copy it with
   // .to(Device::cpu()) first.
   void* data_ptr() const;
-  template <typename T> T* data() const {
+  template <typename T>
+  T* data() const {
     ANVIL_CHECK(device().is_cpu(), "Tensor::data", "the tensor is on ", device(),
                 ", not in host memory; copy it with .to(Device::cpu()) first");
     ANVIL_CHECK(DTypeOf<T>::value == dtype(), "Tensor::data", "requested ",

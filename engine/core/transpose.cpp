@@ -28,7 +28,9 @@ void transpose_2d(const T* src, std::int64_t rows, std::int64_t cols, std::int64
   }
 }
 
-template void transpose_2d<float>(const float*, std::int64_t, std::int64_t, std::int64_t, float*, std::int64_t);
-template void transpose_2d<double>(const double*, std::int64_t, std::int64_t, std::int64_t, double*, std::int64_t);
+template void transpose_2d<float>(const float*, std::int64_t, std::int64_t, std::int64_t, float*,
+                                  std::int64_t);
+template void transpose_2d<double>(const double*, std::int64_t, std::int64_t, std::int64_t, double*,
+                                   std::int64_t);
 
 }  // namespace anvil

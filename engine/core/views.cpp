@@ -78,8 +78,7 @@ Tensor try_view(const Tensor& t, const Shape& shape_in) {
   std::int64_t base = ost.back(), chunk_numel = 1, new_numel = 1;
   for (auto od = static_cast<std::int64_t>(osz.size()) - 1; od >= 0; --od) {
     chunk_numel *= osz[od];
-    const bool chunk_ends =
-        od == 0 || (osz[od - 1] != 1 && ost[od - 1] != chunk_numel * base);
+    const bool chunk_ends = od == 0 || (osz[od - 1] != 1 && ost[od - 1] != chunk_numel * base);
     if (!chunk_ends) continue;
     while (nd >= 0 && (new_numel < chunk_numel || shape[nd] == 1)) {
       nst[nd] = new_numel * base;
@@ -145,11 +144,13 @@ Tensor expand(const Tensor& t, const Shape& shape) {
   Shape st(nd, 0);
   for (std::int64_t i = 0; i < nd; ++i) {
     const std::int64_t j = i - (nd - t.dim());  // aligned source dim
-    if (j < 0) continue;                         // new leading dim: stride 0
+    if (j < 0) continue;                        // new leading dim: stride 0
     const std::int64_t s = t.sizes()[j];
-    if (s == shape[i]) st[i] = t.strides()[j];
-    else ANVIL_CHECK(s == 1, "expand", "cannot expand ", shape_str(t.sizes()), " to ",
-                     shape_str(shape), " (dimension ", j, " is ", s, ", not 1)");
+    if (s == shape[i])
+      st[i] = t.strides()[j];
+    else
+      ANVIL_CHECK(s == 1, "expand", "cannot expand ", shape_str(t.sizes()), " to ",
+                  shape_str(shape), " (dimension ", j, " is ", s, ", not 1)");
   }
   return make_view(t, shape, std::move(st), t.offset());
 }
@@ -201,8 +202,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* where) {
   for (std::size_t i = 0; i < n; ++i) {
     const std::int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
     const std::int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    ANVIL_CHECK(x == y || x == 1 || y == 1, where, "shapes ", shape_str(a), " and ",
-                shape_str(b), " cannot be broadcast (dimension ", i, ": ", x, " vs ", y, ")");
+    ANVIL_CHECK(x == y || x == 1 || y == 1, where, "shapes ", shape_str(a), " and ", shape_str(b),
+                " cannot be broadcast (dimension ", i, ": ", x, " vs ", y, ")");
     out[i] = x == 1 ? y : x;
   }
   return out;

@@ -15,7 +15,7 @@ Tensor permute(const Tensor& t, const Shape& order);
 Shape infer_shape(const Shape& shape, std::int64_t numel, const char* where);
 // A view with the new shape, or an undefined tensor when the strides do not allow one.
 Tensor try_view(const Tensor& t, const Shape& shape);
-Tensor view(const Tensor& t, const Shape& shape);  // throws when not viewable
+Tensor view(const Tensor& t, const Shape& shape);     // throws when not viewable
 Tensor reshape(const Tensor& t, const Shape& shape);  // view or copy
 Tensor slice(const Tensor& t, std::int64_t dim, std::int64_t start, std::int64_t end,
              std::int64_t step);

@@ -16,9 +16,12 @@ std::string exact(double v) {  // hex float: two eps values differing in the las
 
 const char* batch_norm_pass_name(BatchNormPass pass) {
   switch (pass) {
-    case BatchNormPass::forward_training: return "forward_training";
-    case BatchNormPass::forward_inference: return "forward_inference";
-    case BatchNormPass::backward: return "backward";
+    case BatchNormPass::forward_training:
+      return "forward_training";
+    case BatchNormPass::forward_inference:
+      return "forward_inference";
+    case BatchNormPass::backward:
+      return "backward";
   }
   return "?";
 }
@@ -30,12 +33,11 @@ std::string BatchNormProblem::key() const {
 }
 
 std::string BatchNormProblem::repr() const {
-  return detail::str_cat("batch_norm2d ", batch_norm_pass_name(pass),
-                         pass == BatchNormPass::backward
-                             ? (batch_stats ? " (batch stats)" : " (running stats)")
-                             : "",
-                         ' ', dtype_name(dtype), ' ', device.str(), " N=", n, " C=", c, " H=", h,
-                         " W=", w, " eps=", eps, " momentum=", momentum);
+  return detail::str_cat(
+      "batch_norm2d ", batch_norm_pass_name(pass),
+      pass == BatchNormPass::backward ? (batch_stats ? " (batch stats)" : " (running stats)") : "",
+      ' ', dtype_name(dtype), ' ', device.str(), " N=", n, " C=", c, " H=", h, " W=", w,
+      " eps=", eps, " momentum=", momentum);
 }
 
 // Per element: training forward = sum, square-sum, scale+shift (~5); inference = one FMA (2);
@@ -52,9 +54,8 @@ double BatchNormProblem::bytes() const {
   return pass == BatchNormPass::backward ? 3.0 * e : 2.0 * e;  // (x,dy,dx) or (x,y)
 }
 
-BatchNormProblem make_batch_norm_problem(const Shape& x, bool training, double momentum,
-                                         double eps, DType dtype, Device device,
-                                         const char* where) {
+BatchNormProblem make_batch_norm_problem(const Shape& x, bool training, double momentum, double eps,
+                                         DType dtype, Device device, const char* where) {
   ANVIL_CHECK(x.size() == 4, where, "expected 4-D input (N,C,H,W), got ", shape_str(x));
   ANVIL_CHECK(is_floating(dtype), where, "needs a floating-point input (f32 or f64), got ",
               dtype_name(dtype));

@@ -33,8 +33,9 @@ struct BatchNormProblem {
   double eps = 1e-5;
 
   DeviceType device_type() const { return device.type; }
-  std::string key() const;   // every field (eps exactly: oneDNN bakes it into its primitive)
-  std::string repr() const;  // "batch_norm2d forward_training f32 cpu N=16 C=64 H=112 W=112 eps=1e-05"
+  std::string key() const;  // every field (eps exactly: oneDNN bakes it into its primitive)
+  std::string repr()
+      const;  // "batch_norm2d forward_training f32 cpu N=16 C=64 H=112 W=112 eps=1e-05"
   std::int64_t numel() const { return n * c * h * w; }
   std::int64_t per_channel() const { return n * h * w; }  // elements per statistic
   double flops() const;  // a per-element count model (see the .cpp)
@@ -50,8 +51,7 @@ struct BatchNormProblem {
 // Validates an input shape ([N,C,H,W], float) and builds the problem; training needs more than
 // one value per channel (N*H*W > 1), as in PyTorch. Throws anvil::Error naming `where`.
 BatchNormProblem make_batch_norm_problem(const Shape& x_shape, bool training, double momentum,
-                                         double eps, DType dtype, Device device,
-                                         const char* where);
+                                         double eps, DType dtype, Device device, const char* where);
 
 struct BatchNormArgs {
   BatchNormProblem problem;

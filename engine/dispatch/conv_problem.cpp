@@ -7,9 +7,12 @@ namespace anvil {
 
 const char* conv_pass_name(ConvPass pass) {
   switch (pass) {
-    case ConvPass::forward: return "forward";
-    case ConvPass::backward_data: return "backward_data";
-    case ConvPass::backward_weights: return "backward_weights";
+    case ConvPass::forward:
+      return "forward";
+    case ConvPass::backward_data:
+      return "backward_data";
+    case ConvPass::backward_weights:
+      return "backward_weights";
   }
   return "?";
 }
@@ -59,8 +62,8 @@ double ConvProblem::bytes() const {
 void ConvProblem::validate(const char* where) const {
   ANVIL_CHECK(n >= 1 && c >= 1 && h >= 1 && w >= 1 && k >= 1 && r >= 1 && s >= 1, where,
               "sizes must be positive in ", repr());
-  ANVIL_CHECK(stride_h >= 1 && stride_w >= 1, where, "stride must be positive, got ", stride_h,
-              'x', stride_w);
+  ANVIL_CHECK(stride_h >= 1 && stride_w >= 1, where, "stride must be positive, got ", stride_h, 'x',
+              stride_w);
   ANVIL_CHECK(dil_h >= 1 && dil_w >= 1, where, "dilation must be positive, got ", dil_h, 'x',
               dil_w);
   ANVIL_CHECK(pad_h >= 0 && pad_w >= 0, where, "padding must be non-negative, got ", pad_h, 'x',

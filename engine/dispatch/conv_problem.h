@@ -28,7 +28,7 @@ struct ConvProblem {
   std::int64_t n = 0, c = 0, h = 0, w = 0;  // input  [N, C, H, W]
   std::int64_t k = 0, r = 0, s = 0;         // filter [K, C/groups, R, S]
   std::int64_t stride_h = 1, stride_w = 1;
-  std::int64_t pad_h = 0, pad_w = 0;        // zeros on both sides
+  std::int64_t pad_h = 0, pad_w = 0;  // zeros on both sides
   std::int64_t dil_h = 1, dil_w = 1;
   std::int64_t groups = 1;
   // forward: y gets + b[k]; backward_weights: db is computed too; backward_data: ignored.
@@ -43,7 +43,7 @@ struct ConvProblem {
   bool is_pointwise() const;  // 1x1, stride 1, no padding: the input is its own im2col matrix
 
   DeviceType device_type() const { return device.type; }
-  std::string key() const;   // every field (the autotune / primitive cache key)
+  std::string key() const;  // every field (the autotune / primitive cache key)
   // "conv2d f32 cpu forward N=16 C=64 H=56 W=56 K=64 R=3 S=3 stride=1x1 pad=1x1 dil=1x1
   //  groups=1 bias relu -> P=56 Q=56"
   std::string repr() const;

@@ -17,7 +17,8 @@ std::string DropoutProblem::repr() const {
 }
 
 std::uint64_t dropout_keep_threshold(double p) {
-  ANVIL_CHECK(p >= 0.0 && p < 1.0, "dropout_keep_threshold", "probability must be in [0, 1), got ", p);
+  ANVIL_CHECK(p >= 0.0 && p < 1.0, "dropout_keep_threshold", "probability must be in [0, 1), got ",
+              p);
   // In [1, 2^32]: a word r (< 2^32) is kept when r < threshold; p = 0 keeps every word.
   const double t = std::nearbyint((1.0 - p) * 4294967296.0);
   return t < 1.0 ? 1u : static_cast<std::uint64_t>(t);

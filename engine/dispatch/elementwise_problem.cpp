@@ -7,9 +7,16 @@ namespace anvil {
 
 int ew_arity(EwOp op) {
   switch (op) {
-    case EwOp::add: case EwOp::sub: case EwOp::mul: case EwOp::div: case EwOp::pow:
-    case EwOp::maximum: case EwOp::gt:
-    case EwOp::sigmoid_backward: case EwOp::tanh_backward: case EwOp::relu_backward:
+    case EwOp::add:
+    case EwOp::sub:
+    case EwOp::mul:
+    case EwOp::div:
+    case EwOp::pow:
+    case EwOp::maximum:
+    case EwOp::gt:
+    case EwOp::sigmoid_backward:
+    case EwOp::tanh_backward:
+    case EwOp::relu_backward:
     case EwOp::pow_scalar_backward:
       return 2;
     default:
@@ -19,39 +26,71 @@ int ew_arity(EwOp op) {
 
 const char* ew_name(EwOp op) {
   switch (op) {
-    case EwOp::neg: return "neg";
-    case EwOp::exp: return "exp";
-    case EwOp::log: return "log";
-    case EwOp::sqrt: return "sqrt";
-    case EwOp::sigmoid: return "sigmoid";
-    case EwOp::tanh: return "tanh";
-    case EwOp::relu: return "relu";
-    case EwOp::abs: return "abs";
-    case EwOp::sign: return "sign";
-    case EwOp::add: return "add";
-    case EwOp::sub: return "sub";
-    case EwOp::mul: return "mul";
-    case EwOp::div: return "div";
-    case EwOp::pow: return "pow";
-    case EwOp::maximum: return "maximum";
-    case EwOp::gt: return "gt";
-    case EwOp::add_scalar: return "add_scalar";
-    case EwOp::mul_scalar: return "mul_scalar";
-    case EwOp::pow_scalar: return "pow_scalar";
-    case EwOp::rsub_scalar: return "rsub_scalar";
-    case EwOp::rdiv_scalar: return "rdiv_scalar";
-    case EwOp::sigmoid_backward: return "sigmoid_backward";
-    case EwOp::tanh_backward: return "tanh_backward";
-    case EwOp::relu_backward: return "relu_backward";
-    case EwOp::pow_scalar_backward: return "pow_scalar_backward";
+    case EwOp::neg:
+      return "neg";
+    case EwOp::exp:
+      return "exp";
+    case EwOp::log:
+      return "log";
+    case EwOp::sqrt:
+      return "sqrt";
+    case EwOp::sigmoid:
+      return "sigmoid";
+    case EwOp::tanh:
+      return "tanh";
+    case EwOp::relu:
+      return "relu";
+    case EwOp::abs:
+      return "abs";
+    case EwOp::sign:
+      return "sign";
+    case EwOp::add:
+      return "add";
+    case EwOp::sub:
+      return "sub";
+    case EwOp::mul:
+      return "mul";
+    case EwOp::div:
+      return "div";
+    case EwOp::pow:
+      return "pow";
+    case EwOp::maximum:
+      return "maximum";
+    case EwOp::gt:
+      return "gt";
+    case EwOp::add_scalar:
+      return "add_scalar";
+    case EwOp::mul_scalar:
+      return "mul_scalar";
+    case EwOp::pow_scalar:
+      return "pow_scalar";
+    case EwOp::rsub_scalar:
+      return "rsub_scalar";
+    case EwOp::rdiv_scalar:
+      return "rdiv_scalar";
+    case EwOp::sigmoid_backward:
+      return "sigmoid_backward";
+    case EwOp::tanh_backward:
+      return "tanh_backward";
+    case EwOp::relu_backward:
+      return "relu_backward";
+    case EwOp::pow_scalar_backward:
+      return "pow_scalar_backward";
   }
   return "?";
 }
 
 bool ew_allows_integers(EwOp op) {
   switch (op) {
-    case EwOp::neg: case EwOp::abs: case EwOp::add: case EwOp::sub: case EwOp::mul:
-    case EwOp::add_scalar: case EwOp::mul_scalar: case EwOp::maximum: case EwOp::gt:
+    case EwOp::neg:
+    case EwOp::abs:
+    case EwOp::add:
+    case EwOp::sub:
+    case EwOp::mul:
+    case EwOp::add_scalar:
+    case EwOp::mul_scalar:
+    case EwOp::maximum:
+    case EwOp::gt:
     case EwOp::sign:
       return true;
     default:

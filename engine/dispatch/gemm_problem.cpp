@@ -30,8 +30,8 @@ std::string GemmProblem::mode() const {
 
 std::string GemmProblem::key() const {
   return detail::str_cat(dtype_name(dtype), ' ', device.str(), ' ', mode(), ' ', m, ' ', n, ' ', k,
-                         ' ', lda, ' ', ldb, ' ', ldc, ' ', batch, ' ', stride_a, ' ', stride_b, ' ',
-                         stride_c, ' ', beta_zero);
+                         ' ', lda, ' ', ldb, ' ', ldc, ' ', batch, ' ', stride_a, ' ', stride_b,
+                         ' ', stride_c, ' ', beta_zero);
 }
 
 std::string GemmProblem::repr() const {
@@ -42,8 +42,9 @@ std::string GemmProblem::repr() const {
 
 double GemmProblem::bytes() const {
   const double e = static_cast<double>(dtype_size(dtype));
-  return e * batch * (static_cast<double>(m) * k + static_cast<double>(k) * n +
-                      (beta_zero ? 1.0 : 2.0) * static_cast<double>(m) * n);
+  return e * batch *
+         (static_cast<double>(m) * k + static_cast<double>(k) * n +
+          (beta_zero ? 1.0 : 2.0) * static_cast<double>(m) * n);
 }
 
 void GemmProblem::validate(const char* where) const {

@@ -25,7 +25,7 @@ struct GemmProblem {
   std::int64_t lda = 0, ldb = 0, ldc = 0;
   std::int64_t batch = 1;
   std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // between batch matrices
-  bool beta_zero = true;  // beta == 0: C is write-only
+  bool beta_zero = true;                                  // beta == 0: C is write-only
 
   // Fills lda/ldb/ldc (tight) and batch strides for dense operands.
   static GemmProblem dense(std::int64_t m, std::int64_t n, std::int64_t k, bool trans_a,

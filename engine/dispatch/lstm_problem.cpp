@@ -7,9 +7,12 @@ namespace anvil {
 
 const char* lstm_pass_name(LstmPass p) {
   switch (p) {
-    case LstmPass::forward_inference: return "forward_inference";
-    case LstmPass::forward_training: return "forward_training";
-    case LstmPass::backward: return "backward";
+    case LstmPass::forward_inference:
+      return "forward_inference";
+    case LstmPass::forward_training:
+      return "forward_training";
+    case LstmPass::backward:
+      return "backward";
   }
   return "?";
 }

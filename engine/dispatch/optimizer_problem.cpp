@@ -7,17 +7,21 @@ namespace anvil {
 
 const char* optim_op_name(OptimOp op) {
   switch (op) {
-    case OptimOp::sgd: return "sgd_update";
-    case OptimOp::adam: return "adam_update";
-    case OptimOp::grad_norm: return "grad_norm";
-    case OptimOp::grad_scale: return "grad_scale";
+    case OptimOp::sgd:
+      return "sgd_update";
+    case OptimOp::adam:
+      return "adam_update";
+    case OptimOp::grad_norm:
+      return "grad_norm";
+    case OptimOp::grad_scale:
+      return "grad_scale";
   }
   return "?";
 }
 
 std::string OptimizerProblem::key() const {
-  return detail::str_cat(optim_op_name(op), ' ', dtype_name(dtype), ' ', device.str(), ' ',
-                         tensors, ' ', numel, ' ', momentum);
+  return detail::str_cat(optim_op_name(op), ' ', dtype_name(dtype), ' ', device.str(), ' ', tensors,
+                         ' ', numel, ' ', momentum);
 }
 
 std::string OptimizerProblem::repr() const {
@@ -30,10 +34,18 @@ double OptimizerProblem::bytes() const {
   // Elements touched per parameter element: reads + writes.
   double per = 0;
   switch (op) {
-    case OptimOp::sgd: per = momentum ? 5 : 3; break;  // p r/w, g r (+ buf r/w)
-    case OptimOp::adam: per = 7; break;                // p, m, v r/w, g r
-    case OptimOp::grad_norm: per = 1; break;
-    case OptimOp::grad_scale: per = 2; break;
+    case OptimOp::sgd:
+      per = momentum ? 5 : 3;
+      break;  // p r/w, g r (+ buf r/w)
+    case OptimOp::adam:
+      per = 7;
+      break;  // p, m, v r/w, g r
+    case OptimOp::grad_norm:
+      per = 1;
+      break;
+    case OptimOp::grad_scale:
+      per = 2;
+      break;
   }
   return per * static_cast<double>(numel) * static_cast<double>(dtype_size(dtype));
 }
@@ -57,10 +69,14 @@ OptimizerTable& grad_scale_table() {
 
 OptimizerTable& optimizer_table(OptimOp op) {
   switch (op) {
-    case OptimOp::sgd: return sgd_update_table();
-    case OptimOp::adam: return adam_update_table();
-    case OptimOp::grad_norm: return grad_norm_table();
-    case OptimOp::grad_scale: return grad_scale_table();
+    case OptimOp::sgd:
+      return sgd_update_table();
+    case OptimOp::adam:
+      return adam_update_table();
+    case OptimOp::grad_norm:
+      return grad_norm_table();
+    case OptimOp::grad_scale:
+      return grad_scale_table();
   }
   fail("optimizer_table", "unknown op ", static_cast<int>(op));
 }

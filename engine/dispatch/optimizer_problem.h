@@ -66,8 +66,8 @@ struct OptimizerArgs {
   const OptimTensor* tensors = nullptr;  // problem.tensors entries
   SgdHyper sgd;
   AdamHyper adam;
-  double scale = 1.0;         // grad_scale
-  double* result = nullptr;   // grad_norm: host double receiving the sum of squares
+  double scale = 1.0;        // grad_scale
+  double* result = nullptr;  // grad_norm: host double receiving the sum of squares
 };
 
 using OptimizerTable = VariantTable<OptimizerProblem, OptimizerArgs>;

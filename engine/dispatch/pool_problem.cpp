@@ -15,18 +15,24 @@ namespace anvil {
 
 const char* pool_op_name(PoolKind kind) {
   switch (kind) {
-    case PoolKind::max: return "max_pool2d";
-    case PoolKind::avg: return "avg_pool2d";
-    case PoolKind::adaptive_avg: return "adaptive_avg_pool2d";
+    case PoolKind::max:
+      return "max_pool2d";
+    case PoolKind::avg:
+      return "avg_pool2d";
+    case PoolKind::adaptive_avg:
+      return "adaptive_avg_pool2d";
   }
   return "?";
 }
 
 const char* pool_pass_name(PoolPass pass) {
   switch (pass) {
-    case PoolPass::forward_inference: return "forward_inference";
-    case PoolPass::forward_training: return "forward_training";
-    case PoolPass::backward: return "backward";
+    case PoolPass::forward_inference:
+      return "forward_inference";
+    case PoolPass::forward_training:
+      return "forward_training";
+    case PoolPass::backward:
+      return "backward";
   }
   return "?";
 }
@@ -39,9 +45,9 @@ std::string PoolProblem::key() const {
 }
 
 std::string PoolProblem::repr() const {
-  std::string s = detail::str_cat(pool_op_name(kind), ' ', pool_pass_name(pass), ' ',
-                                  dtype_name(dtype), ' ', device.str(), " N=", n, " C=", c,
-                                  " H=", h, " W=", w);
+  std::string s =
+      detail::str_cat(pool_op_name(kind), ' ', pool_pass_name(pass), ' ', dtype_name(dtype), ' ',
+                      device.str(), " N=", n, " C=", c, " H=", h, " W=", w);
   if (kind != PoolKind::adaptive_avg) {
     s += detail::str_cat(" k=", kh, 'x', kw, " s=", sh, 'x', sw, " p=", ph, 'x', pw);
     if (ceil_mode) s += " ceil_mode";
@@ -54,8 +60,10 @@ double PoolProblem::flops() const {
   double window = 0.0;
   if (kind == PoolKind::adaptive_avg) {
     double bh = 0, bw = 0;  // summed bin heights / widths
-    for (std::int64_t i = 0; i < oh; ++i) bh += double(adaptive_end(i, h, oh) - adaptive_start(i, h, oh));
-    for (std::int64_t j = 0; j < ow; ++j) bw += double(adaptive_end(j, w, ow) - adaptive_start(j, w, ow));
+    for (std::int64_t i = 0; i < oh; ++i)
+      bh += double(adaptive_end(i, h, oh) - adaptive_start(i, h, oh));
+    for (std::int64_t j = 0; j < ow; ++j)
+      bw += double(adaptive_end(j, w, ow) - adaptive_start(j, w, ow));
     return static_cast<double>(planes()) * bh * bw;
   }
   window = static_cast<double>(kh) * static_cast<double>(kw);
@@ -162,9 +170,12 @@ PoolTable& adaptive_avg_pool2d_table() {
 }
 PoolTable& pool_table(PoolKind kind) {
   switch (kind) {
-    case PoolKind::max: return max_pool2d_table();
-    case PoolKind::avg: return avg_pool2d_table();
-    case PoolKind::adaptive_avg: return adaptive_avg_pool2d_table();
+    case PoolKind::max:
+      return max_pool2d_table();
+    case PoolKind::avg:
+      return avg_pool2d_table();
+    case PoolKind::adaptive_avg:
+      return adaptive_avg_pool2d_table();
   }
   return max_pool2d_table();
 }

@@ -41,8 +41,9 @@ struct PoolProblem {
   std::int64_t oh = 0, ow = 0;
 
   DeviceType device_type() const { return device.type; }
-  std::string key() const;   // every field
-  std::string repr() const;  // "max_pool2d forward_training f32 cpu N=16 C=64 H=112 W=112 k=3x3 s=2x2 p=1x1 ..."
+  std::string key() const;  // every field
+  std::string repr()
+      const;  // "max_pool2d forward_training f32 cpu N=16 C=64 H=112 W=112 k=3x3 s=2x2 p=1x1 ..."
   std::int64_t planes() const { return n * c; }
   std::int64_t in_numel() const { return n * c * h * w; }
   std::int64_t out_numel() const { return n * c * oh * ow; }
@@ -93,10 +94,10 @@ inline std::int64_t adaptive_end(std::int64_t i, std::int64_t in, std::int64_t o
 // variant that produced its workspace (engine/ops/pool.cpp), whatever a newer selection would be.
 struct PoolArgs {
   PoolProblem problem;
-  const void* x = nullptr;    // [N, C, H, W]   forward passes
-  void* y = nullptr;          // [N, C, OH, OW] forward passes
-  const void* dy = nullptr;   // [N, C, OH, OW] backward
-  void* dx = nullptr;         // [N, C, H, W]   backward (written entirely, also where zero)
+  const void* x = nullptr;   // [N, C, H, W]   forward passes
+  void* y = nullptr;         // [N, C, OH, OW] forward passes
+  const void* dy = nullptr;  // [N, C, OH, OW] backward
+  void* dx = nullptr;        // [N, C, H, W]   backward (written entirely, also where zero)
   // max, forward_training: the variant stores its workspace here (any dtype/shape it likes);
   // max, backward: the workspace its own forward_training stored. Unused otherwise.
   Tensor* workspace = nullptr;

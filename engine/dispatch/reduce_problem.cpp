@@ -7,8 +7,10 @@ namespace anvil {
 
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {
-    case ReduceOp::sum: return "sum";
-    case ReduceOp::max: return "max";
+    case ReduceOp::sum:
+      return "sum";
+    case ReduceOp::max:
+      return "max";
   }
   return "?";
 }

@@ -31,10 +31,10 @@ struct ReduceProblem {
 
 struct ReduceArgs {
   ReduceProblem problem;
-  const void* x = nullptr;         // [outer, reduce, inner], contiguous
-  void* out = nullptr;             // [outer, inner], contiguous
-  std::int64_t* index = nullptr;   // [outer, inner] (max only)
-  double scale = 1.0;              // sum only: out = scale * sum
+  const void* x = nullptr;        // [outer, reduce, inner], contiguous
+  void* out = nullptr;            // [outer, inner], contiguous
+  std::int64_t* index = nullptr;  // [outer, inner] (max only)
+  double scale = 1.0;             // sum only: out = scale * sum
 };
 
 using ReduceTable = VariantTable<ReduceProblem, ReduceArgs>;

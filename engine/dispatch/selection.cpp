@@ -9,7 +9,8 @@
 namespace anvil {
 
 std::size_t select_variant(const std::string& op, const std::string& problem,
-                           const std::vector<Candidate>& candidates, const SelectionPolicy& policy) {
+                           const std::vector<Candidate>& candidates,
+                           const SelectionPolicy& policy) {
   auto index_of = [&](const std::string& name) -> std::optional<std::size_t> {
     for (std::size_t i = 0; i < candidates.size(); ++i)
       if (candidates[i].name == name) return i;
@@ -37,7 +38,8 @@ std::size_t select_variant(const std::string& op, const std::string& problem,
     if (candidates[i].support.ok) return i;
   std::string reasons;
   for (const auto& c : candidates) reasons += "\n  " + c.name + ": " + c.support.reason;
-  fail(op.c_str(), "no variant supports ", problem, ":", reasons.empty() ? " (no variants registered)" : reasons);
+  fail(op.c_str(), "no variant supports ", problem, ":",
+       reasons.empty() ? " (no variants registered)" : reasons);
 }
 
 // ---- forcing ----------------------------------------------------------------------------------
@@ -51,7 +53,8 @@ std::map<std::string, std::string>& global_forced() {
   return m;
 }
 const std::map<std::string, std::string>& env_forced() {
-  static const std::map<std::string, std::string> m = parse_variant_spec(env_or_empty("ANVIL_VARIANT"));
+  static const std::map<std::string, std::string> m =
+      parse_variant_spec(env_or_empty("ANVIL_VARIANT"));
   return m;
 }
 thread_local std::map<std::string, std::string> tls_forced;  // ForceVariant guards
@@ -86,8 +89,10 @@ std::string forced_variant(const std::string& op) {
 
 void set_forced_variant(const std::string& op, const std::string& name) {
   std::lock_guard<std::mutex> lock(global_mutex());
-  if (name.empty()) global_forced().erase(op);
-  else global_forced()[op] = name;
+  if (name.empty())
+    global_forced().erase(op);
+  else
+    global_forced()[op] = name;
 }
 
 ForceVariant::ForceVariant(std::string op, std::string name) : op_(std::move(op)) {
@@ -95,8 +100,10 @@ ForceVariant::ForceVariant(std::string op, std::string name) : op_(std::move(op)
   tls_forced[op_] = std::move(name);
 }
 ForceVariant::~ForceVariant() {
-  if (previous_) tls_forced[op_] = *previous_;
-  else tls_forced.erase(op_);
+  if (previous_)
+    tls_forced[op_] = *previous_;
+  else
+    tls_forced.erase(op_);
 }
 
 // ---- autotune ----------------------------------------------------------------------------------

@@ -24,8 +24,13 @@
 namespace anvil {
 
 enum class SoftmaxOp : std::uint8_t {
-  softmax, log_softmax, softmax_backward, log_softmax_backward,
-  cross_entropy_forward, cross_entropy_backward, cross_entropy_forward_grad,
+  softmax,
+  log_softmax,
+  softmax_backward,
+  log_softmax_backward,
+  cross_entropy_forward,
+  cross_entropy_backward,
+  cross_entropy_forward_grad,
 };
 const char* softmax_op_name(SoftmaxOp op);
 inline bool softmax_is_cross_entropy(SoftmaxOp op) {
@@ -35,8 +40,8 @@ inline bool softmax_is_cross_entropy(SoftmaxOp op) {
 
 struct SoftmaxProblem {
   SoftmaxOp op = SoftmaxOp::softmax;
-  DType dtype = DType::f32;         // of x, dy, out, lse (f32 or f64)
-  DType index_dtype = DType::i64;   // of target (cross-entropy only: i32 or i64)
+  DType dtype = DType::f32;        // of x, dy, out, lse (f32 or f64)
+  DType index_dtype = DType::i64;  // of target (cross-entropy only: i32 or i64)
   Device device = Device::cpu();
   std::int64_t rows = 0, cols = 0;
 

@@ -50,10 +50,10 @@ class VariantTable final : public VariantTableBase {
   struct Variant {
     std::string name;
     DeviceType device = DeviceType::cpu;
-    int priority = 0;           // higher is tried first
-    SupportFn supports;         // null = supports everything on its device
+    int priority = 0;    // higher is tried first
+    SupportFn supports;  // null = supports everything on its device
     Fn fn;
-    std::string description;    // one line for listings
+    std::string description;  // one line for listings
     // Runs only when forced by name, never by default, heuristic or autotune: for variants that
     // change the numerics (TF32 tensor-core math), which a user must ask for.
     bool opt_in = false;
@@ -146,7 +146,10 @@ class VariantTable final : public VariantTableBase {
       time_variant(variants_[i]);  // warm-up (primitive creation, page faults)
       double s = time_variant(variants_[i]);
       s = std::min(s, time_variant(variants_[i]));
-      if (best.empty() || s < best_s) { best = variants_[i].name; best_s = s; }
+      if (best.empty() || s < best_s) {
+        best = variants_[i].name;
+        best_s = s;
+      }
     }
     std::lock_guard<std::mutex> lock(mu_);
     tuned_[key] = best;

@@ -24,8 +24,8 @@ Conv2d::Conv2d(std::int64_t in, std::int64_t out, std::array<std::int64_t, 2> ke
                Conv2dOptions options, bool bias, Generator* gen)
     : in_(in), out_(out), kernel_(kernel), options_(options) {
   ANVIL_CHECK(in > 0 && out > 0 && kernel[0] > 0 && kernel[1] > 0, "Conv2d",
-              "channels and kernel must be positive, got in=", in, ", out=", out, ", kernel=",
-              kernel[0], 'x', kernel[1]);
+              "channels and kernel must be positive, got in=", in, ", out=", out,
+              ", kernel=", kernel[0], 'x', kernel[1]);
   ANVIL_CHECK(options.groups >= 1 && in % options.groups == 0 && out % options.groups == 0,
               "Conv2d", "groups=", options.groups, " must divide in=", in, " and out=", out);
   const std::int64_t fan_in = in / options.groups * kernel[0] * kernel[1];
@@ -62,15 +62,15 @@ Shape Conv2d::output_shape(const Shape& in) const {
 }
 
 double Conv2d::forward_flops(const Shape& in) const {
-  ConvProblem p = ops::conv2d_problem(in, weight_->sizes(), bias_->defined(),
-                                      to_params(options_), DType::f32, "Conv2d");
+  ConvProblem p = ops::conv2d_problem(in, weight_->sizes(), bias_->defined(), to_params(options_),
+                                      DType::f32, "Conv2d");
   return p.flops();
 }
 
 void Conv2d::kernel_problems(const Shape& in, const std::string& prefix,
                              std::vector<NamedKernelProblem>& out) const {
-  ConvProblem p = ops::conv2d_problem(in, weight_->sizes(), bias_->defined(),
-                                      to_params(options_), weight_->dtype(), "Conv2d");
+  ConvProblem p = ops::conv2d_problem(in, weight_->sizes(), bias_->defined(), to_params(options_),
+                                      weight_->dtype(), "Conv2d");
   p.device = weight_->device();
   p.fuse_relu = fused_relu_;
   std::string name = prefix;

@@ -15,8 +15,12 @@ std::pair<std::int64_t, std::int64_t> fan_in_and_out(const Tensor& t) {
 
 void zeros_(Tensor& t) { t.zero_(); }
 void constant_(Tensor& t, double v) { t.fill_(v); }
-void uniform_(Tensor& t, double low, double high, Generator* gen) { anvil::uniform_(t, low, high, gen); }
-void normal_(Tensor& t, double mean, double std, Generator* gen) { anvil::normal_(t, mean, std, gen); }
+void uniform_(Tensor& t, double low, double high, Generator* gen) {
+  anvil::uniform_(t, low, high, gen);
+}
+void normal_(Tensor& t, double mean, double std, Generator* gen) {
+  anvil::normal_(t, mean, std, gen);
+}
 
 void xavier_uniform_(Tensor& t, double gain, Generator* gen) {
   const auto [fi, fo] = fan_in_and_out(t);

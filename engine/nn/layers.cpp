@@ -21,7 +21,8 @@ Linear::Linear(std::int64_t in, std::int64_t out, bool bias, Generator* gen) : i
 Tensor Linear::forward(const Tensor& x) { return linear(x, *weight_, *bias_); }
 
 std::string Linear::extra_repr() const {
-  return detail::str_cat("in=", in_, ", out=", out_, ", bias=", bias_->defined() ? "true" : "false");
+  return detail::str_cat("in=", in_, ", out=", out_,
+                         ", bias=", bias_->defined() ? "true" : "false");
 }
 
 Shape Linear::output_shape(const Shape& in) const {
@@ -37,7 +38,8 @@ double Linear::forward_flops(const Shape& in) const {
   return rows * (2.0 * in_ * out_ + (bias_->defined() ? out_ : 0));
 }
 
-void Linear::gemm_problems(const Shape& in, const std::string& prefix, std::vector<NamedGemm>& out) const {
+void Linear::gemm_problems(const Shape& in, const std::string& prefix,
+                           std::vector<NamedGemm>& out) const {
   const std::int64_t rows = shape_numel(in) / in_;
   // Note [Linear layout]: forward NT, input gradient NN, weight gradient TN.
   NamedGemm fwd{prefix + "forward", GemmProblem::dense(rows, out_, in_, false, true)};
@@ -49,18 +51,24 @@ void Linear::gemm_problems(const Shape& in, const std::string& prefix, std::vect
 
 Tensor ActivationLayer::forward(const Tensor& x) {
   switch (kind_) {
-    case Activation::sigmoid: return sigmoid(x);
-    case Activation::tanh: return tanh(x);
-    case Activation::relu: return relu(x);
+    case Activation::sigmoid:
+      return sigmoid(x);
+    case Activation::tanh:
+      return tanh(x);
+    case Activation::relu:
+      return relu(x);
   }
   return x;
 }
 
 std::string ActivationLayer::type_name() const {
   switch (kind_) {
-    case Activation::sigmoid: return "Sigmoid";
-    case Activation::tanh: return "Tanh";
-    case Activation::relu: return "ReLU";
+    case Activation::sigmoid:
+      return "Sigmoid";
+    case Activation::tanh:
+      return "Tanh";
+    case Activation::relu:
+      return "ReLU";
   }
   return "?";
 }
@@ -124,7 +132,8 @@ double Sequential::forward_flops(const Shape& in) const {
   return f;
 }
 
-void Sequential::gemm_problems(const Shape& in, const std::string& prefix, std::vector<NamedGemm>& out) const {
+void Sequential::gemm_problems(const Shape& in, const std::string& prefix,
+                               std::vector<NamedGemm>& out) const {
   Shape s = in;
   for (const auto& [name, m] : children()) {
     m->gemm_problems(s, prefix + name + ".", out);

@@ -48,9 +48,15 @@ class ActivationLayer final : public Module {
   Activation kind_;
 };
 
-inline std::shared_ptr<ActivationLayer> Sigmoid() { return std::make_shared<ActivationLayer>(Activation::sigmoid); }
-inline std::shared_ptr<ActivationLayer> Tanh() { return std::make_shared<ActivationLayer>(Activation::tanh); }
-inline std::shared_ptr<ActivationLayer> ReLU() { return std::make_shared<ActivationLayer>(Activation::relu); }
+inline std::shared_ptr<ActivationLayer> Sigmoid() {
+  return std::make_shared<ActivationLayer>(Activation::sigmoid);
+}
+inline std::shared_ptr<ActivationLayer> Tanh() {
+  return std::make_shared<ActivationLayer>(Activation::tanh);
+}
+inline std::shared_ptr<ActivationLayer> ReLU() {
+  return std::make_shared<ActivationLayer>(Activation::relu);
+}
 
 // Draws its masks from its own Generator, seeded from `seed_from` at construction (so a model
 // built from a seed drops the same units every run), or from the default generator when null.

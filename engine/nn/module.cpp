@@ -59,7 +59,8 @@ void Module::load_extra_state(const std::map<std::string, std::string>& state) {
   for (const auto& [n, m] : children_) {
     std::map<std::string, std::string> sub;
     const std::string prefix = n + ".";
-    for (auto it = state.lower_bound(prefix); it != state.end() && it->first.rfind(prefix, 0) == 0; ++it)
+    for (auto it = state.lower_bound(prefix); it != state.end() && it->first.rfind(prefix, 0) == 0;
+         ++it)
       sub.emplace(it->first.substr(prefix.size()), it->second);
     m->load_extra_state(sub);
   }
@@ -76,7 +77,8 @@ std::vector<std::pair<std::string, Tensor>> Module::named_buffers() const {
   return out;
 }
 
-void Module::collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const {
+void Module::collect(const std::string& prefix,
+                     std::vector<std::pair<std::string, Tensor>>& out) const {
   for (const auto& [n, t] : params_) out.emplace_back(prefix + n, t);
   for (const auto& [n, m] : children_) m->collect(prefix + n + ".", out);
 }

@@ -41,16 +41,23 @@ class Module {
   // Output shape for an input of shape `in` (batch dim included); identity by default.
   virtual Shape output_shape(const Shape& in) const { return in; }
   // Forward FLOPs for an input of shape `in` (multiply-add = 2 FLOPs); 0 by default.
-  virtual double forward_flops(const Shape& in) const { (void)in; return 0.0; }
+  virtual double forward_flops(const Shape& in) const {
+    (void)in;
+    return 0.0;
+  }
   // Appends the GEMMs of forward and backward for input `in`, names prefixed by `prefix`.
   virtual void gemm_problems(const Shape& in, const std::string& prefix,
                              std::vector<NamedGemm>& out) const {
-    (void)in; (void)prefix; (void)out;
+    (void)in;
+    (void)prefix;
+    (void)out;
   }
   // Appends the convolution/pool/batch-norm/LSTM problems of this module for input `in`.
   virtual void kernel_problems(const Shape& in, const std::string& prefix,
                                std::vector<NamedKernelProblem>& out) const {
-    (void)in; (void)prefix; (void)out;
+    (void)in;
+    (void)prefix;
+    (void)out;
   }
 
   // Parameters of this module and its children, named "0.weight", "fc1.bias", ...
@@ -60,7 +67,9 @@ class Module {
   // State that is saved with the parameters but never trained (batch norm's running
   // statistics), named like parameters.
   std::vector<std::pair<std::string, Tensor>> named_buffers() const;
-  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const { return children_; }
+  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const {
+    return children_;
+  }
   // State beyond tensors that an exact resume needs (a Dropout layer's own generator), as text,
   // named like parameters ("drop1.generator"); checkpoints store it as metadata.
   std::vector<std::pair<std::string, std::string>> named_extra_state() const;

@@ -8,7 +8,8 @@
 namespace anvil::nn {
 namespace {
 
-PoolProblem fixed_problem(PoolKind kind, const Shape& in, const Pool2dOptions& o, const char* where) {
+PoolProblem fixed_problem(PoolKind kind, const Shape& in, const Pool2dOptions& o,
+                          const char* where) {
   return make_pool_problem(kind, in, o.kernel, o.stride, o.padding, o.ceil_mode,
                            o.count_include_pad, DType::f32, Device::cpu(), where);
 }
@@ -29,10 +30,11 @@ Shape out_shape(const PoolProblem& p) { return {p.n, p.c, p.oh, p.ow}; }
 
 void validate_options(const Pool2dOptions& o, const char* where) {
   // The input-independent checks, at construction (a dummy input large enough for the kernel).
-  (void)make_pool_problem(PoolKind::max,
-                          {1, 1, std::max<std::int64_t>(o.kernel[0], 1), std::max<std::int64_t>(o.kernel[1], 1)}, o.kernel, o.stride,
-                          o.padding, o.ceil_mode, o.count_include_pad, DType::f32, Device::cpu(),
-                          where);
+  (void)make_pool_problem(
+      PoolKind::max,
+      {1, 1, std::max<std::int64_t>(o.kernel[0], 1), std::max<std::int64_t>(o.kernel[1], 1)},
+      o.kernel, o.stride, o.padding, o.ceil_mode, o.count_include_pad, DType::f32, Device::cpu(),
+      where);
 }
 
 }  // namespace
@@ -51,8 +53,8 @@ double MaxPool2d::forward_flops(const Shape& in) const {
 }
 void MaxPool2d::kernel_problems(const Shape& in, const std::string& prefix,
                                 std::vector<NamedKernelProblem>& out) const {
-  out.push_back({without_dot(prefix), "max_pool2d",
-                 fixed_problem(PoolKind::max, in, options_, "MaxPool2d")});
+  out.push_back(
+      {without_dot(prefix), "max_pool2d", fixed_problem(PoolKind::max, in, options_, "MaxPool2d")});
 }
 
 // ---- AvgPool2d --------------------------------------------------------------------------------
@@ -72,8 +74,8 @@ double AvgPool2d::forward_flops(const Shape& in) const {
 }
 void AvgPool2d::kernel_problems(const Shape& in, const std::string& prefix,
                                 std::vector<NamedKernelProblem>& out) const {
-  out.push_back({without_dot(prefix), "avg_pool2d",
-                 fixed_problem(PoolKind::avg, in, options_, "AvgPool2d")});
+  out.push_back(
+      {without_dot(prefix), "avg_pool2d", fixed_problem(PoolKind::avg, in, options_, "AvgPool2d")});
 }
 
 // ---- AdaptiveAvgPool2d ------------------------------------------------------------------------
@@ -87,11 +89,12 @@ std::string AdaptiveAvgPool2d::extra_repr() const {
   return detail::str_cat("output_size=[", output_size_[0], ",", output_size_[1], "]");
 }
 Shape AdaptiveAvgPool2d::output_shape(const Shape& in) const {
-  return out_shape(make_adaptive_pool_problem(in, output_size_, DType::f32, Device::cpu(),
-                                              "AdaptiveAvgPool2d"));
+  return out_shape(
+      make_adaptive_pool_problem(in, output_size_, DType::f32, Device::cpu(), "AdaptiveAvgPool2d"));
 }
 double AdaptiveAvgPool2d::forward_flops(const Shape& in) const {
-  return make_adaptive_pool_problem(in, output_size_, DType::f32, Device::cpu(), "AdaptiveAvgPool2d")
+  return make_adaptive_pool_problem(in, output_size_, DType::f32, Device::cpu(),
+                                    "AdaptiveAvgPool2d")
       .flops();
 }
 void AdaptiveAvgPool2d::kernel_problems(const Shape& in, const std::string& prefix,
@@ -109,13 +112,14 @@ Shape GlobalAvgPool2d::output_shape(const Shape& in) const {
   return {p.n, p.c};
 }
 double GlobalAvgPool2d::forward_flops(const Shape& in) const {
-  return make_adaptive_pool_problem(in, {1, 1}, DType::f32, Device::cpu(), "GlobalAvgPool2d").flops();
+  return make_adaptive_pool_problem(in, {1, 1}, DType::f32, Device::cpu(), "GlobalAvgPool2d")
+      .flops();
 }
 void GlobalAvgPool2d::kernel_problems(const Shape& in, const std::string& prefix,
                                       std::vector<NamedKernelProblem>& out) const {
-  out.push_back({without_dot(prefix), "adaptive_avg_pool2d",
-                 make_adaptive_pool_problem(in, {1, 1}, DType::f32, Device::cpu(),
-                                            "GlobalAvgPool2d")});
+  out.push_back(
+      {without_dot(prefix), "adaptive_avg_pool2d",
+       make_adaptive_pool_problem(in, {1, 1}, DType::f32, Device::cpu(), "GlobalAvgPool2d")});
 }
 
 }  // namespace anvil::nn

@@ -55,8 +55,9 @@ class AdaptiveAvgPool2d final : public Module {
   std::string extra_repr() const override;
   Shape output_shape(const Shape& in) const override;
   double forward_flops(const Shape& in) const override;  // one addition per binned element
-  void kernel_problems(const Shape& in, const std::string& prefix,
-                       std::vector<NamedKernelProblem>& out) const override;  // "adaptive_avg_pool2d"
+  void kernel_problems(
+      const Shape& in, const std::string& prefix,
+      std::vector<NamedKernelProblem>& out) const override;  // "adaptive_avg_pool2d"
   std::array<std::int64_t, 2> output_size() const { return output_size_; }
 
  private:
@@ -71,8 +72,9 @@ class GlobalAvgPool2d final : public Module {
   std::string type_name() const override { return "GlobalAvgPool2d"; }
   Shape output_shape(const Shape& in) const override;
   double forward_flops(const Shape& in) const override;
-  void kernel_problems(const Shape& in, const std::string& prefix,
-                       std::vector<NamedKernelProblem>& out) const override;  // "adaptive_avg_pool2d"
+  void kernel_problems(
+      const Shape& in, const std::string& prefix,
+      std::vector<NamedKernelProblem>& out) const override;  // "adaptive_avg_pool2d"
 };
 
 }  // namespace anvil::nn

@@ -10,7 +10,8 @@
 
 namespace anvil::nn {
 
-// ---- Embedding -----------------------------------------------------------------------------------
+// ---- Embedding
+// -----------------------------------------------------------------------------------
 
 Embedding::Embedding(std::int64_t v, std::int64_t d, Generator* gen) : v_(v), d_(d) {
   ANVIL_CHECK(v > 0 && d > 0, "Embedding", "sizes must be positive, got num_embeddings=", v,
@@ -29,7 +30,8 @@ Shape Embedding::output_shape(const Shape& in) const {
   return out;
 }
 
-// ---- LSTM ------------------------------------------------------------------------------------------
+// ---- LSTM
+// ------------------------------------------------------------------------------------------
 
 LstmState LstmState::detached() const {
   LstmState s;
@@ -61,17 +63,17 @@ Tensor LSTM::forward(const Tensor& x) { return forward(x, LstmState{}).first; }
 std::pair<Tensor, LstmState> LSTM::forward(const Tensor& x, const LstmState& state) {
   ANVIL_CHECK(state.empty() || (static_cast<std::int64_t>(state.h.size()) == layers_ &&
                                 static_cast<std::int64_t>(state.c.size()) == layers_),
-              "LSTM", "state has ", state.h.size(), " h and ", state.c.size(), " c tensors but the ",
-              "stack has ", layers_, " layers");
+              "LSTM", "state has ", state.h.size(), " h and ", state.c.size(),
+              " c tensors but the ", "stack has ", layers_, " layers");
   LstmState out;
   Tensor y = x;
   for (std::int64_t l = 0; l < layers_; ++l) {
     const std::string s = std::to_string(l);
     const Tensor none;
-    auto r = lstm_layer(y, state.empty() ? none : state.h[l], state.empty() ? none : state.c[l],
-                        parameter("weight_ih_l" + s), parameter("weight_hh_l" + s),
-                        parameter("bias_ih_l" + s),
-                        two_biases_ ? parameter("bias_hh_l" + s) : none);
+    auto r =
+        lstm_layer(y, state.empty() ? none : state.h[l], state.empty() ? none : state.c[l],
+                   parameter("weight_ih_l" + s), parameter("weight_hh_l" + s),
+                   parameter("bias_ih_l" + s), two_biases_ ? parameter("bias_hh_l" + s) : none);
     y = r.y;
     out.h.push_back(r.h_n);
     out.c.push_back(r.c_n);
@@ -156,8 +158,9 @@ Tensor LstmLanguageModel::forward(const Tensor& ids) { return decoder_->forward(
 Tensor LstmLanguageModel::sequence_loss(const Tensor& ids, const Tensor& targets) {
   check_defined(targets, "LstmLanguageModel::sequence_loss", "targets");
   ANVIL_CHECK(targets.dim() == 2 && ids.dim() == 2 && targets.sizes() == ids.sizes(),
-              "LstmLanguageModel::sequence_loss", "expected ids and targets [B, T] of one shape, got ",
-              shape_str(ids.sizes()), " and ", shape_str(targets.sizes()));
+              "LstmLanguageModel::sequence_loss",
+              "expected ids and targets [B, T] of one shape, got ", shape_str(ids.sizes()), " and ",
+              shape_str(targets.sizes()));
   // The loss is a sum over all (t, b): the rows may stay in the LSTM's time-major order (a view,
   // no [B*T, H] copy forward and backward) with the targets transposed to match.
   Tensor y = time_major_output(ids);
@@ -168,9 +171,10 @@ Tensor LstmLanguageModel::sequence_loss(const Tensor& ids, const Tensor& targets
 }
 
 std::string LstmLanguageModel::extra_repr() const {
-  return detail::str_cat("vocab=", embedding_->num_embeddings(), ", embed=",
-                         embedding_->embedding_dim(), ", hidden=", lstm_->hidden_size(),
-                         ", layers=", lstm_->num_layers(), ", carry_state=", carry_ ? "true" : "false");
+  return detail::str_cat("vocab=", embedding_->num_embeddings(),
+                         ", embed=", embedding_->embedding_dim(), ", hidden=", lstm_->hidden_size(),
+                         ", layers=", lstm_->num_layers(),
+                         ", carry_state=", carry_ ? "true" : "false");
 }
 
 Shape LstmLanguageModel::output_shape(const Shape& in) const {

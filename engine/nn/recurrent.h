@@ -95,7 +95,10 @@ class LstmLanguageModel final : public Module {
                        std::vector<NamedKernelProblem>& out) const override;
 
   void reset_state() { state_ = {}; }
-  void set_carry_state(bool on) { carry_ = on; if (!on) reset_state(); }
+  void set_carry_state(bool on) {
+    carry_ = on;
+    if (!on) reset_state();
+  }
   const LstmState& state() const { return state_; }
   Embedding& embedding() { return *embedding_; }
   LSTM& lstm() { return *lstm_; }

@@ -44,8 +44,8 @@ BatchNormForward batch_norm2d_forward(const Tensor& x, const Tensor& weight, con
   register_builtin_kernels();
   check_defined(x, kWhere, "input");
   BatchNormForward f;
-  f.problem = make_batch_norm_problem(x.sizes(), training, momentum, eps, x.dtype(), x.device(),
-                                      kWhere);
+  f.problem =
+      make_batch_norm_problem(x.sizes(), training, momentum, eps, x.dtype(), x.device(), kWhere);
   const Tensor w = channel_vector(weight, x, "weight", 1.0);
   const Tensor b = channel_vector(bias, x, "bias", 0.0);
   ANVIL_CHECK(running_mean.defined() == running_var.defined(), kWhere,
@@ -77,7 +77,8 @@ BatchNormForward batch_norm2d_forward(const Tensor& x, const Tensor& weight, con
   args.mean = f.mean.data_ptr();
   args.var = f.var.data_ptr();
   auto trial = [&](const BatchNormTable::Variant& v) {
-    Tensor sy = Tensor::empty(f.y.sizes(), x.dtype()), sm = raw::clone(f.mean), sv = raw::clone(f.var);
+    Tensor sy = Tensor::empty(f.y.sizes(), x.dtype()), sm = raw::clone(f.mean),
+           sv = raw::clone(f.var);
     BatchNormArgs t = args;
     t.y = sy.data_ptr();
     t.mean = sm.data_ptr();

@@ -8,9 +8,9 @@
 namespace anvil::ops {
 
 struct BatchNormForward {
-  Tensor y;                   // [N, C, H, W]
-  Tensor mean, var;           // [C] the statistics y was normalised with (batch: biased var)
-  BatchNormProblem problem;   // the forward problem
+  Tensor y;                  // [N, C, H, W]
+  Tensor mean, var;          // [C] the statistics y was normalised with (batch: biased var)
+  BatchNormProblem problem;  // the forward problem
 };
 
 // Forward of batch norm. weight/bias may be undefined (then 1 and 0). running_mean/running_var

@@ -14,9 +14,8 @@ std::string pair_str(const std::array<std::int64_t, 2>& a) {
 
 void run(const ConvArgs& args) {
   // Every pass writes only its outputs, so an autotune trial may run on them directly.
-  conv_table().run(args, [&](const ConvTable::Variant& v) {
-    return time_seconds([&] { v.fn(args); });
-  });
+  conv_table().run(args,
+                   [&](const ConvTable::Variant& v) { return time_seconds([&] { v.fn(args); }); });
 }
 
 }  // namespace
@@ -28,10 +27,10 @@ ConvProblem conv2d_problem(const Shape& x, const Shape& wt, bool has_bias, const
   ANVIL_CHECK(o.groups >= 1, where, "groups must be positive, got ", o.groups);
   ANVIL_CHECK(o.stride[0] >= 1 && o.stride[1] >= 1, where, "stride must be positive, got ",
               pair_str(o.stride));
-  ANVIL_CHECK(o.dilation[0] >= 1 && o.dilation[1] >= 1, where,
-              "dilation must be positive, got ", pair_str(o.dilation));
-  ANVIL_CHECK(o.padding[0] >= 0 && o.padding[1] >= 0, where,
-              "padding must be non-negative, got ", pair_str(o.padding));
+  ANVIL_CHECK(o.dilation[0] >= 1 && o.dilation[1] >= 1, where, "dilation must be positive, got ",
+              pair_str(o.dilation));
+  ANVIL_CHECK(o.padding[0] >= 0 && o.padding[1] >= 0, where, "padding must be non-negative, got ",
+              pair_str(o.padding));
   ANVIL_CHECK(wt[0] >= 1 && wt[1] >= 1 && wt[2] >= 1 && wt[3] >= 1, where,
               "weight sizes must be positive, got ", shape_str(wt));
   ANVIL_CHECK(x[0] >= 0 && x[1] >= 1 && x[2] >= 1 && x[3] >= 1, where,
@@ -59,8 +58,8 @@ ConvProblem conv2d_problem(const Shape& x, const Shape& wt, bool has_bias, const
   p.groups = o.groups;
   p.has_bias = has_bias;
   const std::int64_t ext_h = p.dil_h * (p.r - 1) + 1, ext_w = p.dil_w * (p.s - 1) + 1;
-  ANVIL_CHECK(ext_h <= p.h + 2 * p.pad_h && ext_w <= p.w + 2 * p.pad_w, where, "kernel ", p.r,
-              'x', p.s, " (", ext_h, 'x', ext_w, " with dilation ", pair_str(o.dilation),
+  ANVIL_CHECK(ext_h <= p.h + 2 * p.pad_h && ext_w <= p.w + 2 * p.pad_w, where, "kernel ", p.r, 'x',
+              p.s, " (", ext_h, 'x', ext_w, " with dilation ", pair_str(o.dilation),
               ") is larger than the padded input ", p.h + 2 * p.pad_h, 'x', p.w + 2 * p.pad_w,
               " (input ", shape_str(x), ", padding ", pair_str(o.padding), ")");
   return p;
@@ -75,7 +74,8 @@ ConvProblem conv2d_problem(const Tensor& x, const Tensor& weight, const Tensor& 
   ANVIL_CHECK(weight.dtype() == x.dtype(), where, "dtype mismatch: input is ",
               dtype_name(x.dtype()), " but weight is ", dtype_name(weight.dtype()));
   check_same_device(x, weight, where);
-  ConvProblem p = conv2d_problem(x.sizes(), weight.sizes(), bias.defined(), params, x.dtype(), where);
+  ConvProblem p =
+      conv2d_problem(x.sizes(), weight.sizes(), bias.defined(), params, x.dtype(), where);
   if (bias.defined()) {
     ANVIL_CHECK(bias.dim() == 1 && bias.sizes()[0] == p.k, where, "expected bias [", p.k,
                 "] for weight ", shape_str(weight.sizes()), ", got ", shape_str(bias.sizes()));
@@ -128,8 +128,9 @@ Tensor conv2d_backward_data(const Tensor& dy, const Tensor& weight, const Shape&
   p.device = weight.device();
   p.pass = ConvPass::backward_data;
   ANVIL_CHECK(dy.sizes() == Shape({p.n, p.k, p.p(), p.q()}) && dy.dtype() == weight.dtype(), where,
-              "grad_output ", shape_str(dy.sizes()), ' ', dtype_name(dy.dtype()), " does not match [",
-              p.n, ',', p.k, ',', p.p(), ',', p.q(), "] ", dtype_name(weight.dtype()));
+              "grad_output ", shape_str(dy.sizes()), ' ', dtype_name(dy.dtype()),
+              " does not match [", p.n, ',', p.k, ',', p.p(), ',', p.q(), "] ",
+              dtype_name(weight.dtype()));
   Tensor dx = Tensor::empty(x_shape, weight.dtype(), weight.device());
   if (p.n == 0) return dx;
   const Tensor dyc = raw::contiguous(dy), wc = raw::contiguous(weight);
@@ -152,8 +153,9 @@ std::pair<Tensor, Tensor> conv2d_backward_weights(const Tensor& x, const Tensor&
   p.device = x.device();
   p.pass = ConvPass::backward_weights;
   ANVIL_CHECK(dy.sizes() == Shape({p.n, p.k, p.p(), p.q()}) && dy.dtype() == x.dtype(), where,
-              "grad_output ", shape_str(dy.sizes()), ' ', dtype_name(dy.dtype()), " does not match [",
-              p.n, ',', p.k, ',', p.p(), ',', p.q(), "] ", dtype_name(x.dtype()));
+              "grad_output ", shape_str(dy.sizes()), ' ', dtype_name(dy.dtype()),
+              " does not match [", p.n, ',', p.k, ',', p.p(), ',', p.q(), "] ",
+              dtype_name(x.dtype()));
   Tensor dw = Tensor::empty(weight_shape, x.dtype(), x.device());
   Tensor db = with_bias ? Tensor::empty({p.k}, x.dtype(), x.device()) : Tensor();
   if (p.n == 0) {

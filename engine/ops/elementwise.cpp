@@ -14,7 +14,8 @@ void check_operand(EwOp op, const Tensor& out, const Tensor& t, const char* name
   check_same_device(out, t, ew_name(op));
 }
 
-void run(EwOp op, const Tensor& out, const Tensor& a, const Tensor* b, double alpha, double scalar) {
+void run(EwOp op, const Tensor& out, const Tensor& a, const Tensor* b, double alpha,
+         double scalar) {
   register_builtin_kernels();
   ANVIL_CHECK(is_floating(out.dtype()) || ew_allows_integers(op), ew_name(op),
               "needs a floating-point tensor, got ", dtype_name(out.dtype()));

@@ -15,7 +15,9 @@ void binary_into(EwOp op, const Tensor& out, const Tensor& a, const Tensor& b, d
                  double scalar = 0.0);
 void unary_into(EwOp op, const Tensor& out, const Tensor& a, double scalar = 0.0);
 
-inline Tensor add(const Tensor& a, const Tensor& b, double alpha = 1.0) { return binary(EwOp::add, a, b, alpha); }
+inline Tensor add(const Tensor& a, const Tensor& b, double alpha = 1.0) {
+  return binary(EwOp::add, a, b, alpha);
+}
 inline Tensor sub(const Tensor& a, const Tensor& b) { return binary(EwOp::sub, a, b); }
 inline Tensor mul(const Tensor& a, const Tensor& b) { return binary(EwOp::mul, a, b); }
 inline Tensor div(const Tensor& a, const Tensor& b) { return binary(EwOp::div, a, b); }

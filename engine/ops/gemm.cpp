@@ -70,20 +70,21 @@ void check_args(const Tensor& a, bool ta, const Tensor& b, bool tb, const Tensor
   const std::int64_t nd = a.dim();
   const std::int64_t m = a.sizes()[nd - (ta ? 1 : 2)], ka = a.sizes()[nd - (ta ? 2 : 1)];
   const std::int64_t kb = b.sizes()[nd - (tb ? 1 : 2)], n = b.sizes()[nd - (tb ? 2 : 1)];
-  ANVIL_CHECK(ka == kb, "gemm", "inner dimensions differ: op(A) is [", m, ",", ka, "] and op(B) is [",
-              kb, ",", n, "] (A ", shape_str(a.sizes()), ta ? " transposed" : "", ", B ",
-              shape_str(b.sizes()), tb ? " transposed" : "", ")");
+  ANVIL_CHECK(ka == kb, "gemm", "inner dimensions differ: op(A) is [", m, ",", ka,
+              "] and op(B) is [", kb, ",", n, "] (A ", shape_str(a.sizes()),
+              ta ? " transposed" : "", ", B ", shape_str(b.sizes()), tb ? " transposed" : "", ")");
   ANVIL_CHECK(c.sizes()[nd - 2] == m && c.sizes()[nd - 1] == n, "gemm", "C is ",
               shape_str(c.sizes()), " but op(A) @ op(B) is [", m, ",", n, "]");
   if (nd == 3)
     ANVIL_CHECK(a.sizes()[0] == b.sizes()[0] && a.sizes()[0] == c.sizes()[0], "gemm",
-                "batch sizes differ: A ", shape_str(a.sizes()), ", B ", shape_str(b.sizes()), ", C ",
-                shape_str(c.sizes()));
+                "batch sizes differ: A ", shape_str(a.sizes()), ", B ", shape_str(b.sizes()),
+                ", C ", shape_str(c.sizes()));
   ANVIL_CHECK(c.strides()[nd - 1] == 1 || c.sizes()[nd - 1] == 1, "gemm",
               "C must have dense rows (stride 1 in its last dim), got strides ",
               shape_str(c.strides()));
   ANVIL_CHECK(non_overlapping(c), "gemm", "C ", shape_str(c.sizes()), " with strides ",
-              shape_str(c.strides()), " has elements that overlap in memory (e.g. an expand() view); "
+              shape_str(c.strides()),
+              " has elements that overlap in memory (e.g. an expand() view); "
               "write into a contiguous tensor instead");
 }
 
@@ -139,8 +140,10 @@ void gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const Tensor& c, d
   args.beta = beta;
   if (m == 0 || n == 0) return;
   if (k == 0) {  // empty sum: C = beta * C
-    if (beta == 0.0) Tensor(c).zero_();
-    else if (beta != 1.0) mul_scalar_(c, beta);
+    if (beta == 0.0)
+      Tensor(c).zero_();
+    else if (beta != 1.0)
+      mul_scalar_(c, beta);
     return;
   }
   // Autotune trials must not disturb C when it is read (beta != 0): they write a scratch copy.
@@ -155,7 +158,9 @@ void gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const Tensor& c, d
     }
     // A CUDA variant only enqueues its work: time it on the device's stream (CUDA events).
     if (args.problem.device.is_cuda())
-      return require_cuda("gemm autotune").time_on_stream(args.problem.device.index, [&] { v.fn(t); });
+      return require_cuda("gemm autotune").time_on_stream(args.problem.device.index, [&] {
+        v.fn(t);
+      });
     return time_seconds([&] { v.fn(t); });
   };
   gemm_table().run(args, trial);

@@ -11,8 +11,8 @@ namespace {
 Tensor dense(const Tensor& t) { return t.defined() ? raw::contiguous(t) : t; }
 
 LstmInputs dense_inputs(const LstmInputs& in) {
-  return {dense(in.x), dense(in.h0), dense(in.c0), dense(in.w_ih), dense(in.w_hh), dense(in.b_ih),
-          dense(in.b_hh)};
+  return {dense(in.x),    dense(in.h0),   dense(in.c0),  dense(in.w_ih),
+          dense(in.w_hh), dense(in.b_ih), dense(in.b_hh)};
 }
 
 const void* ptr(const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
@@ -113,7 +113,8 @@ Tensor embedding_backward(const Tensor& dy, const Tensor& ids, std::int64_t num_
   return grad;
 }
 
-// ---- LSTM ----------------------------------------------------------------------------------------
+// ---- LSTM
+// ----------------------------------------------------------------------------------------
 
 LstmProblem lstm_problem_for(const LstmInputs& in, LstmPass pass, const char* where) {
   check_defined(in.x, where, "input");
@@ -126,8 +127,8 @@ LstmProblem lstm_problem_for(const LstmInputs& in, LstmPass pass, const char* wh
               "expected w_hh [4H, H], got ", shape_str(in.w_hh.sizes()));
   const std::int64_t T = in.x.sizes()[0], B = in.x.sizes()[1], I = in.x.sizes()[2];
   const std::int64_t H = in.w_hh.sizes()[1];
-  ANVIL_CHECK(T >= 1 && B >= 1 && I >= 1 && H >= 1, where,
-              "empty sizes: x ", shape_str(in.x.sizes()), " (T, B, I), hidden size H=", H);
+  ANVIL_CHECK(T >= 1 && B >= 1 && I >= 1 && H >= 1, where, "empty sizes: x ",
+              shape_str(in.x.sizes()), " (T, B, I), hidden size H=", H);
   ANVIL_CHECK(in.w_ih.dim() == 2 && in.w_ih.sizes()[0] == 4 * H && in.w_ih.sizes()[1] == I, where,
               "w_ih is ", shape_str(in.w_ih.sizes()), " but expected [4H, I] = [", 4 * H, ",", I,
               "] (H=", H, " from w_hh ", shape_str(in.w_hh.sizes()), ", I=", I, " from x ",
@@ -137,9 +138,9 @@ LstmProblem lstm_problem_for(const LstmInputs& in, LstmPass pass, const char* wh
   if (in.b_hh.defined())
     ANVIL_CHECK(in.b_hh.dim() == 1 && in.b_hh.sizes()[0] == 4 * H, where, "b_hh is ",
                 shape_str(in.b_hh.sizes()), " but expected [4H] = [", 4 * H, "]");
-  ANVIL_CHECK(in.h0.defined() == in.c0.defined(), where,
-              "give both h0 and c0 or neither, got h0 ", in.h0.defined() ? "defined" : "undefined",
-              " and c0 ", in.c0.defined() ? "defined" : "undefined");
+  ANVIL_CHECK(in.h0.defined() == in.c0.defined(), where, "give both h0 and c0 or neither, got h0 ",
+              in.h0.defined() ? "defined" : "undefined", " and c0 ",
+              in.c0.defined() ? "defined" : "undefined");
   for (const Tensor* s : {&in.h0, &in.c0})
     if (s->defined())
       ANVIL_CHECK(s->dim() == 2 && s->sizes()[0] == B && s->sizes()[1] == H, where,
@@ -147,13 +148,13 @@ LstmProblem lstm_problem_for(const LstmInputs& in, LstmPass pass, const char* wh
                   " but expected [B, H] = [", B, ",", H, "]");
   const DType dt = in.x.dtype();
   ANVIL_CHECK(is_floating(dt), where, "input must be f32 or f64, got ", dtype_name(dt));
-  const std::pair<const Tensor*, const char*> named[] = {
-      {&in.h0, "h0"}, {&in.c0, "c0"}, {&in.w_ih, "w_ih"}, {&in.w_hh, "w_hh"}, {&in.b_ih, "b_ih"},
-      {&in.b_hh, "b_hh"}};
+  const std::pair<const Tensor*, const char*> named[] = {{&in.h0, "h0"},     {&in.c0, "c0"},
+                                                         {&in.w_ih, "w_ih"}, {&in.w_hh, "w_hh"},
+                                                         {&in.b_ih, "b_ih"}, {&in.b_hh, "b_hh"}};
   for (const auto& [t, name] : named) {
     if (!t->defined()) continue;
-    ANVIL_CHECK(t->dtype() == dt, where, "dtype mismatch: input is ", dtype_name(dt), " but ",
-                name, " is ", dtype_name(t->dtype()));
+    ANVIL_CHECK(t->dtype() == dt, where, "dtype mismatch: input is ", dtype_name(dt), " but ", name,
+                " is ", dtype_name(t->dtype()));
     check_same_device(in.x, *t, where);
   }
   LstmProblem p;
@@ -186,8 +187,8 @@ const LstmTable::Variant& select_lstm_variant(const LstmProblem& p, const LstmIn
 LstmForwardResult lstm_forward(const LstmTable::Variant& variant, const LstmInputs& in,
                                bool training) {
   register_builtin_kernels();
-  const LstmProblem p = lstm_problem_for(
-      in, training ? LstmPass::forward_training : LstmPass::forward_inference);
+  const LstmProblem p =
+      lstm_problem_for(in, training ? LstmPass::forward_training : LstmPass::forward_inference);
   check_variant_device(variant, p, "lstm_forward");
   const LstmInputs d = dense_inputs(in);
   LstmForwardResult out = alloc_outputs(p, d.x.device());
@@ -207,7 +208,8 @@ LstmGrads lstm_backward(const LstmTable::Variant& variant, const LstmInputs& in,
   ANVIL_CHECK(fwd.saved != nullptr, "lstm_backward",
               "no saved state: the forward was not a training forward (", p.repr(), ")");
   ANVIL_CHECK(dy.defined() && dy.sizes() == fwd.y.sizes(), "lstm_backward", "dy must be ",
-              shape_str(fwd.y.sizes()), ", got ", dy.defined() ? shape_str(dy.sizes()) : "undefined");
+              shape_str(fwd.y.sizes()), ", got ",
+              dy.defined() ? shape_str(dy.sizes()) : "undefined");
   check_variant_device(variant, p, "lstm_backward");
   for (const Tensor* t : {&dy, &dh_n, &dc_n})
     if (t->defined()) check_same_device(in.x, *t, "lstm_backward");

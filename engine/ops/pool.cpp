@@ -15,8 +15,8 @@ void check_cpu_or_same(const Tensor& x, const char* where) {
 }
 
 void check_matches(const Tensor& x, const PoolProblem& p, const char* where) {
-  ANVIL_CHECK(x.dim() == 4 && x.sizes()[0] == p.n && x.sizes()[1] == p.c &&
-                  x.sizes()[2] == p.h && x.sizes()[3] == p.w,
+  ANVIL_CHECK(x.dim() == 4 && x.sizes()[0] == p.n && x.sizes()[1] == p.c && x.sizes()[2] == p.h &&
+                  x.sizes()[3] == p.w,
               where, "input ", shape_str(x.sizes()), " does not match the problem ", p.repr());
   ANVIL_CHECK(x.dtype() == p.dtype && x.device() == p.device, where, "input is ",
               dtype_name(x.dtype()), " on ", x.device().str(), " but the problem is ", p.repr());
@@ -25,9 +25,8 @@ void check_matches(const Tensor& x, const PoolProblem& p, const char* where) {
 }  // namespace
 
 PoolProblem pool2d_problem(PoolKind kind, const Tensor& x, std::array<std::int64_t, 2> kernel,
-                           std::array<std::int64_t, 2> stride,
-                           std::array<std::int64_t, 2> padding, bool ceil_mode,
-                           bool count_include_pad, const char* where) {
+                           std::array<std::int64_t, 2> stride, std::array<std::int64_t, 2> padding,
+                           bool ceil_mode, bool count_include_pad, const char* where) {
   check_cpu_or_same(x, where);
   return make_pool_problem(kind, x.sizes(), kernel, stride, padding, ceil_mode, count_include_pad,
                            x.dtype(), x.device(), where);
@@ -45,7 +44,8 @@ PoolForward pool2d_forward(const Tensor& x, const PoolProblem& problem, bool tra
   check_defined(x, where, "input");
   check_matches(x, problem, where);
   PoolForward f;
-  f.problem = problem.with_pass(training ? PoolPass::forward_training : PoolPass::forward_inference);
+  f.problem =
+      problem.with_pass(training ? PoolPass::forward_training : PoolPass::forward_inference);
   f.y = Tensor::empty({problem.n, problem.c, problem.oh, problem.ow}, x.dtype(), x.device());
   if (f.y.numel() == 0) return f;
   const Tensor xd = raw::contiguous(x);

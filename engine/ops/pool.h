@@ -20,9 +20,8 @@ struct PoolForward {
 
 // The forward problem of `kind` for x (validated; throws naming `where`).
 PoolProblem pool2d_problem(PoolKind kind, const Tensor& x, std::array<std::int64_t, 2> kernel,
-                           std::array<std::int64_t, 2> stride,
-                           std::array<std::int64_t, 2> padding, bool ceil_mode,
-                           bool count_include_pad, const char* where);
+                           std::array<std::int64_t, 2> stride, std::array<std::int64_t, 2> padding,
+                           bool ceil_mode, bool count_include_pad, const char* where);
 PoolProblem adaptive_avg_pool2d_problem(const Tensor& x, std::array<std::int64_t, 2> output_size,
                                         const char* where);
 

@@ -16,11 +16,12 @@ namespace {
 struct Plan {
   Tensor x;  // contiguous input arranged so the reduced dims form one block
   std::int64_t outer = 1, reduce = 1, inner = 1;
-  Shape out_shape;      // result shape with keepdim
-  Shape squeezed_shape; // without keepdim
+  Shape out_shape;       // result shape with keepdim
+  Shape squeezed_shape;  // without keepdim
 };
 
-std::vector<bool> reduced_mask(const Tensor& x, const std::vector<std::int64_t>& dims, const char* where) {
+std::vector<bool> reduced_mask(const Tensor& x, const std::vector<std::int64_t>& dims,
+                               const char* where) {
   std::vector<bool> red(x.dim(), dims.empty());
   for (auto d : dims) {
     const auto w = wrap_dim(d, x.dim(), where);
@@ -39,23 +40,33 @@ Plan plan(const Tensor& x, const std::vector<std::int64_t>& dims, const char* wh
   // Is the reduced set one contiguous block of dims? Then no permutation is needed.
   std::int64_t first = -1, last = -1;
   for (std::int64_t d = 0; d < x.dim(); ++d)
-    if (red[d]) { if (first < 0) first = d; last = d; }
+    if (red[d]) {
+      if (first < 0) first = d;
+      last = d;
+    }
   bool block = true;
   for (std::int64_t d = first; d >= 0 && d <= last; ++d) block = block && red[d];
   Shape order;
   if (block || first < 0) {
     for (std::int64_t d = 0; d < x.dim(); ++d) order.push_back(d);
   } else {  // kept dims first, reduced last
-    for (std::int64_t d = 0; d < x.dim(); ++d) if (!red[d]) order.push_back(d);
-    for (std::int64_t d = 0; d < x.dim(); ++d) if (red[d]) order.push_back(d);
+    for (std::int64_t d = 0; d < x.dim(); ++d)
+      if (!red[d]) order.push_back(d);
+    for (std::int64_t d = 0; d < x.dim(); ++d)
+      if (red[d]) order.push_back(d);
   }
   p.x = raw::contiguous(raw::permute(x, order));
   bool in_reduce = false, after = false;
   for (std::size_t i = 0; i < order.size(); ++i) {
     const std::int64_t s = x.sizes()[order[i]];
-    if (red[order[i]]) { p.reduce *= s; in_reduce = true; }
-    else if (in_reduce || after) { p.inner *= s; after = true; }
-    else p.outer *= s;
+    if (red[order[i]]) {
+      p.reduce *= s;
+      in_reduce = true;
+    } else if (in_reduce || after) {
+      p.inner *= s;
+      after = true;
+    } else
+      p.outer *= s;
   }
   for (std::int64_t d = 0; d < x.dim(); ++d) {
     p.out_shape.push_back(red[d] ? 1 : x.sizes()[d]);
@@ -86,7 +97,9 @@ Tensor sum_impl(const Tensor& x, const std::vector<std::int64_t>& dims, bool kee
                 const char* where) {
   Plan p = plan(x, dims, where);
   Tensor out = Tensor::empty(keepdim ? p.out_shape : p.squeezed_shape, x.dtype(), x.device());
-  const double scale = mean ? (p.reduce > 0 ? 1.0 / static_cast<double>(p.reduce) : std::numeric_limits<double>::quiet_NaN()) : 1.0;
+  const double scale = mean ? (p.reduce > 0 ? 1.0 / static_cast<double>(p.reduce)
+                                            : std::numeric_limits<double>::quiet_NaN())
+                            : 1.0;
   run(p, ReduceOp::sum, out, nullptr, scale);
   return out;
 }
@@ -114,11 +127,14 @@ std::pair<Tensor, Tensor> max(const Tensor& x, std::int64_t dim, bool keepdim) {
 Tensor sum_to(const Tensor& g, const Shape& shape) {
   if (g.sizes() == shape) return g;
   const std::int64_t lead = g.dim() - static_cast<std::int64_t>(shape.size());
-  ANVIL_CHECK(lead >= 0, "sum_to", "cannot reduce ", shape_str(g.sizes()), " to ", shape_str(shape));
+  ANVIL_CHECK(lead >= 0, "sum_to", "cannot reduce ", shape_str(g.sizes()), " to ",
+              shape_str(shape));
   std::vector<std::int64_t> dims;
   for (std::int64_t d = 0; d < g.dim(); ++d) {
-    if (d < lead) dims.push_back(d);
-    else if (shape[d - lead] == 1 && g.sizes()[d] != 1) dims.push_back(d);
+    if (d < lead)
+      dims.push_back(d);
+    else if (shape[d - lead] == 1 && g.sizes()[d] != 1)
+      dims.push_back(d);
   }
   Tensor s = dims.empty() ? g : sum(g, dims, true);
   return raw::reshape(s, shape);

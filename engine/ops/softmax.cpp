@@ -96,8 +96,8 @@ std::pair<Tensor, Tensor> cross_entropy_forward(const Tensor& logits_in, const T
   return {loss, lse};
 }
 
-Tensor cross_entropy_backward(const Tensor& logits_in, const Tensor& target_in, const Tensor& lse_in,
-                              double scale) {
+Tensor cross_entropy_backward(const Tensor& logits_in, const Tensor& target_in,
+                              const Tensor& lse_in, double scale) {
   check_ce(logits_in, target_in);
   check_defined(lse_in, "cross_entropy_backward", "lse");
   ANVIL_CHECK(lse_in.dtype() == logits_in.dtype() && lse_in.numel() == logits_in.sizes()[0],
@@ -123,8 +123,8 @@ CrossEntropyWithGrad cross_entropy_forward_grad(const Tensor& logits_in, const T
                                                 bool in_place, bool col_sums) {
   check_ce(logits_in, target_in);
   ANVIL_CHECK(!in_place || logits_in.is_contiguous(), "cross_entropy_forward_grad",
-              "in_place needs dense logits, got sizes ", shape_str(logits_in.sizes()),
-              " strides ", shape_str(logits_in.strides()));
+              "in_place needs dense logits, got sizes ", shape_str(logits_in.sizes()), " strides ",
+              shape_str(logits_in.strides()));
   Tensor x = raw::contiguous(logits_in), t = raw::contiguous(target_in);
   const std::int64_t rows = x.sizes()[0], cols = x.sizes()[1];
   CrossEntropyWithGrad r;

@@ -60,7 +60,8 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Opt
   }
   metadata[kVersionKey] = std::to_string(kCheckpointFormatVersion);
   metadata[kRngKey] = default_generator().state();
-  for (const auto& [name, text] : model.named_extra_state()) metadata[kModuleStatePrefix + name] = text;
+  for (const auto& [name, text] : model.named_extra_state())
+    metadata[kModuleStatePrefix + name] = text;
   NamedTensors tensors;
   for (const auto& [name, t] : model_tensors(model)) tensors.emplace_back(kModelPrefix + name, t);
   if (opt != nullptr) {
@@ -117,7 +118,8 @@ CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optim
 
   std::map<std::string, std::string> module_states;
   for (const auto& [k, v] : info.metadata)
-    if (starts_with(k, kModuleStatePrefix)) module_states.emplace(k.substr(kModuleStatePrefix.size()), v);
+    if (starts_with(k, kModuleStatePrefix))
+      module_states.emplace(k.substr(kModuleStatePrefix.size()), v);
   for (const auto& [name, text] : model.named_extra_state()) {
     (void)text;
     ANVIL_CHECK(module_states.count(name) != 0, where, path, ": no '", kModuleStatePrefix, name,

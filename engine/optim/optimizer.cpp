@@ -26,8 +26,8 @@ void check_param(const Tensor& p, const Tensor& g, const char* where) {
   ANVIL_CHECK(g.sizes() == p.sizes() && g.dtype() == p.dtype(), where, "gradient ",
               shape_str(g.sizes()), " ", dtype_name(g.dtype()), " does not match parameter ",
               shape_str(p.sizes()), " ", dtype_name(p.dtype()));
-  ANVIL_CHECK(g.device() == p.device(), where, "gradient on ", g.device(),
-              " but parameter on ", p.device());
+  ANVIL_CHECK(g.device() == p.device(), where, "gradient on ", g.device(), " but parameter on ",
+              p.device());
 }
 
 // Note [Multi-tensor optimizer calls]
@@ -185,8 +185,10 @@ Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
 void Optimizer::zero_grad(bool set_to_none) {
   for (auto& p : params_) {
     Tensor& g = p.mutable_grad();
-    if (set_to_none) g = Tensor();
-    else if (g.defined()) g.zero_();
+    if (set_to_none)
+      g = Tensor();
+    else if (g.defined())
+      g.zero_();
   }
 }
 
@@ -226,7 +228,8 @@ void SGD::load_state(const std::vector<std::pair<std::string, Tensor>>& tensors,
   check_options(o, where);
   ANVIL_CHECK(!folded_ || (o.momentum == 0 && o.weight_decay == 0 && !o.nesterov), where,
               "this optimizer is folded into backward, which needs plain SGD, but the state has "
-              "momentum=", o.momentum, " weight_decay=", o.weight_decay, " nesterov=", o.nesterov);
+              "momentum=",
+              o.momentum, " weight_decay=", o.weight_decay, " nesterov=", o.nesterov);
   auto slots = collect_state(tensors, {"sgd.momentum."}, params_, where);
   if (o.momentum == 0)
     for (const auto& m : slots[0])
@@ -238,8 +241,9 @@ void SGD::load_state(const std::vector<std::pair<std::string, Tensor>>& tensors,
 
 void SGD::fold_into_backward(bool on) {
   ANVIL_CHECK(!on || (opt_.momentum == 0 && opt_.weight_decay == 0 && !opt_.nesterov),
-              "SGD::fold_into_backward", "only plain SGD can be folded, got momentum=",
-              opt_.momentum, " weight_decay=", opt_.weight_decay, " nesterov=", opt_.nesterov);
+              "SGD::fold_into_backward",
+              "only plain SGD can be folded, got momentum=", opt_.momentum,
+              " weight_decay=", opt_.weight_decay, " nesterov=", opt_.nesterov);
   folded_ = on;
   for (auto& p : params_) ensure_autograd_meta(p).folded_sgd_lr = on ? opt_.lr : 0.0;
 }
@@ -351,8 +355,8 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
   // its result read back once. A non-contiguous gradient (rare: autograd makes dense ones) is
   // summed from a dense copy and scaled through the elementwise table.
   std::vector<Group> norm_groups, scale_groups;
-  std::vector<Tensor> copies;     // keeps the dense copies alive during the calls
-  std::vector<Tensor> strided;    // gradients scaled one by one
+  std::vector<Tensor> copies;   // keeps the dense copies alive during the calls
+  std::vector<Tensor> strided;  // gradients scaled one by one
   for (const auto& p : params) {
     const Tensor& g = p.grad();
     if (!g.defined()) continue;

@@ -18,14 +18,13 @@ int main() {
   const Tensor teacher = normal({kFeatures, kClasses}, 0.0, 1.0, DType::f32, &data_gen);
   Tensor y;
   {
-    NoGradGuard no_grad;  // labels are data, not part of any graph
+    NoGradGuard no_grad;                // labels are data, not part of any graph
     y = argmax(matmul(x, teacher), 1);  // [N] int64 class ids
   }
 
   auto model = std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
-      std::make_shared<nn::Linear>(kFeatures, 64), nn::ReLU(),
-      std::make_shared<nn::Linear>(64, 64), nn::ReLU(),
-      std::make_shared<nn::Linear>(64, kClasses)});
+      std::make_shared<nn::Linear>(kFeatures, 64), nn::ReLU(), std::make_shared<nn::Linear>(64, 64),
+      nn::ReLU(), std::make_shared<nn::Linear>(64, kClasses)});
   optim::SGD opt(model->parameters(), optim::SGDOptions{.lr = 0.05, .momentum = 0.9});
   std::printf("%s", model->str().c_str());
   std::printf("%lld parameters, %lld samples, batch %lld\n",

@@ -53,19 +53,29 @@ Support floating_only(const DropoutProblem& p) {
 }  // namespace
 
 void register_dropout_cpu() {
-  dropout_table().add({.name = "cpu.mt19937", .device = DeviceType::cpu, .priority = 100,
+  dropout_table().add({.name = "cpu.mt19937",
+                       .device = DeviceType::cpu,
+                       .priority = 100,
                        .supports = floating_only,
-                       .fn = [](const DropoutArgs& a) {
-                         if (a.problem.dtype == DType::f64) dropout_mt19937<double>(a);
-                         else dropout_mt19937<float>(a);
-                       },
+                       .fn =
+                           [](const DropoutArgs& a) {
+                             if (a.problem.dtype == DType::f64)
+                               dropout_mt19937<double>(a);
+                             else
+                               dropout_mt19937<float>(a);
+                           },
                        .description = "Bernoulli draw per element from the mt19937_64 Generator"});
-  dropout_table().add({.name = "ref", .device = DeviceType::cpu, .priority = 0,
+  dropout_table().add({.name = "ref",
+                       .device = DeviceType::cpu,
+                       .priority = 0,
                        .supports = floating_only,
-                       .fn = [](const DropoutArgs& a) {
-                         if (a.problem.dtype == DType::f64) dropout_philox<double>(a);
-                         else dropout_philox<float>(a);
-                       },
+                       .fn =
+                           [](const DropoutArgs& a) {
+                             if (a.problem.dtype == DType::f64)
+                               dropout_philox<double>(a);
+                             else
+                               dropout_philox<float>(a);
+                           },
                        .description = "serial Philox4x32-10, the stream of cuda.custom.dropout"});
 }
 

@@ -27,39 +27,64 @@ void with_ew_functor(EwOp op, Fn&& fn) {
   using S = T;  // scalars are converted to T once per call by the caller's lambda captures
   constexpr bool kFloat = std::is_floating_point_v<T>;
   switch (op) {
-    case EwOp::neg: return fn([](T a, T, S, S) { return static_cast<T>(-a); });
-    case EwOp::abs: return fn([](T a, T, S, S) { return a < T(0) ? static_cast<T>(-a) : a; });
-    case EwOp::sign: return fn([](T a, T, S, S) { return static_cast<T>((a > T(0)) - (a < T(0))); });
-    case EwOp::add: return fn([](T a, T b, S, S alpha) { return static_cast<T>(a + alpha * b); });
-    case EwOp::sub: return fn([](T a, T b, S, S alpha) { return static_cast<T>(a - alpha * b); });
-    case EwOp::mul: return fn([](T a, T b, S, S) { return static_cast<T>(a * b); });
-    case EwOp::maximum: return fn([](T a, T b, S, S) { return a > b ? a : b; });
-    case EwOp::gt: return fn([](T a, T b, S, S) { return static_cast<T>(a > b ? 1 : 0); });
-    case EwOp::add_scalar: return fn([](T a, T, S s, S) { return static_cast<T>(a + s); });
-    case EwOp::mul_scalar: return fn([](T a, T, S s, S) { return static_cast<T>(a * s); });
-    default: break;
+    case EwOp::neg:
+      return fn([](T a, T, S, S) { return static_cast<T>(-a); });
+    case EwOp::abs:
+      return fn([](T a, T, S, S) { return a < T(0) ? static_cast<T>(-a) : a; });
+    case EwOp::sign:
+      return fn([](T a, T, S, S) { return static_cast<T>((a > T(0)) - (a < T(0))); });
+    case EwOp::add:
+      return fn([](T a, T b, S, S alpha) { return static_cast<T>(a + alpha * b); });
+    case EwOp::sub:
+      return fn([](T a, T b, S, S alpha) { return static_cast<T>(a - alpha * b); });
+    case EwOp::mul:
+      return fn([](T a, T b, S, S) { return static_cast<T>(a * b); });
+    case EwOp::maximum:
+      return fn([](T a, T b, S, S) { return a > b ? a : b; });
+    case EwOp::gt:
+      return fn([](T a, T b, S, S) { return static_cast<T>(a > b ? 1 : 0); });
+    case EwOp::add_scalar:
+      return fn([](T a, T, S s, S) { return static_cast<T>(a + s); });
+    case EwOp::mul_scalar:
+      return fn([](T a, T, S s, S) { return static_cast<T>(a * s); });
+    default:
+      break;
   }
   if constexpr (kFloat) {
     switch (op) {
-      case EwOp::exp: return fn([](T a, T, S, S) { return std::exp(a); });
-      case EwOp::log: return fn([](T a, T, S, S) { return std::log(a); });
-      case EwOp::sqrt: return fn([](T a, T, S, S) { return std::sqrt(a); });
+      case EwOp::exp:
+        return fn([](T a, T, S, S) { return std::exp(a); });
+      case EwOp::log:
+        return fn([](T a, T, S, S) { return std::log(a); });
+      case EwOp::sqrt:
+        return fn([](T a, T, S, S) { return std::sqrt(a); });
       case EwOp::sigmoid:
         // 1/(1+e^-a) overflows gracefully: e^-a -> inf gives 0, e^-a -> 0 gives 1.
         return fn([](T a, T, S, S) { return T(1) / (T(1) + std::exp(-a)); });
-      case EwOp::tanh: return fn([](T a, T, S, S) { return std::tanh(a); });
-      case EwOp::relu: return fn([](T a, T, S, S) { return a > T(0) ? a : T(0); });
-      case EwOp::div: return fn([](T a, T b, S, S) { return a / b; });
-      case EwOp::pow: return fn([](T a, T b, S, S) { return std::pow(a, b); });
-      case EwOp::pow_scalar: return fn([](T a, T, S s, S) { return std::pow(a, s); });
-      case EwOp::rsub_scalar: return fn([](T a, T, S s, S) { return s - a; });
-      case EwOp::rdiv_scalar: return fn([](T a, T, S s, S) { return s / a; });
-      case EwOp::sigmoid_backward: return fn([](T y, T dy, S, S) { return dy * y * (T(1) - y); });
-      case EwOp::tanh_backward: return fn([](T y, T dy, S, S) { return dy * (T(1) - y * y); });
-      case EwOp::relu_backward: return fn([](T x, T dy, S, S) { return x > T(0) ? dy : T(0); });
+      case EwOp::tanh:
+        return fn([](T a, T, S, S) { return std::tanh(a); });
+      case EwOp::relu:
+        return fn([](T a, T, S, S) { return a > T(0) ? a : T(0); });
+      case EwOp::div:
+        return fn([](T a, T b, S, S) { return a / b; });
+      case EwOp::pow:
+        return fn([](T a, T b, S, S) { return std::pow(a, b); });
+      case EwOp::pow_scalar:
+        return fn([](T a, T, S s, S) { return std::pow(a, s); });
+      case EwOp::rsub_scalar:
+        return fn([](T a, T, S s, S) { return s - a; });
+      case EwOp::rdiv_scalar:
+        return fn([](T a, T, S s, S) { return s / a; });
+      case EwOp::sigmoid_backward:
+        return fn([](T y, T dy, S, S) { return dy * y * (T(1) - y); });
+      case EwOp::tanh_backward:
+        return fn([](T y, T dy, S, S) { return dy * (T(1) - y * y); });
+      case EwOp::relu_backward:
+        return fn([](T x, T dy, S, S) { return x > T(0) ? dy : T(0); });
       case EwOp::pow_scalar_backward:
         return fn([](T x, T dy, S s, S) { return dy * s * std::pow(x, s - T(1)); });
-      default: break;
+      default:
+        break;
     }
   }
   fail("elementwise", "op ", ew_name(op), " not defined for this dtype");

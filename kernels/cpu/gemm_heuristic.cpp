@@ -92,11 +92,11 @@ namespace {
 // busy host (its threads spin-wait on each other: 27-136 GFLOP/s on the M = 64 rows). `ref` is
 // never named; selection falls back to it by priority. The rules do not depend on the thread
 // count: the same variants win at 1 and 2 threads on every FCN/DLBench row.
-constexpr std::int64_t kSmallM = 256;       // "batch-sized" M (FCN 64, LSTM 128)
+constexpr std::int64_t kSmallM = 256;      // "batch-sized" M (FCN 64, LSTM 128)
 constexpr std::int64_t kSkinnyN = 128;     // measured at 64 (matmul wins) and 256 (sgemm wins)
-constexpr std::int64_t kSmallK = 128;       // weight-gradient depth (= batch size)
-constexpr std::int64_t kLargeC = 1 << 20;   // M*N elements of a weight gradient
-constexpr std::int64_t kAliasLd = 1024;     // floats: 4 KiB, the L1 set-aliasing stride
+constexpr std::int64_t kSmallK = 128;      // weight-gradient depth (= batch size)
+constexpr std::int64_t kLargeC = 1 << 20;  // M*N elements of a weight gradient
+constexpr std::int64_t kAliasLd = 1024;    // floats: 4 KiB, the L1 set-aliasing stride
 
 using Ranking = std::array<const char*, 4>;
 
@@ -107,12 +107,12 @@ constexpr Ranking kBlockedFirst = {"cpu.blocked", "cpu.onednn", "cpu.onednn.matm
 constexpr Ranking kSgemmFirst = {"cpu.onednn", "cpu.blocked", "cpu.onednn.matmul", "cpu.eigen"};
 
 const Ranking& ranking_for(const GemmProblem& p) {
-  if (p.batch > 1) return kMatmulFirst;                                   // rule 1
-  if (p.trans_b && p.m <= kSmallM) return kMatmulThenBlocked;             // rule 2
-  if (p.n <= kSkinnyN && p.m > kSmallM) return kMatmulFirst;              // rule 3
-  if (p.k <= kSmallK && p.m * p.n >= kLargeC) return kBlockedFirst;       // rule 4
+  if (p.batch > 1) return kMatmulFirst;                                             // rule 1
+  if (p.trans_b && p.m <= kSmallM) return kMatmulThenBlocked;                       // rule 2
+  if (p.n <= kSkinnyN && p.m > kSmallM) return kMatmulFirst;                        // rule 3
+  if (p.k <= kSmallK && p.m * p.n >= kLargeC) return kBlockedFirst;                 // rule 4
   if (p.m <= kSmallM && !p.trans_b && p.ldb % kAliasLd == 0) return kBlockedFirst;  // rule 5
-  return kSgemmFirst;                                                     // rule 6
+  return kSgemmFirst;                                                               // rule 6
 }
 
 }  // namespace

@@ -11,9 +11,10 @@
 // whose backward runs from its own saved gates (Note [Fused LSTM saved state]) and which is
 // the variant the training comparisons with PyTorch were measured with.
 // In the whole inference step the difference is within the dev VM's noise: anvil_bench rows
-// forced to each variant (`--benchmark_filter=^model/lstmNN/inference_step/batch:128/threads:1/lstm:V`),
-// 5 interleaved processes each, median of the per-process means (2026-11-22): lstm32 289.2 ms
-// (cpu.onednn) vs 295.3 ms (cpu.fused), lstm64 574.6 vs 569.4 ms.
+// forced to each variant
+// (`--benchmark_filter=^model/lstmNN/inference_step/batch:128/threads:1/lstm:V`), 5 interleaved
+// processes each, median of the per-process means (2026-11-22): lstm32 289.2 ms (cpu.onednn) vs
+// 295.3 ms (cpu.fused), lstm64 574.6 vs 569.4 ms.
 #include "kernels/cpu/lstm_heuristic.h"
 
 #include <omp.h>

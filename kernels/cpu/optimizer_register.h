@@ -5,7 +5,8 @@
 namespace anvil::kernels {
 
 void register_optimizer_ref();  // ref: serial loops (kernels/cpu/ref/optimizer_ref.cpp)
-void register_optimizer_omp();  // cpu.omp: the fused OpenMP kernels (kernels/cpu/omp/optimizer_omp.cpp)
+void register_optimizer_omp();  // cpu.omp: the fused OpenMP kernels
+                                // (kernels/cpu/omp/optimizer_omp.cpp)
 void register_dropout_cpu();    // ref (host Philox) and cpu.mt19937 (kernels/cpu/dropout_cpu.cpp)
 
 }  // namespace anvil::kernels

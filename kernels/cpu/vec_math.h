@@ -39,14 +39,21 @@
 namespace anvil::kernels::vec {
 
 // AVX-512, AVX2+FMA and baseline clones of a function (one ifunc, resolved at load time).
-#define ANVIL_VEC_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define ANVIL_VEC_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
 constexpr int kLanes = 16;  // Note [Vector width]
 typedef float f32v __attribute__((vector_size(4 * kLanes)));
 typedef std::int32_t i32v __attribute__((vector_size(4 * kLanes)));
 
-template <typename F> struct IntOf { using type = std::int32_t; };
-template <> struct IntOf<f32v> { using type = i32v; };
+template <typename F>
+struct IntOf {
+  using type = std::int32_t;
+};
+template <>
+struct IntOf<f32v> {
+  using type = i32v;
+};
 
 template <typename F>
 __attribute__((always_inline)) inline F splat(float v) {
@@ -69,7 +76,7 @@ __attribute__((always_inline)) inline F exp_any(F x) {
   const F shifted = x * 1.44269504088896341f + 12582912.0f;  // 1.5 * 2^23 + round(x log2 e)
   const I n = __builtin_bit_cast(I, shifted) - 0x4B400000;
   const F fn = shifted - 12582912.0f;
-  F r = x - fn * 0.693359375f;  // C1: 9 significant bits, n * C1 exact
+  F r = x - fn * 0.693359375f;   // C1: 9 significant bits, n * C1 exact
   r = r - fn * -2.12194440e-4f;  // C2 = ln 2 - C1
   const F r2 = r * r;
   F p = splat<F>(1.9875691500e-4f);
@@ -90,8 +97,10 @@ __attribute__((always_inline)) inline f32v exp_f32v(f32v x) { return exp_any<f32
 // exp for the kernels' element type: the vectorised float exp, std::exp for double.
 template <typename T>
 __attribute__((always_inline)) inline T exp(T x) {
-  if constexpr (sizeof(T) == sizeof(float)) return exp_f32(x);
-  else return std::exp(x);
+  if constexpr (sizeof(T) == sizeof(float))
+    return exp_f32(x);
+  else
+    return std::exp(x);
 }
 
 // 1 / (1 + e^-x): e^-x -> inf gives 0, e^-x -> 0 gives 1, NaN stays NaN.

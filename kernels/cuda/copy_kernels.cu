@@ -19,7 +19,8 @@ namespace {
 
 template <typename D, typename S>
 __global__ void copy_flat(D* __restrict__ dst, const S* __restrict__ src, std::int64_t n) {
-  for (std::int64_t i = global_thread(); i < n; i += grid_threads()) dst[i] = static_cast<D>(src[i]);
+  for (std::int64_t i = global_thread(); i < n; i += grid_threads())
+    dst[i] = static_cast<D>(src[i]);
 }
 
 // Operand 0 = dst, 1 = src. dst and src must not overlap (as on the CPU).
@@ -90,9 +91,8 @@ void strided_fill(cudaStream_t stream, const std::int64_t* sizes, int ndim, Devi
   ANVIL_CHECK(dst.data != nullptr, "strided_fill", "null pointer for ", g.numel, " elements");
   // +0.0 is all-zero bytes in every dtype (not -0.0: its sign bit is set in f32/f64).
   if (g.dense() && value == 0.0 && !std::signbit(value)) {
-    ANVIL_CUDA_CHECK(cudaMemsetAsync(dst.data, 0,
-                                     static_cast<std::size_t>(g.numel) * dtype_size(dst.dtype),
-                                     stream));
+    ANVIL_CUDA_CHECK(cudaMemsetAsync(
+        dst.data, 0, static_cast<std::size_t>(g.numel) * dtype_size(dst.dtype), stream));
     return;
   }
   const unsigned blocks = blocks_for(g.numel, kThreads);

@@ -20,8 +20,8 @@ void throw_cublas_status(cublasStatus_t status, const char* call, const char* fi
   // A failed launch inside cuBLAS can leave a (non-sticky) runtime error behind; clear it so
   // that the next, unrelated ANVIL_CUDA_CHECK does not report it again.
   (void)cudaGetLastError();
-  throw Error(detail::str_cat("cublas: ", call, " failed with ", cublas_status_text(status),
-                              " at ", short_path(file), ":", line));
+  throw Error(detail::str_cat("cublas: ", call, " failed with ", cublas_status_text(status), " at ",
+                              short_path(file), ":", line));
 }
 
 cublasHandle_t cublas_handle(int device) {

@@ -77,9 +77,9 @@ void* CudaCachingAllocator::allocate(std::size_t bytes) {
     std::size_t free_bytes = 0, total_bytes = 0;
     if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) (void)cudaGetLastError();
     fail(where, "out of memory on cuda:", device_, " allocating ", bytes, " bytes (", mib(bytes),
-         " MiB, rounded to ", size, "); anvil holds ", mib(static_cast<std::size_t>(stats_.current)),
-         " MiB in tensors; the device has ", mib(free_bytes), " MiB free of ", mib(total_bytes),
-         " MiB");
+         " MiB, rounded to ", size, "); anvil holds ",
+         mib(static_cast<std::size_t>(stats_.current)), " MiB in tensors; the device has ",
+         mib(free_bytes), " MiB free of ", mib(total_bytes), " MiB");
   }
   check_status(status, "cudaMalloc(&p, size)", __FILE__, __LINE__);
   live_.emplace(p, size);

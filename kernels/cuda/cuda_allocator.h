@@ -44,8 +44,8 @@ class CudaCachingAllocator final : public Allocator {
 
   const int device_;
   mutable std::mutex mu_;
-  std::multimap<std::size_t, void*> free_;          // cached free blocks by block size
-  std::unordered_map<void*, std::size_t> live_;     // blocks handed out -> block size
+  std::multimap<std::size_t, void*> free_;       // cached free blocks by block size
+  std::unordered_map<void*, std::size_t> live_;  // blocks handed out -> block size
   std::size_t cached_bytes_ = 0;
   MemoryStats stats_;
 };

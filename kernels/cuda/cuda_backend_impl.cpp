@@ -35,12 +35,12 @@ std::string version_text(int v) {
 struct DeviceState {
   explicit DeviceState(int device) : allocator(device) {}
   CudaCachingAllocator allocator;
-  HostStaging staging;           // pinned buffers of host <-> device copies (Note [Pinned staging])
-  std::mutex mu;                 // guards the lazily filled fields below
+  HostStaging staging;  // pinned buffers of host <-> device copies (Note [Pinned staging])
+  std::mutex mu;        // guards the lazily filled fields below
   cudaStream_t stream = nullptr;
   std::string name;
-  std::string description;       // "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)"
-  std::string kernel_status;     // "" until the probe ran, then "ok" or the error
+  std::string description;    // "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)"
+  std::string kernel_status;  // "" until the probe ran, then "ok" or the error
 };
 
 class CudaBackendImpl final : public CudaBackend {
@@ -55,8 +55,9 @@ class CudaBackendImpl final : public CudaBackend {
       count = 0;
       no_device_reason_ = "cudaGetDeviceCount failed with " + status_text(status);
       if (status == cudaErrorInsufficientDriver || status == cudaErrorNoDevice)
-        no_device_reason_ += ": no NVIDIA GPU/driver on this machine, or a driver older than "
-                             "the CUDA runtime";
+        no_device_reason_ +=
+            ": no NVIDIA GPU/driver on this machine, or a driver older than "
+            "the CUDA runtime";
     } else if (count <= 0) {
       count = 0;
       no_device_reason_ = "cudaGetDeviceCount reports 0 devices";
@@ -105,8 +106,8 @@ class CudaBackendImpl final : public CudaBackend {
   void copy(void* dst, Device dst_device, const void* src, Device src_device,
             std::size_t bytes) override {
     if (bytes == 0) return;
-    ANVIL_CHECK(dst != nullptr && src != nullptr, "CudaBackend::copy", "null pointer (dst ",
-                dst, ", src ", src, ") for ", bytes, " bytes");
+    ANVIL_CHECK(dst != nullptr && src != nullptr, "CudaBackend::copy", "null pointer (dst ", dst,
+                ", src ", src, ") for ", bytes, " bytes");
     if (dst_device.is_cpu() && src_device.is_cpu()) {
       std::memmove(dst, src, bytes);
       return;
@@ -143,8 +144,8 @@ class CudaBackendImpl final : public CudaBackend {
       ANVIL_CUDA_CHECK(cudaStreamSynchronize(src_stream));
     }
     DeviceGuard guard(dst_device.index);
-    ANVIL_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, bytes,
-                                         dst_stream));
+    ANVIL_CUDA_CHECK(
+        cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, bytes, dst_stream));
     ANVIL_CUDA_CHECK(cudaStreamSynchronize(dst_stream));
   }
 
@@ -182,7 +183,8 @@ class CudaBackendImpl final : public CudaBackend {
                       StridedView src) override {
     cudaStream_t s = get_stream(device, "CudaBackend::copy_on_device");
     DeviceGuard guard(device);
-    strided_copy(s, sizes, ndim, {dst.data, dst.strides, dst.dtype}, {src.data, src.strides, src.dtype});
+    strided_copy(s, sizes, ndim, {dst.data, dst.strides, dst.dtype},
+                 {src.data, src.strides, src.dtype});
   }
 
   void fill_on_device(int device, const std::int64_t* sizes, int ndim, StridedView dst,
@@ -212,8 +214,8 @@ class CudaBackendImpl final : public CudaBackend {
 
  private:
   DeviceState& state(int device, const char* where) {
-    ANVIL_CHECK(device >= 0 && device < device_count(), where, "no CUDA device cuda:", device,
-                " (", device_count(), " device(s) present)");
+    ANVIL_CHECK(device >= 0 && device < device_count(), where, "no CUDA device cuda:", device, " (",
+                device_count(), " device(s) present)");
     return *devices_[static_cast<std::size_t>(device)];
   }
 

@@ -12,8 +12,10 @@ class DeviceGuard {
  public:
   explicit DeviceGuard(int device) {
     ANVIL_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != device) ANVIL_CUDA_CHECK(cudaSetDevice(device));
-    else previous_ = -1;  // nothing to restore
+    if (previous_ != device)
+      ANVIL_CUDA_CHECK(cudaSetDevice(device));
+    else
+      previous_ = -1;  // nothing to restore
   }
   ~DeviceGuard() {
     // A destructor must not throw; a failure here leaves the other device current, which the

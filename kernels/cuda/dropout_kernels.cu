@@ -44,7 +44,8 @@ template <typename T>
 void launch(cudaStream_t stream, const void* x, void* y, void* mask, std::int64_t n,
             std::uint64_t seed, std::uint64_t offset, std::uint64_t threshold, double scale) {
   const std::int64_t groups = (n + 3) / 4;
-  const int blocks = static_cast<int>(std::min<std::int64_t>((groups + kThreads - 1) / kThreads, kMaxBlocks));
+  const int blocks =
+      static_cast<int>(std::min<std::int64_t>((groups + kThreads - 1) / kThreads, kMaxBlocks));
   dropout_kernel<T><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
                                                      static_cast<T*>(mask), n, seed, offset,
                                                      threshold, static_cast<T>(scale));
@@ -56,14 +57,16 @@ void launch(cudaStream_t stream, const void* x, void* y, void* mask, std::int64_
 void dropout_forward(cudaStream_t stream, DType dtype, const void* x, void* y, void* mask,
                      std::int64_t n, std::uint64_t seed, std::uint64_t offset,
                      std::uint64_t keep_threshold, double scale) {
-  ANVIL_CHECK(dtype == DType::f32 || dtype == DType::f64, "dropout_forward", "needs f32 or f64, got ",
-              dtype_name(dtype));
+  ANVIL_CHECK(dtype == DType::f32 || dtype == DType::f64, "dropout_forward",
+              "needs f32 or f64, got ", dtype_name(dtype));
   ANVIL_CHECK(n >= 0, "dropout_forward", "negative element count ", n);
   if (n == 0) return;
-  ANVIL_CHECK(x != nullptr && y != nullptr && mask != nullptr, "dropout_forward",
-              "null buffer (x ", x, ", y ", y, ", mask ", mask, ") for ", n, " elements");
-  if (dtype == DType::f64) launch<double>(stream, x, y, mask, n, seed, offset, keep_threshold, scale);
-  else launch<float>(stream, x, y, mask, n, seed, offset, keep_threshold, scale);
+  ANVIL_CHECK(x != nullptr && y != nullptr && mask != nullptr, "dropout_forward", "null buffer (x ",
+              x, ", y ", y, ", mask ", mask, ") for ", n, " elements");
+  if (dtype == DType::f64)
+    launch<double>(stream, x, y, mask, n, seed, offset, keep_threshold, scale);
+  else
+    launch<float>(stream, x, y, mask, n, seed, offset, keep_threshold, scale);
 }
 
 }  // namespace anvil::cuda

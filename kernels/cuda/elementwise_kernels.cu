@@ -18,9 +18,17 @@ namespace {
 
 __host__ __device__ constexpr bool is_binary(EwCode op) {
   switch (op) {
-    case EwCode::add: case EwCode::sub: case EwCode::mul: case EwCode::div: case EwCode::pow:
-    case EwCode::maximum: case EwCode::gt: case EwCode::sigmoid_backward:
-    case EwCode::tanh_backward: case EwCode::relu_backward: case EwCode::pow_scalar_backward:
+    case EwCode::add:
+    case EwCode::sub:
+    case EwCode::mul:
+    case EwCode::div:
+    case EwCode::pow:
+    case EwCode::maximum:
+    case EwCode::gt:
+    case EwCode::sigmoid_backward:
+    case EwCode::tanh_backward:
+    case EwCode::relu_backward:
+    case EwCode::pow_scalar_backward:
       return true;
     default:
       return false;
@@ -29,8 +37,15 @@ __host__ __device__ constexpr bool is_binary(EwCode op) {
 
 __host__ __device__ constexpr bool allows_integers(EwCode op) {
   switch (op) {
-    case EwCode::neg: case EwCode::abs: case EwCode::sign: case EwCode::add: case EwCode::sub:
-    case EwCode::mul: case EwCode::maximum: case EwCode::gt: case EwCode::add_scalar:
+    case EwCode::neg:
+    case EwCode::abs:
+    case EwCode::sign:
+    case EwCode::add:
+    case EwCode::sub:
+    case EwCode::mul:
+    case EwCode::maximum:
+    case EwCode::gt:
+    case EwCode::add_scalar:
     case EwCode::mul_scalar:
       return true;
     default:
@@ -57,41 +72,70 @@ __device__ __forceinline__ double m_pow(double x, double y) { return pow(x, y); 
 // by much more relative to the result under cancellation. __fmul_rn/__dmul_rn never fuse.
 template <typename T>
 __device__ __forceinline__ T mul_rn(T x, T y) {
-  if constexpr (std::is_same_v<T, float>) return __fmul_rn(x, y);
-  else if constexpr (std::is_same_v<T, double>) return __dmul_rn(x, y);
-  else return static_cast<T>(x * y);
+  if constexpr (std::is_same_v<T, float>)
+    return __fmul_rn(x, y);
+  else if constexpr (std::is_same_v<T, double>)
+    return __dmul_rn(x, y);
+  else
+    return static_cast<T>(x * y);
 }
 
 // One element of op: a, b as in elementwise_problem.h (b = incoming gradient in the backward
 // forms), s the scalar, alpha of add/sub.
 template <EwCode Op, typename T>
 __device__ __forceinline__ T apply(T a, T b, T s, T alpha) {
-  if constexpr (Op == EwCode::neg) return static_cast<T>(-a);
-  else if constexpr (Op == EwCode::abs) return a < T(0) ? static_cast<T>(-a) : a;
-  else if constexpr (Op == EwCode::sign) return static_cast<T>((a > T(0)) - (a < T(0)));
-  else if constexpr (Op == EwCode::add) return static_cast<T>(a + mul_rn(alpha, b));
-  else if constexpr (Op == EwCode::sub) return static_cast<T>(a - mul_rn(alpha, b));
-  else if constexpr (Op == EwCode::mul) return static_cast<T>(a * b);
-  else if constexpr (Op == EwCode::maximum) return a > b ? a : b;
-  else if constexpr (Op == EwCode::gt) return static_cast<T>(a > b ? 1 : 0);
-  else if constexpr (Op == EwCode::add_scalar) return static_cast<T>(a + s);
-  else if constexpr (Op == EwCode::mul_scalar) return static_cast<T>(a * s);
-  else if constexpr (Op == EwCode::exp) return m_exp(a);
-  else if constexpr (Op == EwCode::log) return m_log(a);
-  else if constexpr (Op == EwCode::sqrt) return m_sqrt(a);
-  else if constexpr (Op == EwCode::sigmoid) return T(1) / (T(1) + m_exp(-a));
-  else if constexpr (Op == EwCode::tanh) return m_tanh(a);
-  else if constexpr (Op == EwCode::relu) return a > T(0) ? a : T(0);
-  else if constexpr (Op == EwCode::div) return a / b;
-  else if constexpr (Op == EwCode::pow) return m_pow(a, b);
-  else if constexpr (Op == EwCode::pow_scalar) return m_pow(a, s);
-  else if constexpr (Op == EwCode::rsub_scalar) return s - a;
-  else if constexpr (Op == EwCode::rdiv_scalar) return s / a;
-  else if constexpr (Op == EwCode::sigmoid_backward) return b * a * (T(1) - a);
-  else if constexpr (Op == EwCode::tanh_backward) return b * (T(1) - mul_rn(a, a));
-  else if constexpr (Op == EwCode::relu_backward) return a > T(0) ? b : T(0);
-  else if constexpr (Op == EwCode::pow_scalar_backward) return b * s * m_pow(a, s - T(1));
-  else return a;  // unreachable: launch() checks the code
+  if constexpr (Op == EwCode::neg)
+    return static_cast<T>(-a);
+  else if constexpr (Op == EwCode::abs)
+    return a < T(0) ? static_cast<T>(-a) : a;
+  else if constexpr (Op == EwCode::sign)
+    return static_cast<T>((a > T(0)) - (a < T(0)));
+  else if constexpr (Op == EwCode::add)
+    return static_cast<T>(a + mul_rn(alpha, b));
+  else if constexpr (Op == EwCode::sub)
+    return static_cast<T>(a - mul_rn(alpha, b));
+  else if constexpr (Op == EwCode::mul)
+    return static_cast<T>(a * b);
+  else if constexpr (Op == EwCode::maximum)
+    return a > b ? a : b;
+  else if constexpr (Op == EwCode::gt)
+    return static_cast<T>(a > b ? 1 : 0);
+  else if constexpr (Op == EwCode::add_scalar)
+    return static_cast<T>(a + s);
+  else if constexpr (Op == EwCode::mul_scalar)
+    return static_cast<T>(a * s);
+  else if constexpr (Op == EwCode::exp)
+    return m_exp(a);
+  else if constexpr (Op == EwCode::log)
+    return m_log(a);
+  else if constexpr (Op == EwCode::sqrt)
+    return m_sqrt(a);
+  else if constexpr (Op == EwCode::sigmoid)
+    return T(1) / (T(1) + m_exp(-a));
+  else if constexpr (Op == EwCode::tanh)
+    return m_tanh(a);
+  else if constexpr (Op == EwCode::relu)
+    return a > T(0) ? a : T(0);
+  else if constexpr (Op == EwCode::div)
+    return a / b;
+  else if constexpr (Op == EwCode::pow)
+    return m_pow(a, b);
+  else if constexpr (Op == EwCode::pow_scalar)
+    return m_pow(a, s);
+  else if constexpr (Op == EwCode::rsub_scalar)
+    return s - a;
+  else if constexpr (Op == EwCode::rdiv_scalar)
+    return s / a;
+  else if constexpr (Op == EwCode::sigmoid_backward)
+    return b * a * (T(1) - a);
+  else if constexpr (Op == EwCode::tanh_backward)
+    return b * (T(1) - mul_rn(a, a));
+  else if constexpr (Op == EwCode::relu_backward)
+    return a > T(0) ? b : T(0);
+  else if constexpr (Op == EwCode::pow_scalar_backward)
+    return b * s * m_pow(a, s - T(1));
+  else
+    return a;  // unreachable: launch() checks the code
 }
 
 // out may alias a or b element for element (in-place ops); other overlaps are undefined, as on

@@ -13,10 +13,31 @@ namespace anvil::cuda {
 // The op codes, in the order of anvil::EwOp (engine/dispatch/elementwise_problem.h);
 // pointwise_register.cpp checks the correspondence at compile time.
 enum class EwCode : int {
-  neg, exp, log, sqrt, sigmoid, tanh, relu, abs, sign,
-  add, sub, mul, div, pow, maximum, gt,
-  add_scalar, mul_scalar, pow_scalar, rsub_scalar, rdiv_scalar,
-  sigmoid_backward, tanh_backward, relu_backward, pow_scalar_backward,
+  neg,
+  exp,
+  log,
+  sqrt,
+  sigmoid,
+  tanh,
+  relu,
+  abs,
+  sign,
+  add,
+  sub,
+  mul,
+  div,
+  pow,
+  maximum,
+  gt,
+  add_scalar,
+  mul_scalar,
+  pow_scalar,
+  rsub_scalar,
+  rdiv_scalar,
+  sigmoid_backward,
+  tanh_backward,
+  relu_backward,
+  pow_scalar_backward,
   count,  // number of codes
 };
 
@@ -31,8 +52,8 @@ struct EwLaunch {
   const std::int64_t* a_strides = nullptr;
   const void* b = nullptr;                  // null for unary ops
   const std::int64_t* b_strides = nullptr;  // null for unary ops
-  double scalar = 0.0;  // s of the scalar ops
-  double alpha = 1.0;   // add/sub: a +- alpha * b
+  double scalar = 0.0;                      // s of the scalar ops
+  double alpha = 1.0;                       // add/sub: a +- alpha * b
 };
 
 // out = op(a[, b]) over the output shape. Throws anvil::Error for an op the dtype does not

@@ -164,8 +164,8 @@ void gemm_cublas(const GemmArgs& args) {
   const float beta = p.beta_zero ? 0.0f : static_cast<float>(args.beta);
   ANVIL_CUBLAS_CHECK(cublasSgemmStridedBatched(
       h, c.op_first, c.op_second, c.m, c.n, c.k, &alpha, static_cast<const float*>(args.b),
-      c.ld_first, c.stride_first, static_cast<const float*>(args.a), c.ld_second,
-      c.stride_second, &beta, static_cast<float*>(args.c), c.ldc, c.stride_c, c.batch));
+      c.ld_first, c.stride_first, static_cast<const float*>(args.a), c.ld_second, c.stride_second,
+      &beta, static_cast<float*>(args.c), c.ldc, c.stride_c, c.batch));
 }
 
 // ---- cuda.cublas.tf32 ----------------------------------------------------------------------
@@ -192,8 +192,8 @@ void gemm_cublas_tf32(const GemmArgs& args) {
   const float beta = p.beta_zero ? 0.0f : static_cast<float>(args.beta);
   ANVIL_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
       h, c.op_first, c.op_second, c.m, c.n, c.k, &alpha, args.b, CUDA_R_32F, c.ld_first,
-      c.stride_first, args.a, CUDA_R_32F, c.ld_second, c.stride_second, &beta, args.c,
-      CUDA_R_32F, c.ldc, c.stride_c, c.batch, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
+      c.stride_first, args.a, CUDA_R_32F, c.ld_second, c.stride_second, &beta, args.c, CUDA_R_32F,
+      c.ldc, c.stride_c, c.batch, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
 }
 
 // ---- cuda.custom.gemm_tiled ----------------------------------------------------------------
@@ -249,7 +249,8 @@ void register_cuda_gemm() {
           [](const GemmProblem& p) {
             Support s = supports_f32_only(p, "cuda.custom.gemm_tiled");
             if (s.ok && !tiled_gemm_grid_fits(p.m, p.n))
-              s = Support::no(detail::str_cat("M=", p.m, " exceeds the launch grid (65535 tiles of ",
+              s = Support::no(detail::str_cat("M=", p.m,
+                                              " exceeds the launch grid (65535 tiles of ",
                                               kTiledGemmTileM, " rows)"));
             return s;
           },

@@ -20,8 +20,8 @@ constexpr int kBN = static_cast<int>(kTiledGemmTileN);  // columns of C per bloc
 constexpr int kBK = 16;                                 // K slab staged per step
 constexpr int kThreads = 256;                           // 16 x 16 threads
 constexpr int kSide = 16;
-constexpr int kTM = kBM / kSide, kTN = kBN / kSide;     // 4 x 4 outputs per thread
-constexpr int kLoads = kBM * kBK / kThreads;            // tile elements each thread loads (4)
+constexpr int kTM = kBM / kSide, kTN = kBN / kSide;  // 4 x 4 outputs per thread
+constexpr int kLoads = kBM * kBK / kThreads;         // tile elements each thread loads (4)
 static_assert(kBM * kBK == kBN * kBK, "A and B slabs are loaded with the same thread map");
 static_assert(kLoads * kThreads == kBM * kBK, "the slab must divide evenly over the threads");
 
@@ -119,10 +119,14 @@ void launch_gemm_tiled(cudaStream_t stream, const TiledGemmParams& p) {
                   static_cast<unsigned>((p.m + kBM - 1) / kBM),
                   static_cast<unsigned>(std::min<std::int64_t>(p.batch, 65535)));
   const dim3 block(kThreads);
-  if (!p.trans_a && !p.trans_b) gemm_tiled_kernel<false, false><<<grid, block, 0, stream>>>(p);
-  else if (!p.trans_a && p.trans_b) gemm_tiled_kernel<false, true><<<grid, block, 0, stream>>>(p);
-  else if (p.trans_a && !p.trans_b) gemm_tiled_kernel<true, false><<<grid, block, 0, stream>>>(p);
-  else gemm_tiled_kernel<true, true><<<grid, block, 0, stream>>>(p);
+  if (!p.trans_a && !p.trans_b)
+    gemm_tiled_kernel<false, false><<<grid, block, 0, stream>>>(p);
+  else if (!p.trans_a && p.trans_b)
+    gemm_tiled_kernel<false, true><<<grid, block, 0, stream>>>(p);
+  else if (p.trans_a && !p.trans_b)
+    gemm_tiled_kernel<true, false><<<grid, block, 0, stream>>>(p);
+  else
+    gemm_tiled_kernel<true, true><<<grid, block, 0, stream>>>(p);
   // Launch errors (bad configuration, no kernel image for this GPU) are reported here; faults
   // during execution surface at the next synchronising call on the stream.
   ANVIL_CUDA_CHECK(cudaGetLastError());

@@ -40,7 +40,8 @@ bool HostStaging::ensure_buffers_locked() {
     }
   }
   for (int i = 0; i < 2; ++i)
-    if (done_[i] == nullptr) ANVIL_CUDA_CHECK(cudaEventCreateWithFlags(&done_[i], cudaEventDisableTiming));
+    if (done_[i] == nullptr)
+      ANVIL_CUDA_CHECK(cudaEventCreateWithFlags(&done_[i], cudaEventDisableTiming));
   buffer_[0] = b[0];
   buffer_[1] = b[1];
   return true;
@@ -86,7 +87,9 @@ void HostStaging::to_host(void* dst, const void* src, std::size_t bytes, cudaStr
   auto* d = static_cast<char*>(dst);
   const auto* s = static_cast<const char*>(src);
   const std::size_t chunks = (bytes + kChunkBytes - 1) / kChunkBytes;
-  const auto chunk_bytes = [&](std::size_t c) { return std::min(kChunkBytes, bytes - c * kChunkBytes); };
+  const auto chunk_bytes = [&](std::size_t c) {
+    return std::min(kChunkBytes, bytes - c * kChunkBytes);
+  };
   // Chunk c goes through buffer c % 2: two DMAs are queued ahead, and chunk c + 2 is queued
   // only once chunk c has been copied out of the buffer they share.
   const auto enqueue = [&](std::size_t c) {

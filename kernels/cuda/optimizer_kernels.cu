@@ -27,7 +27,7 @@ namespace {
 // partial sums and one double of result (sum of squares only).
 constexpr std::int64_t kChunk = 16384;  // elements per chunk: 64 per thread of a 256-thread block
 constexpr int kThreads = 256;
-constexpr int kMaxBlocks = 1024;        // also the number of partial sums of the reduction
+constexpr int kMaxBlocks = 1024;  // also the number of partial sums of the reduction
 constexpr int kTableWordsPerTensor = 7;
 
 struct DeviceList {
@@ -56,8 +56,10 @@ __device__ __forceinline__ ChunkRange find_chunk(const DeviceList& l, std::int64
   int lo = 0, hi = l.count;  // invariant: chunk_start[lo] <= c < chunk_start[hi]
   while (hi - lo > 1) {
     const int mid = lo + (hi - lo) / 2;
-    if (l.chunk_start[mid] <= c) lo = mid;
-    else hi = mid;
+    if (l.chunk_start[mid] <= c)
+      lo = mid;
+    else
+      hi = mid;
   }
   const std::int64_t begin = (c - l.chunk_start[lo]) * kChunk;
   const std::int64_t end = begin + kChunk < l.numel[lo] ? begin + kChunk : l.numel[lo];
@@ -68,8 +70,8 @@ __device__ __forceinline__ float dev_sqrt(float x) { return sqrtf(x); }
 __device__ __forceinline__ double dev_sqrt(double x) { return sqrt(x); }
 
 template <typename T>
-__global__ void sgd_kernel(DeviceList l, std::int64_t total_chunks, T lr, T momentum, T damp,
-                           T wd, bool nesterov) {
+__global__ void sgd_kernel(DeviceList l, std::int64_t total_chunks, T lr, T momentum, T damp, T wd,
+                           bool nesterov) {
   for (std::int64_t c = blockIdx.x; c < total_chunks; c += gridDim.x) {
     const ChunkRange r = find_chunk(l, c);
     T* p = static_cast<T*>(l.param[r.s]);
@@ -90,8 +92,8 @@ __global__ void sgd_kernel(DeviceList l, std::int64_t total_chunks, T lr, T mome
 }
 
 template <typename T>
-__global__ void adam_kernel(DeviceList l, std::int64_t total_chunks, T step_size, T b1, T b2,
-                            T eps, T wd, T inv_sqrt_c2) {
+__global__ void adam_kernel(DeviceList l, std::int64_t total_chunks, T step_size, T b1, T b2, T eps,
+                            T wd, T inv_sqrt_c2) {
   for (std::int64_t c = blockIdx.x; c < total_chunks; c += gridDim.x) {
     const ChunkRange r = find_chunk(l, c);
     T* p = static_cast<T*>(l.param[r.s]);
@@ -211,7 +213,8 @@ void launch_sgd(cudaStream_t stream, const DeviceList& l, std::int64_t chunks, c
 }
 
 template <typename T>
-void launch_adam(cudaStream_t stream, const DeviceList& l, std::int64_t chunks, const AdamParams& p) {
+void launch_adam(cudaStream_t stream, const DeviceList& l, std::int64_t chunks,
+                 const AdamParams& p) {
   adam_kernel<T><<<grid_for(chunks), kThreads, 0, stream>>>(
       l, chunks, static_cast<T>(p.lr / p.c1), static_cast<T>(p.beta1), static_cast<T>(p.beta2),
       static_cast<T>(p.eps), static_cast<T>(p.weight_decay), static_cast<T>(1.0 / std::sqrt(p.c2)));
@@ -232,8 +235,10 @@ void multi_tensor_sgd(cudaStream_t stream, DType dtype, const MultiTensorEntry* 
   DeviceList l{};
   const std::int64_t chunks = upload_list(stream, entries, count, scratch, l);
   if (chunks == 0) return;
-  if (dtype == DType::f64) launch_sgd<double>(stream, l, chunks, params);
-  else launch_sgd<float>(stream, l, chunks, params);
+  if (dtype == DType::f64)
+    launch_sgd<double>(stream, l, chunks, params);
+  else
+    launch_sgd<float>(stream, l, chunks, params);
 }
 
 void multi_tensor_adam(cudaStream_t stream, DType dtype, const MultiTensorEntry* entries, int count,
@@ -244,8 +249,10 @@ void multi_tensor_adam(cudaStream_t stream, DType dtype, const MultiTensorEntry*
   DeviceList l{};
   const std::int64_t chunks = upload_list(stream, entries, count, scratch, l);
   if (chunks == 0) return;
-  if (dtype == DType::f64) launch_adam<double>(stream, l, chunks, params);
-  else launch_adam<float>(stream, l, chunks, params);
+  if (dtype == DType::f64)
+    launch_adam<double>(stream, l, chunks, params);
+  else
+    launch_adam<float>(stream, l, chunks, params);
 }
 
 double multi_tensor_sum_squares(cudaStream_t stream, DType dtype, const MultiTensorEntry* entries,
@@ -254,7 +261,8 @@ double multi_tensor_sum_squares(cudaStream_t stream, DType dtype, const MultiTen
   DeviceList l{};
   const std::int64_t chunks = upload_list(stream, entries, count, scratch, l);
   if (chunks == 0) return 0.0;
-  double* partial = reinterpret_cast<double*>(static_cast<std::int64_t*>(scratch) + table_words(count));
+  double* partial =
+      reinterpret_cast<double*>(static_cast<std::int64_t*>(scratch) + table_words(count));
   double* result = partial + kMaxBlocks;
   const int grid = grid_for(chunks);
   if (dtype == DType::f64)
@@ -270,8 +278,8 @@ double multi_tensor_sum_squares(cudaStream_t stream, DType dtype, const MultiTen
   return host;
 }
 
-void multi_tensor_scale(cudaStream_t stream, DType dtype, const MultiTensorEntry* entries, int count,
-                        void* scratch, double scale) {
+void multi_tensor_scale(cudaStream_t stream, DType dtype, const MultiTensorEntry* entries,
+                        int count, void* scratch, double scale) {
   check_dtype(dtype, "multi_tensor_scale");
   DeviceList l{};
   const std::int64_t chunks = upload_list(stream, entries, count, scratch, l);
@@ -279,7 +287,8 @@ void multi_tensor_scale(cudaStream_t stream, DType dtype, const MultiTensorEntry
   if (dtype == DType::f64)
     scale_kernel<double><<<grid_for(chunks), kThreads, 0, stream>>>(l, chunks, scale);
   else
-    scale_kernel<float><<<grid_for(chunks), kThreads, 0, stream>>>(l, chunks, static_cast<float>(scale));
+    scale_kernel<float>
+        <<<grid_for(chunks), kThreads, 0, stream>>>(l, chunks, static_cast<float>(scale));
   ANVIL_CUDA_CHECK(cudaGetLastError());
 }
 

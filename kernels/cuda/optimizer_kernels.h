@@ -49,7 +49,7 @@ void multi_tensor_adam(cudaStream_t stream, DType dtype, const MultiTensorEntry*
 double multi_tensor_sum_squares(cudaStream_t stream, DType dtype, const MultiTensorEntry* entries,
                                 int count, void* scratch);
 // grad *= scale (scale converted to the dtype first) for every entry.
-void multi_tensor_scale(cudaStream_t stream, DType dtype, const MultiTensorEntry* entries, int count,
-                        void* scratch, double scale);
+void multi_tensor_scale(cudaStream_t stream, DType dtype, const MultiTensorEntry* entries,
+                        int count, void* scratch, double scale);
 
 }  // namespace anvil::cuda

@@ -117,7 +117,9 @@ __device__ __forceinline__ std::int64_t grid_threads() {
 template <typename T>
 __device__ __forceinline__ T device_inf();
 template <>
-__device__ __forceinline__ float device_inf<float>() { return __int_as_float(0x7f800000); }
+__device__ __forceinline__ float device_inf<float>() {
+  return __int_as_float(0x7f800000);
+}
 template <>
 __device__ __forceinline__ double device_inf<double>() {
   return __longlong_as_double(0x7ff0000000000000LL);
@@ -125,7 +127,9 @@ __device__ __forceinline__ double device_inf<double>() {
 template <typename T>
 __device__ __forceinline__ T device_nan();
 template <>
-__device__ __forceinline__ float device_nan<float>() { return __int_as_float(0x7fc00000); }
+__device__ __forceinline__ float device_nan<float>() {
+  return __int_as_float(0x7fc00000);
+}
 template <>
 __device__ __forceinline__ double device_nan<double>() {
   return __longlong_as_double(0x7ff8000000000000LL);
@@ -135,12 +139,16 @@ __device__ __forceinline__ double device_nan<double>() {
 
 struct SumOp {
   template <typename A>
-  __device__ __forceinline__ A operator()(A a, A b) const { return a + b; }
+  __device__ __forceinline__ A operator()(A a, A b) const {
+    return a + b;
+  }
 };
 // Max that never produces NaN from non-NaN partials (callers keep NaN out of the partials).
 struct MaxOp {
   template <typename A>
-  __device__ __forceinline__ A operator()(A a, A b) const { return a > b ? a : b; }
+  __device__ __forceinline__ A operator()(A a, A b) const {
+    return a > b ? a : b;
+  }
 };
 
 // Every lane of the (full, converged) warp gets the reduction of the 32 values.
@@ -179,7 +187,9 @@ struct WarpGroup {
   __device__ int lane() const { return threadIdx.x & 31; }
   __device__ int size() const { return 32; }
   template <typename A, typename Op>
-  __device__ A allreduce(A v, Op op, A) const { return warp_allreduce(v, op); }
+  __device__ A allreduce(A v, Op op, A) const {
+    return warp_allreduce(v, op);
+  }
 };
 struct BlockGroup {
   __device__ std::int64_t index() const { return blockIdx.x; }
@@ -187,7 +197,9 @@ struct BlockGroup {
   __device__ int lane() const { return threadIdx.x; }
   __device__ int size() const { return blockDim.x; }
   template <typename A, typename Op>
-  __device__ A allreduce(A v, Op op, A identity) const { return block_allreduce(v, op, identity); }
+  __device__ A allreduce(A v, Op op, A identity) const {
+    return block_allreduce(v, op, identity);
+  }
 };
 
 // Rows up to this length take one warp each, longer ones one block.

@@ -26,23 +26,25 @@ constexpr bool same_code(EwOp op, EwCode code) {
   return static_cast<int>(op) == static_cast<int>(code);
 }
 static_assert(same_code(EwOp::neg, EwCode::neg) && same_code(EwOp::exp, EwCode::exp) &&
-              same_code(EwOp::log, EwCode::log) && same_code(EwOp::sqrt, EwCode::sqrt) &&
-              same_code(EwOp::sigmoid, EwCode::sigmoid) && same_code(EwOp::tanh, EwCode::tanh) &&
-              same_code(EwOp::relu, EwCode::relu) && same_code(EwOp::abs, EwCode::abs) &&
-              same_code(EwOp::sign, EwCode::sign) && same_code(EwOp::add, EwCode::add) &&
-              same_code(EwOp::sub, EwCode::sub) && same_code(EwOp::mul, EwCode::mul) &&
-              same_code(EwOp::div, EwCode::div) && same_code(EwOp::pow, EwCode::pow) &&
-              same_code(EwOp::maximum, EwCode::maximum) && same_code(EwOp::gt, EwCode::gt) &&
-              same_code(EwOp::add_scalar, EwCode::add_scalar) &&
-              same_code(EwOp::mul_scalar, EwCode::mul_scalar) &&
-              same_code(EwOp::pow_scalar, EwCode::pow_scalar) &&
-              same_code(EwOp::rsub_scalar, EwCode::rsub_scalar) &&
-              same_code(EwOp::rdiv_scalar, EwCode::rdiv_scalar) &&
-              same_code(EwOp::sigmoid_backward, EwCode::sigmoid_backward) &&
-              same_code(EwOp::tanh_backward, EwCode::tanh_backward) &&
-              same_code(EwOp::relu_backward, EwCode::relu_backward) &&
-              same_code(EwOp::pow_scalar_backward, EwCode::pow_scalar_backward) &&
-              static_cast<int>(EwCode::count) == static_cast<int>(EwOp::pow_scalar_backward) + 1,
+                  same_code(EwOp::log, EwCode::log) && same_code(EwOp::sqrt, EwCode::sqrt) &&
+                  same_code(EwOp::sigmoid, EwCode::sigmoid) &&
+                  same_code(EwOp::tanh, EwCode::tanh) && same_code(EwOp::relu, EwCode::relu) &&
+                  same_code(EwOp::abs, EwCode::abs) && same_code(EwOp::sign, EwCode::sign) &&
+                  same_code(EwOp::add, EwCode::add) && same_code(EwOp::sub, EwCode::sub) &&
+                  same_code(EwOp::mul, EwCode::mul) && same_code(EwOp::div, EwCode::div) &&
+                  same_code(EwOp::pow, EwCode::pow) && same_code(EwOp::maximum, EwCode::maximum) &&
+                  same_code(EwOp::gt, EwCode::gt) &&
+                  same_code(EwOp::add_scalar, EwCode::add_scalar) &&
+                  same_code(EwOp::mul_scalar, EwCode::mul_scalar) &&
+                  same_code(EwOp::pow_scalar, EwCode::pow_scalar) &&
+                  same_code(EwOp::rsub_scalar, EwCode::rsub_scalar) &&
+                  same_code(EwOp::rdiv_scalar, EwCode::rdiv_scalar) &&
+                  same_code(EwOp::sigmoid_backward, EwCode::sigmoid_backward) &&
+                  same_code(EwOp::tanh_backward, EwCode::tanh_backward) &&
+                  same_code(EwOp::relu_backward, EwCode::relu_backward) &&
+                  same_code(EwOp::pow_scalar_backward, EwCode::pow_scalar_backward) &&
+                  static_cast<int>(EwCode::count) ==
+                      static_cast<int>(EwOp::pow_scalar_backward) + 1,
               "EwCode (kernels/cuda/elementwise_kernels.h) must follow EwOp's order");
 
 Support elementwise_support(const ElementwiseProblem& p) {
@@ -90,8 +92,7 @@ void run_softmax(const SoftmaxArgs& a) {
   switch (p.op) {
     case SoftmaxOp::softmax:
     case SoftmaxOp::log_softmax:
-      return softmax_rows(s, p.dtype, a.x, a.out, p.rows, p.cols,
-                          p.op == SoftmaxOp::log_softmax);
+      return softmax_rows(s, p.dtype, a.x, a.out, p.rows, p.cols, p.op == SoftmaxOp::log_softmax);
     case SoftmaxOp::softmax_backward:
     case SoftmaxOp::log_softmax_backward:
       return softmax_backward_rows(s, p.dtype, a.x, a.dy, a.out, p.rows, p.cols,
@@ -100,12 +101,12 @@ void run_softmax(const SoftmaxArgs& a) {
       // 8 bytes of device scratch for the first out-of-range row (from the caching allocator;
       // the launcher waits for the kernel before this goes back).
       Tensor flag = Tensor::empty({1}, DType::i64, p.device);
-      return cross_entropy_forward(s, p.dtype, p.index_dtype, a.x, a.target, a.out, a.lse,
-                                   p.rows, p.cols, flag.data_ptr());
+      return cross_entropy_forward(s, p.dtype, p.index_dtype, a.x, a.target, a.out, a.lse, p.rows,
+                                   p.cols, flag.data_ptr());
     }
     case SoftmaxOp::cross_entropy_backward:
-      return cross_entropy_backward(s, p.dtype, p.index_dtype, a.x, a.target, a.lse, a.out,
-                                    p.rows, p.cols, a.scale);
+      return cross_entropy_backward(s, p.dtype, p.index_dtype, a.x, a.target, a.lse, a.out, p.rows,
+                                    p.cols, a.scale);
     case SoftmaxOp::cross_entropy_forward_grad:  // refused by softmax_basic_support
       fail("cuda.custom.softmax", "no kernel for ", p.repr());
   }

@@ -38,14 +38,18 @@ __device__ __forceinline__ void warp_argmax(T& v, std::int64_t& i) {
   for (int o = 16; o > 0; o >>= 1) {
     const T ov = __shfl_xor_sync(0xffffffffu, v, o);
     const long long oi = __shfl_xor_sync(0xffffffffu, static_cast<long long>(i), o);
-    if (better(v, i, ov, static_cast<std::int64_t>(oi))) { v = ov; i = oi; }
+    if (better(v, i, ov, static_cast<std::int64_t>(oi))) {
+      v = ov;
+      i = oi;
+    }
   }
 }
 
 // ---- inner == 1 ------------------------------------------------------------------------------
 
 template <typename T, typename G>
-__global__ void __launch_bounds__(512) row_sum(const T* x, T* out, std::int64_t rows, std::int64_t cols, double scale) {
+__global__ void __launch_bounds__(512)
+    row_sum(const T* x, T* out, std::int64_t rows, std::int64_t cols, double scale) {
   const G g;
   for (std::int64_t row = g.index(); row < rows; row += g.count()) {  // uniform per group
     const T* xr = x + row * cols;
@@ -57,23 +61,29 @@ __global__ void __launch_bounds__(512) row_sum(const T* x, T* out, std::int64_t 
 }
 
 template <typename T>
-__global__ void __launch_bounds__(256) row_max_warp(const T* x, T* out, std::int64_t* index, std::int64_t rows,
-                             std::int64_t cols) {
+__global__ void __launch_bounds__(256)
+    row_max_warp(const T* x, T* out, std::int64_t* index, std::int64_t rows, std::int64_t cols) {
   const WarpGroup g;
   for (std::int64_t row = g.index(); row < rows; row += g.count()) {
     const T* xr = x + row * cols;
     T bv = -device_inf<T>();
     std::int64_t bi = kNoIndex;
     for (std::int64_t c = g.lane(); c < cols; c += 32)
-      if (better(bv, bi, xr[c], c)) { bv = xr[c]; bi = c; }
+      if (better(bv, bi, xr[c], c)) {
+        bv = xr[c];
+        bi = c;
+      }
     warp_argmax(bv, bi);
-    if (g.lane() == 0) { out[row] = bv; index[row] = bi; }
+    if (g.lane() == 0) {
+      out[row] = bv;
+      index[row] = bi;
+    }
   }
 }
 
 template <typename T>
-__global__ void __launch_bounds__(512) row_max_block(const T* x, T* out, std::int64_t* index, std::int64_t rows,
-                              std::int64_t cols) {
+__global__ void __launch_bounds__(512)
+    row_max_block(const T* x, T* out, std::int64_t* index, std::int64_t rows, std::int64_t cols) {
   __shared__ T sv[32];
   __shared__ std::int64_t si[32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
@@ -82,16 +92,25 @@ __global__ void __launch_bounds__(512) row_max_block(const T* x, T* out, std::in
     T bv = -device_inf<T>();
     std::int64_t bi = kNoIndex;
     for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-      if (better(bv, bi, xr[c], c)) { bv = xr[c]; bi = c; }
+      if (better(bv, bi, xr[c], c)) {
+        bv = xr[c];
+        bi = c;
+      }
     warp_argmax(bv, bi);
     __syncthreads();  // the previous row's readers are done with sv/si
-    if (lane == 0) { sv[warp] = bv; si[warp] = bi; }
+    if (lane == 0) {
+      sv[warp] = bv;
+      si[warp] = bi;
+    }
     __syncthreads();
     if (warp == 0) {
       bv = lane < warps ? sv[lane] : -device_inf<T>();
       bi = lane < warps ? si[lane] : kNoIndex;
       warp_argmax(bv, bi);
-      if (lane == 0) { out[row] = bv; index[row] = bi; }
+      if (lane == 0) {
+        out[row] = bv;
+        index[row] = bi;
+      }
     }
   }
 }
@@ -100,8 +119,9 @@ __global__ void __launch_bounds__(512) row_max_block(const T* x, T* out, std::in
 // Block (32, TY): tile t covers outer slice o = t / chunks and columns [32 * (t % chunks), +32).
 
 template <typename T>
-__global__ void __launch_bounds__(1024) col_sum(const T* x, T* out, std::int64_t outer, std::int64_t reduce,
-                        std::int64_t inner, double scale) {
+__global__ void __launch_bounds__(1024)
+    col_sum(const T* x, T* out, std::int64_t outer, std::int64_t reduce, std::int64_t inner,
+            double scale) {
   __shared__ double part[32][33];  // [ty][tx], padded against bank conflicts
   const std::int64_t chunks = (inner + 31) / 32;
   for (std::int64_t t = blockIdx.x; t < outer * chunks; t += gridDim.x) {  // uniform per block
@@ -124,8 +144,9 @@ __global__ void __launch_bounds__(1024) col_sum(const T* x, T* out, std::int64_t
 }
 
 template <typename T>
-__global__ void __launch_bounds__(1024) col_max(const T* x, T* out, std::int64_t* index, std::int64_t outer,
-                        std::int64_t reduce, std::int64_t inner) {
+__global__ void __launch_bounds__(1024)
+    col_max(const T* x, T* out, std::int64_t* index, std::int64_t outer, std::int64_t reduce,
+            std::int64_t inner) {
   __shared__ T pv[32][33];
   __shared__ std::int64_t pi[32][33];
   const std::int64_t chunks = (inner + 31) / 32;
@@ -136,7 +157,10 @@ __global__ void __launch_bounds__(1024) col_max(const T* x, T* out, std::int64_t
     if (i < inner) {
       const T* col = x + o * reduce * inner + i;
       for (std::int64_t r = threadIdx.y; r < reduce; r += blockDim.y)
-        if (better(bv, bi, col[r * inner], r)) { bv = col[r * inner]; bi = r; }
+        if (better(bv, bi, col[r * inner], r)) {
+          bv = col[r * inner];
+          bi = r;
+        }
     }
     pv[threadIdx.y][threadIdx.x] = bv;
     pi[threadIdx.y][threadIdx.x] = bi;
@@ -163,17 +187,17 @@ void sum_typed(cudaStream_t stream, const T* x, T* out, std::int64_t outer, std:
                std::int64_t inner, double scale) {
   if (inner == 1) {
     if (reduce <= kWarpRowMax) {
-      row_sum<T, WarpGroup><<<blocks_for(outer, kThreads / 32), kThreads, 0, stream>>>(
-          x, out, outer, reduce, scale);
+      row_sum<T, WarpGroup>
+          <<<blocks_for(outer, kThreads / 32), kThreads, 0, stream>>>(x, out, outer, reduce, scale);
     } else {
       const int threads = row_block_threads(reduce);
-      row_sum<T, BlockGroup><<<blocks_for(outer, 1), threads, 0, stream>>>(x, out, outer, reduce,
-                                                                          scale);
+      row_sum<T, BlockGroup>
+          <<<blocks_for(outer, 1), threads, 0, stream>>>(x, out, outer, reduce, scale);
     }
   } else {
     const std::int64_t tiles = outer * ((inner + 31) / 32);
     col_sum<T><<<blocks_for(tiles, 1), col_block(tiles), 0, stream>>>(x, out, outer, reduce, inner,
-                                                                     scale);
+                                                                      scale);
   }
   ANVIL_CUDA_CHECK(cudaGetLastError());
 }
@@ -183,21 +207,21 @@ void max_typed(cudaStream_t stream, const T* x, T* out, std::int64_t* index, std
                std::int64_t reduce, std::int64_t inner) {
   if (inner == 1) {
     if (reduce <= kWarpRowMax)
-      row_max_warp<T><<<blocks_for(outer, kThreads / 32), kThreads, 0, stream>>>(x, out, index,
-                                                                                outer, reduce);
+      row_max_warp<T>
+          <<<blocks_for(outer, kThreads / 32), kThreads, 0, stream>>>(x, out, index, outer, reduce);
     else
       row_max_block<T><<<blocks_for(outer, 1), row_block_threads(reduce), 0, stream>>>(
           x, out, index, outer, reduce);
   } else {
     const std::int64_t tiles = outer * ((inner + 31) / 32);
     col_max<T><<<blocks_for(tiles, 1), col_block(tiles), 0, stream>>>(x, out, index, outer, reduce,
-                                                                     inner);
+                                                                      inner);
   }
   ANVIL_CUDA_CHECK(cudaGetLastError());
 }
 
-void check_args(const char* where, DType dtype, const void* x, const void* out,
-                std::int64_t outer, std::int64_t reduce, std::int64_t inner) {
+void check_args(const char* where, DType dtype, const void* x, const void* out, std::int64_t outer,
+                std::int64_t reduce, std::int64_t inner) {
   ANVIL_CHECK(dtype == DType::f32 || dtype == DType::f64, where, "needs f32 or f64, got ",
               dtype_name(dtype));
   ANVIL_CHECK(outer >= 0 && reduce >= 0 && inner >= 0, where, "negative extent [outer=", outer,

@@ -37,7 +37,8 @@ __device__ T row_lse(const G& g, const T* xr, std::int64_t cols) {
 }
 
 template <typename T, typename G>
-__global__ void __launch_bounds__(512) softmax_fwd(const T* x, T* y, std::int64_t rows, std::int64_t cols, bool log) {
+__global__ void __launch_bounds__(512)
+    softmax_fwd(const T* x, T* y, std::int64_t rows, std::int64_t cols, bool log) {
   const G g;
   for (std::int64_t row = g.index(); row < rows; row += g.count()) {  // uniform per group
     const T* xr = x + row * cols;
@@ -49,8 +50,8 @@ __global__ void __launch_bounds__(512) softmax_fwd(const T* x, T* y, std::int64_
 }
 
 template <typename T, typename G>
-__global__ void __launch_bounds__(512) softmax_bwd(const T* y, const T* dy, T* dx, std::int64_t rows, std::int64_t cols,
-                            bool log) {
+__global__ void __launch_bounds__(512)
+    softmax_bwd(const T* y, const T* dy, T* dx, std::int64_t rows, std::int64_t cols, bool log) {
   const G g;
   for (std::int64_t row = g.index(); row < rows; row += g.count()) {
     const T* yr = y + row * cols;
@@ -66,8 +67,9 @@ __global__ void __launch_bounds__(512) softmax_bwd(const T* y, const T* dy, T* d
 }
 
 template <typename T, typename I, typename G>
-__global__ void __launch_bounds__(512) ce_fwd(const T* x, const I* target, T* loss, T* lse, std::int64_t rows,
-                       std::int64_t cols, unsigned long long* bad_row) {
+__global__ void __launch_bounds__(512)
+    ce_fwd(const T* x, const I* target, T* loss, T* lse, std::int64_t rows, std::int64_t cols,
+           unsigned long long* bad_row) {
   const G g;
   for (std::int64_t row = g.index(); row < rows; row += g.count()) {
     const T* xr = x + row * cols;
@@ -86,8 +88,8 @@ __global__ void __launch_bounds__(512) ce_fwd(const T* x, const I* target, T* lo
 }
 
 template <typename T, typename I, typename G>
-__global__ void __launch_bounds__(512) ce_bwd(const T* x, const I* target, const T* lse, T* dx, std::int64_t rows,
-                       std::int64_t cols, T scale) {
+__global__ void __launch_bounds__(512) ce_bwd(const T* x, const I* target, const T* lse, T* dx,
+                                              std::int64_t rows, std::int64_t cols, T scale) {
   const G g;
   for (std::int64_t row = g.index(); row < rows; row += g.count()) {
     const T* xr = x + row * cols;
@@ -124,11 +126,15 @@ template <typename Fn>
 void with_types(DType dtype, DType index_dtype, Fn&& fn) {
   const bool i32 = index_dtype == DType::i32;
   if (dtype == DType::f64) {
-    if (i32) fn(double{}, std::int32_t{});
-    else fn(double{}, std::int64_t{});
+    if (i32)
+      fn(double{}, std::int32_t{});
+    else
+      fn(double{}, std::int64_t{});
   } else {
-    if (i32) fn(float{}, std::int32_t{});
-    else fn(float{}, std::int64_t{});
+    if (i32)
+      fn(float{}, std::int32_t{});
+    else
+      fn(float{}, std::int64_t{});
   }
 }
 
@@ -154,9 +160,9 @@ void softmax_backward_rows(cudaStream_t stream, DType dtype, const void* y, cons
   with_types(dtype, DType::i64, [&](auto zero, auto) {
     using T = decltype(zero);
     for_rows(rows, cols, [&](unsigned grid, int block, auto tag) {
-      softmax_bwd<T, decltype(tag)><<<grid, block, 0, stream>>>(
-          static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), rows, cols,
-          log);
+      softmax_bwd<T, decltype(tag)>
+          <<<grid, block, 0, stream>>>(static_cast<const T*>(y), static_cast<const T*>(dy),
+                                       static_cast<T*>(dx), rows, cols, log);
     });
   });
 }
@@ -180,8 +186,8 @@ void cross_entropy_forward(cudaStream_t stream, DType dtype, DType index_dtype, 
     });
   });
   unsigned long long first_bad = 0;
-  ANVIL_CUDA_CHECK(cudaMemcpyAsync(&first_bad, bad, sizeof first_bad, cudaMemcpyDeviceToHost,
-                                   stream));
+  ANVIL_CUDA_CHECK(
+      cudaMemcpyAsync(&first_bad, bad, sizeof first_bad, cudaMemcpyDeviceToHost, stream));
   ANVIL_CUDA_CHECK(cudaStreamSynchronize(stream));
   if (first_bad == ~0ull) return;
   // Read the offending id back for the message (the error path only).

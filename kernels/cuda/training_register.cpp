@@ -47,7 +47,8 @@ void with_list(const OptimizerArgs& a, const char* where, Launch&& launch) {
   const int count = static_cast<int>(entries.size());
   const int device = a.problem.device.index;
   const std::size_t bytes = multi_tensor_scratch_bytes(count);
-  const auto words = static_cast<std::int64_t>((bytes + sizeof(std::int64_t) - 1) / sizeof(std::int64_t));
+  const auto words =
+      static_cast<std::int64_t>((bytes + sizeof(std::int64_t) - 1) / sizeof(std::int64_t));
   Tensor scratch = Tensor::empty({words}, DType::i64, a.problem.device);
   cudaStream_t s = stream(device);
   DeviceGuard guard(device);
@@ -56,31 +57,35 @@ void with_list(const OptimizerArgs& a, const char* where, Launch&& launch) {
 
 void sgd(const OptimizerArgs& a) {
   const SgdParams p{a.sgd.lr, a.sgd.momentum, a.sgd.dampening, a.sgd.weight_decay, a.sgd.nesterov};
-  with_list(a, "cuda.custom.sgd", [&](cudaStream_t s, const MultiTensorEntry* e, int n, void* scratch) {
-    multi_tensor_sgd(s, a.problem.dtype, e, n, scratch, p);
-  });
+  with_list(a, "cuda.custom.sgd",
+            [&](cudaStream_t s, const MultiTensorEntry* e, int n, void* scratch) {
+              multi_tensor_sgd(s, a.problem.dtype, e, n, scratch, p);
+            });
 }
 
 void adam(const OptimizerArgs& a) {
-  const AdamParams p{a.adam.lr, a.adam.beta1, a.adam.beta2, a.adam.eps, a.adam.weight_decay,
-                     a.adam.c1, a.adam.c2};
-  with_list(a, "cuda.custom.adam", [&](cudaStream_t s, const MultiTensorEntry* e, int n, void* scratch) {
-    multi_tensor_adam(s, a.problem.dtype, e, n, scratch, p);
-  });
+  const AdamParams p{a.adam.lr,           a.adam.beta1, a.adam.beta2, a.adam.eps,
+                     a.adam.weight_decay, a.adam.c1,    a.adam.c2};
+  with_list(a, "cuda.custom.adam",
+            [&](cudaStream_t s, const MultiTensorEntry* e, int n, void* scratch) {
+              multi_tensor_adam(s, a.problem.dtype, e, n, scratch, p);
+            });
 }
 
 void grad_norm(const OptimizerArgs& a) {
   ANVIL_CHECK(a.result != nullptr, "cuda.custom.grad_norm", "no result pointer");
   *a.result = 0.0;
-  with_list(a, "cuda.custom.grad_norm", [&](cudaStream_t s, const MultiTensorEntry* e, int n, void* scratch) {
-    *a.result = multi_tensor_sum_squares(s, a.problem.dtype, e, n, scratch);
-  });
+  with_list(a, "cuda.custom.grad_norm",
+            [&](cudaStream_t s, const MultiTensorEntry* e, int n, void* scratch) {
+              *a.result = multi_tensor_sum_squares(s, a.problem.dtype, e, n, scratch);
+            });
 }
 
 void grad_scale(const OptimizerArgs& a) {
-  with_list(a, "cuda.custom.grad_scale", [&](cudaStream_t s, const MultiTensorEntry* e, int n, void* scratch) {
-    multi_tensor_scale(s, a.problem.dtype, e, n, scratch, a.scale);
-  });
+  with_list(a, "cuda.custom.grad_scale",
+            [&](cudaStream_t s, const MultiTensorEntry* e, int n, void* scratch) {
+              multi_tensor_scale(s, a.problem.dtype, e, n, scratch, a.scale);
+            });
 }
 
 void dropout(const DropoutArgs& a) {
@@ -101,22 +106,38 @@ void dropout(const DropoutArgs& a) {
 
 void register_cuda_training() {
   const auto opt_support = [](const OptimizerProblem& p) { return floating_only(p.dtype); };
-  sgd_update_table().add({.name = "cuda.custom.sgd", .device = DeviceType::cuda, .priority = 100,
-                          .supports = opt_support, .fn = sgd,
+  sgd_update_table().add({.name = "cuda.custom.sgd",
+                          .device = DeviceType::cuda,
+                          .priority = 100,
+                          .supports = opt_support,
+                          .fn = sgd,
                           .description = "fused SGD over all parameters, one launch"});
-  adam_update_table().add({.name = "cuda.custom.adam", .device = DeviceType::cuda, .priority = 100,
-                           .supports = opt_support, .fn = adam,
+  adam_update_table().add({.name = "cuda.custom.adam",
+                           .device = DeviceType::cuda,
+                           .priority = 100,
+                           .supports = opt_support,
+                           .fn = adam,
                            .description = "fused Adam over all parameters, one launch"});
-  grad_norm_table().add({.name = "cuda.custom.grad_norm", .device = DeviceType::cuda,
-                         .priority = 100, .supports = opt_support, .fn = grad_norm,
-                         .description = "sum of squares of all gradients, two-pass, read back once"});
-  grad_scale_table().add({.name = "cuda.custom.grad_scale", .device = DeviceType::cuda,
-                          .priority = 100, .supports = opt_support, .fn = grad_scale,
+  grad_norm_table().add(
+      {.name = "cuda.custom.grad_norm",
+       .device = DeviceType::cuda,
+       .priority = 100,
+       .supports = opt_support,
+       .fn = grad_norm,
+       .description = "sum of squares of all gradients, two-pass, read back once"});
+  grad_scale_table().add({.name = "cuda.custom.grad_scale",
+                          .device = DeviceType::cuda,
+                          .priority = 100,
+                          .supports = opt_support,
+                          .fn = grad_scale,
                           .description = "scales all gradients in one launch"});
-  dropout_table().add({.name = "cuda.custom.dropout", .device = DeviceType::cuda, .priority = 100,
-                       .supports = [](const DropoutProblem& p) { return floating_only(p.dtype); },
-                       .fn = dropout,
-                       .description = "Philox4x32-10 mask (the stream of ref), y and mask in one pass"});
+  dropout_table().add(
+      {.name = "cuda.custom.dropout",
+       .device = DeviceType::cuda,
+       .priority = 100,
+       .supports = [](const DropoutProblem& p) { return floating_only(p.dtype); },
+       .fn = dropout,
+       .description = "Philox4x32-10 mask (the stream of ref), y and mask in one pass"});
 }
 
 }  // namespace anvil::cuda

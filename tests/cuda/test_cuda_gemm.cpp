@@ -50,8 +50,8 @@ struct GemmCase {
   std::int64_t m, n, k;
   std::int64_t batch = 0;  // 0: 2-D operands; else 3-D with this batch
   double alpha = 1.0, beta = 0.0;
-  std::int64_t pad = 0;    // extra columns of stored A, B and C (ld = cols + pad)
-  bool nan_c = false;      // C starts as NaN (with beta = 0 it must not propagate)
+  std::int64_t pad = 0;      // extra columns of stored A, B and C (ld = cols + pad)
+  bool nan_c = false;        // C starts as NaN (with beta = 0 it must not propagate)
   bool broadcast_a = false;  // A is one matrix expanded over the batch (batch stride 0)
 };
 
@@ -156,13 +156,13 @@ std::vector<GemmCase> cases() {
       {7, 33, 129},
       {33, 7, 1},
       {129, 65, 33, 0, 0.5, -1.5},
-      {64, 64, 16},                        // exactly one tile and one K slab
-      {65, 130, 17, 0, -2.0, 0.25, 3},     // partial tiles in every direction, padded ld
-      {1, 129, 7, 0, 1.0, 1.0, 5},         // a single row (GEMV-like), beta = 1
-      {129, 1, 64, 0, 1.0, 0.0, 2},        // a single column
-      {33, 17, 9, 0, 1.0, 0.0, 0, true},   // beta = 0 with NaN in C
-      {17, 33, 40, 3, 0.75, 0.5, 2},       // batched with padded ld
-      {20, 9, 31, 4, 1.0, 0.0, 1, true},   // batched, NaN C, beta = 0
+      {64, 64, 16},                                // exactly one tile and one K slab
+      {65, 130, 17, 0, -2.0, 0.25, 3},             // partial tiles in every direction, padded ld
+      {1, 129, 7, 0, 1.0, 1.0, 5},                 // a single row (GEMV-like), beta = 1
+      {129, 1, 64, 0, 1.0, 0.0, 2},                // a single column
+      {33, 17, 9, 0, 1.0, 0.0, 0, true},           // beta = 0 with NaN in C
+      {17, 33, 40, 3, 0.75, 0.5, 2},               // batched with padded ld
+      {20, 9, 31, 4, 1.0, 0.0, 1, true},           // batched, NaN C, beta = 0
       {12, 34, 56, 3, 1.0, -1.0, 0, false, true},  // batched, A broadcast (batch stride 0)
   };
   return out;
@@ -179,7 +179,8 @@ TEST_CASE("the CUDA GEMM variants are registered with the expected order", "[cud
     CHECK(v->device == DeviceType::cuda);
   }
   // TF32 and the tiled kernel are never the default (Note [TF32 is opt-in]).
-  CHECK(gemm_table().find("cuda.cublas")->priority > gemm_table().find("cuda.cublas.tf32")->priority);
+  CHECK(gemm_table().find("cuda.cublas")->priority >
+        gemm_table().find("cuda.cublas.tf32")->priority);
   CHECK(gemm_table().find("cuda.cublas.tf32")->priority >
         gemm_table().find("cuda.custom.gemm_tiled")->priority);
   GemmProblem p = GemmProblem::dense(64, 64, 64, false, true);
@@ -198,7 +199,8 @@ TEST_CASE("the CUDA GEMM variants are registered with the expected order", "[cud
     if (c.name.rfind("cuda.", 0) == 0) CHECK_THAT(c.support.reason, Contains("runs on cuda"));
 }
 
-TEST_CASE("CUDA GEMM variants match ref in every mode, shape, alpha/beta and batch", "[cuda][gemm]") {
+TEST_CASE("CUDA GEMM variants match ref in every mode, shape, alpha/beta and batch",
+          "[cuda][gemm]") {
   require_cuda("test");
   register_builtin_kernels();
   std::uint64_t seed = 100;
@@ -259,8 +261,8 @@ TEST_CASE("ops::mm on CUDA tensors runs the forced variant and the default", "[c
   const Tensor ag = a.to(Device::cuda()), bg = b.to(Device::cuda());
   // A transposed view of a GPU tensor becomes a transpose mode, not a copy.
   const Tensor bt_g = b.t().contiguous().to(Device::cuda());
-  for (const std::string name : {std::string("default"), kCudaVariants[0], kCudaVariants[1],
-                                  kCudaVariants[2]}) {
+  for (const std::string name :
+       {std::string("default"), kCudaVariants[0], kCudaVariants[1], kCudaVariants[2]}) {
     INFO(name);
     std::unique_ptr<ForceVariant> force;
     if (name != "default") force = std::make_unique<ForceVariant>("gemm", name);
@@ -284,7 +286,8 @@ TEST_CASE("GEMM variants refuse operands on the wrong device", "[cuda][gemm]") {
   const Tensor b = Tensor::ones({4, 4});
   CHECK_THROWS_AS(ops::mm(a, false, b, false), Error);
   ForceVariant force("gemm", "cuda.cublas");
-  CHECK_THROWS_WITH(ops::mm(b, false, b, false), Contains("cuda.cublas") && Contains("runs on cuda"));
+  CHECK_THROWS_WITH(ops::mm(b, false, b, false),
+                    Contains("cuda.cublas") && Contains("runs on cuda"));
 }
 
 TEST_CASE("large host <-> device copies keep every byte (pinned staging)", "[cuda][copy]") {

@@ -44,9 +44,12 @@ TEST_CASE("ops with CPU kernels only refuse CUDA tensors by name", "[cuda][error
   Pool2dOptions po;
   CHECK_THROWS_WITH(max_pool2d(x, po), Contains("max_pool2d") && Contains("runs on cpu"));
   CHECK_THROWS_WITH(avg_pool2d(x, po), Contains("avg_pool2d") && Contains("runs on cpu"));
-  CHECK_THROWS_WITH(adaptive_avg_pool2d(x, {2, 2}), Contains("adaptive_avg_pool2d") && Contains("runs on cpu"));
-  CHECK_THROWS_WITH(global_avg_pool2d(x), Contains("adaptive_avg_pool2d") && Contains("runs on cpu"));
-  const Tensor mean = Tensor::zeros({3}, DType::f32, kGpu), var = Tensor::ones({3}, DType::f32, kGpu);
+  CHECK_THROWS_WITH(adaptive_avg_pool2d(x, {2, 2}),
+                    Contains("adaptive_avg_pool2d") && Contains("runs on cpu"));
+  CHECK_THROWS_WITH(global_avg_pool2d(x),
+                    Contains("adaptive_avg_pool2d") && Contains("runs on cpu"));
+  const Tensor mean = Tensor::zeros({3}, DType::f32, kGpu),
+               var = Tensor::ones({3}, DType::f32, kGpu);
   for (bool training : {true, false}) {
     INFO("batch norm, training " << training);
     CHECK_THROWS_WITH(batch_norm2d(x, Tensor(), Tensor(), mean, var, training, 0.1, 1e-5),
@@ -65,10 +68,12 @@ TEST_CASE("ops with CPU kernels only refuse CUDA tensors by name", "[cuda][error
   CHECK_THROWS_WITH(x.data<float>(), Contains("Tensor::data") && Contains("cuda:0"));
 }
 
-TEST_CASE("linear_cross_entropy on CUDA is linear then cross_entropy, as on the CPU", "[cuda][loss]") {
+TEST_CASE("linear_cross_entropy on CUDA is linear then cross_entropy, as on the CPU",
+          "[cuda][loss]") {
   setup();
   Generator gen(2);
-  const Tensor x0 = normal({6, 8}, 0, 1, DType::f64, &gen), w0 = normal({5, 8}, 0, 0.3, DType::f64, &gen);
+  const Tensor x0 = normal({6, 8}, 0, 1, DType::f64, &gen),
+               w0 = normal({5, 8}, 0, 0.3, DType::f64, &gen);
   const Tensor b0 = normal({5}, 0, 0.1, DType::f64, &gen);
   const Tensor t = Tensor::from_vector(std::vector<std::int64_t>{0, 4, 2, 2, 1, 3}, {6});
   auto run = [&](Device dev) {
@@ -76,22 +81,25 @@ TEST_CASE("linear_cross_entropy on CUDA is linear then cross_entropy, as on the 
     for (Tensor* p : {&x, &w, &b}) p->set_requires_grad(true);
     Tensor loss = linear_cross_entropy(x, w, b, t.to(dev));
     loss.backward();
-    return std::vector<std::vector<double>>{host(loss), host(x.grad()), host(w.grad()), host(b.grad())};
+    return std::vector<std::vector<double>>{host(loss), host(x.grad()), host(w.grad()),
+                                            host(b.grad())};
   };
   const auto cpu = run(Device::cpu()), gpu = run(kGpu);
   for (std::size_t i = 0; i < cpu.size(); ++i) {
     INFO("output " << i);
     REQUIRE(cpu[i].size() == gpu[i].size());
-    for (std::size_t j = 0; j < cpu[i].size(); ++j) CHECK(gpu[i][j] == Approx(cpu[i][j]).epsilon(1e-12).margin(1e-14));
+    for (std::size_t j = 0; j < cpu[i].size(); ++j)
+      CHECK(gpu[i][j] == Approx(cpu[i][j]).epsilon(1e-12).margin(1e-14));
   }
 }
 
-TEST_CASE("a checkpoint of CUDA parameters and Adam state loads back onto the GPU", "[cuda][checkpoint]") {
+TEST_CASE("a checkpoint of CUDA parameters and Adam state loads back onto the GPU",
+          "[cuda][checkpoint]") {
   setup();
   const auto& info = models::info("mlp_mnist");
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("anvil_test_cuda_ckpt_" + std::to_string(::getpid()) + ".safetensors"))
-          .string();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("anvil_test_cuda_ckpt_" + std::to_string(::getpid()) + ".safetensors"))
+                               .string();
   Generator data_gen(4);
   models::Batch batch = models::synthetic_batch(info, 16, data_gen);
   batch.input = batch.input.to(kGpu);
@@ -148,7 +156,8 @@ TEST_CASE("a checkpoint of CUDA parameters and Adam state loads back onto the GP
   }
 }
 
-TEST_CASE("printing, item() and the value helpers read CUDA tensors through the host", "[cuda][copy]") {
+TEST_CASE("printing, item() and the value helpers read CUDA tensors through the host",
+          "[cuda][copy]") {
   setup();
   const Tensor c = Tensor::arange(12, DType::f64).reshape({3, 4});
   const Tensor g = c.to(kGpu);

@@ -25,8 +25,8 @@ bool is_mapped(const std::string& part) {
   dl_iterate_phdr(
       [](dl_phdr_info* info, std::size_t, void* data) {
         auto* query = static_cast<Query*>(data);
-        if (info->dlpi_name != nullptr && std::string(info->dlpi_name).find(*query->part) !=
-                                              std::string::npos)
+        if (info->dlpi_name != nullptr &&
+            std::string(info->dlpi_name).find(*query->part) != std::string::npos)
           query->found = true;
         return 0;
       },
@@ -68,7 +68,8 @@ TEST_CASE("CUDA requests without a usable GPU fail with the reason", "[cuda][laz
   CHECK(c.select(0, 2).item() == 1.5);
 }
 
-TEST_CASE("the CUDA GEMM variants join the gemm table once the backend was asked for", "[cuda][lazy][gemm]") {
+TEST_CASE("the CUDA GEMM variants join the gemm table once the backend was asked for",
+          "[cuda][lazy][gemm]") {
   // The backend registers its variants in its entry point, before it counts devices, so they
   // are listed on a machine without a GPU too (and never run there: no problem is on cuda).
   (void)cuda_backend();
@@ -79,7 +80,8 @@ TEST_CASE("the CUDA GEMM variants join the gemm table once the backend was asked
     REQUIRE(v != nullptr);
     CHECK(v->device == DeviceType::cuda);
   }
-  CHECK(gemm_table().find("cuda.cublas")->priority > gemm_table().find("cuda.cublas.tf32")->priority);
+  CHECK(gemm_table().find("cuda.cublas")->priority >
+        gemm_table().find("cuda.cublas.tf32")->priority);
 #else
   for (const auto& v : gemm_table().variants()) CHECK(v.device == DeviceType::cpu);
 #endif

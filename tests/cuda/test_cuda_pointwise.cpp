@@ -38,7 +38,8 @@ std::vector<double> vals(const Tensor& t) {
   return anvil::test::values_f64(raw::to_device(t, Device::cpu()));
 }
 // U(low, high) values of `dtype` on the CPU (integers: truncated).
-Tensor rnd(const Shape& shape, double low, double high, std::uint64_t seed, DType dtype = DType::f32) {
+Tensor rnd(const Shape& shape, double low, double high, std::uint64_t seed,
+           DType dtype = DType::f32) {
   return raw::to_dtype(uniform_leaf(shape, low, high, seed, false), dtype);
 }
 
@@ -58,7 +59,10 @@ void check_close(const Tensor& on_gpu, const Tensor& on_cpu, const std::string& 
     if (std::isnan(g[i]) && std::isnan(c[i])) continue;
     if (g[i] == c[i]) continue;  // also equal infinities
     const double r = std::fabs(g[i] - c[i]) / (atol + rtol * std::fabs(c[i]));
-    if (!(r <= worst_ratio)) { worst_ratio = r; worst = i; }
+    if (!(r <= worst_ratio)) {
+      worst_ratio = r;
+      worst = i;
+    }
   }
   INFO("worst element " << worst << ": gpu " << (g.empty() ? 0 : g[worst]) << " cpu "
                         << (c.empty() ? 0 : c[worst]));
@@ -89,7 +93,10 @@ TEST_CASE("device copies convert every dtype pair through any strides", "[cuda][
       const std::string pair = std::string(dtype_name(sd)) + " -> " + std::string(dtype_name(dd));
       const Tensor src_cpu = raw::to_dtype(base, sd);
       const Tensor src = gpu(src_cpu);
-      struct Case { const char* name; Tensor g, c; };
+      struct Case {
+        const char* name;
+        Tensor g, c;
+      };
       const std::vector<Case> cases = {
           {"dense", src, src_cpu},
           {"transposed", src.t(), src_cpu.t()},
@@ -158,19 +165,40 @@ TEST_CASE("device fills reach exactly the view's elements", "[cuda][copy]") {
   CHECK(Tensor::full({}, 1.5, DType::f64, kGpu).item() == 1.5);
 }
 
-// ---- elementwise ---------------------------------------------------------------------------------
+// ---- elementwise
+// ---------------------------------------------------------------------------------
 
 namespace {
-struct EwCase { EwOp op; double low, high; };  // input domain
+struct EwCase {
+  EwOp op;
+  double low, high;
+};  // input domain
 const std::vector<EwCase>& ew_cases() {
   static const std::vector<EwCase> c = {
-      {EwOp::neg, -2, 2}, {EwOp::exp, -3, 3}, {EwOp::log, 0.1, 4}, {EwOp::sqrt, 0.1, 4},
-      {EwOp::sigmoid, -6, 6}, {EwOp::tanh, -3, 3}, {EwOp::relu, -2, 2}, {EwOp::abs, -2, 2},
-      {EwOp::sign, -2, 2}, {EwOp::add, -2, 2}, {EwOp::sub, -2, 2}, {EwOp::mul, -2, 2},
-      {EwOp::div, 0.5, 3}, {EwOp::pow, 0.2, 2}, {EwOp::maximum, -2, 2}, {EwOp::gt, -2, 2},
-      {EwOp::add_scalar, -2, 2}, {EwOp::mul_scalar, -2, 2}, {EwOp::pow_scalar, 0.2, 3},
-      {EwOp::rsub_scalar, -2, 2}, {EwOp::rdiv_scalar, 0.5, 3}, {EwOp::sigmoid_backward, 0, 1},
-      {EwOp::tanh_backward, -1, 1}, {EwOp::relu_backward, -2, 2},
+      {EwOp::neg, -2, 2},
+      {EwOp::exp, -3, 3},
+      {EwOp::log, 0.1, 4},
+      {EwOp::sqrt, 0.1, 4},
+      {EwOp::sigmoid, -6, 6},
+      {EwOp::tanh, -3, 3},
+      {EwOp::relu, -2, 2},
+      {EwOp::abs, -2, 2},
+      {EwOp::sign, -2, 2},
+      {EwOp::add, -2, 2},
+      {EwOp::sub, -2, 2},
+      {EwOp::mul, -2, 2},
+      {EwOp::div, 0.5, 3},
+      {EwOp::pow, 0.2, 2},
+      {EwOp::maximum, -2, 2},
+      {EwOp::gt, -2, 2},
+      {EwOp::add_scalar, -2, 2},
+      {EwOp::mul_scalar, -2, 2},
+      {EwOp::pow_scalar, 0.2, 3},
+      {EwOp::rsub_scalar, -2, 2},
+      {EwOp::rdiv_scalar, 0.5, 3},
+      {EwOp::sigmoid_backward, 0, 1},
+      {EwOp::tanh_backward, -1, 1},
+      {EwOp::relu_backward, -2, 2},
       {EwOp::pow_scalar_backward, 0.2, 3},
   };
   return c;
@@ -201,28 +229,36 @@ TEST_CASE("every EwOp on CUDA matches the CPU across layouts", "[cuda][elementwi
     for (DType dt : {DType::f32, DType::f64}) {
       const std::string tag = std::string(dtype_name(dt));
       const Tensor a = rnd({37, 53}, k.low, k.high, 10 + static_cast<int>(k.op), dt);
-      const Tensor b = rnd({37, 53}, k.op == EwOp::pow ? -1.5 : k.low, k.high, 50 + static_cast<int>(k.op), dt);
-      compare_ew(k.op, a, b, [](const Tensor& t) { return t; }, tag + " dense");
-      compare_ew(k.op, a, b, [](const Tensor& t) { return t.t(); }, tag + " transposed");
-      compare_ew(k.op, a, b, [](const Tensor& t) { return t.slice(0, 1, 37, 2).slice(1, 3, 50, 3); },
-                 tag + " sliced");
+      const Tensor b =
+          rnd({37, 53}, k.op == EwOp::pow ? -1.5 : k.low, k.high, 50 + static_cast<int>(k.op), dt);
+      compare_ew(
+          k.op, a, b, [](const Tensor& t) { return t; }, tag + " dense");
+      compare_ew(
+          k.op, a, b, [](const Tensor& t) { return t.t(); }, tag + " transposed");
+      compare_ew(
+          k.op, a, b, [](const Tensor& t) { return t.slice(0, 1, 37, 2).slice(1, 3, 50, 3); },
+          tag + " sliced");
       if (ew_arity(k.op) == 2) {
         // Broadcasting: a row of b against all of a, a column of a against b.
         const Tensor ac = a, bc = b.select(0, 0).unsqueeze(0);  // [1, 53]
         check_close(ops::binary(k.op, gpu(ac), gpu(bc), 0.5, 1.75),
-                    ops::binary(k.op, ac, bc, 0.5, 1.75), std::string(ew_name(k.op)) + " row broadcast", 2e-6, 1e-6);
+                    ops::binary(k.op, ac, bc, 0.5, 1.75),
+                    std::string(ew_name(k.op)) + " row broadcast", 2e-6, 1e-6);
         const Tensor acol = a.select(1, 0).unsqueeze(1);  // [37, 1]
         check_close(ops::binary(k.op, gpu(acol), gpu(b), 0.5, 1.75),
-                    ops::binary(k.op, acol, b, 0.5, 1.75), std::string(ew_name(k.op)) + " column broadcast", 2e-6, 1e-6);
+                    ops::binary(k.op, acol, b, 0.5, 1.75),
+                    std::string(ew_name(k.op)) + " column broadcast", 2e-6, 1e-6);
         const Tensor sc = b.select(0, 3).select(0, 7);  // 0-D
         check_close(ops::binary(k.op, gpu(a), gpu(sc), 0.5, 1.75),
-                    ops::binary(k.op, a, sc, 0.5, 1.75), std::string(ew_name(k.op)) + " 0-D operand", 2e-6, 1e-6);
+                    ops::binary(k.op, a, sc, 0.5, 1.75),
+                    std::string(ew_name(k.op)) + " 0-D operand", 2e-6, 1e-6);
       }
     }
     // An odd size, dense.
     const Tensor odd_a = rnd({1060921}, k.low, k.high, 7);
     const Tensor odd_b = rnd({1060921}, k.op == EwOp::pow ? -1.5 : k.low, k.high, 8);
-    compare_ew(k.op, odd_a, odd_b, [](const Tensor& t) { return t; }, "odd size");
+    compare_ew(
+        k.op, odd_a, odd_b, [](const Tensor& t) { return t; }, "odd size");
   }
 }
 
@@ -249,8 +285,8 @@ TEST_CASE("integer elementwise ops and in-place updates on CUDA", "[cuda][elemen
       if (ew_arity(op) == 1)
         check_close(ops::unary(op, gpu(a), 3.0), ops::unary(op, a, 3.0), ew_name(op), 0, 0);
       else
-        check_close(ops::binary(op, gpu(a).t(), gpu(b).t(), 2.0), ops::binary(op, a.t(), b.t(), 2.0),
-                    ew_name(op), 0, 0);
+        check_close(ops::binary(op, gpu(a).t(), gpu(b).t(), 2.0),
+                    ops::binary(op, a.t(), b.t(), 2.0), ew_name(op), 0, 0);
     }
     CHECK_THROWS_WITH(ops::unary(EwOp::exp, gpu(a)), Contains("floating-point"));
   }
@@ -287,7 +323,8 @@ TEST_CASE("arithmetic-only EwOps on CUDA equal the CPU bit for bit", "[cuda][ele
   }
 }
 
-// ---- reductions ----------------------------------------------------------------------------------
+// ---- reductions
+// ----------------------------------------------------------------------------------
 
 TEST_CASE("sum, mean and max over every dim combination match the CPU", "[cuda][reduce]") {
   for (const Shape& shape : {Shape{4, 5, 6}, Shape{3, 1, 7, 2}, Shape{2, 33, 65}}) {
@@ -319,7 +356,8 @@ TEST_CASE("sum, mean and max over every dim combination match the CPU", "[cuda][
   check_close(ops::sum_to(gpu(g4), {6, 1, 1}), ops::sum_to(g4, {6, 1, 1}), "sum_to -> [6,1,1]");
   check_close(ops::sum_to(gpu(g4), {1, 5, 1}), ops::sum_to(g4, {1, 5, 1}), "sum_to -> [1,5,1]");
   // Long rows (block per row), tall columns (32 x 32 blocks), many tiles (32 x 8 blocks).
-  for (const Shape& shape : {Shape{3, 5000}, Shape{100000, 3}, Shape{2, 3000, 40}, Shape{7, 300, 2000}}) {
+  for (const Shape& shape :
+       {Shape{3, 5000}, Shape{100000, 3}, Shape{2, 3000, 40}, Shape{7, 300, 2000}}) {
     const Tensor x = rnd(shape, -1, 1, 43);
     for (std::int64_t d = 0; d < static_cast<std::int64_t>(shape.size()); ++d) {
       const std::string what = shape_str(shape) + " dim " + std::to_string(d);
@@ -335,8 +373,8 @@ TEST_CASE("sum, mean and max over every dim combination match the CPU", "[cuda][
 TEST_CASE("max on CUDA keeps the first maximum and propagates NaN", "[cuda][reduce]") {
   constexpr float nan = std::numeric_limits<float>::quiet_NaN();
   constexpr float inf = std::numeric_limits<float>::infinity();
-  Tensor x = Tensor::from_vector(std::vector<float>{1, 3, 3, 2,  -inf, -inf, -inf, -inf,
-                                                    1, nan, 5, nan,  2, 2, 2, 2}, {4, 4});
+  Tensor x = Tensor::from_vector(
+      std::vector<float>{1, 3, 3, 2, -inf, -inf, -inf, -inf, 1, nan, 5, nan, 2, 2, 2, 2}, {4, 4});
   // Over dim 1 of x (row kernel), and over dim 0 of its dense transpose (column kernel).
   for (std::int64_t d : {1, 0}) {
     const Tensor t = d == 1 ? x : x.t().contiguous();
@@ -350,7 +388,8 @@ TEST_CASE("max on CUDA keeps the first maximum and propagates NaN", "[cuda][redu
   CHECK(vals(ops::sum(gpu(Tensor::zeros({3, 0})), {1})) == std::vector<double>{0, 0, 0});
 }
 
-// ---- softmax family -------------------------------------------------------------------------------
+// ---- softmax family
+// -------------------------------------------------------------------------------
 
 TEST_CASE("softmax, log-softmax and their backward on CUDA match the CPU", "[cuda][softmax]") {
   for (DType dt : {DType::f32, DType::f64}) {
@@ -365,8 +404,10 @@ TEST_CASE("softmax, log-softmax and their backward on CUDA match the CPU", "[cud
           const Tensor yg = log ? ops::log_softmax(gpu(x)) : ops::softmax(gpu(x));
           // log_softmax = x - lse: a result near 0 carries lse's rounding, one float ulp of |lse|
           // (up to ~16 here: 1.9e-6) from GPU and CPU expf differing by an ulp or two.
-          check_close(yg, yc, (log ? "log_softmax " : "softmax ") + what, 1e-5, dt == DType::f32 ? 4e-6 : 1e-6);
-          check_close(ops::softmax_backward(gpu(yc), gpu(dy), log), ops::softmax_backward(yc, dy, log),
+          check_close(yg, yc, (log ? "log_softmax " : "softmax ") + what, 1e-5,
+                      dt == DType::f32 ? 4e-6 : 1e-6);
+          check_close(ops::softmax_backward(gpu(yc), gpu(dy), log),
+                      ops::softmax_backward(yc, dy, log),
                       (log ? "log_softmax backward " : "softmax backward ") + what, 1e-5, 1e-6);
         }
       }
@@ -376,11 +417,13 @@ TEST_CASE("softmax, log-softmax and their backward on CUDA match the CPU", "[cud
   const Tensor x = rnd({6, 5, 4}, -3, 3, 70);
   check_close(anvil::softmax(gpu(x), 1), anvil::softmax(x, 1), "softmax dim 1");
   constexpr float inf = std::numeric_limits<float>::infinity();
-  const Tensor sp = Tensor::from_vector(std::vector<float>{-inf, -inf, -inf, 1, inf, 2, 0, 0, 0}, {3, 3});
+  const Tensor sp =
+      Tensor::from_vector(std::vector<float>{-inf, -inf, -inf, 1, inf, 2, 0, 0, 0}, {3, 3});
   check_close(ops::log_softmax(gpu(sp)), ops::log_softmax(sp), "special values", 0, 0);
 }
 
-TEST_CASE("fused cross-entropy on CUDA matches the CPU, with i32 and i64 targets", "[cuda][softmax]") {
+TEST_CASE("fused cross-entropy on CUDA matches the CPU, with i32 and i64 targets",
+          "[cuda][softmax]") {
   for (DType dt : {DType::f32, DType::f64}) {
     for (DType it : {DType::i32, DType::i64}) {
       for (std::int64_t cols : {10, 1000, 10000}) {
@@ -422,7 +465,8 @@ TEST_CASE("binary cross-entropy with logits on CUDA matches the CPU", "[cuda][so
   Tensor xc = rnd({7, 9}, -30, 30, 95, DType::f64), tc = rnd({7, 9}, 0, 1, 96, DType::f64);
   Tensor xg = gpu(xc), tg = gpu(tc);
   for (Tensor* t : {&xc, &tc, &xg, &tg}) t->set_requires_grad(true);
-  Tensor lc = binary_cross_entropy_with_logits(xc, tc), lg = binary_cross_entropy_with_logits(xg, tg);
+  Tensor lc = binary_cross_entropy_with_logits(xc, tc),
+         lg = binary_cross_entropy_with_logits(xg, tg);
   check_close(lg, lc, "bce loss", 1e-12, 1e-12);
   lc.backward();
   lg.backward();
@@ -430,7 +474,8 @@ TEST_CASE("binary cross-entropy with logits on CUDA matches the CPU", "[cuda][so
   check_close(tg.grad(), tc.grad(), "bce dt", 1e-12, 1e-14);
 }
 
-// ---- autograd on CUDA ----------------------------------------------------------------------------
+// ---- autograd on CUDA
+// ----------------------------------------------------------------------------
 
 TEST_CASE("float64 gradient check of an MLP-like composition run on CUDA", "[cuda][gradcheck]") {
   // Inputs are CPU leaves; the function moves them to the GPU (a differentiable copy), computes
@@ -442,20 +487,21 @@ TEST_CASE("float64 gradient check of an MLP-like composition run on CUDA", "[cud
     const Tensor x = in[0].to(dev), w1 = in[1].to(dev), b1 = in[2].to(dev);
     const Tensor w2 = in[3].to(dev), b2 = in[4].to(dev);
     // x [5, 3], w1 [3, 6], b1 [6], w2 [6, 4], b2 [4]
-    Tensor h = anvil::sum(x.unsqueeze(2) * w1.unsqueeze(0), {1}) + b1;   // [5, 6]
+    Tensor h = anvil::sum(x.unsqueeze(2) * w1.unsqueeze(0), {1}) + b1;  // [5, 6]
     h = anvil::tanh(h) + anvil::sigmoid(h) * 0.5;
     Tensor logits = anvil::sum(h.unsqueeze(2) * w2.unsqueeze(0), {1}) + b2;  // [5, 4]
     Tensor ce = anvil::cross_entropy(logits, target.to(dev));
     Tensor lsm = anvil::log_softmax(logits, 0);
-    Tensor mx = anvil::max(anvil::exp(logits * 0.3) / anvil::sum(anvil::pow(h, 2.0) + 1.0, {1}, true), 1);
+    Tensor mx =
+        anvil::max(anvil::exp(logits * 0.3) / anvil::sum(anvil::pow(h, 2.0) + 1.0, {1}, true), 1);
     return (anvil::mean(lsm, {1}) + mx + ce).to(Device::cpu());
   };
   const std::vector<Tensor> inputs = {
       uniform_leaf({5, 3}, -1, 1, 101), uniform_leaf({3, 6}, -1, 1, 102),
       uniform_leaf({6}, -0.5, 0.5, 103), uniform_leaf({6, 4}, -1, 1, 104),
       uniform_leaf({4}, -0.5, 0.5, 105)};
-  const auto r = gradcheck("mlp_on_cuda", [&](const std::vector<Tensor>& in) { return mlp(in, kGpu); },
-                           inputs);
+  const auto r = gradcheck(
+      "mlp_on_cuda", [&](const std::vector<Tensor>& in) { return mlp(in, kGpu); }, inputs);
   INFO(r.message);
   CHECK(r.ok);
   // The CUDA gradients equal the CPU gradients of the same function.

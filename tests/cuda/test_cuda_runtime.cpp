@@ -66,8 +66,8 @@ TEST_CASE("the caching allocator reuses freed blocks and counts bytes", "[cuda][
     CHECK(s1.peak >= s1.current);
   }
   const MemoryStats s2 = alloc.stats();
-  CHECK(s2.current == s0.current);              // handed back ...
-  CHECK(s2.reserved >= s0.reserved + 4 * n);    // ... but kept in the cache
+  CHECK(s2.current == s0.current);            // handed back ...
+  CHECK(s2.reserved >= s0.reserved + 4 * n);  // ... but kept in the cache
   {
     Tensor t = Tensor::empty({n}, DType::f32, Device::cuda());
     CHECK(t.data_ptr() == first);  // the same block again
@@ -91,7 +91,7 @@ TEST_CASE("the caching allocator reuses freed blocks and counts bytes", "[cuda][
 
 TEST_CASE("out of memory throws anvil::Error and the engine stays usable", "[cuda][allocator]") {
   { Tensor warm = Tensor::zeros({1 << 20}, DType::f32, Device::cuda()); }  // leaves a cached block
-  const std::int64_t absurd = std::int64_t{1} << 40;  // 4 TiB of f32
+  const std::int64_t absurd = std::int64_t{1} << 40;                       // 4 TiB of f32
   CHECK_THROWS_AS(Tensor::empty({absurd}, DType::f32, Device::cuda()), Error);
   CHECK_THROWS_WITH(Tensor::empty({absurd}, DType::f32, Device::cuda()),
                     Contains("out of memory") && Contains("4398046511104 bytes"));

@@ -25,12 +25,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void write_idx(const fs::path& path, const std::vector<std::uint32_t>& dims, const std::vector<std::uint8_t>& data) {
+void write_idx(const fs::path& path, const std::vector<std::uint32_t>& dims,
+               const std::vector<std::uint8_t>& data) {
   std::ofstream f(path, std::ios::binary);
-  const unsigned char magic[4] = {0, 0, 0x08, static_cast<unsigned char>(dims.size())};  // unsigned bytes
+  const unsigned char magic[4] = {0, 0, 0x08,
+                                  static_cast<unsigned char>(dims.size())};  // unsigned bytes
   f.write(reinterpret_cast<const char*>(magic), 4);
   for (std::uint32_t d : dims) {
-    const unsigned char be[4] = {static_cast<unsigned char>(d >> 24), static_cast<unsigned char>(d >> 16),
+    const unsigned char be[4] = {static_cast<unsigned char>(d >> 24),
+                                 static_cast<unsigned char>(d >> 16),
                                  static_cast<unsigned char>(d >> 8), static_cast<unsigned char>(d)};
     f.write(reinterpret_cast<const char*>(be), 4);
   }
@@ -40,7 +43,8 @@ void write_idx(const fs::path& path, const std::vector<std::uint32_t>& dims, con
 
 // n 28x28 images of 10 classes: class k lights rows 2k .. 2k+4 over noise, so a classifier can
 // learn it in an epoch or two. Deterministic (a fixed linear congruential stream).
-void write_split(const fs::path& dir, const std::string& prefix, std::uint32_t n, std::uint32_t seed) {
+void write_split(const fs::path& dir, const std::string& prefix, std::uint32_t n,
+                 std::uint32_t seed) {
   std::vector<std::uint8_t> images(static_cast<std::size_t>(n) * 784), labels(n);
   std::uint32_t state = seed;
   auto next = [&] { return (state = state * 1664525u + 1013904223u) >> 24; };  // 0..255
@@ -50,7 +54,8 @@ void write_split(const fs::path& dir, const std::string& prefix, std::uint32_t n
     for (std::uint32_t p = 0; p < 784; ++p) {
       const std::uint32_t row = p / 28;
       const bool lit = row >= 2 * k && row < 2 * k + 5;
-      images[static_cast<std::size_t>(i) * 784 + p] = static_cast<std::uint8_t>(lit ? 128 + next() / 2 : next() / 3);
+      images[static_cast<std::size_t>(i) * 784 + p] =
+          static_cast<std::uint8_t>(lit ? 128 + next() / 2 : next() / 3);
     }
   }
   write_idx(dir / (prefix + "-images-idx3-ubyte"), {n, 28, 28}, images);
@@ -58,7 +63,8 @@ void write_split(const fs::path& dir, const std::string& prefix, std::uint32_t n
 }
 
 struct TempDataset {
-  fs::path dir = fs::temp_directory_path() / ("anvil_test_cuda_train_" + std::to_string(::getpid()));
+  fs::path dir =
+      fs::temp_directory_path() / ("anvil_test_cuda_train_" + std::to_string(::getpid()));
   TempDataset() {
     fs::create_directories(dir);
     write_split(dir, "train", 640, 11);
@@ -99,7 +105,8 @@ TEST_CASE("anvil train on cuda matches the same run on the CPU", "[cuda][trainin
   }
   {
     std::unique_ptr<ForceVariant> fp32;  // plain FP32 GEMMs, whatever a heuristic would pick
-    if (gemm_table().find("cuda.cublas") != nullptr) fp32 = std::make_unique<ForceVariant>("gemm", "cuda.cublas");
+    if (gemm_table().find("cuda.cublas") != nullptr)
+      fp32 = std::make_unique<ForceVariant>("gemm", "cuda.cublas");
     gpu = tools::run_training(config(data.dir.string(), "cuda"), log);
   }
   INFO(log.str());
@@ -121,7 +128,8 @@ TEST_CASE("anvil train on cuda matches the same run on the CPU", "[cuda][trainin
   CHECK(gpu.test_samples == 200);
 }
 
-TEST_CASE("anvil train on cuda resumes from a checkpoint as the uninterrupted run", "[cuda][training][train]") {
+TEST_CASE("anvil train on cuda resumes from a checkpoint as the uninterrupted run",
+          "[cuda][training][train]") {
   // Checkpoints of a GPU run: CUDA parameters and Adam's CUDA state saved through the host,
   // loaded back onto the device; the evaluation reads the GPU logits back for the accuracy.
   require_cuda("test_cuda_train_tool");
@@ -130,7 +138,8 @@ TEST_CASE("anvil train on cuda resumes from a checkpoint as the uninterrupted ru
   std::ostringstream log;
   const std::string ckpt = (data.dir / "resume.safetensors").string();
   std::unique_ptr<ForceVariant> fp32;
-  if (gemm_table().find("cuda.cublas") != nullptr) fp32 = std::make_unique<ForceVariant>("gemm", "cuda.cublas");
+  if (gemm_table().find("cuda.cublas") != nullptr)
+    fp32 = std::make_unique<ForceVariant>("gemm", "cuda.cublas");
   auto run = [&](int epochs, const std::string& checkpoint, const std::string& resume) {
     tools::TrainConfig c = config(data.dir.string(), "cuda");
     c.optimizer = "adam";

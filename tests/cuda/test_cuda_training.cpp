@@ -62,7 +62,8 @@ struct TensorList {
 
 // Sizes around the CUDA chunk (16384 elements), odd sizes, one element and an empty tensor.
 TensorList make_list(DType dtype, std::uint64_t seed,
-                     const std::vector<std::int64_t>& sizes = {1, 7, 1000, 16383, 16384, 70001, 0}) {
+                     const std::vector<std::int64_t>& sizes = {1, 7, 1000, 16383, 16384, 70001,
+                                                               0}) {
   Generator gen(seed);
   TensorList l;
   for (std::int64_t n : sizes) {
@@ -120,8 +121,9 @@ TEST_CASE("cuda.custom.sgd matches ref", "[cuda][optim]") {
                                        {0.05, 0.9, 0.1, 0.01, false},
                                        {0.05, 0.9, 0.0, 0.001, true}};
   for (const auto& h : cases) {
-    INFO(dtype_name(dtype) << " lr=" << h.lr << " momentum=" << h.momentum << " dampening="
-                           << h.dampening << " wd=" << h.weight_decay << " nesterov=" << h.nesterov);
+    INFO(dtype_name(dtype) << " lr=" << h.lr << " momentum=" << h.momentum
+                           << " dampening=" << h.dampening << " wd=" << h.weight_decay
+                           << " nesterov=" << h.nesterov);
     TensorList cpu = make_list(dtype, 3), gpu = cpu.to(kGpu);
     for (bool first : {true, false}) {
       const bool mom = h.momentum != 0;
@@ -147,7 +149,8 @@ TEST_CASE("cuda.custom.adam matches ref", "[cuda][optim]") {
     auto ec = cpu.entries(false), eg = gpu.entries(false);
     OptimizerArgs ac = args_for(OptimOp::adam, dtype, Device::cpu(), ec);
     OptimizerArgs ag = args_for(OptimOp::adam, dtype, kGpu, eg);
-    ac.adam = ag.adam = AdamHyper{1e-2, 0.9, 0.999, 1e-8, wd, 1 - std::pow(0.9, t), 1 - std::pow(0.999, t)};
+    ac.adam = ag.adam =
+        AdamHyper{1e-2, 0.9, 0.999, 1e-8, wd, 1 - std::pow(0.9, t), 1 - std::pow(0.999, t)};
     variant(adam_update_table(), "ref").fn(ac);
     variant(adam_update_table(), "cuda.custom.adam").fn(ag);
     check_lists(cpu, gpu, dtype == DType::f32 ? 5e-6 : 1e-12);
@@ -228,7 +231,8 @@ TEST_CASE("SGD, Adam and clip_grad_norm_ on CUDA parameters match the CPU", "[cu
     const double nc = optim::clip_grad_norm_(cpu, 1.0);
     const double ng = optim::clip_grad_norm_(gpu, 1.0);
     CHECK(ng == Approx(nc).epsilon(1e-6));
-    for (std::size_t i = 0; i < cpu.size(); ++i) CHECK(max_diff(cpu[i].grad(), gpu[i].grad()) <= 1e-6);
+    for (std::size_t i = 0; i < cpu.size(); ++i)
+      CHECK(max_diff(cpu[i].grad(), gpu[i].grad()) <= 1e-6);
   }
   SECTION("SGD with momentum, Nesterov and weight decay") {
     optim::SGDOptions o{0.05, 0.9, 0.0, 0.01, true};

@@ -17,7 +17,8 @@ void try_mnist(const anvil::data::IdxArray& a) {
     // Labels 0..9 cycling, one per image (capped so a huge count does not dominate the run).
     if (a.dims[0] > 100000) return;
     IdxArray labels{0x08, {a.dims[0]}, {}};
-    for (std::int64_t i = 0; i < a.dims[0]; ++i) labels.data.push_back(static_cast<std::uint8_t>(i % 10));
+    for (std::int64_t i = 0; i < a.dims[0]; ++i)
+      labels.data.push_back(static_cast<std::uint8_t>(i % 10));
     (void)anvil::data::mnist_from_idx(a, labels, "fuzz-images", "fuzz-labels");
   } else if (a.dims.size() == 1) {
     if (a.dims[0] > 100000) return;

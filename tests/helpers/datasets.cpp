@@ -19,8 +19,10 @@ std::string ptb_dir() {
 
 std::string ptb_file(const std::string& name) {
   const std::string path = ptb_dir() + "/" + name;
-  INFO("PTB file " << path << " not found: set the environment variable ANVIL_PTB_DIR or configure "
-                   "with -DANVIL_DATASETS_DIR=<dir holding ptb/> (looked in " << ptb_dir() << ")");
+  INFO("PTB file " << path
+                   << " not found: set the environment variable ANVIL_PTB_DIR or configure "
+                      "with -DANVIL_DATASETS_DIR=<dir holding ptb/> (looked in "
+                   << ptb_dir() << ")");
   REQUIRE(std::filesystem::is_regular_file(path));
   return path;
 }
@@ -32,9 +34,12 @@ std::string fashion_mnist_dir() {
 
 std::string fashion_mnist_file(const std::string& name) {
   const std::string path = fashion_mnist_dir() + "/" + name;
-  INFO("Fashion-MNIST file " << path << " not found: install the Debian package "
-       "dataset-fashion-mnist (scripts/install_deps.sh) or set the environment variable "
-       "ANVIL_FASHION_MNIST_DIR (looked in " << fashion_mnist_dir() << ")");
+  INFO("Fashion-MNIST file "
+       << path
+       << " not found: install the Debian package "
+          "dataset-fashion-mnist (scripts/install_deps.sh) or set the environment variable "
+          "ANVIL_FASHION_MNIST_DIR (looked in "
+       << fashion_mnist_dir() << ")");
   REQUIRE(std::filesystem::is_regular_file(path));
   return path;
 }
@@ -61,7 +66,8 @@ std::string ScratchDir::write(const std::string& name, const std::string& bytes)
   return p.string();
 }
 
-std::string ScratchDir::write(const std::string& name, const std::vector<std::uint8_t>& bytes) const {
+std::string ScratchDir::write(const std::string& name,
+                              const std::vector<std::uint8_t>& bytes) const {
   return write(name, std::string(bytes.begin(), bytes.end()));
 }
 

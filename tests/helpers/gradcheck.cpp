@@ -126,8 +126,9 @@ GradcheckResult gradcheck(const std::string& name, const TensorFn& fn,
                     std::string(dtype_name(x.dtype())) + "; gradcheck needs f64");
     if (!x.is_leaf()) return failed("input " + std::to_string(i) + " is not a leaf");
     if (!x.device().is_cpu())  // perturbed in place through host pointers below
-      return failed("input " + std::to_string(i) + " is on " + x.device().str() +
-                    "; gradcheck perturbs CPU leaves (move them to the device inside the function)");
+      return failed(
+          "input " + std::to_string(i) + " is on " + x.device().str() +
+          "; gradcheck perturbs CPU leaves (move them to the device inside the function)");
     if (has_overlap(x))
       return failed("input " + std::to_string(i) + " has overlapping elements (stride 0)");
     diff_inputs.push_back(i);
@@ -147,7 +148,8 @@ GradcheckResult gradcheck(const std::string& name, const TensorFn& fn,
   Generator gen(opts.seed);
   const Tensor r = normal(y.sizes(), 0.0, 1.0, DType::f64, &gen);
   const std::vector<double> rv = values_f64(r);
-  for (std::size_t i : diff_inputs) Tensor(inputs[i]).mutable_grad() = Tensor();  // handles share the impl
+  for (std::size_t i : diff_inputs)
+    Tensor(inputs[i]).mutable_grad() = Tensor();  // handles share the impl
   y.backward(r);
   const Shape y_shape = y.sizes();
   const double l0 = weighted_sum(y, rv);
@@ -212,8 +214,8 @@ GradcheckResult gradcheck(const std::string& name, const TensorFn& fn,
   res.worst_ratio = worst;
   res.ok = worst <= 1.0;
   res.message = "gradcheck '" + name + "' (output " + shape_str(y_shape) + ", " +
-                std::to_string(res.checked) + " elements): " + (res.ok ? "ok; worst " : "FAILED; worst ") +
-                worst_text;
+                std::to_string(res.checked) +
+                " elements): " + (res.ok ? "ok; worst " : "FAILED; worst ") + worst_text;
   return res;
 }
 

@@ -37,8 +37,8 @@ struct GradcheckOptions {
 
 struct GradcheckResult {
   bool ok = false;
-  std::string message;     // the worst element (or what went wrong); a summary when ok
-  double worst_ratio = 0;  // max |a - n| / (atol + rtol * max(|a|, |n|)); ok iff <= 1
+  std::string message;       // the worst element (or what went wrong); a summary when ok
+  double worst_ratio = 0;    // max |a - n| / (atol + rtol * max(|a|, |n|)); ok iff <= 1
   std::int64_t checked = 0;  // elements compared
 };
 
@@ -62,9 +62,9 @@ double max_abs_diff(const Tensor& a, const Tensor& b);
 }  // namespace anvil::test
 
 // Runs anvil::test::gradcheck and records a Catch2 check with the report as context.
-#define ANVIL_CHECK_GRADCHECK(...)                                 \
-  do {                                                             \
+#define ANVIL_CHECK_GRADCHECK(...)                                       \
+  do {                                                                   \
     const auto anvil_gc_result_ = ::anvil::test::gradcheck(__VA_ARGS__); \
-    INFO(anvil_gc_result_.message);                                \
-    CHECK(anvil_gc_result_.ok);                                    \
+    INFO(anvil_gc_result_.message);                                      \
+    CHECK(anvil_gc_result_.ok);                                          \
   } while (0)

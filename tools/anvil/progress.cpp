@@ -12,7 +12,10 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 Progress::Progress(std::ostream& out, bool redraw, std::string label, std::int64_t total)
-    : out_(out), redraw_(redraw), label_(std::move(label)), total_(total > 0 ? total : 1),
+    : out_(out),
+      redraw_(redraw),
+      label_(std::move(label)),
+      total_(total > 0 ? total : 1),
       start_(std::chrono::steady_clock::now()) {}
 
 void Progress::update(std::int64_t done, double loss) {
@@ -25,15 +28,16 @@ void Progress::update(std::int64_t done, double loss) {
     last_draw_ = now;
     constexpr int kWidth = 30;
     const int filled = static_cast<int>(fraction * kWidth);
-    out_ << fmt::format("\r{} [{}{}] {:3.0f}% {}/{} loss {:.4f} {:.1f} s", label_, std::string(filled, '#'),
-                        std::string(kWidth - filled, '.'), fraction * 100.0, done, total_, loss, elapsed)
+    out_ << fmt::format("\r{} [{}{}] {:3.0f}% {}/{} loss {:.4f} {:.1f} s", label_,
+                        std::string(filled, '#'), std::string(kWidth - filled, '.'),
+                        fraction * 100.0, done, total_, loss, elapsed)
          << std::flush;
     return;
   }
   if (fraction * 10.0 + 1e-9 < next_tenth_) return;
   while (fraction * 10.0 + 1e-9 >= next_tenth_) ++next_tenth_;
-  out_ << fmt::format("{} {:3.0f}% {}/{} loss {:.4f} {:.1f} s\n", label_, fraction * 100.0, done, total_, loss,
-                      elapsed)
+  out_ << fmt::format("{} {:3.0f}% {}/{} loss {:.4f} {:.1f} s\n", label_, fraction * 100.0, done,
+                      total_, loss, elapsed)
        << std::flush;
 }
 

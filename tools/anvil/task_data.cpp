@@ -51,25 +51,26 @@ data::TensorDataset shape_for_model(const models::ModelInfo& model, Tensor input
   const std::int64_t n = inputs.sizes()[0];
   const std::int64_t per_sample = inputs.numel() / std::max<std::int64_t>(n, 1);
   const std::int64_t wanted = shape_numel(model.sample_shape);
-  ANVIL_CHECK(per_sample == wanted, kWhere, "model ", model.name, " takes samples of shape ", shape_str(model.sample_shape),
-              " (", wanted, " values) but ", source, " has samples of shape ",
-              shape_str(Shape(inputs.sizes().begin() + 1, inputs.sizes().end())), " (", per_sample, " values)");
+  ANVIL_CHECK(per_sample == wanted, kWhere, "model ", model.name, " takes samples of shape ",
+              shape_str(model.sample_shape), " (", wanted, " values) but ", source,
+              " has samples of shape ",
+              shape_str(Shape(inputs.sizes().begin() + 1, inputs.sizes().end())), " (", per_sample,
+              " values)");
   Shape shape{n};
   shape.insert(shape.end(), model.sample_shape.begin(), model.sample_shape.end());
   inputs = inputs.reshape(shape);
   if (model.loss == models::LossKind::binary_cross_entropy) {
-    ANVIL_CHECK(num_classes == 2, kWhere, "model ", model.name, " is a binary classifier but ", source,
-                " has ", num_classes, " classes");
+    ANVIL_CHECK(num_classes == 2, kWhere, "model ", model.name, " is a binary classifier but ",
+                source, " has ", num_classes, " classes");
     return {inputs, labels.to(DType::f32).reshape({n, 1})};
   }
-  ANVIL_CHECK(num_classes <= model.num_classes, kWhere, "model ", model.name, " has ", model.num_classes,
-              " outputs but ", source, " has ", num_classes, " classes");
+  ANVIL_CHECK(num_classes <= model.num_classes, kWhere, "model ", model.name, " has ",
+              model.num_classes, " outputs but ", source, " has ", num_classes, " classes");
   return {inputs, labels};
 }
 
-TaskData classification(const std::string& description,
-                        const data::TensorDataset& train_all, const data::TensorDataset& test, double val_split,
-                        std::int64_t subset) {
+TaskData classification(const std::string& description, const data::TensorDataset& train_all,
+                        const data::TensorDataset& test, double val_split, std::int64_t subset) {
   TaskData t;
   t.description = description;
   auto split = data::split_validation(first(train_all, subset), val_split);
@@ -79,27 +80,31 @@ TaskData classification(const std::string& description,
   return t;
 }
 
-TaskData image_task(const models::ModelInfo& model, const std::string& description, const data::ImageDataset& train,
-                    const data::ImageDataset& test, double val_split, std::int64_t subset) {
+TaskData image_task(const models::ModelInfo& model, const std::string& description,
+                    const data::ImageDataset& train, const data::ImageDataset& test,
+                    double val_split, std::int64_t subset) {
   ANVIL_CHECK(model.input == models::InputKind::features, kWhere, "model ", model.name,
               " takes token ids, not the images of ", description);
-  return classification(description,
-                        shape_for_model(model, train.images, train.labels, train.num_classes, train.source),
-                        shape_for_model(model, test.images, test.labels, test.num_classes, test.source), val_split,
-                        subset);
+  return classification(
+      description,
+      shape_for_model(model, train.images, train.labels, train.num_classes, train.source),
+      shape_for_model(model, test.images, test.labels, test.num_classes, test.source), val_split,
+      subset);
 }
 
-TaskData imdb_task(const models::ModelInfo& model, const fs::path& dir, double val_split, std::int64_t subset) {
-  ANVIL_CHECK(model.input == models::InputKind::tokens && model.sample_shape.size() == 1, kWhere, "model ",
-              model.name, " does not take token sequences; IMDB needs a sequence classifier such as lstm_imdb");
+TaskData imdb_task(const models::ModelInfo& model, const fs::path& dir, double val_split,
+                   std::int64_t subset) {
+  ANVIL_CHECK(model.input == models::InputKind::tokens && model.sample_shape.size() == 1, kWhere,
+              "model ", model.name,
+              " does not take token sequences; IMDB needs a sequence classifier such as lstm_imdb");
   const std::string index = (dir / "imdb_word_index.json").string();
   const std::int64_t maxlen = model.sample_shape[0];
   auto read = [&](const char* file) {
     const auto s = data::read_imdb((dir / file).string(), index, model.vocab_size, maxlen);
     return shape_for_model(model, s.tokens, s.labels, s.num_classes, s.source);
   };
-  return classification("imdb (" + dir.string() + ")", read("train.tsv"), read("test.tsv"), val_split,
-                        subset);
+  return classification("imdb (" + dir.string() + ")", read("train.tsv"), read("test.tsv"),
+                        val_split, subset);
 }
 
 std::vector<std::int64_t> first_tokens(std::vector<std::int64_t> ids, std::int64_t n) {
@@ -107,17 +112,19 @@ std::vector<std::int64_t> first_tokens(std::vector<std::int64_t> ids, std::int64
   return ids;
 }
 
-TaskData ptb_task(const models::ModelInfo& model, const fs::path& dir, double val_split, std::int64_t subset) {
+TaskData ptb_task(const models::ModelInfo& model, const fs::path& dir, double val_split,
+                  std::int64_t subset) {
   ANVIL_CHECK(model.loss == models::LossKind::sequence_cross_entropy, kWhere, "model ", model.name,
               " is not a language model; PTB needs ptb_small, lstm32 or lstm64");
   const bool has_train = has_file(dir, "ptb.train.txt");
   std::vector<std::string> files;
   for (const char* f : {"ptb.train.txt", "ptb.valid.txt", "ptb.test.txt"})
     if (has_file(dir, f)) files.push_back((dir / f).string());
-  ANVIL_CHECK(has_file(dir, "ptb.test.txt"), kWhere, "PTB folder ", dir.string(), " has no ptb.test.txt");
+  ANVIL_CHECK(has_file(dir, "ptb.test.txt"), kWhere, "PTB folder ", dir.string(),
+              " has no ptb.test.txt");
   const auto vocab = data::Vocabulary::build(files);
-  ANVIL_CHECK(vocab.size() <= model.vocab_size, kWhere, "PTB vocabulary of ", vocab.size(), " words exceeds model ",
-              model.name, "'s ", model.vocab_size);
+  ANVIL_CHECK(vocab.size() <= model.vocab_size, kWhere, "PTB vocabulary of ", vocab.size(),
+              " words exceeds model ", model.name, "'s ", model.vocab_size);
   TaskData t;
   t.language_model = true;
   t.vocab_size = vocab.size();
@@ -130,7 +137,8 @@ TaskData ptb_task(const models::ModelInfo& model, const fs::path& dir, double va
   } else {  // Note [PTB splits in anvil train]
     const auto stream = first_tokens(valid, subset);
     const auto n_val = static_cast<std::size_t>(static_cast<double>(stream.size()) * val_split);
-    ANVIL_CHECK(n_val < stream.size(), kWhere, "--val-split ", val_split, " leaves no PTB training text");
+    ANVIL_CHECK(n_val < stream.size(), kWhere, "--val-split ", val_split,
+                " leaves no PTB training text");
     t.lm_train.assign(stream.begin(), stream.end() - static_cast<std::ptrdiff_t>(n_val));
     t.lm_val.assign(stream.end() - static_cast<std::ptrdiff_t>(n_val), stream.end());
   }
@@ -139,13 +147,15 @@ TaskData ptb_task(const models::ModelInfo& model, const fs::path& dir, double va
 
 }  // namespace
 
-TaskData load_task_data(const models::ModelInfo& model, const std::string& dataset, double val_split,
-                        std::int64_t subset) {
-  ANVIL_CHECK(val_split >= 0.0 && val_split < 1.0, kWhere, "--val-split must be in [0, 1), got ", val_split);
+TaskData load_task_data(const models::ModelInfo& model, const std::string& dataset,
+                        double val_split, std::int64_t subset) {
+  ANVIL_CHECK(val_split >= 0.0 && val_split < 1.0, kWhere, "--val-split must be in [0, 1), got ",
+              val_split);
   if (dataset == "fashion-mnist") {
     const std::string dir = env_dir("ANVIL_FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist");
     ANVIL_CHECK(fs::is_directory(dir), kWhere, "Fashion-MNIST folder ", dir,
-                " not found (install the Debian package dataset-fashion-mnist, or set ANVIL_FASHION_MNIST_DIR)");
+                " not found (install the Debian package dataset-fashion-mnist, or set "
+                "ANVIL_FASHION_MNIST_DIR)");
     return image_task(model, "fashion-mnist (" + dir + ")", data::read_mnist_dir(dir, "train"),
                       data::read_mnist_dir(dir, "t10k"), val_split, subset);
   }
@@ -155,13 +165,17 @@ TaskData load_task_data(const models::ModelInfo& model, const std::string& datas
               "': not a folder, and not one of fashion-mnist, ptb");
   switch (detect_format(dir)) {
     case Format::mnist:
-      return image_task(model, "mnist-format (" + dir.string() + ")", data::read_mnist_dir(dir.string(), "train"),
+      return image_task(model, "mnist-format (" + dir.string() + ")",
+                        data::read_mnist_dir(dir.string(), "train"),
                         data::read_mnist_dir(dir.string(), "t10k"), val_split, subset);
     case Format::cifar10:
-      return image_task(model, "cifar10 (" + dir.string() + ")", data::read_cifar10_dir(dir.string(), "train"),
+      return image_task(model, "cifar10 (" + dir.string() + ")",
+                        data::read_cifar10_dir(dir.string(), "train"),
                         data::read_cifar10_dir(dir.string(), "test"), val_split, subset);
-    case Format::imdb: return imdb_task(model, dir, val_split, subset);
-    case Format::ptb: return ptb_task(model, dir, val_split, subset);
+    case Format::imdb:
+      return imdb_task(model, dir, val_split, subset);
+    case Format::ptb:
+      return ptb_task(model, dir, val_split, subset);
   }
   fail(kWhere, "unreachable dataset format");
 }

@@ -40,7 +40,7 @@ struct TaskData {
 
 // subset > 0 keeps the first `subset` samples of the training and of the test set (tokens for
 // PTB) before the validation split: a quick run on real data.
-TaskData load_task_data(const models::ModelInfo& model, const std::string& dataset, double val_split,
-                        std::int64_t subset);
+TaskData load_task_data(const models::ModelInfo& model, const std::string& dataset,
+                        double val_split, std::int64_t subset);
 
 }  // namespace anvil::tools

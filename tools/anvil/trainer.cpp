@@ -30,10 +30,14 @@ namespace {
 constexpr const char* kWhere = "anvil train";
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // The training device: the host, or cuda:0 (check_config has checked the model and the GPU).
-Device training_device(const TrainConfig& c) { return c.device == "cuda" ? Device::cuda(0) : Device::cpu(); }
+Device training_device(const TrainConfig& c) {
+  return c.device == "cuda" ? Device::cuda(0) : Device::cpu();
+}
 
 // `t` on `device`: the loader's host batches are copied to the GPU (pinned staging for large
 // ones, Note [Pinned staging]) and the GPU's logits back to the host for the accuracy count;
@@ -46,7 +50,8 @@ struct EvalResult {
 };
 
 // Correct predictions in a batch: argmax of the logits (softmax CE) or logit > 0 (binary CE).
-std::int64_t count_correct(const models::ModelInfo& info, const Tensor& logits, const Tensor& targets) {
+std::int64_t count_correct(const models::ModelInfo& info, const Tensor& logits,
+                           const Tensor& targets) {
   const Tensor l = on(logits, Device::cpu()).contiguous();
   const float* p = l.data<float>();
   const std::int64_t rows = l.sizes()[0], cols = l.numel() / std::max<std::int64_t>(rows, 1);
@@ -65,8 +70,9 @@ std::int64_t count_correct(const models::ModelInfo& info, const Tensor& logits, 
   return correct;
 }
 
-EvalResult evaluate_classifier(nn::Module& net, const models::ModelInfo& info, const data::TensorDataset& ds,
-                               const data::LoaderOptions& options, Device device) {
+EvalResult evaluate_classifier(nn::Module& net, const models::ModelInfo& info,
+                               const data::TensorDataset& ds, const data::LoaderOptions& options,
+                               Device device) {
   NoGradGuard no_grad;
   net.eval();
   data::LoaderOptions o = options;
@@ -80,7 +86,8 @@ EvalResult evaluate_classifier(nn::Module& net, const models::ModelInfo& info, c
   while (auto b = loader.next()) {
     const Tensor out = net.forward(on(b->inputs, device));
     const std::int64_t rows = b->inputs.sizes()[0];
-    loss_sum += models::model_loss(info, out, on(b->targets, device)).item() * static_cast<double>(rows);
+    loss_sum +=
+        models::model_loss(info, out, on(b->targets, device)).item() * static_cast<double>(rows);
     correct += count_correct(info, out, b->targets);
     n += rows;
   }
@@ -94,8 +101,8 @@ nn::LstmLanguageModel& as_language_model(nn::Module& net) {
 }
 
 // Perplexity over a token stream, state carried across consecutive windows.
-EvalResult evaluate_language_model(nn::Module& net, const std::vector<std::int64_t>& ids, std::int64_t batch,
-                                   std::int64_t seq_len) {
+EvalResult evaluate_language_model(nn::Module& net, const std::vector<std::int64_t>& ids,
+                                   std::int64_t batch, std::int64_t seq_len) {
   NoGradGuard no_grad;
   net.eval();
   auto& lm = as_language_model(net);
@@ -120,8 +127,10 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& c, std::vect
     ANVIL_CHECK(c.momentum == 0.0, kWhere, "--momentum applies to sgd, not adam");
     return std::make_unique<optim::Adam>(std::move(params), optim::AdamOptions{.lr = c.lr});
   }
-  ANVIL_CHECK(c.optimizer == "sgd", kWhere, "--optimizer must be sgd or adam, got '", c.optimizer, "'");
-  return std::make_unique<optim::SGD>(std::move(params), optim::SGDOptions{.lr = c.lr, .momentum = c.momentum});
+  ANVIL_CHECK(c.optimizer == "sgd", kWhere, "--optimizer must be sgd or adam, got '", c.optimizer,
+              "'");
+  return std::make_unique<optim::SGD>(std::move(params),
+                                      optim::SGDOptions{.lr = c.lr, .momentum = c.momentum});
 }
 
 double lr_for_epoch(const TrainConfig& c, int epoch /* 0-based */) {
@@ -133,29 +142,37 @@ void check_config(const TrainConfig& c) {
   ANVIL_CHECK(c.epochs >= 1, kWhere, "--epochs must be at least 1, got ", c.epochs);
   ANVIL_CHECK(c.batch >= 0, kWhere, "--batch must be positive, got ", c.batch);
   ANVIL_CHECK(c.lr > 0 && std::isfinite(c.lr), kWhere, "--lr must be positive, got ", c.lr);
-  ANVIL_CHECK(c.momentum >= 0 && c.momentum < 1, kWhere, "--momentum must be in [0, 1), got ", c.momentum);
+  ANVIL_CHECK(c.momentum >= 0 && c.momentum < 1, kWhere, "--momentum must be in [0, 1), got ",
+              c.momentum);
   ANVIL_CHECK(c.clip_norm >= 0, kWhere, "--clip must be >= 0, got ", c.clip_norm);
-  ANVIL_CHECK(c.lr_decay > 0 && c.lr_decay <= 1, kWhere, "--lr-decay must be in (0, 1], got ", c.lr_decay);
+  ANVIL_CHECK(c.lr_decay > 0 && c.lr_decay <= 1, kWhere, "--lr-decay must be in (0, 1], got ",
+              c.lr_decay);
   ANVIL_CHECK(c.threads >= 0, kWhere, "--threads must be >= 0, got ", c.threads);
   ANVIL_CHECK(c.subset >= 0, kWhere, "--subset must be >= 0, got ", c.subset);
   ANVIL_CHECK(!c.target_accuracy || (*c.target_accuracy > 0 && *c.target_accuracy <= 1), kWhere,
-              "--target-accuracy must be a fraction in (0, 1], got ", c.target_accuracy.value_or(0));
+              "--target-accuracy must be a fraction in (0, 1], got ",
+              c.target_accuracy.value_or(0));
   if (c.device != "cpu") {
     ANVIL_CHECK(c.device == "cuda", kWhere, "--device must be cpu or cuda, got '", c.device, "'");
     // Before the GPU check, so that the answer does not depend on the machine.
-    ANVIL_CHECK(models::info(c.model).gpu_path, kWhere, "--device cuda: ", c.model,
-                " has no GPU path yet (some of its ops have CPU kernels only; the GPU models are those "
-                "with ModelInfo::gpu_path: fcn5, fcn8, fcn_r, mlp_mnist); train it on cpu");
+    ANVIL_CHECK(
+        models::info(c.model).gpu_path, kWhere, "--device cuda: ", c.model,
+        " has no GPU path yet (some of its ops have CPU kernels only; the GPU models are those "
+        "with ModelInfo::gpu_path: fcn5, fcn8, fcn_r, mlp_mnist); train it on cpu");
     require_cuda(kWhere);  // throws with the reason when there is no usable GPU
   }
 }
 
 // The checkpoint metadata of a run, and the check that a resumed run is the same run.
 std::map<std::string, std::string> run_metadata(const TrainConfig& c, std::int64_t batch) {
-  return {{"anvil_train.model", c.model},     {"anvil_train.dataset", c.dataset},
-          {"anvil_train.optimizer", c.optimizer}, {"anvil_train.lr", fmt::format("{}", c.lr)},
-          {"anvil_train.batch", std::to_string(batch)}, {"anvil_train.seed", std::to_string(c.seed)},
-          {"anvil_train.subset", std::to_string(c.subset)}, {"anvil_train.val_split", fmt::format("{}", c.val_split)}};
+  return {{"anvil_train.model", c.model},
+          {"anvil_train.dataset", c.dataset},
+          {"anvil_train.optimizer", c.optimizer},
+          {"anvil_train.lr", fmt::format("{}", c.lr)},
+          {"anvil_train.batch", std::to_string(batch)},
+          {"anvil_train.seed", std::to_string(c.seed)},
+          {"anvil_train.subset", std::to_string(c.subset)},
+          {"anvil_train.val_split", fmt::format("{}", c.val_split)}};
 }
 
 struct ResumeState {
@@ -164,17 +181,20 @@ struct ResumeState {
   std::optional<double> time_to_target;
 };
 
-ResumeState resume_from(const TrainConfig& c, std::int64_t batch, nn::Module& net, optim::Optimizer& opt) {
+ResumeState resume_from(const TrainConfig& c, std::int64_t batch, nn::Module& net,
+                        optim::Optimizer& opt) {
   // The configuration is checked before anything is loaded into the model.
   const auto meta = optim::read_checkpoint_info(c.resume).metadata;
   auto get = [&](const std::string& key) -> std::string {
     const auto it = meta.find(key);
-    ANVIL_CHECK(it != meta.end(), kWhere, "checkpoint ", c.resume, " was not written by anvil train (no ", key, ")");
+    ANVIL_CHECK(it != meta.end(), kWhere, "checkpoint ", c.resume,
+                " was not written by anvil train (no ", key, ")");
     return it->second;
   };
   for (const auto& [key, value] : run_metadata(c, batch))
-    ANVIL_CHECK(get(key) == value, kWhere, "--resume ", c.resume, ": the checkpoint has ", key, " = ", get(key),
-                " but this run has ", value, "; resuming must repeat the configuration");
+    ANVIL_CHECK(get(key) == value, kWhere, "--resume ", c.resume, ": the checkpoint has ", key,
+                " = ", get(key), " but this run has ", value,
+                "; resuming must repeat the configuration");
   optim::load_checkpoint(c.resume, net, &opt);
   ResumeState s;
   s.epochs_done = std::stoi(get("anvil_train.epochs_done"));
@@ -188,33 +208,62 @@ nlohmann::json report_json(const TrainConfig& c, const TrainReport& r) {
   using nlohmann::json;
   json epochs = json::array();
   for (const auto& e : r.epochs)
-    epochs.push_back({{"epoch", e.epoch}, {"lr", e.lr}, {"train_loss", e.train_loss},
-                      {"train_seconds", e.train_seconds}, {"loader_wait_seconds", e.loader_wait_seconds},
-                      {"samples_per_second", e.samples_per_second}, {"val_loss", e.val_loss},
-                      {"val_" + r.metric, std::isfinite(e.val_metric) ? json(e.val_metric) : json(nullptr)},
-                      {"rss_end_MB", e.rss_end_bytes / 1048576.0}, {"rss_peak_MB", e.rss_peak_bytes / 1048576.0},
-                      {"allocator_peak_MB", e.allocator_peak_bytes / 1048576.0},
-                      {"gpu_allocator_peak_MB", e.gpu_allocator_peak_bytes / 1048576.0}});
-  json config = {{"model", c.model}, {"dataset", c.dataset}, {"epochs", c.epochs}, {"optimizer", c.optimizer},
-                 {"lr", c.lr}, {"momentum", c.momentum}, {"clip", c.clip_norm}, {"lr_decay", c.lr_decay},
-                 {"decay_after", c.decay_after}, {"threads", r.threads}, {"device", c.device}, {"seed", c.seed},
-                 {"val_split", c.val_split}, {"subset", c.subset}, {"loader_thread", c.loader_thread},
-                 {"normalize", c.normalize}, {"checkpoint", c.checkpoint}, {"resume", c.resume}};
+    epochs.push_back(
+        {{"epoch", e.epoch},
+         {"lr", e.lr},
+         {"train_loss", e.train_loss},
+         {"train_seconds", e.train_seconds},
+         {"loader_wait_seconds", e.loader_wait_seconds},
+         {"samples_per_second", e.samples_per_second},
+         {"val_loss", e.val_loss},
+         {"val_" + r.metric, std::isfinite(e.val_metric) ? json(e.val_metric) : json(nullptr)},
+         {"rss_end_MB", e.rss_end_bytes / 1048576.0},
+         {"rss_peak_MB", e.rss_peak_bytes / 1048576.0},
+         {"allocator_peak_MB", e.allocator_peak_bytes / 1048576.0},
+         {"gpu_allocator_peak_MB", e.gpu_allocator_peak_bytes / 1048576.0}});
+  json config = {{"model", c.model},
+                 {"dataset", c.dataset},
+                 {"epochs", c.epochs},
+                 {"optimizer", c.optimizer},
+                 {"lr", c.lr},
+                 {"momentum", c.momentum},
+                 {"clip", c.clip_norm},
+                 {"lr_decay", c.lr_decay},
+                 {"decay_after", c.decay_after},
+                 {"threads", r.threads},
+                 {"device", c.device},
+                 {"seed", c.seed},
+                 {"val_split", c.val_split},
+                 {"subset", c.subset},
+                 {"loader_thread", c.loader_thread},
+                 {"normalize", c.normalize},
+                 {"checkpoint", c.checkpoint},
+                 {"resume", c.resume}};
   if (c.target_accuracy) config["target_accuracy"] = *c.target_accuracy;
-  json result = {{"training_seconds", r.training_seconds}, {"testing_seconds", r.testing_seconds},
-                 {"test_loss", r.test_loss}, {"test_" + r.metric, r.test_metric},
+  json result = {{"training_seconds", r.training_seconds},
+                 {"testing_seconds", r.testing_seconds},
+                 {"test_loss", r.test_loss},
+                 {"test_" + r.metric, r.test_metric},
                  {"peak_rss_MB", r.peak_rss_bytes / 1048576.0},
                  {"allocator_peak_MB", r.allocator_peak_bytes / 1048576.0},
                  {"gpu_allocator_peak_MB", r.gpu_allocator_peak_bytes / 1048576.0},
                  {"cpu_utilisation_pct", r.cpu_utilisation * 100.0},
                  {"loader_wait_pct", r.loader_wait_fraction * 100.0}};
-  result["time_to_target_seconds"] = r.time_to_target_seconds ? json(*r.time_to_target_seconds) : json(nullptr);
-  return {{"tool", "anvil train"}, {"config", config}, {"model", r.model}, {"dataset", r.dataset},
-          {"device", r.device},
-          {"parameters", r.parameters}, {"metric", r.metric},
-          {"samples", {{"train", r.train_samples}, {"val", r.val_samples}, {"test", r.test_samples}}},
-          {"first_epoch", r.first_epoch}, {"epochs", epochs}, {"result", result},
-          {"finished", r.testing_seconds > 0}};
+  result["time_to_target_seconds"] =
+      r.time_to_target_seconds ? json(*r.time_to_target_seconds) : json(nullptr);
+  return {
+      {"tool", "anvil train"},
+      {"config", config},
+      {"model", r.model},
+      {"dataset", r.dataset},
+      {"device", r.device},
+      {"parameters", r.parameters},
+      {"metric", r.metric},
+      {"samples", {{"train", r.train_samples}, {"val", r.val_samples}, {"test", r.test_samples}}},
+      {"first_epoch", r.first_epoch},
+      {"epochs", epochs},
+      {"result", result},
+      {"finished", r.testing_seconds > 0}};
 }
 
 // Rewrites the JSON log atomically (temporary file + rename): a reader never sees half a log.
@@ -233,18 +282,21 @@ void write_json_log(const TrainConfig& c, const TrainReport& r) {
 }
 
 // One epoch's training loop over the classifier's loader; returns (mean loss, samples).
-std::pair<double, std::int64_t> train_classifier_epoch(const TrainConfig& c, const models::ModelInfo& info,
+std::pair<double, std::int64_t> train_classifier_epoch(const TrainConfig& c,
+                                                       const models::ModelInfo& info,
                                                        nn::Module& net, optim::Optimizer& opt,
-                                                       data::DataLoader& loader, int epoch, Device device,
-                                                       std::ostream& out) {
+                                                       data::DataLoader& loader, int epoch,
+                                                       Device device, std::ostream& out) {
   net.train();
   loader.start_epoch(epoch);
-  Progress progress(out, c.progress_bar, fmt::format("epoch {}/{}", epoch + 1, c.epochs), loader.batches_per_epoch());
+  Progress progress(out, c.progress_bar, fmt::format("epoch {}/{}", epoch + 1, c.epochs),
+                    loader.batches_per_epoch());
   double loss_sum = 0;
   std::int64_t n = 0, step = 0;
   while (auto b = loader.next()) {
     opt.zero_grad();
-    Tensor loss = models::model_forward_loss(info, net, on(b->inputs, device), on(b->targets, device));
+    Tensor loss =
+        models::model_forward_loss(info, net, on(b->inputs, device), on(b->targets, device));
     loss.backward();
     if (c.clip_norm > 0) optim::clip_grad_norm_(opt.params(), c.clip_norm);
     opt.step();
@@ -258,16 +310,16 @@ std::pair<double, std::int64_t> train_classifier_epoch(const TrainConfig& c, con
 }
 
 // One epoch of truncated BPTT over the token stream; returns (mean loss per token, tokens).
-std::pair<double, std::int64_t> train_language_model_epoch(const TrainConfig& c, const models::ModelInfo& info,
-                                                           nn::Module& net, optim::Optimizer& opt,
-                                                           const std::vector<std::int64_t>& ids, std::int64_t batch,
-                                                           int epoch, std::ostream& out) {
+std::pair<double, std::int64_t> train_language_model_epoch(
+    const TrainConfig& c, const models::ModelInfo& info, nn::Module& net, optim::Optimizer& opt,
+    const std::vector<std::int64_t>& ids, std::int64_t batch, int epoch, std::ostream& out) {
   net.train();
   auto& lm = as_language_model(net);
   lm.reset_state();
   const std::int64_t seq_len = info.sample_shape.at(0);
   data::PtbBatcher batches(ids, batch, seq_len);
-  Progress progress(out, c.progress_bar, fmt::format("epoch {}/{}", epoch + 1, c.epochs), batches.num_batches());
+  Progress progress(out, c.progress_bar, fmt::format("epoch {}/{}", epoch + 1, c.epochs),
+                    batches.num_batches());
   double nll = 0;
   std::int64_t tokens = 0, step = 0;
   while (batches.has_next()) {
@@ -300,7 +352,8 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
   r.model = config.model;
   r.threads = get_num_threads();
   const Device device = training_device(config);
-  r.device = device.is_cpu() ? "cpu" : device.str() + " " + require_cuda(kWhere).device_name(device.index);
+  r.device =
+      device.is_cpu() ? "cpu" : device.str() + " " + require_cuda(kWhere).device_name(device.index);
   const TaskData task = load_task_data(info, config.dataset, config.val_split, config.subset);
   r.dataset = task.description;
   const bool lm = task.language_model;
@@ -327,23 +380,25 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
 
   ResumeState resumed;
   if (!config.resume.empty()) resumed = resume_from(config, batch, *net, *opt);
-  ANVIL_CHECK(resumed.epochs_done < config.epochs, kWhere, "--resume ", config.resume, " already has ",
-              resumed.epochs_done, " epochs; ask for more than that with --epochs");
+  ANVIL_CHECK(resumed.epochs_done < config.epochs, kWhere, "--resume ", config.resume,
+              " already has ", resumed.epochs_done,
+              " epochs; ask for more than that with --epochs");
   r.first_epoch = resumed.epochs_done + 1;
   r.training_seconds = resumed.training_seconds;
   r.time_to_target_seconds = resumed.time_to_target;
 
-  data::LoaderOptions loader_options{.batch = batch, .shuffle = true, .seed = config.seed,
-                                     .background = config.loader_thread};
+  data::LoaderOptions loader_options{
+      .batch = batch, .shuffle = true, .seed = config.seed, .background = config.loader_thread};
   if (!lm && config.normalize && task.train.inputs.dtype() == DType::f32)
     loader_options.normalization = data::Normalization::from_data(task.train.inputs);
   std::unique_ptr<data::DataLoader> loader;
   if (!lm) loader = std::make_unique<data::DataLoader>(task.train, loader_options);
 
-  out << fmt::format("anvil train: {} ({} parameters) on {}: {} train / {} validation / {} test {}, batch {}, "
-                     "{} lr {}, {} thread(s), {}\n",
-                     config.model, r.parameters, r.dataset, r.train_samples, r.val_samples, r.test_samples,
-                     lm ? "tokens" : "samples", batch, config.optimizer, config.lr, r.threads, r.device);
+  out << fmt::format(
+      "anvil train: {} ({} parameters) on {}: {} train / {} validation / {} test {}, batch {}, "
+      "{} lr {}, {} thread(s), {}\n",
+      config.model, r.parameters, r.dataset, r.train_samples, r.val_samples, r.test_samples,
+      lm ? "tokens" : "samples", batch, config.optimizer, config.lr, r.threads, r.device);
 
   double wall_this_run = 0, cpu_this_run = 0, wait_this_run = 0;
   for (int epoch = resumed.epochs_done; epoch < config.epochs; ++epoch) {
@@ -372,16 +427,19 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
     e.samples_per_second = static_cast<double>(samples) / e.train_seconds;
     e.rss_peak_bytes = peak_rss_bytes();
     e.allocator_peak_bytes = static_cast<double>(memory_stats().peak);
-    if (device.is_cuda()) e.gpu_allocator_peak_bytes = static_cast<double>(memory_stats(device).peak);
+    if (device.is_cuda())
+      e.gpu_allocator_peak_bytes = static_cast<double>(memory_stats(device).peak);
     r.training_seconds += e.train_seconds;
 
     e.val_metric = std::numeric_limits<double>::quiet_NaN();
     if (r.val_samples > 0) {
-      const EvalResult v = lm ? evaluate_language_model(*net, task.lm_val, batch, info.sample_shape.at(0))
-                              : evaluate_classifier(*net, info, task.val, loader_options, device);
+      const EvalResult v =
+          lm ? evaluate_language_model(*net, task.lm_val, batch, info.sample_shape.at(0))
+             : evaluate_classifier(*net, info, task.val, loader_options, device);
       e.val_loss = v.loss;
       e.val_metric = v.metric;
-      if (config.target_accuracy && !r.time_to_target_seconds && v.metric >= *config.target_accuracy)
+      if (config.target_accuracy && !r.time_to_target_seconds &&
+          v.metric >= *config.target_accuracy)
         r.time_to_target_seconds = r.training_seconds;
     }
     e.rss_end_bytes = current_rss_bytes();
@@ -389,19 +447,21 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
     r.allocator_peak_bytes = std::max(r.allocator_peak_bytes, e.allocator_peak_bytes);
     r.gpu_allocator_peak_bytes = std::max(r.gpu_allocator_peak_bytes, e.gpu_allocator_peak_bytes);
     r.epochs.push_back(e);
-    out << fmt::format("epoch {}/{}: loss {:.4f}, val {} {}, {:.1f} s ({:.0f} {}/s, loader wait {:.2f} s), "
-                       "RSS {:.0f} MB (peak {:.0f} MB)\n",
-                       e.epoch, config.epochs, e.train_loss, r.metric,
-                       std::isnan(e.val_metric) ? std::string("n/a") : fmt::format("{:.4f}", e.val_metric),
-                       e.train_seconds, e.samples_per_second, lm ? "tokens" : "samples", e.loader_wait_seconds,
-                       e.rss_end_bytes / 1048576.0, e.rss_peak_bytes / 1048576.0)
+    out << fmt::format(
+               "epoch {}/{}: loss {:.4f}, val {} {}, {:.1f} s ({:.0f} {}/s, loader wait {:.2f} s), "
+               "RSS {:.0f} MB (peak {:.0f} MB)\n",
+               e.epoch, config.epochs, e.train_loss, r.metric,
+               std::isnan(e.val_metric) ? std::string("n/a") : fmt::format("{:.4f}", e.val_metric),
+               e.train_seconds, e.samples_per_second, lm ? "tokens" : "samples",
+               e.loader_wait_seconds, e.rss_end_bytes / 1048576.0, e.rss_peak_bytes / 1048576.0)
         << std::flush;
 
     if (!config.checkpoint.empty()) {
       auto meta = run_metadata(config, batch);
       meta["anvil_train.epochs_done"] = std::to_string(epoch + 1);
       meta["anvil_train.training_seconds"] = fmt::format("{}", r.training_seconds);
-      if (r.time_to_target_seconds) meta["anvil_train.time_to_target"] = fmt::format("{}", *r.time_to_target_seconds);
+      if (r.time_to_target_seconds)
+        meta["anvil_train.time_to_target"] = fmt::format("{}", *r.time_to_target_seconds);
       optim::save_checkpoint(config.checkpoint, *net, opt.get(), meta);
     }
     write_json_log(config, r);
@@ -410,8 +470,9 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
   r.loader_wait_fraction = wait_this_run / wall_this_run;
 
   const auto t_test = Clock::now();
-  const EvalResult test = lm ? evaluate_language_model(*net, task.lm_test, batch, info.sample_shape.at(0))
-                             : evaluate_classifier(*net, info, task.test, loader_options, device);
+  const EvalResult test =
+      lm ? evaluate_language_model(*net, task.lm_test, batch, info.sample_shape.at(0))
+         : evaluate_classifier(*net, info, task.test, loader_options, device);
   r.testing_seconds = seconds_since(t_test);
   r.test_loss = test.loss;
   r.test_metric = test.metric;
@@ -422,14 +483,17 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
 void print_summary(const TrainReport& r, std::ostream& out) {
   const bool acc = r.metric == "accuracy";
   out << fmt::format("\n== {} on {} ({} thread(s), {})\n", r.model, r.dataset, r.threads, r.device);
-  out << fmt::format("training time      {:.2f} s ({} epoch(s){})\n", r.training_seconds,
-                     r.first_epoch - 1 + static_cast<int>(r.epochs.size()),
-                     r.first_epoch > 1 ? fmt::format(", resumed after epoch {}", r.first_epoch - 1) : "");
-  if (r.time_to_target_seconds) out << fmt::format("time to target     {:.2f} s\n", *r.time_to_target_seconds);
-  out << fmt::format("testing time       {:.3f} s ({} test {})\n", r.testing_seconds, r.test_samples,
-                     acc ? "samples" : "tokens");
+  out << fmt::format(
+      "training time      {:.2f} s ({} epoch(s){})\n", r.training_seconds,
+      r.first_epoch - 1 + static_cast<int>(r.epochs.size()),
+      r.first_epoch > 1 ? fmt::format(", resumed after epoch {}", r.first_epoch - 1) : "");
+  if (r.time_to_target_seconds)
+    out << fmt::format("time to target     {:.2f} s\n", *r.time_to_target_seconds);
+  out << fmt::format("testing time       {:.3f} s ({} test {})\n", r.testing_seconds,
+                     r.test_samples, acc ? "samples" : "tokens");
   if (acc)
-    out << fmt::format("test accuracy      {:.2f} % (loss {:.4f})\n", r.test_metric * 100.0, r.test_loss);
+    out << fmt::format("test accuracy      {:.2f} % (loss {:.4f})\n", r.test_metric * 100.0,
+                       r.test_loss);
   else
     out << fmt::format("test perplexity    {:.2f} (loss {:.4f})\n", r.test_metric, r.test_loss);
   out << fmt::format("peak memory        {:.0f} MB resident, {:.0f} MB anvil CPU allocator\n",
@@ -437,8 +501,10 @@ void print_summary(const TrainReport& r, std::ostream& out) {
   if (r.device != "cpu")
     out << fmt::format("GPU memory         {:.0f} MB peak of anvil's caching allocator on {}\n",
                        r.gpu_allocator_peak_bytes / 1048576.0, r.device);
-  out << fmt::format("CPU utilisation    {:.0f} % of {} thread(s)\n", r.cpu_utilisation * 100.0, r.threads);
-  out << fmt::format("data loader wait   {:.2f} % of training time\n", r.loader_wait_fraction * 100.0);
+  out << fmt::format("CPU utilisation    {:.0f} % of {} thread(s)\n", r.cpu_utilisation * 100.0,
+                     r.threads);
+  out << fmt::format("data loader wait   {:.2f} % of training time\n",
+                     r.loader_wait_fraction * 100.0);
 }
 
 }  // namespace anvil::tools

@@ -4,8 +4,8 @@
 // target accuracy, testing (inference) time, accuracy or perplexity, peak memory and CPU
 // utilisation, per epoch and in total. With --device cuda the model, its gradients and the
 // optimizer state live on the GPU and every batch is copied there (the loader stays on the host);
-// the report adds the GPU caching allocator's peak. Checkpoints at the end of every epoch; resuming from one
-// gives the same run as not stopping (Note [Resuming a run]).
+// the report adds the GPU caching allocator's peak. Checkpoints at the end of every epoch; resuming
+// from one gives the same run as not stopping (Note [Resuming a run]).
 //
 // It lives apart from the command-line parsing so that tests can run it directly.
 //
@@ -28,39 +28,40 @@ struct TrainConfig {
   std::string model;
   std::string dataset = "fashion-mnist";  // a name or a folder (task_data.h)
   int epochs = 1;
-  std::int64_t batch = 0;  // 0 = the model's paper batch (ModelInfo::cpu_batch)
+  std::int64_t batch = 0;         // 0 = the model's paper batch (ModelInfo::cpu_batch)
   std::string optimizer = "sgd";  // sgd | adam
   double lr = 0.01;
   double momentum = 0.0;   // SGD only
   double clip_norm = 0.0;  // global gradient-norm clipping; 0 = off
-  double lr_decay = 1.0;   // multiply the learning rate by this after every epoch from `decay_after` on
-  int decay_after = 0;     // 0 = no decay
-  int threads = 0;         // 0 = the default (ANVIL_NUM_THREADS or OpenMP's)
+  double lr_decay =
+      1.0;  // multiply the learning rate by this after every epoch from `decay_after` on
+  int decay_after = 0;         // 0 = no decay
+  int threads = 0;             // 0 = the default (ANVIL_NUM_THREADS or OpenMP's)
   std::string device = "cpu";  // cpu | cuda (cuda:0; models with ModelInfo::gpu_path)
   std::uint64_t seed = 1;
   std::optional<double> target_accuracy;  // fraction in (0, 1]
   double val_split = 0.2;
-  std::int64_t subset = 0;     // > 0: only the first `subset` training and test samples
-  bool loader_thread = true;   // prepare batches in a background thread (Note [Loader thread])
-  bool normalize = true;       // standardise float inputs by the training set's mean and std
-  std::string checkpoint;      // saved at the end of every epoch when set
-  std::string resume;          // a checkpoint of the same configuration to continue from
-  std::string json_log;        // a JSON document rewritten after every epoch when set
-  bool progress_bar = false;   // redraw one line (a terminal) instead of printing lines
+  std::int64_t subset = 0;    // > 0: only the first `subset` training and test samples
+  bool loader_thread = true;  // prepare batches in a background thread (Note [Loader thread])
+  bool normalize = true;      // standardise float inputs by the training set's mean and std
+  std::string checkpoint;     // saved at the end of every epoch when set
+  std::string resume;         // a checkpoint of the same configuration to continue from
+  std::string json_log;       // a JSON document rewritten after every epoch when set
+  bool progress_bar = false;  // redraw one line (a terminal) instead of printing lines
 };
 
 struct EpochReport {
-  int epoch = 0;                  // 1-based
+  int epoch = 0;  // 1-based
   double lr = 0.0;
-  double train_loss = 0.0;        // mean over the epoch's samples
-  double train_seconds = 0.0;     // the epoch's training loop (no validation)
+  double train_loss = 0.0;           // mean over the epoch's samples
+  double train_seconds = 0.0;        // the epoch's training loop (no validation)
   double loader_wait_seconds = 0.0;  // of train_seconds, time spent waiting for batches
   double samples_per_second = 0.0;
   double val_loss = 0.0;
-  double val_metric = 0.0;        // accuracy (fraction) or perplexity; NaN without validation data
-  double rss_end_bytes = 0.0;     // resident memory at the end of the epoch
-  double rss_peak_bytes = 0.0;    // resident peak during the epoch
-  double allocator_peak_bytes = 0.0;  // anvil's CPU allocator peak during the epoch
+  double val_metric = 0.0;      // accuracy (fraction) or perplexity; NaN without validation data
+  double rss_end_bytes = 0.0;   // resident memory at the end of the epoch
+  double rss_peak_bytes = 0.0;  // resident peak during the epoch
+  double allocator_peak_bytes = 0.0;      // anvil's CPU allocator peak during the epoch
   double gpu_allocator_peak_bytes = 0.0;  // the GPU caching allocator's peak (--device cuda)
 };
 
@@ -68,19 +69,20 @@ struct TrainReport {
   std::string model, dataset, metric;  // metric: "accuracy" or "perplexity"
   std::int64_t train_samples = 0, val_samples = 0, test_samples = 0, parameters = 0;
   int threads = 0;
-  std::string device;                  // "cpu", or "cuda:0 <GPU name>"
-  int first_epoch = 1;                 // > 1 when resumed
-  std::vector<EpochReport> epochs;     // the epochs this run trained
-  double training_seconds = 0.0;       // all epochs, including those before a resume
-  std::optional<double> time_to_target_seconds;  // training time until validation reached the target
-  double testing_seconds = 0.0;        // inference over the whole test set
+  std::string device;               // "cpu", or "cuda:0 <GPU name>"
+  int first_epoch = 1;              // > 1 when resumed
+  std::vector<EpochReport> epochs;  // the epochs this run trained
+  double training_seconds = 0.0;    // all epochs, including those before a resume
+  std::optional<double>
+      time_to_target_seconds;    // training time until validation reached the target
+  double testing_seconds = 0.0;  // inference over the whole test set
   double test_loss = 0.0;
-  double test_metric = 0.0;            // accuracy (fraction) or perplexity
-  double peak_rss_bytes = 0.0;         // host resident peak over the training epochs
-  double allocator_peak_bytes = 0.0;   // anvil's CPU allocator peak over the training epochs
+  double test_metric = 0.0;               // accuracy (fraction) or perplexity
+  double peak_rss_bytes = 0.0;            // host resident peak over the training epochs
+  double allocator_peak_bytes = 0.0;      // anvil's CPU allocator peak over the training epochs
   double gpu_allocator_peak_bytes = 0.0;  // the GPU caching allocator's peak over the epochs
-  double cpu_utilisation = 0.0;        // process CPU time / (training wall time x threads)
-  double loader_wait_fraction = 0.0;   // loader wait / training time (this run's epochs)
+  double cpu_utilisation = 0.0;           // process CPU time / (training wall time x threads)
+  double loader_wait_fraction = 0.0;      // loader wait / training time (this run's epochs)
 };
 
 // Runs the whole configuration, printing progress and per-epoch lines to `out`. Throws

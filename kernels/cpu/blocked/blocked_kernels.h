@@ -18,9 +18,9 @@ namespace anvil::kernels::blocked {
 // p * mr * kc floats, micro-panel q of a packed B block at q * nr * kc floats; the layout inside a
 // panel belongs to the ISA TU. Buffers are 64-byte aligned.
 struct IsaKernels {
-  const char* isa;      // "avx512" or "avx2"
-  int mr, nr;           // register tile of the micro-kernel: mr rows of C x nr columns
-  int mc, kc, nc;       // cache blocking (Note [Blocking] in the ISA TU)
+  const char* isa;  // "avx512" or "avx2"
+  int mr, nr;       // register tile of the micro-kernel: mr rows of C x nr columns
+  int mc, kc, nc;   // cache blocking (Note [Blocking] in the ISA TU)
 
   // Packs op(A)[0:mc, 0:kc] into ceil(mc/mr) micro-panels at dst. `a` points at element (0, 0)
   // of op(A): with trans, element (i, l) is a[l*lda + i], else a[i*lda + l].

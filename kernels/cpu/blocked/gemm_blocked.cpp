@@ -103,9 +103,9 @@ struct Plan {
   const float* b;
   float* c;
   float alpha, beta;
-  i64 mc, kc, nc;   // block sizes (mc multiple of mr, nc of nr)
-  i64 a_floats;     // one packed A block
-  i64 b_floats;     // one packed B block
+  i64 mc, kc, nc;  // block sizes (mc multiple of mr, nc of nr)
+  i64 a_floats;    // one packed A block
+  i64 b_floats;    // one packed B block
 };
 
 // op(A)(i, l) and op(B)(l, j) addresses.
@@ -144,8 +144,8 @@ void run_matrix(const Plan& pl, i64 bi, int tid, int nt, int tn, float* abuf, fl
       i64 q0, q1;
       split(panels, nt, tid, q0, q1);
       if (q0 < q1)
-        K.pack_a(a_at(p, A, ic + q0 * mr, pc), p.lda, p.trans_a,
-                 std::min(mcur, q1 * mr) - q0 * mr, kcur, ablk + q0 * mr * kcur);
+        K.pack_a(a_at(p, A, ic + q0 * mr, pc), p.lda, p.trans_a, std::min(mcur, q1 * mr) - q0 * mr,
+                 kcur, ablk + q0 * mr * kcur);
       if (nt > 1) {
 #pragma omp barrier
       }

@@ -123,8 +123,8 @@ __attribute__((always_inline)) inline void tile(i64 kc, const float* __restrict 
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
 
-  // Unrolling k by 1, 2 or 4 and software prefetch of packed B (256-1024 B ahead) measured the
-  // same within noise: the packed B stream is sequential and the hardware prefetcher keeps up.
+      // Unrolling k by 1, 2 or 4 and software prefetch of packed B (256-1024 B ahead) measured the
+      // same within noise: the packed B stream is sequential and the hardware prefetcher keeps up.
 #pragma GCC unroll 2
   for (i64 l = 0; l < kc; ++l) {
     __m512 b[NV];
@@ -195,8 +195,10 @@ template <int R, int V>
 constexpr void fill_tiles(TileTable& t) {
   t.f[0][R - 1][V - 1] = &tile_fn<R, V, false>;
   t.f[1][R - 1][V - 1] = &tile_fn<R, V, true>;
-  if constexpr (V > 1) fill_tiles<R, V - 1>(t);
-  else if constexpr (R > 1) fill_tiles<R - 1, kNV>(t);
+  if constexpr (V > 1)
+    fill_tiles<R, V - 1>(t);
+  else if constexpr (R > 1)
+    fill_tiles<R - 1, kNV>(t);
 }
 constexpr TileTable make_tiles() {
   TileTable t{};

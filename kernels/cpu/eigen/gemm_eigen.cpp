@@ -43,7 +43,8 @@ void gemm_eigen(const GemmArgs& args) {
 }  // namespace
 
 void register_gemm_eigen() {
-  add_library_version("Eigen", ANVIL_EIGEN_VERSION);  // from find_package (kernels/cpu/eigen/CMakeLists.txt)
+  add_library_version("Eigen",
+                      ANVIL_EIGEN_VERSION);  // from find_package (kernels/cpu/eigen/CMakeLists.txt)
   // Eigen (built with OpenMP) sizes its GEMM thread team with Eigen::setNbThreads; follow the
   // one thread knob. Only on a CPU that may run the AVX-512 TU at all.
   if (cpu_has_avx512()) add_thread_setter([](int n) { eigen_avx512::set_num_threads(n); });

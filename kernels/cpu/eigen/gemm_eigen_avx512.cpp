@@ -53,10 +53,14 @@ void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int6
   const ConstMap a_map(a, trans_a ? k : m, trans_a ? m : k, Stride(lda));
   const ConstMap b_map(b, trans_b ? n : k, trans_b ? k : n, Stride(ldb));
   MutMap c_map(c, m, n, Stride(ldc));
-  if (!trans_a && !trans_b) product(a_map, b_map, alpha, beta_zero, beta, c_map);
-  else if (!trans_a && trans_b) product(a_map, b_map.transpose(), alpha, beta_zero, beta, c_map);
-  else if (trans_a && !trans_b) product(a_map.transpose(), b_map, alpha, beta_zero, beta, c_map);
-  else product(a_map.transpose(), b_map.transpose(), alpha, beta_zero, beta, c_map);
+  if (!trans_a && !trans_b)
+    product(a_map, b_map, alpha, beta_zero, beta, c_map);
+  else if (!trans_a && trans_b)
+    product(a_map, b_map.transpose(), alpha, beta_zero, beta, c_map);
+  else if (trans_a && !trans_b)
+    product(a_map.transpose(), b_map, alpha, beta_zero, beta, c_map);
+  else
+    product(a_map.transpose(), b_map.transpose(), alpha, beta_zero, beta, c_map);
 }
 
 void set_num_threads(int n) { Eigen::setNbThreads(n); }

@@ -68,8 +68,19 @@ inline void valid_range(i64 iw0, i64 sw, i64 W, i64 Q, i64& lo, i64& hi) {
 struct Geometry {
   i64 N, C, H, W, K, R, S, P, Q, Cg, Kg, RS, CRS, CgRS;
   explicit Geometry(const ConvProblem& p)
-      : N(p.n), C(p.c), H(p.h), W(p.w), K(p.k), R(p.r), S(p.s), P(p.p()), Q(p.q()),
-        Cg(p.c_per_group()), Kg(p.k_per_group()), RS(p.r * p.s), CRS(p.c * p.r * p.s),
+      : N(p.n),
+        C(p.c),
+        H(p.h),
+        W(p.w),
+        K(p.k),
+        R(p.r),
+        S(p.s),
+        P(p.p()),
+        Q(p.q()),
+        Cg(p.c_per_group()),
+        Kg(p.k_per_group()),
+        RS(p.r * p.s),
+        CRS(p.c * p.r * p.s),
         CgRS(p.c_per_group() * p.r * p.s) {}
 };
 
@@ -104,8 +115,8 @@ void im2col_row(const ConvProblem& pr, const Geometry& g, const T* xn, i64 row, 
 // Adds the rows (c, *, *) of a column matrix (output rows [p0, p1)) back into channel c of
 // dxn [C, H, W]; one channel per call, so channels can run in parallel without races.
 template <typename T>
-void col2im_channel(const ConvProblem& pr, const Geometry& g, const T* col, i64 ld, i64 c,
-                    i64 p0, i64 p1, T* dxn) {
+void col2im_channel(const ConvProblem& pr, const Geometry& g, const T* col, i64 ld, i64 c, i64 p0,
+                    i64 p1, T* dxn) {
   T* dxc = dxn + c * g.H * g.W;
   for (i64 r = 0; r < g.R; ++r)
     for (i64 s = 0; s < g.S; ++s) {
@@ -150,9 +161,8 @@ void gemm(bool ta, bool tb, i64 m, i64 n, i64 k, const T* a, i64 lda, const T* b
   if (accumulate) {
     gemm_table().run(args);  // autotune trials would disturb C
   } else {
-    gemm_table().run(args, [&](const GemmTable::Variant& v) {
-      return time_seconds([&] { v.fn(args); });
-    });
+    gemm_table().run(
+        args, [&](const GemmTable::Variant& v) { return time_seconds([&] { v.fn(args); }); });
   }
 }
 
@@ -172,7 +182,8 @@ Plan make_plan(const ConvProblem& pr, const Geometry& g, std::size_t elem) {
     plan.nb = std::clamp<i64>(budget / std::max<i64>(g.CRS * PQ, 1), 1, g.N);
     plan.rows = g.P;
   } else {
-    plan.rows = pr.is_pointwise() ? g.P : std::clamp<i64>(budget / std::max<i64>(g.CRS * g.Q, 1), 1, g.P);
+    plan.rows =
+        pr.is_pointwise() ? g.P : std::clamp<i64>(budget / std::max<i64>(g.CRS * g.Q, 1), 1, g.P);
   }
   return plan;
 }
@@ -219,7 +230,8 @@ void forward(const ConvArgs& a) {
     return;
   }
 
-  T* colbuf = pr.is_pointwise() ? nullptr : static_cast<T*>(scratch(0, sizeof(T) * g.CRS * plan.rows * g.Q));
+  T* colbuf = pr.is_pointwise() ? nullptr
+                                : static_cast<T*>(scratch(0, sizeof(T) * g.CRS * plan.rows * g.Q));
   for (i64 n = 0; n < g.N; ++n) {
     const T* xn = x + n * g.C * HW;
     T* yn = y + n * g.K * PQ;
@@ -232,7 +244,8 @@ void forward(const ConvArgs& a) {
         ldcol = HW;
       } else {
 #pragma omp parallel for schedule(static)
-        for (i64 row = 0; row < g.CRS; ++row) im2col_row(pr, g, xn, row, p0, p1, colbuf + row * cols);
+        for (i64 row = 0; row < g.CRS; ++row)
+          im2col_row(pr, g, xn, row, p0, p1, colbuf + row * cols);
         col = colbuf;
         ldcol = cols;
       }
@@ -352,7 +365,8 @@ void backward_weights(const ConvArgs& a) {
           if (row < g.CRS)
             im2col_row(pr, g, x + (n0 + i) * g.C * HW, row, 0, g.P, col + row * cols + i * PQ);
           else
-            std::memcpy(dyt + (row - g.CRS) * cols + i * PQ, dy + ((n0 + i) * g.K + row - g.CRS) * PQ,
+            std::memcpy(dyt + (row - g.CRS) * cols + i * PQ,
+                        dy + ((n0 + i) * g.K + row - g.CRS) * PQ,
                         static_cast<std::size_t>(PQ) * sizeof(T));
         }
       for (i64 gi = 0; gi < pr.groups; ++gi)
@@ -363,7 +377,8 @@ void backward_weights(const ConvArgs& a) {
     return;
   }
 
-  T* colbuf = pr.is_pointwise() ? nullptr : static_cast<T*>(scratch(0, sizeof(T) * g.CRS * plan.rows * g.Q));
+  T* colbuf = pr.is_pointwise() ? nullptr
+                                : static_cast<T*>(scratch(0, sizeof(T) * g.CRS * plan.rows * g.Q));
   for (i64 n = 0; n < g.N; ++n) {
     const T* xn = x + n * g.C * HW;
     const T* dyn = dy + n * g.K * PQ;
@@ -376,7 +391,8 @@ void backward_weights(const ConvArgs& a) {
         ldcol = HW;
       } else {
 #pragma omp parallel for schedule(static)
-        for (i64 row = 0; row < g.CRS; ++row) im2col_row(pr, g, xn, row, p0, p1, colbuf + row * cols);
+        for (i64 row = 0; row < g.CRS; ++row)
+          im2col_row(pr, g, xn, row, p0, p1, colbuf + row * cols);
         col = colbuf;
         ldcol = cols;
       }
@@ -391,9 +407,15 @@ void backward_weights(const ConvArgs& a) {
 template <typename T>
 void run(const ConvArgs& a) {
   switch (a.problem.pass) {
-    case ConvPass::forward: forward<T>(a); break;
-    case ConvPass::backward_data: backward_data<T>(a); break;
-    case ConvPass::backward_weights: backward_weights<T>(a); break;
+    case ConvPass::forward:
+      forward<T>(a);
+      break;
+    case ConvPass::backward_data:
+      backward_data<T>(a);
+      break;
+    case ConvPass::backward_weights:
+      backward_weights<T>(a);
+      break;
   }
 }
 
@@ -413,8 +435,10 @@ void register_conv_im2col() {
       .fn =
           [](const ConvArgs& a) {
             a.problem.validate("conv2d cpu.im2col");
-            if (a.problem.dtype == DType::f64) run<double>(a);
-            else run<float>(a);
+            if (a.problem.dtype == DType::f64)
+              run<double>(a);
+            else
+              run<float>(a);
           },
       .description = "own im2col/col2im (OpenMP) + the gemm table, chunked, bias/relu fused",
   });

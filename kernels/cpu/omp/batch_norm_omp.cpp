@@ -72,7 +72,8 @@ void run(const BatchNormArgs& a) {
       var[c] = static_cast<T>(std::max(0.0, t2 / m - shifted_mean * shifted_mean));
     }
   }
-  for (std::int64_t c = 0; c < C; ++c) invstd[c] = 1.0 / std::sqrt(static_cast<double>(var[c]) + p.eps);
+  for (std::int64_t c = 0; c < C; ++c)
+    invstd[c] = 1.0 / std::sqrt(static_cast<double>(var[c]) + p.eps);
 
   if (p.pass != BatchNormPass::backward) {  // y = x * scale + shift
     T* y = static_cast<T*>(a.y);
@@ -156,8 +157,9 @@ void register_batch_norm_omp() {
       .priority = 100,
       .supports =
           [](const BatchNormProblem& p) {
-            return is_floating(p.dtype) ? Support::yes()
-                                        : Support::no("cpu.omp batch norm handles f32 and f64 only");
+            return is_floating(p.dtype)
+                       ? Support::yes()
+                       : Support::no("cpu.omp batch norm handles f32 and f64 only");
           },
       .fn =
           [](const BatchNormArgs& a) {
@@ -166,7 +168,8 @@ void register_batch_norm_omp() {
             else
               run<float>(a);
           },
-      .description = "OpenMP over N*C planes, one-pass shifted statistics (Note [Batch-norm passes over memory])",
+      .description = "OpenMP over N*C planes, one-pass shifted statistics (Note [Batch-norm passes "
+                     "over memory])",
   });
 }
 

@@ -28,8 +28,7 @@ constexpr std::int64_t kParallelGrain = 32768;
 // in the functors), cloned for AVX-512 / AVX2 / baseline like the other vector kernels.
 // ResNet-50 training step, batch 16, 1 thread (dev VM, 2026-11-22, 2 rounds of 3 steps, the
 // last two of each): 5.38-5.71 s before, 4.27-4.69 s with these.
-__attribute__((always_inline)) inline void relu_body(const float* a, float* out,
-                                                     std::int64_t n) {
+__attribute__((always_inline)) inline void relu_body(const float* a, float* out, std::int64_t n) {
   const vec::f32v zero{};
   std::int64_t i = 0;
   for (; i + vec::kLanes <= n; i += vec::kLanes) {
@@ -38,8 +37,7 @@ __attribute__((always_inline)) inline void relu_body(const float* a, float* out,
   }
   for (; i < n; ++i) out[i] = a[i] > 0.0f ? a[i] : 0.0f;
 }
-__attribute__((always_inline)) inline void relu_backward_body(const float* x,
-                                                              const float* dy,
+__attribute__((always_inline)) inline void relu_backward_body(const float* x, const float* dy,
                                                               float* out, std::int64_t n) {
   const vec::f32v zero{};
   std::int64_t i = 0;
@@ -50,7 +48,8 @@ __attribute__((always_inline)) inline void relu_backward_body(const float* x,
   for (; i < n; ++i) out[i] = x[i] > 0.0f ? dy[i] : 0.0f;
 }
 ANVIL_VEC_CLONES void relu_f32(const float* a, float* out, std::int64_t n) { relu_body(a, out, n); }
-ANVIL_VEC_CLONES void relu_backward_f32(const float* x, const float* dy, float* out, std::int64_t n) {
+ANVIL_VEC_CLONES void relu_backward_f32(const float* x, const float* dy, float* out,
+                                        std::int64_t n) {
   relu_backward_body(x, dy, out, n);
 }
 
@@ -70,8 +69,10 @@ bool run_relu_f32(const ElementwiseArgs& args) {
 #pragma omp parallel for schedule(static) if (n >= kParallelGrain)
   for (std::int64_t k = 0; k < blocks; ++k) {
     const std::int64_t i0 = k * kBlock, len = std::min(kBlock, n - i0);
-    if (p.op == EwOp::relu) relu_f32(a + i0, out + i0, len);
-    else relu_backward_f32(a + i0, b + i0, out + i0, len);
+    if (p.op == EwOp::relu)
+      relu_f32(a + i0, out + i0, len);
+    else
+      relu_backward_f32(a + i0, b + i0, out + i0, len);
   }
   return true;
 }
@@ -120,9 +121,10 @@ void register_elementwise_omp() {
       .device = DeviceType::cpu,
       .priority = 100,
       .supports = nullptr,
-      .fn = [](const ElementwiseArgs& a) {
-        visit_dtype(a.problem.dtype, [&](auto zero) { run_omp<decltype(zero)>(a); });
-      },
+      .fn =
+          [](const ElementwiseArgs& a) {
+            visit_dtype(a.problem.dtype, [&](auto zero) { run_omp<decltype(zero)>(a); });
+          },
       .description = "OpenMP loops, flat when dense",
   });
 }

@@ -39,8 +39,8 @@ void embedding_scatter_add(const T* dy, const I* ids, T* grad, std::int64_t n, s
   }
 }
 
-#define ANVIL_EMBEDDING_INSTANTIATE(T, I)                                                        \
-  template void embedding_gather<T, I>(const T*, const I*, T*, std::int64_t, std::int64_t);      \
+#define ANVIL_EMBEDDING_INSTANTIATE(T, I)                                                   \
+  template void embedding_gather<T, I>(const T*, const I*, T*, std::int64_t, std::int64_t); \
   template void embedding_scatter_add<T, I>(const T*, const I*, T*, std::int64_t, std::int64_t);
 ANVIL_EMBEDDING_INSTANTIATE(float, std::int32_t)
 ANVIL_EMBEDDING_INSTANTIATE(float, std::int64_t)

@@ -67,13 +67,17 @@ __attribute__((always_inline)) inline float exp_f32(float x) {
 
 template <typename T>
 __attribute__((always_inline)) inline T sigmoid_t(T x) {
-  if constexpr (std::is_same_v<T, float>) return 1.0f / (1.0f + exp_f32(-x));
-  else return T(1) / (T(1) + std::exp(-x));
+  if constexpr (std::is_same_v<T, float>)
+    return 1.0f / (1.0f + exp_f32(-x));
+  else
+    return T(1) / (T(1) + std::exp(-x));
 }
 template <typename T>
 __attribute__((always_inline)) inline T tanh_t(T x) {
-  if constexpr (std::is_same_v<T, float>) return 2.0f / (1.0f + exp_f32(-2.0f * x)) - 1.0f;
-  else return std::tanh(x);
+  if constexpr (std::is_same_v<T, float>)
+    return 2.0f / (1.0f + exp_f32(-2.0f * x)) - 1.0f;
+  else
+    return std::tanh(x);
 }
 
 // ---- the per-step pointwise passes ----------------------------------------------------------
@@ -158,27 +162,38 @@ __attribute__((always_inline)) inline void backward_rows_body(
 
 // Picks the instantiation for the run-time flags.
 template <typename T>
-__attribute__((always_inline)) inline void forward_rows_any(
-    const T* bias, T* g, const T* c_prev, T* c, T* h, std::int64_t b0, std::int64_t b1,
-    std::int64_t H, bool store) {
+__attribute__((always_inline)) inline void forward_rows_any(const T* bias, T* g, const T* c_prev,
+                                                            T* c, T* h, std::int64_t b0,
+                                                            std::int64_t b1, std::int64_t H,
+                                                            bool store) {
   if (c_prev) {
-    if (store) forward_rows_body<T, true, true>(bias, g, c_prev, c, h, b0, b1, H);
-    else forward_rows_body<T, true, false>(bias, g, c_prev, c, h, b0, b1, H);
+    if (store)
+      forward_rows_body<T, true, true>(bias, g, c_prev, c, h, b0, b1, H);
+    else
+      forward_rows_body<T, true, false>(bias, g, c_prev, c, h, b0, b1, H);
   } else {
-    if (store) forward_rows_body<T, false, true>(bias, g, c_prev, c, h, b0, b1, H);
-    else forward_rows_body<T, false, false>(bias, g, c_prev, c, h, b0, b1, H);
+    if (store)
+      forward_rows_body<T, false, true>(bias, g, c_prev, c, h, b0, b1, H);
+    else
+      forward_rows_body<T, false, false>(bias, g, c_prev, c, h, b0, b1, H);
   }
 }
 template <typename T>
-__attribute__((always_inline)) inline void backward_rows_any(
-    const T* gates, const T* c, const T* c_prev, const T* dy, const T* dh, T* dc, T* dg,
-    std::int64_t b0, std::int64_t b1, std::int64_t H) {
+__attribute__((always_inline)) inline void backward_rows_any(const T* gates, const T* c,
+                                                             const T* c_prev, const T* dy,
+                                                             const T* dh, T* dc, T* dg,
+                                                             std::int64_t b0, std::int64_t b1,
+                                                             std::int64_t H) {
   if (c_prev) {
-    if (dh) backward_rows_body<T, true, true>(gates, c, c_prev, dy, dh, dc, dg, b0, b1, H);
-    else backward_rows_body<T, true, false>(gates, c, c_prev, dy, dh, dc, dg, b0, b1, H);
+    if (dh)
+      backward_rows_body<T, true, true>(gates, c, c_prev, dy, dh, dc, dg, b0, b1, H);
+    else
+      backward_rows_body<T, true, false>(gates, c, c_prev, dy, dh, dc, dg, b0, b1, H);
   } else {
-    if (dh) backward_rows_body<T, false, true>(gates, c, c_prev, dy, dh, dc, dg, b0, b1, H);
-    else backward_rows_body<T, false, false>(gates, c, c_prev, dy, dh, dc, dg, b0, b1, H);
+    if (dh)
+      backward_rows_body<T, false, true>(gates, c, c_prev, dy, dh, dc, dg, b0, b1, H);
+    else
+      backward_rows_body<T, false, false>(gates, c, c_prev, dy, dh, dc, dg, b0, b1, H);
   }
 }
 
@@ -189,23 +204,28 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
     std::int64_t b1, std::int64_t H, bool store_gates) {
   forward_rows_any<float>(bias, g, c_prev, c, h, b0, b1, H, store_gates);
 }
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void backward_rows_f32(
-    const float* gates, const float* c, const float* c_prev, const float* dy, const float* dh,
-    float* dc, float* dg, std::int64_t b0, std::int64_t b1, std::int64_t H) {
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void
+backward_rows_f32(const float* gates, const float* c, const float* c_prev, const float* dy,
+                  const float* dh, float* dc, float* dg, std::int64_t b0, std::int64_t b1,
+                  std::int64_t H) {
   backward_rows_any<float>(gates, c, c_prev, dy, dh, dc, dg, b0, b1, H);
 }
 
 template <typename T>
 void forward_rows(const T* bias, T* g, const T* c_prev, T* c, T* h, std::int64_t b0,
                   std::int64_t b1, std::int64_t H, bool store_gates) {
-  if constexpr (std::is_same_v<T, float>) forward_rows_f32(bias, g, c_prev, c, h, b0, b1, H, store_gates);
-  else forward_rows_any<T>(bias, g, c_prev, c, h, b0, b1, H, store_gates);
+  if constexpr (std::is_same_v<T, float>)
+    forward_rows_f32(bias, g, c_prev, c, h, b0, b1, H, store_gates);
+  else
+    forward_rows_any<T>(bias, g, c_prev, c, h, b0, b1, H, store_gates);
 }
 template <typename T>
 void backward_rows(const T* gates, const T* c, const T* c_prev, const T* dy, const T* dh, T* dc,
                    T* dg, std::int64_t b0, std::int64_t b1, std::int64_t H) {
-  if constexpr (std::is_same_v<T, float>) backward_rows_f32(gates, c, c_prev, dy, dh, dc, dg, b0, b1, H);
-  else backward_rows_any<T>(gates, c, c_prev, dy, dh, dc, dg, b0, b1, H);
+  if constexpr (std::is_same_v<T, float>)
+    backward_rows_f32(gates, c, c_prev, dy, dh, dc, dg, b0, b1, H);
+  else
+    backward_rows_any<T>(gates, c, c_prev, dy, dh, dc, dg, b0, b1, H);
 }
 
 // Splits rows [0, B) over the OpenMP team when the step is big enough to pay for it.
@@ -259,7 +279,7 @@ void for_row_blocks(std::int64_t B, F&& body) {
   // or environment) must reach the GEMMs of the other threads too.
   const std::string forced_gemm = forced_variant("gemm");
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(blocks));
-#pragma omp parallel num_threads(static_cast<int>(blocks))
+#pragma omp parallel num_threads(static_cast <int>(blocks))
   {
     const int t = omp_get_thread_num(), n = omp_get_num_threads();
     const std::int64_t b0 = B * t / n, b1 = B * (t + 1) / n;
@@ -311,7 +331,8 @@ class GemmCall {
         std::vector<unsigned char> scratch;
         if (!p_.beta_zero) {
           const std::size_t bytes = static_cast<std::size_t>(p_.m) * p_.ldc * dtype_size(p_.dtype);
-          scratch.assign(static_cast<const unsigned char*>(c), static_cast<const unsigned char*>(c) + bytes);
+          scratch.assign(static_cast<const unsigned char*>(c),
+                         static_cast<const unsigned char*>(c) + bytes);
           t.c = scratch.data();
         }
         return time_seconds([&] { v.fn(t); });
@@ -335,13 +356,12 @@ class GemmCall {
 // dW [G, n] = dG^T @ X (dG [rows, G], X [rows, n]; G = 4H gate columns, n = I or H) is a TN GEMM
 // with a tall, narrow C. Its transpose dW^T [n, G] = X^T @ dG is the same FLOPs with a short, wide
 // C, which the GEMMs run faster; transposing the [n, G] result into place (engine/core/
-// transpose.h) costs a 1 MB copy (0.15-0.25 ms). lstm32 layer shape (rows 4096, G 1024, n 256), default GEMM selection,
-// interleaved medians of 28 (dev VM, 2026-11-22): 1 thread 24.0 -> 21.2 ms per weight gradient
-// with a 0.75 ms copy; 2 threads 12.5 -> 11.5 ms. The lstm32 training step has four of them:
-// 0.912 -> 0.897 s at 1 thread, 0.463 -> 0.458 s at 2 (medians of 15 / 30 steps, processes of
-// the two libraries interleaved).
-// Taken when n < G and n >= kMinTransposedN (the measured side of the trade; narrower inputs,
-// as lstm_imdb's 32, keep the direct form).
+// transpose.h) costs a 1 MB copy (0.15-0.25 ms). lstm32 layer shape (rows 4096, G 1024, n 256),
+// default GEMM selection, interleaved medians of 28 (dev VM, 2026-11-22): 1 thread 24.0 -> 21.2 ms
+// per weight gradient with a 0.75 ms copy; 2 threads 12.5 -> 11.5 ms. The lstm32 training step has
+// four of them: 0.912 -> 0.897 s at 1 thread, 0.463 -> 0.458 s at 2 (medians of 15 / 30 steps,
+// processes of the two libraries interleaved). Taken when n < G and n >= kMinTransposedN (the
+// measured side of the trade; narrower inputs, as lstm_imdb's 32, keep the direct form).
 constexpr std::int64_t kMinTransposedN = 128;
 
 class WeightGrad {
@@ -352,14 +372,18 @@ class WeightGrad {
   }
   // Adds (or, with beta_one false, sets) dG^T @ X for `rows` rows of dG and X.
   void add(const void* dg, const void* x, std::int64_t rows, bool beta_one) {
-    if (t_.defined()) GemmCall(dt_, true, false, n_, g_, rows, n_, g_, g_, beta_one).run(x, dg, t_.data_ptr());
-    else GemmCall(dt_, true, false, g_, n_, rows, g_, n_, n_, beta_one).run(dg, x, dw_);
+    if (t_.defined())
+      GemmCall(dt_, true, false, n_, g_, rows, n_, g_, g_, beta_one).run(x, dg, t_.data_ptr());
+    else
+      GemmCall(dt_, true, false, g_, n_, rows, g_, n_, n_, beta_one).run(dg, x, dw_);
   }
   // Moves a transposed result into dw (nothing to do for the direct form).
   void finish() {
     if (!t_.defined()) return;
-    if (dt_ == DType::f32) transpose_2d(t_.data<float>(), n_, g_, g_, static_cast<float*>(dw_), n_);
-    else transpose_2d(t_.data<double>(), n_, g_, g_, static_cast<double*>(dw_), n_);
+    if (dt_ == DType::f32)
+      transpose_2d(t_.data<float>(), n_, g_, g_, static_cast<float*>(dw_), n_);
+    else
+      transpose_2d(t_.data<double>(), n_, g_, g_, static_cast<double*>(dw_), n_);
   }
 
  private:
@@ -427,8 +451,10 @@ void lstm_forward(const LstmArgs& a) {
       auto rows = [&](std::int64_t r0, std::int64_t r1) {
         forward_rows<T>(bp, gt, c_prev, c_out, h_out, r0, r1, H, training);
       };
-      if (inner_parallel) parallel_rows(B, H, rows);
-      else rows(b0, b1);
+      if (inner_parallel)
+        parallel_rows(B, H, rows);
+      else
+        rows(b0, b1);
     }
   });
   const std::size_t state_bytes = static_cast<std::size_t>(B * H) * sizeof(T);
@@ -467,8 +493,10 @@ void lstm_backward(const LstmArgs& a) {
   const std::size_t state_bytes = static_cast<std::size_t>(B * H) * sizeof(T);
   bool have_dh = a.dh_n != nullptr;
   if (a.dh_n) std::memcpy(dh, a.dh_n, state_bytes);
-  if (a.dc_n) std::memcpy(dc, a.dc_n, state_bytes);
-  else std::memset(dc, 0, state_bytes);
+  if (a.dc_n)
+    std::memcpy(dc, a.dc_n, state_bytes);
+  else
+    std::memset(dc, 0, state_bytes);
 
   for_row_blocks(B, [&](std::int64_t b0, std::int64_t b1, bool inner_parallel) {
     // dh[b0:b1] = dG_t[b0:b1] @ W_hh  ([rows, 4H] x [4H, H])
@@ -484,8 +512,10 @@ void lstm_backward(const LstmArgs& a) {
       auto rows = [&](std::int64_t r0, std::int64_t r1) {
         backward_rows<T>(gt, ct, c_prev, dyt, dh_in, dc, dgt, r0, r1, H);
       };
-      if (inner_parallel) parallel_rows(B, H, rows);
-      else rows(b0, b1);
+      if (inner_parallel)
+        parallel_rows(B, H, rows);
+      else
+        rows(b0, b1);
       if (t > 0 || a.dh0) {
         dh_gemm.run(dgt + b0 * G, a.w_hh, dh + b0 * H);
         rows_have_dh = true;
@@ -524,11 +554,15 @@ void run_fused(const LstmArgs& a) {
   ANVIL_CHECK(p.T >= 1 && p.B >= 1 && p.I >= 1 && p.H >= 1, "cpu.fused", "empty problem ",
               p.repr());
   if (p.dtype == DType::f32) {
-    if (p.pass == LstmPass::backward) lstm_backward<float>(a);
-    else lstm_forward<float>(a);
+    if (p.pass == LstmPass::backward)
+      lstm_backward<float>(a);
+    else
+      lstm_forward<float>(a);
   } else if (p.dtype == DType::f64) {
-    if (p.pass == LstmPass::backward) lstm_backward<double>(a);
-    else lstm_forward<double>(a);
+    if (p.pass == LstmPass::backward)
+      lstm_backward<double>(a);
+    else
+      lstm_forward<double>(a);
   } else {
     fail("cpu.fused", "unsupported dtype in ", p.repr());
   }
@@ -541,13 +575,16 @@ void register_lstm_fused() {
       .name = "cpu.fused",
       .device = DeviceType::cpu,
       .priority = 200,
-      .supports = [](const LstmProblem& p) {
-        if (p.dtype != DType::f32 && p.dtype != DType::f64)
-          return Support::no(detail::str_cat("cpu.fused handles f32/f64, got ", dtype_name(p.dtype)));
-        return Support::yes();
-      },
+      .supports =
+          [](const LstmProblem& p) {
+            if (p.dtype != DType::f32 && p.dtype != DType::f64)
+              return Support::no(
+                  detail::str_cat("cpu.fused handles f32/f64, got ", dtype_name(p.dtype)));
+            return Support::yes();
+          },
       .fn = run_fused,
-      .description = "one input GEMM for all steps, per-step recurrent GEMM + fused OpenMP gate pass",
+      .description =
+          "one input GEMM for all steps, per-step recurrent GEMM + fused OpenMP gate pass",
   });
 }
 

@@ -54,10 +54,14 @@ double sum_squares(const T* x, std::int64_t n) {
   return s;
 }
 
-template void sgd_update<float>(float*, const float*, float*, std::int64_t, double, double, double, double, bool, bool);
-template void sgd_update<double>(double*, const double*, double*, std::int64_t, double, double, double, double, bool, bool);
-template void adam_update<float>(float*, const float*, float*, float*, std::int64_t, double, double, double, double, double, double, double);
-template void adam_update<double>(double*, const double*, double*, double*, std::int64_t, double, double, double, double, double, double, double);
+template void sgd_update<float>(float*, const float*, float*, std::int64_t, double, double, double,
+                                double, bool, bool);
+template void sgd_update<double>(double*, const double*, double*, std::int64_t, double, double,
+                                 double, double, bool, bool);
+template void adam_update<float>(float*, const float*, float*, float*, std::int64_t, double, double,
+                                 double, double, double, double, double);
+template void adam_update<double>(double*, const double*, double*, double*, std::int64_t, double,
+                                  double, double, double, double, double, double);
 template double sum_squares<float>(const float*, std::int64_t);
 template double sum_squares<double>(const double*, std::int64_t);
 

@@ -32,8 +32,8 @@ void run_omp(const OptimizerArgs& a) {
       for (std::int64_t k = 0; k < n; ++k) {
         const OptimTensor& t = a.tensors[k];
         adam_update<T>(static_cast<T*>(t.param), static_cast<const T*>(t.grad),
-                       static_cast<T*>(t.state1), static_cast<T*>(t.state2), t.numel, h.lr,
-                       h.beta1, h.beta2, h.eps, h.weight_decay, h.c1, h.c2);
+                       static_cast<T*>(t.state1), static_cast<T*>(t.state2), t.numel, h.lr, h.beta1,
+                       h.beta2, h.eps, h.weight_decay, h.c1, h.c2);
       }
       return;
     }
@@ -58,8 +58,10 @@ void run_omp(const OptimizerArgs& a) {
 }
 
 void run(const OptimizerArgs& a) {
-  if (a.problem.dtype == DType::f64) run_omp<double>(a);
-  else run_omp<float>(a);
+  if (a.problem.dtype == DType::f64)
+    run_omp<double>(a);
+  else
+    run_omp<float>(a);
 }
 
 Support floating_only(const OptimizerProblem& p) {
@@ -71,8 +73,11 @@ Support floating_only(const OptimizerProblem& p) {
 
 void register_optimizer_omp() {
   for (OptimOp op : {OptimOp::sgd, OptimOp::adam, OptimOp::grad_norm, OptimOp::grad_scale})
-    optimizer_table(op).add({.name = "cpu.omp", .device = DeviceType::cpu, .priority = 100,
-                             .supports = floating_only, .fn = run,
+    optimizer_table(op).add({.name = "cpu.omp",
+                             .device = DeviceType::cpu,
+                             .priority = 100,
+                             .supports = floating_only,
+                             .fn = run,
                              .description = "fused OpenMP pass per tensor"});
 }
 

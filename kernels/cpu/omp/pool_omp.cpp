@@ -81,8 +81,9 @@ Axis make_adaptive_axis(std::int64_t in, std::int64_t out) {
 
 // Max pooling of one plane; idx (may be null) receives ih*W + iw of each maximum.
 template <typename T>
-[[gnu::always_inline]] inline void max_plane(const PoolProblem& p, const Axis& rows, const Axis& cols, const T* x, T* y,
-               std::int32_t* idx) {
+[[gnu::always_inline]] inline void max_plane(const PoolProblem& p, const Axis& rows,
+                                             const Axis& cols, const T* x, T* y,
+                                             std::int32_t* idx) {
   const std::int64_t W = p.w, OW = p.ow, SW = p.sw, PW = p.pw, KW = p.kw;
   const std::int64_t jlo = cols.interior_lo, jhi = cols.interior_hi;
   constexpr T kLowest = -std::numeric_limits<T>::infinity();
@@ -133,7 +134,8 @@ template <typename T>
 }
 
 template <typename T>
-[[gnu::always_inline]] inline void avg_plane(const PoolProblem& p, const Axis& rows, const Axis& cols, const T* x, T* y) {
+[[gnu::always_inline]] inline void avg_plane(const PoolProblem& p, const Axis& rows,
+                                             const Axis& cols, const T* x, T* y) {
   const std::int64_t W = p.w, OW = p.ow, SW = p.sw, PW = p.pw, KW = p.kw;
   const std::int64_t jlo = cols.interior_lo, jhi = cols.interior_hi;
   for (std::int64_t i = 0; i < p.oh; ++i) {
@@ -159,8 +161,8 @@ template <typename T>
 
 // dx (zeroed by the caller) += the average's gradient for one plane; g is OW scratch.
 template <typename T>
-[[gnu::always_inline]] inline void avg_backward_plane(const PoolProblem& p, const Axis& rows, const Axis& cols, const T* dy,
-                        T* dx, T* g) {
+[[gnu::always_inline]] inline void avg_backward_plane(const PoolProblem& p, const Axis& rows,
+                                                      const Axis& cols, const T* dy, T* dx, T* g) {
   const std::int64_t W = p.w, OW = p.ow, SW = p.sw, PW = p.pw, KW = p.kw;
   const std::int64_t jlo = cols.interior_lo, jhi = cols.interior_hi;
   for (std::int64_t i = 0; i < p.oh; ++i) {
@@ -206,19 +208,25 @@ ANVIL_POOL_CLONES void avg_backward_plane_f32(const PoolProblem& p, const Axis& 
 template <typename T>
 void max_plane_any(const PoolProblem& p, const Axis& rows, const Axis& cols, const T* x, T* y,
                    std::int32_t* idx) {
-  if constexpr (std::is_same_v<T, float>) max_plane_f32(p, rows, cols, x, y, idx);
-  else max_plane<T>(p, rows, cols, x, y, idx);
+  if constexpr (std::is_same_v<T, float>)
+    max_plane_f32(p, rows, cols, x, y, idx);
+  else
+    max_plane<T>(p, rows, cols, x, y, idx);
 }
 template <typename T>
 void avg_plane_any(const PoolProblem& p, const Axis& rows, const Axis& cols, const T* x, T* y) {
-  if constexpr (std::is_same_v<T, float>) avg_plane_f32(p, rows, cols, x, y);
-  else avg_plane<T>(p, rows, cols, x, y);
+  if constexpr (std::is_same_v<T, float>)
+    avg_plane_f32(p, rows, cols, x, y);
+  else
+    avg_plane<T>(p, rows, cols, x, y);
 }
 template <typename T>
 void avg_backward_plane_any(const PoolProblem& p, const Axis& rows, const Axis& cols, const T* dy,
                             T* dx, T* g) {
-  if constexpr (std::is_same_v<T, float>) avg_backward_plane_f32(p, rows, cols, dy, dx, g);
-  else avg_backward_plane<T>(p, rows, cols, dy, dx, g);
+  if constexpr (std::is_same_v<T, float>)
+    avg_backward_plane_f32(p, rows, cols, dy, dx, g);
+  else
+    avg_backward_plane<T>(p, rows, cols, dy, dx, g);
 }
 
 // ---- adaptive windows, one plane (bins of varying size: plain window loops) ---------------------
@@ -250,7 +258,8 @@ void adaptive_backward_plane(const PoolProblem& p, const Axis& rows, const Axis&
     }
 }
 
-// ---- drivers ---------------------------------------------------------------------------------------
+// ---- drivers
+// ---------------------------------------------------------------------------------------
 
 // Adaptive pooling to 1x1 (global average: a contiguous plane sum) or to the input size (an
 // identity, e.g. VGG16's 7x7 -> 7x7): straight loops, no windows.
@@ -264,7 +273,8 @@ void run_global_or_identity(const PoolArgs& a) {
     const T* src = static_cast<const T*>(forward ? a.x : a.dy);
     T* dst = static_cast<T*>(forward ? a.y : a.dx);
 #pragma omp parallel for schedule(static) if (parallel)
-    for (std::int64_t pl = 0; pl < planes; ++pl) std::copy(src + pl * hw, src + (pl + 1) * hw, dst + pl * hw);
+    for (std::int64_t pl = 0; pl < planes; ++pl)
+      std::copy(src + pl * hw, src + (pl + 1) * hw, dst + pl * hw);
     return;
   }
   const double inv = 1.0 / static_cast<double>(hw);
@@ -298,7 +308,8 @@ void run_global_or_identity(const PoolArgs& a) {
 template <typename T>
 void run(const PoolArgs& a) {
   PoolProblem p = a.problem;
-  if (p.kind == PoolKind::adaptive_avg && ((p.oh == 1 && p.ow == 1) || (p.oh == p.h && p.ow == p.w))) {
+  if (p.kind == PoolKind::adaptive_avg &&
+      ((p.oh == 1 && p.ow == 1) || (p.oh == p.h && p.ow == p.w))) {
     run_global_or_identity<T>(a);
     return;
   }
@@ -331,9 +342,15 @@ void run(const PoolArgs& a) {
       const T* xp = x + pl * in_plane;
       T* yp = y + pl * out_plane;
       switch (p.kind) {
-        case PoolKind::max: max_plane_any(p, rows, cols, xp, yp, idx ? idx + pl * out_plane : nullptr); break;
-        case PoolKind::avg: avg_plane_any(p, rows, cols, xp, yp); break;
-        case PoolKind::adaptive_avg: adaptive_plane(p, rows, cols, xp, yp); break;
+        case PoolKind::max:
+          max_plane_any(p, rows, cols, xp, yp, idx ? idx + pl * out_plane : nullptr);
+          break;
+        case PoolKind::avg:
+          avg_plane_any(p, rows, cols, xp, yp);
+          break;
+        case PoolKind::adaptive_avg:
+          adaptive_plane(p, rows, cols, xp, yp);
+          break;
       }
     }
     return;
@@ -341,8 +358,7 @@ void run(const PoolArgs& a) {
 
   const T* dy = static_cast<const T*>(a.dy);
   T* dx = static_cast<T*>(a.dx);
-  const std::int32_t* idx =
-      p.kind == PoolKind::max ? a.workspace->data<std::int32_t>() : nullptr;
+  const std::int32_t* idx = p.kind == PoolKind::max ? a.workspace->data<std::int32_t>() : nullptr;
 #pragma omp parallel if (parallel)
   {
     std::vector<T> g(static_cast<std::size_t>(p.ow));
@@ -357,8 +373,12 @@ void run(const PoolArgs& a) {
           for (std::int64_t o = 0; o < out_plane; ++o) dxp[ip[o]] += dyp[o];
           break;
         }
-        case PoolKind::avg: avg_backward_plane_any(p, rows, cols, dyp, dxp, g.data()); break;
-        case PoolKind::adaptive_avg: adaptive_backward_plane(p, rows, cols, dyp, dxp); break;
+        case PoolKind::avg:
+          avg_backward_plane_any(p, rows, cols, dyp, dxp, g.data());
+          break;
+        case PoolKind::adaptive_avg:
+          adaptive_backward_plane(p, rows, cols, dyp, dxp);
+          break;
       }
     }
   }

@@ -21,7 +21,7 @@ namespace {
 // without them, 0.43-0.53 ms with (2 threads 0.66-0.73 -> 0.36-0.39 ms; dev VM, 2026-11-22).
 template <typename T>
 __attribute__((always_inline)) inline void add_row_body(const T* __restrict row,
-                                                         double* __restrict acc, std::int64_t n) {
+                                                        double* __restrict acc, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) acc[i] += static_cast<double>(row[i]);
 }
 ANVIL_VEC_CLONES void add_row_f32(const float* row, double* acc, std::int64_t n) {
@@ -29,8 +29,10 @@ ANVIL_VEC_CLONES void add_row_f32(const float* row, double* acc, std::int64_t n)
 }
 template <typename T>
 void add_row(const T* row, double* acc, std::int64_t n) {
-  if constexpr (std::is_same_v<T, float>) add_row_f32(row, acc, n);
-  else add_row_body(row, acc, n);
+  if constexpr (std::is_same_v<T, float>)
+    add_row_f32(row, acc, n);
+  else
+    add_row_body(row, acc, n);
 }
 
 }  // namespace
@@ -49,7 +51,8 @@ void add_row(const T* row, double* acc, std::int64_t n) {
 constexpr std::int64_t kColumnBlock = 16384;
 
 template <typename T>
-void column_sums_by_rows(const T* x, T* out, std::int64_t reduce, std::int64_t inner, double scale) {
+void column_sums_by_rows(const T* x, T* out, std::int64_t reduce, std::int64_t inner,
+                         double scale) {
   const int nt = omp_get_max_threads();
   const std::int64_t width = std::min(inner, kColumnBlock);
   std::vector<double> partial(static_cast<std::size_t>(nt) * width);
@@ -128,10 +131,14 @@ void reduce_max(const T* x, T* out, std::int64_t* index, std::int64_t outer, std
   }
 }
 
-template void reduce_sum<float>(const float*, float*, std::int64_t, std::int64_t, std::int64_t, double);
-template void reduce_sum<double>(const double*, double*, std::int64_t, std::int64_t, std::int64_t, double);
-template void reduce_max<float>(const float*, float*, std::int64_t*, std::int64_t, std::int64_t, std::int64_t);
-template void reduce_max<double>(const double*, double*, std::int64_t*, std::int64_t, std::int64_t, std::int64_t);
+template void reduce_sum<float>(const float*, float*, std::int64_t, std::int64_t, std::int64_t,
+                                double);
+template void reduce_sum<double>(const double*, double*, std::int64_t, std::int64_t, std::int64_t,
+                                 double);
+template void reduce_max<float>(const float*, float*, std::int64_t*, std::int64_t, std::int64_t,
+                                std::int64_t);
+template void reduce_max<double>(const double*, double*, std::int64_t*, std::int64_t, std::int64_t,
+                                 std::int64_t);
 
 // `cpu.omp` of the reduce table (engine/dispatch/reduce_problem.h): the kernels above.
 void register_reduce_omp() {
@@ -140,20 +147,23 @@ void register_reduce_omp() {
       .device = DeviceType::cpu,
       .priority = 100,
       .supports = reduce_basic_support,
-      .fn = [](const ReduceArgs& a) {
-        const auto& p = a.problem;
-        auto run = [&](auto zero) {
-          using T = decltype(zero);
-          if (p.op == ReduceOp::sum)
-            reduce_sum<T>(static_cast<const T*>(a.x), static_cast<T*>(a.out), p.outer, p.reduce,
-                          p.inner, a.scale);
-          else
-            reduce_max<T>(static_cast<const T*>(a.x), static_cast<T*>(a.out), a.index, p.outer,
-                          p.reduce, p.inner);
-        };
-        if (p.dtype == DType::f64) run(double{});
-        else run(float{});
-      },
+      .fn =
+          [](const ReduceArgs& a) {
+            const auto& p = a.problem;
+            auto run = [&](auto zero) {
+              using T = decltype(zero);
+              if (p.op == ReduceOp::sum)
+                reduce_sum<T>(static_cast<const T*>(a.x), static_cast<T*>(a.out), p.outer, p.reduce,
+                              p.inner, a.scale);
+              else
+                reduce_max<T>(static_cast<const T*>(a.x), static_cast<T*>(a.out), a.index, p.outer,
+                              p.reduce, p.inner);
+            };
+            if (p.dtype == DType::f64)
+              run(double{});
+            else
+              run(float{});
+          },
       .description = "OpenMP over outer*inner, row sums in double",
   });
 }

@@ -3,17 +3,17 @@
 // chunk's sum in float lanes first).
 //
 // Note [Softmax row passes]
-// f32 rows use 16-lane vectors (Note [Vector width]) and the vectorised exp of kernels/cpu/vec_math.h (Note
-// [Vectorised exp], <= 1 ulp from std::exp) inside AVX-512 / AVX2 / baseline clones; f64 rows keep std::exp. The
-// log-sum-exp of a row is ONE pass over memory: the row is walked in chunks of kChunk elements
-// (L1-resident), each chunk's max found first, the running sum rescaled by exp(m_old - m_new)
-// when the max grows, then the chunk's exp(x - m) summed in 16 float lanes (at most kChunk / 16
-// terms each) and the lanes added to the row's double sum; widening every vector to double
-// instead cost as much as the exp (CE forward on [4096, 10000], 1 thread: 31 -> 22 ms, dev VM,
-// 2026-11-22). For the language models'
-// [B*T, 10000] logits that is one read of the logits in forward (loss and lse per row) and one
-// read plus one write in backward (dx = s * (softmax - onehot)), instead of libm calls per
-// element. Rows with max +-inf give lse = max (as before); NaN propagates through the sum.
+// f32 rows use 16-lane vectors (Note [Vector width]) and the vectorised exp of
+// kernels/cpu/vec_math.h (Note [Vectorised exp], <= 1 ulp from std::exp) inside AVX-512 / AVX2 /
+// baseline clones; f64 rows keep std::exp. The log-sum-exp of a row is ONE pass over memory: the
+// row is walked in chunks of kChunk elements (L1-resident), each chunk's max found first, the
+// running sum rescaled by exp(m_old - m_new) when the max grows, then the chunk's exp(x - m) summed
+// in 16 float lanes (at most kChunk / 16 terms each) and the lanes added to the row's double sum;
+// widening every vector to double instead cost as much as the exp (CE forward on [4096, 10000], 1
+// thread: 31 -> 22 ms, dev VM, 2026-11-22). For the language models' [B*T, 10000] logits that is
+// one read of the logits in forward (loss and lse per row) and one read plus one write in backward
+// (dx = s * (softmax - onehot)), instead of libm calls per element. Rows with max +-inf give lse =
+// max (as before); NaN propagates through the sum.
 #include <omp.h>
 
 #include <algorithm>
@@ -116,8 +116,8 @@ __attribute__((always_inline)) inline void scaled_exp_body(const T* __restrict x
 // Returns lse = m + log(sum). x_t is read before g (which may be x) is written. Rows whose max
 // is not finite (+-inf, NaN) take the two-exp path, which keeps the special-value conventions.
 template <typename T, bool kColSums>
-__attribute__((always_inline)) inline T grad_row_body(const T* x, T* g, std::int64_t n, std::int64_t t,
-                                                      T* loss, T* __restrict acc) {
+__attribute__((always_inline)) inline T grad_row_body(const T* x, T* g, std::int64_t n,
+                                                      std::int64_t t, T* loss, T* __restrict acc) {
   const T m = chunk_max(x, n);
   const T xt = x[t];
   T lse;
@@ -195,24 +195,32 @@ ANVIL_VEC_CLONES void log_softmax_bwd_f32(const float* y, const float* g, float*
 
 template <typename T>
 T row_logsumexp(const T* x, std::int64_t n) {
-  if constexpr (std::is_same_v<T, float>) return row_logsumexp_f32(x, n);
-  else return row_logsumexp_body<T>(x, n);
+  if constexpr (std::is_same_v<T, float>)
+    return row_logsumexp_f32(x, n);
+  else
+    return row_logsumexp_body<T>(x, n);
 }
 template <typename T>
 void scaled_exp(const T* x, T* d, std::int64_t n, T shift, T scale) {
-  if constexpr (std::is_same_v<T, float>) scaled_exp_f32(x, d, n, shift, scale);
-  else scaled_exp_body<T>(x, d, n, shift, scale);
+  if constexpr (std::is_same_v<T, float>)
+    scaled_exp_f32(x, d, n, shift, scale);
+  else
+    scaled_exp_body<T>(x, d, n, shift, scale);
 }
 template <typename T>
 T grad_row(const T* x, T* g, std::int64_t n, std::int64_t t, T* loss, T* acc) {
-  if constexpr (std::is_same_v<T, float>) return grad_row_f32(x, g, n, t, loss, acc);
-  else return acc ? grad_row_body<T, true>(x, g, n, t, loss, acc)
-                  : grad_row_body<T, false>(x, g, n, t, loss, acc);
+  if constexpr (std::is_same_v<T, float>)
+    return grad_row_f32(x, g, n, t, loss, acc);
+  else
+    return acc ? grad_row_body<T, true>(x, g, n, t, loss, acc)
+               : grad_row_body<T, false>(x, g, n, t, loss, acc);
 }
 template <typename T>
 void log_softmax_bwd(const T* y, const T* g, T* d, std::int64_t n, T s) {
-  if constexpr (std::is_same_v<T, float>) log_softmax_bwd_f32(y, g, d, n, s);
-  else log_softmax_bwd_body<T>(y, g, d, n, s);
+  if constexpr (std::is_same_v<T, float>)
+    log_softmax_bwd_f32(y, g, d, n, s);
+  else
+    log_softmax_bwd_body<T>(y, g, d, n, s);
 }
 }  // namespace
 
@@ -320,19 +328,20 @@ void cross_entropy_forward_grad(const T* x, const I* target, T* loss, T* lse, T*
     }
 }
 
-#define ANVIL_INSTANTIATE_SOFTMAX(T)                                                              \
-  template void softmax_rows<T>(const T*, T*, std::int64_t, std::int64_t, bool);                 \
-  template void softmax_backward_rows<T>(const T*, const T*, T*, std::int64_t, std::int64_t, bool); \
-  template void cross_entropy_forward<T, std::int64_t>(const T*, const std::int64_t*, T*, T*,     \
-                                                       std::int64_t, std::int64_t);             \
-  template void cross_entropy_forward<T, std::int32_t>(const T*, const std::int32_t*, T*, T*,     \
-                                                       std::int64_t, std::int64_t);             \
-  template void cross_entropy_backward<T, std::int64_t>(const T*, const std::int64_t*, const T*,  \
-                                                        T*, std::int64_t, std::int64_t, double); \
-  template void cross_entropy_backward<T, std::int32_t>(const T*, const std::int32_t*, const T*,  \
-                                                        T*, std::int64_t, std::int64_t, double); \
+#define ANVIL_INSTANTIATE_SOFTMAX(T)                                                               \
+  template void softmax_rows<T>(const T*, T*, std::int64_t, std::int64_t, bool);                   \
+  template void softmax_backward_rows<T>(const T*, const T*, T*, std::int64_t, std::int64_t,       \
+                                         bool);                                                    \
+  template void cross_entropy_forward<T, std::int64_t>(const T*, const std::int64_t*, T*, T*,      \
+                                                       std::int64_t, std::int64_t);                \
+  template void cross_entropy_forward<T, std::int32_t>(const T*, const std::int32_t*, T*, T*,      \
+                                                       std::int64_t, std::int64_t);                \
+  template void cross_entropy_backward<T, std::int64_t>(const T*, const std::int64_t*, const T*,   \
+                                                        T*, std::int64_t, std::int64_t, double);   \
+  template void cross_entropy_backward<T, std::int32_t>(const T*, const std::int32_t*, const T*,   \
+                                                        T*, std::int64_t, std::int64_t, double);   \
   template void cross_entropy_forward_grad<T, std::int64_t>(const T*, const std::int64_t*, T*, T*, \
-                                                            T*, T*, std::int64_t, std::int64_t); \
+                                                            T*, T*, std::int64_t, std::int64_t);   \
   template void cross_entropy_forward_grad<T, std::int32_t>(const T*, const std::int32_t*, T*, T*, \
                                                             T*, T*, std::int64_t, std::int64_t);
 ANVIL_INSTANTIATE_SOFTMAX(float)
@@ -346,38 +355,41 @@ void register_softmax_omp() {
       .device = DeviceType::cpu,
       .priority = 100,
       .supports = softmax_basic_support,
-      .fn = [](const SoftmaxArgs& a) {
-        const auto& p = a.problem;
-        auto run = [&](auto zero, auto izero) {
-          using T = decltype(zero);
-          using I = decltype(izero);
-          const T* x = static_cast<const T*>(a.x);
-          T* out = static_cast<T*>(a.out);
-          switch (p.op) {
-            case SoftmaxOp::softmax:
-            case SoftmaxOp::log_softmax:
-              return softmax_rows<T>(x, out, p.rows, p.cols, p.op == SoftmaxOp::log_softmax);
-            case SoftmaxOp::softmax_backward:
-            case SoftmaxOp::log_softmax_backward:
-              return softmax_backward_rows<T>(x, static_cast<const T*>(a.dy), out, p.rows, p.cols,
-                                              p.op == SoftmaxOp::log_softmax_backward);
-            case SoftmaxOp::cross_entropy_forward:
-              return cross_entropy_forward<T, I>(x, static_cast<const I*>(a.target), out,
-                                                 static_cast<T*>(a.lse), p.rows, p.cols);
-            case SoftmaxOp::cross_entropy_backward:
-              return cross_entropy_backward<T, I>(x, static_cast<const I*>(a.target),
-                                                  static_cast<const T*>(a.lse), out, p.rows,
-                                                  p.cols, a.scale);
-            case SoftmaxOp::cross_entropy_forward_grad:
-              return cross_entropy_forward_grad<T, I>(
-                  x, static_cast<const I*>(a.target), out, static_cast<T*>(a.lse),
-                  static_cast<T*>(a.grad), static_cast<T*>(a.col_sums), p.rows, p.cols);
-          }
-        };
-        const bool i32 = p.index_dtype == DType::i32;
-        if (p.dtype == DType::f64) i32 ? run(double{}, std::int32_t{}) : run(double{}, std::int64_t{});
-        else i32 ? run(float{}, std::int32_t{}) : run(float{}, std::int64_t{});
-      },
+      .fn =
+          [](const SoftmaxArgs& a) {
+            const auto& p = a.problem;
+            auto run = [&](auto zero, auto izero) {
+              using T = decltype(zero);
+              using I = decltype(izero);
+              const T* x = static_cast<const T*>(a.x);
+              T* out = static_cast<T*>(a.out);
+              switch (p.op) {
+                case SoftmaxOp::softmax:
+                case SoftmaxOp::log_softmax:
+                  return softmax_rows<T>(x, out, p.rows, p.cols, p.op == SoftmaxOp::log_softmax);
+                case SoftmaxOp::softmax_backward:
+                case SoftmaxOp::log_softmax_backward:
+                  return softmax_backward_rows<T>(x, static_cast<const T*>(a.dy), out, p.rows,
+                                                  p.cols, p.op == SoftmaxOp::log_softmax_backward);
+                case SoftmaxOp::cross_entropy_forward:
+                  return cross_entropy_forward<T, I>(x, static_cast<const I*>(a.target), out,
+                                                     static_cast<T*>(a.lse), p.rows, p.cols);
+                case SoftmaxOp::cross_entropy_backward:
+                  return cross_entropy_backward<T, I>(x, static_cast<const I*>(a.target),
+                                                      static_cast<const T*>(a.lse), out, p.rows,
+                                                      p.cols, a.scale);
+                case SoftmaxOp::cross_entropy_forward_grad:
+                  return cross_entropy_forward_grad<T, I>(
+                      x, static_cast<const I*>(a.target), out, static_cast<T*>(a.lse),
+                      static_cast<T*>(a.grad), static_cast<T*>(a.col_sums), p.rows, p.cols);
+              }
+            };
+            const bool i32 = p.index_dtype == DType::i32;
+            if (p.dtype == DType::f64)
+              i32 ? run(double{}, std::int32_t{}) : run(double{}, std::int64_t{});
+            else
+              i32 ? run(float{}, std::int32_t{}) : run(float{}, std::int64_t{});
+          },
       .description = "OpenMP over rows, one-pass log-sum-exp, vectorised exp (f32)",
   });
 }

@@ -34,7 +34,7 @@ std::shared_ptr<const BnEntry> create(const BatchNormProblem& p) {
   auto& eng = onednn::cpu_engine();
   if (p.pass == BatchNormPass::backward) {
     const dnnl::batch_normalization_forward::desc hint_desc(dnnl::prop_kind::forward_training,
-                                                           e->data_md, eps, flags);
+                                                            e->data_md, eps, flags);
     const dnnl::batch_normalization_forward::primitive_desc hint(hint_desc, attr, eng);
     const dnnl::batch_normalization_backward::desc desc(dnnl::prop_kind::backward, e->data_md,
                                                         e->data_md, eps, flags);
@@ -42,8 +42,9 @@ std::shared_ptr<const BnEntry> create(const BatchNormProblem& p) {
     e->scratchpad_md = pd.scratchpad_desc();
     e->primitive = dnnl::batch_normalization_backward(pd);
   } else {
-    const auto prop = p.pass == BatchNormPass::forward_training ? dnnl::prop_kind::forward_training
-                                                                : dnnl::prop_kind::forward_inference;
+    const auto prop = p.pass == BatchNormPass::forward_training
+                          ? dnnl::prop_kind::forward_training
+                          : dnnl::prop_kind::forward_inference;
     const dnnl::batch_normalization_forward::desc desc(prop, e->data_md, eps, flags);
     const dnnl::batch_normalization_forward::primitive_desc pd(desc, attr, eng);
     e->scratchpad_md = pd.scratchpad_desc();

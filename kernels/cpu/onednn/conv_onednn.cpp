@@ -139,8 +139,8 @@ std::shared_ptr<const ConvEntry> create_entry(const VariantSpec& v, const ConvPr
       break;
     }
     case ConvPass::backward_data: {
-      const dnnl::convolution_backward_data::desc d(v.algorithm, src_any, wei_any, dst_any,
-                                                    strides, dil, pad, pad);
+      const dnnl::convolution_backward_data::desc d(v.algorithm, src_any, wei_any, dst_any, strides,
+                                                    dil, pad, pad);
       const dnnl::convolution_backward_data::primitive_desc bpd(d, attr, eng, fwd_pd);
       e->impl[kSrc] = bpd.diff_src_desc();
       e->impl[kWei] = bpd.weights_desc();
@@ -165,15 +165,17 @@ std::shared_ptr<const ConvEntry> create_entry(const VariantSpec& v, const ConvPr
   e->scratchpad_md = pd.scratchpad_desc();
   e->scratchpad_bytes = e->scratchpad_md.get_size();
   // Which slots are read (reordered in) and which written (reordered out) by this pass.
-  const bool is_input[3] = {p.pass != ConvPass::backward_data,
-                            p.pass != ConvPass::backward_weights, p.pass != ConvPass::forward};
+  const bool is_input[3] = {p.pass != ConvPass::backward_data, p.pass != ConvPass::backward_weights,
+                            p.pass != ConvPass::forward};
   for (int s = 0; s < 3; ++s) {
     e->needs_reorder[s] = e->impl[s] != e->user[s];
     if (!e->needs_reorder[s]) continue;
     if (is_input[s])
-      e->to_impl[s] = dnnl::reorder(dnnl::reorder::primitive_desc(eng, e->user[s], eng, e->impl[s]));
+      e->to_impl[s] =
+          dnnl::reorder(dnnl::reorder::primitive_desc(eng, e->user[s], eng, e->impl[s]));
     else
-      e->to_user[s] = dnnl::reorder(dnnl::reorder::primitive_desc(eng, e->impl[s], eng, e->user[s]));
+      e->to_user[s] =
+          dnnl::reorder(dnnl::reorder::primitive_desc(eng, e->impl[s], eng, e->user[s]));
   }
   return e;
 }
@@ -181,8 +183,8 @@ std::shared_ptr<const ConvEntry> create_entry(const VariantSpec& v, const ConvPr
 CacheValue lookup(const VariantSpec& v, const ConvProblem& p) {
   static std::mutex mu;
   static std::unordered_map<std::string, CacheValue> cache;
-  std::string key = std::string(v.name) + ' ' + p.key() + " threads=" +
-                    std::to_string(onednn::threads_for_key());
+  std::string key =
+      std::string(v.name) + ' ' + p.key() + " threads=" + std::to_string(onednn::threads_for_key());
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
@@ -192,17 +194,15 @@ CacheValue lookup(const VariantSpec& v, const ConvProblem& p) {
     value.entry = create_entry(v, p);
     // oneDNN's reference implementations are plain loops, slower than cpu.im2col: decline.
     if (value.entry->impl_name.rfind("ref", 0) == 0) {
-      value.reason = "oneDNN offers only its reference implementation (" +
-                     value.entry->impl_name + ") for this problem";
+      value.reason = "oneDNN offers only its reference implementation (" + value.entry->impl_name +
+                     ") for this problem";
       value.entry = nullptr;
     }
   } catch (const dnnl::error& err) {
-    value.reason = detail::str_cat("oneDNN 2.6 cannot create a ",
-                                   v.algorithm == dnnl::algorithm::convolution_winograd
-                                       ? "winograd"
-                                       : "direct",
-                                   " convolution primitive for this problem (",
-                                   dnnl_status2str(err.status), ")");
+    value.reason = detail::str_cat(
+        "oneDNN 2.6 cannot create a ",
+        v.algorithm == dnnl::algorithm::convolution_winograd ? "winograd" : "direct",
+        " convolution primitive for this problem (", dnnl_status2str(err.status), ")");
   }
   std::lock_guard<std::mutex> lock(mu);
   if (cache.size() >= kMaxCachedPrimitives) cache.clear();
@@ -212,8 +212,7 @@ CacheValue lookup(const VariantSpec& v, const ConvProblem& p) {
 Support supports(const VariantSpec& v, const ConvProblem& p) {
   if (p.dtype != DType::f32) return Support::no("oneDNN conv2d variants handle f32 only");
   if (v.algorithm == dnnl::algorithm::convolution_winograd &&
-      !(p.r == 3 && p.s == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dil_h == 1 &&
-        p.dil_w == 1))
+      !(p.r == 3 && p.s == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dil_h == 1 && p.dil_w == 1))
     return Support::no("oneDNN winograd needs a 3x3 filter, stride 1, no dilation");
   if (p.n < 1 || p.c < 1 || p.k < 1 || p.groups < 1 || p.c % p.groups || p.k % p.groups ||
       p.p() < 1 || p.q() < 1)

@@ -71,8 +71,8 @@ void gemm_dnnl_sgemm(const GemmArgs& args) {
     if (st != dnnl_success)
       fail("cpu.onednn", "dnnl_sgemm('", ta, "', '", tb, "', M=", p.m, ", N=", p.n, ", K=", p.k,
            ", alpha=", alpha, ", lda=", p.lda, ", ldb=", p.ldb, ", beta=", beta, ", ldc=", p.ldc,
-           ") failed with ", dnnl_status2str(st), " (batch ", i, " of ", p.batch, ") at ",
-           __FILE__, ":", __LINE__);
+           ") failed with ", dnnl_status2str(st), " (batch ", i, " of ", p.batch, ") at ", __FILE__,
+           ":", __LINE__);
   }
 }
 
@@ -97,8 +97,9 @@ void gemm_dnnl_sgemm(const GemmArgs& args) {
 //  * the engine and stream are function-local statics (one CPU engine per process; a CPU stream
 //        executes synchronously in the calling thread and keeps no per-call state).
 // The map is bounded: past PrimitiveCache::kMax entries it is cleared (a training run uses a
-// few dozen shapes; a sweep over many alpha values must not grow memory without end). The cache is onednn::PrimitiveCache (onednn_primitive_cache.h), shared
-// with the pooling and batch-norm variants.
+// few dozen shapes; a sweep over many alpha values must not grow memory without end). The cache is
+// onednn::PrimitiveCache (onednn_primitive_cache.h), shared with the pooling and batch-norm
+// variants.
 
 struct MatmulEntry {
   dnnl::matmul primitive;

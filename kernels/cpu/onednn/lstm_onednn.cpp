@@ -59,7 +59,8 @@ struct Reorder {
   memory::desc from, to;
   Reorder() = default;
   Reorder(const memory::desc& f, const memory::desc& t) : needed(f != t), from(f), to(t) {
-    if (needed) prim = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), f, cpu_engine(), t));
+    if (needed)
+      prim = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), f, cpu_engine(), t));
   }
   // Runs from -> to; `to_buf` must hold to.get_size() bytes when needed.
   void run(void* from_ptr, void* to_ptr) const {
@@ -269,7 +270,8 @@ void backward(const LstmArgs& a) {
       {DNNL_ARG_DIFF_DST_ITER, memory(u.state, eng, state_or_zeros(a.dh_n))},
       {DNNL_ARG_DIFF_DST_ITER_C, memory(u.state, eng, state_or_zeros(a.dc_n))},
       {DNNL_ARG_DIFF_SRC_LAYER, memory(u.x, eng, dx)},
-      {DNNL_ARG_DIFF_WEIGHTS_LAYER, memory(pd.diff_weights_layer_desc(), eng, dw_ih_buf.data_ptr())},
+      {DNNL_ARG_DIFF_WEIGHTS_LAYER,
+       memory(pd.diff_weights_layer_desc(), eng, dw_ih_buf.data_ptr())},
       {DNNL_ARG_DIFF_WEIGHTS_ITER, memory(pd.diff_weights_iter_desc(), eng, dw_hh_buf.data_ptr())},
       {DNNL_ARG_DIFF_BIAS, memory(u.bias, eng, a.db_ih)},
       {DNNL_ARG_WORKSPACE, memory(pd.workspace_desc(), eng, saved->workspace.data_ptr())},
@@ -282,18 +284,26 @@ void backward(const LstmArgs& a) {
       if (!dh0) dh0 = dstate_scratch.data<float>();
       if (!dc0) dc0 = dstate_scratch.data<float>() + p.B * p.H;
     }
-    args.emplace(DNNL_ARG_SRC_ITER, memory(u.state, eng, p.has_initial_state ? mut(a.h0) : state_or_zeros(nullptr)));
-    args.emplace(DNNL_ARG_SRC_ITER_C, memory(u.state, eng, p.has_initial_state ? mut(a.c0) : state_or_zeros(nullptr)));
+    args.emplace(DNNL_ARG_SRC_ITER,
+                 memory(u.state, eng, p.has_initial_state ? mut(a.h0) : state_or_zeros(nullptr)));
+    args.emplace(DNNL_ARG_SRC_ITER_C,
+                 memory(u.state, eng, p.has_initial_state ? mut(a.c0) : state_or_zeros(nullptr)));
     args.emplace(DNNL_ARG_DIFF_SRC_ITER, memory(u.state, eng, dh0));
     args.emplace(DNNL_ARG_DIFF_SRC_ITER_C, memory(u.state, eng, dc0));
   }
   e->bwd.execute(cpu_stream(), args);
   cpu_stream().wait();
   // Weight gradients back into our [4H, I] / [4H, H] layout.
-  if (e->bwd_dw_ih.needed) e->bwd_dw_ih.run(dw_ih_buf.data_ptr(), a.dw_ih);
-  else std::memcpy(a.dw_ih, dw_ih_buf.data_ptr(), static_cast<std::size_t>(4 * p.H * p.I) * sizeof(float));
-  if (e->bwd_dw_hh.needed) e->bwd_dw_hh.run(dw_hh_buf.data_ptr(), a.dw_hh);
-  else std::memcpy(a.dw_hh, dw_hh_buf.data_ptr(), static_cast<std::size_t>(4 * p.H * p.H) * sizeof(float));
+  if (e->bwd_dw_ih.needed)
+    e->bwd_dw_ih.run(dw_ih_buf.data_ptr(), a.dw_ih);
+  else
+    std::memcpy(a.dw_ih, dw_ih_buf.data_ptr(),
+                static_cast<std::size_t>(4 * p.H * p.I) * sizeof(float));
+  if (e->bwd_dw_hh.needed)
+    e->bwd_dw_hh.run(dw_hh_buf.data_ptr(), a.dw_hh);
+  else
+    std::memcpy(a.dw_hh, dw_hh_buf.data_ptr(),
+                static_cast<std::size_t>(4 * p.H * p.H) * sizeof(float));
   cpu_stream().wait();
   if (a.db_hh) std::memcpy(a.db_hh, a.db_ih, bias_bytes);
   (void)state_bytes;
@@ -303,8 +313,10 @@ void run_onednn(const LstmArgs& a) {
   const LstmProblem& p = a.problem;
   const char* step = p.pass == LstmPass::backward ? "lstm_backward" : "lstm_forward";
   try {
-    if (p.pass == LstmPass::backward) backward(a);
-    else forward(a);
+    if (p.pass == LstmPass::backward)
+      backward(a);
+    else
+      forward(a);
   } catch (const dnnl::error& err) {
     fail("cpu.onednn", step, " for ", p.repr(), " failed with ", dnnl_status2str(err.status), ": ",
          err.what(), " at ", __FILE__, ":", __LINE__);
@@ -318,11 +330,13 @@ void register_lstm_onednn() {
       .name = "cpu.onednn",
       .device = DeviceType::cpu,
       .priority = 100,
-      .supports = [](const LstmProblem& p) {
-        if (p.dtype != DType::f32)
-          return Support::no(detail::str_cat("oneDNN LSTM handles f32 only, got ", dtype_name(p.dtype)));
-        return Support::yes();
-      },
+      .supports =
+          [](const LstmProblem& p) {
+            if (p.dtype != DType::f32)
+              return Support::no(
+                  detail::str_cat("oneDNN LSTM handles f32 only, got ", dtype_name(p.dtype)));
+            return Support::yes();
+          },
       .fn = run_onednn,
       .description = "oneDNN 2.6 lstm_forward/lstm_backward, weights reordered from ldgoi, cached",
   });

@@ -54,9 +54,9 @@ Geometry geometry(const PoolProblem& p) {
   g.strides = {p.sh, p.sw};
   g.pad_l = {p.ph, p.pw};
   g.pad_r = {pad_r_of(p.h, p.oh, p.kh, p.sh, p.ph), pad_r_of(p.w, p.ow, p.kw, p.sw, p.pw)};
-  g.alg = p.kind == PoolKind::max        ? dnnl::algorithm::pooling_max
-          : p.count_include_pad          ? dnnl::algorithm::pooling_avg_include_padding
-                                         : dnnl::algorithm::pooling_avg_exclude_padding;
+  g.alg = p.kind == PoolKind::max ? dnnl::algorithm::pooling_max
+          : p.count_include_pad   ? dnnl::algorithm::pooling_avg_include_padding
+                                  : dnnl::algorithm::pooling_avg_exclude_padding;
   return g;
 }
 
@@ -66,7 +66,8 @@ Support supports_onednn(const PoolProblem& p) {
     if (p.h % p.oh != 0 || p.w % p.ow != 0)
       return Support::no(detail::str_cat(
           "adaptive pooling maps to a fixed oneDNN window only when H % OH == 0 and W % OW == 0 "
-          "(here ", p.h, " % ", p.oh, ", ", p.w, " % ", p.ow, "): PyTorch's bins would differ"));
+          "(here ",
+          p.h, " % ", p.oh, ", ", p.w, " % ", p.ow, "): PyTorch's bins would differ"));
     return Support::yes();
   }
   if (p.kind == PoolKind::avg && p.count_include_pad) {
@@ -75,7 +76,8 @@ Support supports_onednn(const PoolProblem& p) {
       return Support::no(detail::str_cat(
           "avg include_pad with ceil_mode windows reaching past the padding (bottom/right pad ",
           g.pad_r[0], "x", g.pad_r[1], " > ", p.ph, "x", p.pw,
-          "): oneDNN divides by KH*KW, PyTorch by the padded part (Note [oneDNN pooling padding])"));
+          "): oneDNN divides by KH*KW, PyTorch by the padded part (Note [oneDNN pooling "
+          "padding])"));
   }
   return Support::yes();
 }
@@ -104,8 +106,8 @@ std::shared_ptr<const PoolEntry> create(const PoolProblem& p) {
       src_md, dst_md, g.strides, g.kernel, g.pad_l, g.pad_r);
   const dnnl::pooling_forward::primitive_desc fwd_pd(fwd_desc, attr, onednn::cpu_engine());
   if (p.pass == PoolPass::backward) {
-    const dnnl::pooling_backward::desc bwd_desc(g.alg, src_md, dst_md, g.strides, g.kernel,
-                                                g.pad_l, g.pad_r);
+    const dnnl::pooling_backward::desc bwd_desc(g.alg, src_md, dst_md, g.strides, g.kernel, g.pad_l,
+                                                g.pad_r);
     const dnnl::pooling_backward::primitive_desc bwd_pd(bwd_desc, attr, onednn::cpu_engine(),
                                                         fwd_pd);
     e->workspace_md = bwd_pd.workspace_desc();
@@ -166,13 +168,15 @@ void run_onednn(const PoolArgs& a) {
     }
     if (e->workspace_bytes > 0) {
       if (p.pass != PoolPass::backward) {
-        *a.workspace = Tensor::empty(
-            {static_cast<std::int64_t>((e->workspace_bytes + 3) / 4)}, DType::i32);
+        *a.workspace =
+            Tensor::empty({static_cast<std::int64_t>((e->workspace_bytes + 3) / 4)}, DType::i32);
       } else {
-        ANVIL_CHECK(a.workspace && a.workspace->defined() &&
-                        a.workspace->nbytes() >= e->workspace_bytes,
-                    "cpu.onednn", "max-pool backward needs the workspace of a cpu.onednn training "
-                    "forward of the same problem (", e->workspace_bytes, " bytes) in ", p.repr());
+        ANVIL_CHECK(
+            a.workspace && a.workspace->defined() && a.workspace->nbytes() >= e->workspace_bytes,
+            "cpu.onednn",
+            "max-pool backward needs the workspace of a cpu.onednn training "
+            "forward of the same problem (",
+            e->workspace_bytes, " bytes) in ", p.repr());
       }
       args.emplace(DNNL_ARG_WORKSPACE, memory(e->workspace_md, eng, a.workspace->data_ptr()));
     }

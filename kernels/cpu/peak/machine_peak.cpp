@@ -28,7 +28,9 @@ double measure_fma_flops(int threads, double seconds) {
   const bool wide = has_avx512();
   if (!wide && !has_avx2()) return 0.0;
   const double flops_per_iter = 12.0 * (wide ? 16 : 8) * 2.0;
-  auto loop = [wide](std::int64_t n) { return wide ? detail::fma_loop_avx512(n) : detail::fma_loop_avx2(n); };
+  auto loop = [wide](std::int64_t n) {
+    return wide ? detail::fma_loop_avx512(n) : detail::fma_loop_avx2(n);
+  };
   // Calibrate the iteration count on one thread, then run all threads together.
   std::int64_t iters = 1 << 16;
   volatile float sink = 0;

@@ -25,7 +25,9 @@ void run(const BatchNormArgs& a) {
   T* mean = static_cast<T*>(a.mean);
   T* var = static_cast<T*>(a.var);
   // x[n, c, :, :] as a flat plane
-  auto plane = [&](auto* base, std::int64_t n, std::int64_t c) { return base + (n * p.c + c) * hw; };
+  auto plane = [&](auto* base, std::int64_t n, std::int64_t c) {
+    return base + (n * p.c + c) * hw;
+  };
   for (std::int64_t c = 0; c < p.c; ++c) {
     if (p.pass == BatchNormPass::forward_training) {
       double s = 0.0;
@@ -49,8 +51,7 @@ void run(const BatchNormArgs& a) {
       T* y = static_cast<T*>(a.y);
       for (std::int64_t n = 0; n < p.n; ++n)
         for (std::int64_t i = 0; i < hw; ++i)
-          plane(y, n, c)[i] =
-              static_cast<T>((plane(x, n, c)[i] - mu) * invstd * wc + bc);
+          plane(y, n, c)[i] = static_cast<T>((plane(x, n, c)[i] - mu) * invstd * wc + bc);
       continue;
     }
     const T* dy = static_cast<const T*>(a.dy);
@@ -67,8 +68,8 @@ void run(const BatchNormArgs& a) {
       for (std::int64_t i = 0; i < hw; ++i) {
         const double g = plane(dy, n, c)[i];
         const double xhat = (plane(x, n, c)[i] - mu) * invstd;
-        const double d = p.batch_stats ? wc * invstd * (g - sdy / m - xhat * sdyx / m)
-                                       : wc * invstd * g;
+        const double d =
+            p.batch_stats ? wc * invstd * (g - sdy / m - xhat * sdyx / m) : wc * invstd * g;
         plane(dx, n, c)[i] = static_cast<T>(d);
       }
   }

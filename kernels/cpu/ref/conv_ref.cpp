@@ -133,9 +133,15 @@ void backward_weights(const ConvArgs& a) {
 template <typename T>
 void run(const ConvArgs& a) {
   switch (a.problem.pass) {
-    case ConvPass::forward: forward<T>(a); break;
-    case ConvPass::backward_data: backward_data<T>(a); break;
-    case ConvPass::backward_weights: backward_weights<T>(a); break;
+    case ConvPass::forward:
+      forward<T>(a);
+      break;
+    case ConvPass::backward_data:
+      backward_data<T>(a);
+      break;
+    case ConvPass::backward_weights:
+      backward_weights<T>(a);
+      break;
   }
 }
 
@@ -155,8 +161,10 @@ void register_conv_ref() {
       .fn =
           [](const ConvArgs& a) {
             a.problem.validate("conv2d ref");
-            if (a.problem.dtype == DType::f64) run<double>(a);
-            else run<float>(a);
+            if (a.problem.dtype == DType::f64)
+              run<double>(a);
+            else
+              run<float>(a);
           },
       .description = "direct loops, f32/f64, double accumulation, all passes and options",
   });

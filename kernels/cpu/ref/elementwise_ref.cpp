@@ -31,9 +31,10 @@ void register_elementwise_ref() {
       .device = DeviceType::cpu,
       .priority = kRefPriority,
       .supports = nullptr,
-      .fn = [](const ElementwiseArgs& a) {
-        visit_dtype(a.problem.dtype, [&](auto zero) { run_ref<decltype(zero)>(a); });
-      },
+      .fn =
+          [](const ElementwiseArgs& a) {
+            visit_dtype(a.problem.dtype, [&](auto zero) { run_ref<decltype(zero)>(a); });
+          },
       .description = "serial strided loop (reference)",
   });
 }

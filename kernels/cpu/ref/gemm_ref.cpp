@@ -55,10 +55,13 @@ void register_gemm_ref() {
               return Support::no("ref gemm handles f32 and f64 only");
             return Support::yes();
           },
-      .fn = [](const GemmArgs& a) {
-        if (a.problem.dtype == DType::f64) gemm_ref_typed<double>(a);
-        else gemm_ref_typed<float>(a);
-      },
+      .fn =
+          [](const GemmArgs& a) {
+            if (a.problem.dtype == DType::f64)
+              gemm_ref_typed<double>(a);
+            else
+              gemm_ref_typed<float>(a);
+          },
       .description = "triple loop, double accumulation (reference)",
   });
 }

@@ -14,16 +14,20 @@ void register_lstm_ref() {
       .name = "ref",
       .device = DeviceType::cpu,
       .priority = kRefPriority,
-      .supports = [](const LstmProblem& p) {
-        if (p.dtype != DType::f32 && p.dtype != DType::f64)
-          return Support::no(detail::str_cat("ref handles f32/f64, got ", dtype_name(p.dtype)));
-        return Support::yes();
-      },
-      .fn = [](const LstmArgs& a) {
-        fail("lstm ref", "the reference LSTM is a composition of autograd ops run by "
-             "anvil::lstm_layer (engine/autograd/functions_recurrent.cpp), not a kernel; "
-             "problem ", a.problem.repr());
-      },
+      .supports =
+          [](const LstmProblem& p) {
+            if (p.dtype != DType::f32 && p.dtype != DType::f64)
+              return Support::no(detail::str_cat("ref handles f32/f64, got ", dtype_name(p.dtype)));
+            return Support::yes();
+          },
+      .fn =
+          [](const LstmArgs& a) {
+            fail("lstm ref",
+                 "the reference LSTM is a composition of autograd ops run by "
+                 "anvil::lstm_layer (engine/autograd/functions_recurrent.cpp), not a kernel; "
+                 "problem ",
+                 a.problem.repr());
+          },
       .description = "per-step composition of linear/sigmoid/tanh/mul/add; autograd backward",
   });
 }

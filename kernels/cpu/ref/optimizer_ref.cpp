@@ -21,9 +21,9 @@ void sgd_ref(const OptimizerArgs& a) {
       const T d = g[i] + static_cast<T>(h.weight_decay) * p[i];
       T step = d;
       if (h.momentum != 0.0) {
-        const T b = t.first ? d
-                            : static_cast<T>(h.momentum) * buf[i] +
-                                  static_cast<T>(1.0 - h.dampening) * d;
+        const T b =
+            t.first ? d
+                    : static_cast<T>(h.momentum) * buf[i] + static_cast<T>(1.0 - h.dampening) * d;
         buf[i] = b;
         step = h.nesterov ? d + static_cast<T>(h.momentum) * b : b;
       }
@@ -75,13 +75,27 @@ void grad_scale_ref(const OptimizerArgs& a) {
 // Runs fn<T> for the problem's floating dtype.
 template <template <typename> class Fn>
 void for_float(const OptimizerArgs& a) {
-  if (a.problem.dtype == DType::f64) Fn<double>{}(a);
-  else Fn<float>{}(a);
+  if (a.problem.dtype == DType::f64)
+    Fn<double>{}(a);
+  else
+    Fn<float>{}(a);
 }
-template <typename T> struct SgdRef { void operator()(const OptimizerArgs& a) { sgd_ref<T>(a); } };
-template <typename T> struct AdamRef { void operator()(const OptimizerArgs& a) { adam_ref<T>(a); } };
-template <typename T> struct NormRef { void operator()(const OptimizerArgs& a) { grad_norm_ref<T>(a); } };
-template <typename T> struct ScaleRef { void operator()(const OptimizerArgs& a) { grad_scale_ref<T>(a); } };
+template <typename T>
+struct SgdRef {
+  void operator()(const OptimizerArgs& a) { sgd_ref<T>(a); }
+};
+template <typename T>
+struct AdamRef {
+  void operator()(const OptimizerArgs& a) { adam_ref<T>(a); }
+};
+template <typename T>
+struct NormRef {
+  void operator()(const OptimizerArgs& a) { grad_norm_ref<T>(a); }
+};
+template <typename T>
+struct ScaleRef {
+  void operator()(const OptimizerArgs& a) { grad_scale_ref<T>(a); }
+};
 
 Support floating_only(const OptimizerProblem& p) {
   if (p.dtype == DType::f32 || p.dtype == DType::f64) return Support::yes();
@@ -91,17 +105,29 @@ Support floating_only(const OptimizerProblem& p) {
 }  // namespace
 
 void register_optimizer_ref() {
-  sgd_update_table().add({.name = "ref", .device = DeviceType::cpu, .priority = 0,
-                          .supports = floating_only, .fn = for_float<SgdRef>,
+  sgd_update_table().add({.name = "ref",
+                          .device = DeviceType::cpu,
+                          .priority = 0,
+                          .supports = floating_only,
+                          .fn = for_float<SgdRef>,
                           .description = "serial loop per tensor"});
-  adam_update_table().add({.name = "ref", .device = DeviceType::cpu, .priority = 0,
-                           .supports = floating_only, .fn = for_float<AdamRef>,
+  adam_update_table().add({.name = "ref",
+                           .device = DeviceType::cpu,
+                           .priority = 0,
+                           .supports = floating_only,
+                           .fn = for_float<AdamRef>,
                            .description = "serial loop per tensor"});
-  grad_norm_table().add({.name = "ref", .device = DeviceType::cpu, .priority = 0,
-                         .supports = floating_only, .fn = for_float<NormRef>,
+  grad_norm_table().add({.name = "ref",
+                         .device = DeviceType::cpu,
+                         .priority = 0,
+                         .supports = floating_only,
+                         .fn = for_float<NormRef>,
                          .description = "serial double accumulation"});
-  grad_scale_table().add({.name = "ref", .device = DeviceType::cpu, .priority = 0,
-                          .supports = floating_only, .fn = for_float<ScaleRef>,
+  grad_scale_table().add({.name = "ref",
+                          .device = DeviceType::cpu,
+                          .priority = 0,
+                          .supports = floating_only,
+                          .fn = for_float<ScaleRef>,
                           .description = "serial loop per tensor"});
 }
 

@@ -82,8 +82,7 @@ void backward(const PoolArgs& a) {
   const T* dy = static_cast<const T*>(a.dy);
   T* dx = static_cast<T*>(a.dx);
   for (std::int64_t e = 0; e < p.in_numel(); ++e) dx[e] = T(0);
-  const std::int32_t* idx =
-      p.kind == PoolKind::max ? a.workspace->data<std::int32_t>() : nullptr;
+  const std::int32_t* idx = p.kind == PoolKind::max ? a.workspace->data<std::int32_t>() : nullptr;
   for (std::int64_t pl = 0; pl < p.planes(); ++pl) {
     T* dxp = dx + pl * p.h * p.w;
     for (std::int64_t i = 0; i < p.oh; ++i)

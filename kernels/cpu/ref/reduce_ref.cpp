@@ -27,7 +27,10 @@ void run_ref(const ReduceArgs& a) {
         std::int64_t arg = 0;
         for (std::int64_t r = 1; r < p.reduce && !std::isnan(best); ++r) {
           const T v = col[r * p.inner];
-          if (v > best || std::isnan(v)) { best = v; arg = r; }
+          if (v > best || std::isnan(v)) {
+            best = v;
+            arg = r;
+          }
         }
         out[o * p.inner + i] = best;
         a.index[o * p.inner + i] = arg;
@@ -44,10 +47,13 @@ void register_reduce_ref() {
       .device = DeviceType::cpu,
       .priority = kRefPriority,
       .supports = reduce_basic_support,
-      .fn = [](const ReduceArgs& a) {
-        if (a.problem.dtype == DType::f64) run_ref<double>(a);
-        else run_ref<float>(a);
-      },
+      .fn =
+          [](const ReduceArgs& a) {
+            if (a.problem.dtype == DType::f64)
+              run_ref<double>(a);
+            else
+              run_ref<float>(a);
+          },
       .description = "serial loops (reference)",
   });
 }

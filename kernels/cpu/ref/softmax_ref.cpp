@@ -74,14 +74,15 @@ void run_ref(const SoftmaxArgs& a) {
         out[r] = static_cast<T>(lse - static_cast<double>(xr[target[r]]));
         T* g = static_cast<T*>(a.grad) + r * cols;  // may be xr: each element read, then written
         for (std::int64_t c = 0; c < cols; ++c)
-          g[c] = static_cast<T>(std::exp(static_cast<double>(xr[c]) - lse) - (c == target[r] ? 1.0 : 0.0));
+          g[c] = static_cast<T>(std::exp(static_cast<double>(xr[c]) - lse) -
+                                (c == target[r] ? 1.0 : 0.0));
         break;
       }
       case SoftmaxOp::cross_entropy_backward: {
         const double lse = static_cast<const T*>(a.lse)[r];
         for (std::int64_t c = 0; c < cols; ++c)
-          out[r * cols + c] = static_cast<T>(
-              a.scale * (std::exp(static_cast<double>(xr[c]) - lse) - (c == target[r] ? 1.0 : 0.0)));
+          out[r * cols + c] = static_cast<T>(a.scale * (std::exp(static_cast<double>(xr[c]) - lse) -
+                                                        (c == target[r] ? 1.0 : 0.0)));
         break;
       }
     }
@@ -104,11 +105,14 @@ void register_softmax_ref() {
       .device = DeviceType::cpu,
       .priority = kRefPriority,
       .supports = softmax_basic_support,
-      .fn = [](const SoftmaxArgs& a) {
-        const bool i32 = a.problem.index_dtype == DType::i32;
-        if (a.problem.dtype == DType::f64) i32 ? run_ref<double, std::int32_t>(a) : run_ref<double, std::int64_t>(a);
-        else i32 ? run_ref<float, std::int32_t>(a) : run_ref<float, std::int64_t>(a);
-      },
+      .fn =
+          [](const SoftmaxArgs& a) {
+            const bool i32 = a.problem.index_dtype == DType::i32;
+            if (a.problem.dtype == DType::f64)
+              i32 ? run_ref<double, std::int32_t>(a) : run_ref<double, std::int64_t>(a);
+            else
+              i32 ? run_ref<float, std::int32_t>(a) : run_ref<float, std::int64_t>(a);
+          },
       .description = "serial three-pass rows in double (reference)",
   });
 }
