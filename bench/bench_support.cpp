@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command-line flags and run context of anvil_bench (bench/bench_support.h).
 #include "bench/bench_support.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Shared pieces of the benchmark binary: anvil's own command-line flags, the run context
 // (machine, versions, threads, variants) and measurement helpers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gemm/<variant>/<mode>/<shape>/threads:<t>: every CPU GEMM variant (and "default", the
 // selection anvil makes without forcing) in the four transpose modes, on the shape groups of
 // --anvil_gemm_shapes (default: the DLBench shape M=1024, N=2048, K=26752 and the distinct GEMM

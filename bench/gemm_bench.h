@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Pieces shared by the gemm/ (bench/gemm_bench.cpp) and gemm_remedy/ (bench/gemm_remedy_bench.cpp)
 // families: the shape list, the operand buffers, the variant list, the sampled validation, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gemm_remedy/: DLBench's two remedies for the transpose penalty, on the shapes and variants of
 // the gemm/ family (bench/gemm_bench.cpp), to be read against its direct modes:
 //   gemm_remedy/<variant>/transpose_then_NN/<NT|TN|TT>/<shape>/threads:<t>

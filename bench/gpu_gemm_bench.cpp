@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gemm/<cuda variant>/<mode>/<shape>/device:cuda: every CUDA GEMM variant in the four
 // transpose modes on the shapes of the CPU gemm/ family, GPU time by CUDA events, validated
 // before timing (Note [GPU GEMM validation], bench/gpu_gemm_bench.h). Registered only when a

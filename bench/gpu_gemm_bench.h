@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // GPU side of the GEMM families, registered only when a CUDA device is usable
 // (gpu_benchmarks_enabled): gemm/<cuda variant>/<mode>/<shape>/device:cuda here

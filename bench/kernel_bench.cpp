@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kernel/<op>/<variant>/<pass>/<model>:<layer>/threads:<t>: the convolution, pooling, batch-norm
 // and LSTM problems that the --anvil_models networks generate (models::kernel_problems at the
 // model's CPU batch), each deduplicated problem run on every CPU variant of its table.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Shared pieces of the `kernel` benchmark family (bench/kernel_bench*.cpp):
 //   kernel/<op>/<variant>/<pass>/<model>:<layer>/threads:<t>

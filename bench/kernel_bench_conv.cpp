@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kernel/conv2d/<variant>/<forward|backward_data|backward_weights>/<model>:<layer>/threads:<t>
 // (Note [Kernel benchmarks] in kernel_bench.cpp). The pass runs as the op layer runs it
 // (engine/ops/conv.cpp): the variant is selected (default) or named (forced) for the plain

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kernel/<max_pool2d|avg_pool2d|adaptive_avg_pool2d|batch_norm2d|lstm>/<variant>/<pass>/...
 // (Note [Kernel benchmarks] in kernel_bench.cpp). These run through the op layer
 // (engine/ops/{pool,batch_norm,lstm}.h) with the variant forced (ForceVariant, or the LSTM

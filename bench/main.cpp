@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // anvil_bench: registers every benchmark programmatically, then runs Google Benchmark.
 //   anvil_bench --benchmark_filter='gemm/.*/NT/' --anvil_threads=1 --anvil_variant=gemm=cpu.blocked
 #include "bench/bench_support.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // model/<name>/<phase>/batch:<b>/threads:<t>: the timing method's steps of networks.md for
 // every --anvil_models model (models/training_step.h) on synthetic inputs, at each batch of
 // batches_of() (the paper's CPU batch unless --anvil_batches / --anvil_batch_sweep say otherwise):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The peak/ benchmarks: the machine's FMA throughput and memory bandwidth
 // (kernels/cpu/peak/machine_peak.h), registered beside the other families.
 #include "kernels/cpu/peak/machine_peak.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One registration function per benchmark family (bench/*_bench.cpp).
 namespace anvil::bench {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `test.broken`: a GEMM variant that is wrong on purpose, registered only with
 // --anvil_test_broken_variant=on. It computes the right product with `ref` and then adds 1 to
 // every element of C (validation samples elements, and 1 is far above its tolerance for the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Third-party dependencies, all from Debian packages (see ../shared/TOOLCHAIN.md and
 # scripts/install_deps.sh). Only the files named in DESIGN.md's layering rules may use them.
 find_package(OpenMP REQUIRED)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # `cmake --install`: libraries, headers under include/anvil/, and anvilConfig.cmake exporting
 # anvil::anvil (see examples/ for a consumer and scripts/check_install.sh for the check).
 #

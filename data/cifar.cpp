@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CIFAR-10 binary batches: size and label checks, then the records copied into NCHW tensors
 // (data/cifar.h has the format). Files are sized first and the tensors allocated once for all of
 // them; each file is then read whole (30 MB) and copied in.

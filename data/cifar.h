@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // CIFAR-10 in its binary form (cifar-10-binary.tar.gz, extracted to cifar-10-batches-bin/):
 // data_batch_1.bin .. data_batch_5.bin (10,000 records each) and test_batch.bin.

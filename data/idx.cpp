@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IDX files: the header and payload checks (Note [Strict IDX] in idx.h), the bounded gunzip
 // (Note [Bounded gunzip]) and the MNIST-format image reader on top. Also the file reading shared
 // by the dataset readers (detail::read_file_bytes).

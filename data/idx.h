@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // IDX files (the MNIST / Fashion-MNIST container) and the MNIST-format image reader.
 //

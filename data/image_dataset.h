@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The result of the image readers (MNIST-format IDX in data/idx.h, CIFAR-10 in data/cifar.h): a
 // whole split in memory, in the layout the CNNs and MLPs take directly.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IMDB reviews: the word index (nlohmann-json, checked key by key), the tokenizer and the Keras
 // encoding (Note [IMDB encoding] in imdb.h). Whole files are read into memory (the Keras word
 // index is 1.6 MB, 25,000 reviews about 33 MB).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // IMDB movie reviews (sentiment, 2 classes) encoded the way keras.datasets.imdb.load_data() and
 // the Keras IMDB LSTM example encode them, from text the user can inspect:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TensorDataset helpers and DataLoader (Notes [Reproducible data order] and [Loader thread] in
 // loader.h).
 #include "data/loader.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // In-memory datasets and the mini-batch loader of `anvil train`: seeded shuffling, batching,
 // normalisation, and a background thread that prepares the next batches while a step runs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PTB text: Vocabulary, the reader (text checks, tokenising, id mapping) and PtbBatcher
 // (Note [PTB batch layout] in ptb.h). Whole files are read into memory (ptb.train.txt is 5 MB).
 #include "data/ptb.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Penn Treebank word-level text (Mikolov's split: ptb.train/valid/test.txt): a vocabulary, a
 // reader that turns a file into a stream of token ids, and the batcher that lays the stream out

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // register_builtin_kernels(): the one place that knows every built-in kernel family.
 #include "kernels/register.h"
 

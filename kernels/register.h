@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // register_builtin_kernels(): fills every op's variant table with the kernels compiled into
 // libanvil. Explicit on purpose (static self-registering objects are dropped by the linker from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Convolutional networks of networks.md: alexnet, vgg16 and resnet50 (DLBench, synthetic data),
 // cnn_mnist and cnn_cifar (the Keras examples Al-Bdour timed). All end in logits; the loss is
 // softmax cross-entropy, applied by the training step.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fully connected networks of networks.md: fcn5, fcn8 (DLBench, synthetic data), fcn_r
 // (DLBench real-data FCN) and mlp_mnist (Kabakus). All end in logits; the loss is softmax
 // cross-entropy (anvil::cross_entropy), applied by the training step, not by the model.

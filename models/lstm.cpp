@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The LSTM networks of networks.md: lstm32 / lstm64 (DLBench word-level LM, synthetic or PTB
 // tokens), ptb_small (Zaremba et al. "small") and lstm_imdb (Keras IMDB sentiment LSTM).
 // Language models take ids [B, T] and return logits [B*T, V] in targets.flatten() order

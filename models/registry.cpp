@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model registry (models/registry.h).
 #include "models/registry.h"
 

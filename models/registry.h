@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The model zoo: networks of ../shared/spec/networks.md by name, with summaries and the GEMM
 // problems their layers generate (one source of truth for tests and kernel benchmarks).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ResNet-50 (models/resnet.h).
 #include "models/resnet.h"
 

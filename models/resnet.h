@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ResNet-50 building blocks (networks.md): the bottleneck block with its optional projection
 // shortcut, and the whole network in torchvision's layout and parameter names

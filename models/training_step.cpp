@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The timing method's steps (models/training_step.h).
 #include "models/training_step.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The timing method's steps for a registered model (networks.md, "How a step is timed"), shared
 // by the benchmarks, the tests and the comparison tools, so that every one of them times the

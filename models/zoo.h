@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The built-in model families, one file each (fcn.cpp, cnn.cpp + resnet.cpp, lstm.cpp).
 #include <vector>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job: set up, build, run the default benchmark sweep, write JSON results and a report.
 #   bash scripts/bench.sh [--out DIR] [--threads 1,2] [--models fcn5,...] [--filter REGEX]
 #                         [--variant op=name] [--reps N] [--kernels] [--no-install] [--with-pytorch]
@@ -71,7 +72,7 @@ while [ $# -gt 0 ]; do
     --no-peers) peers=none; shift ;;
     --devices) devices="$2"; shift 2 ;;
     --no-build) build_it=0; shift ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,36p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Checks the installed package the way a user consumes it: installs anvil into a temporary
 # prefix, then configures, builds and runs examples/train_fcn against that prefix with
 # find_package(anvil). Fails if the example cannot find, compile, link or run.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Side-by-side step timings of anvil and PyTorch (configured at its best) on the same networks,
 # threads and batch: networks.md's "How a step is timed" on both sides.
 #
@@ -33,7 +34,7 @@ report="$repo/bench/peers/compare_report.py"
 
 models=fcn5 threads=1,2 reps=3 rounds=3 phases=train,inference torch_config=tune nice=0
 out="compare-pytorch-$(date +%Y%m%d-%H%M%S)"
-usage() { sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '3,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --models) models="$2"; shift 2 ;;

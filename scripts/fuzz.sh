@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the libFuzzer targets of the dataset readers (tests/fuzz/fuzz_<target>.cpp) with clang,
 # AddressSanitizer and UndefinedBehaviorSanitizer, and runs each for a bounded time over a copy
 # of its committed seed corpus (tests/fuzz/corpus/<target>/), so new inputs never dirty the
@@ -32,7 +33,7 @@ while [[ $# -gt 0 ]]; do
     --build-dir) build=$2; shift 2 ;;
     --build-dir=*) build=${1#*=}; shift ;;
     --keep-corpus) keep=1; shift ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,25p' "$0"; exit 0 ;;
     -*) echo "fuzz: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs anvil's GPU tests and GPU benchmarks on a machine that has a GPU but no Debian -dev
 # packages and no network (the lent H100/H200 machines: nvcc, CMake, PyTorch, no oneDNN,
 # Google Benchmark or Catch2 to build against), by carrying a build made here.
@@ -173,5 +174,5 @@ PY
 case "${1:-}" in
   pack) shift; pack "$@" ;;
   run) shift; run "$@" ;;
-  *) sed -n '2,31p' "$0"; exit 2 ;;
+  *) sed -n '3,32p' "$0"; exit 2 ;;
 esac

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs anvil's build and run dependencies from Debian 12 packages (see ../shared/TOOLCHAIN.md).
 # Idempotent and fast when everything is present: apt is only touched for missing packages.
 # Needs root (or sudo). The CUDA toolkit is not a Debian package here: it is preinstalled on the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Which variant wins per layer: markdown tables from the kernel/ benchmarks of an anvil_bench JSON.
 
     scripts/kernel_winners.py results/kernels-2026-11-21/kernels.json [more.json ...] [-o out.md] [--op conv2d]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Turns anvil_bench JSON results into report.md (tables) and PNG plots.
 
 usage: scripts/report.py RESULTS_DIR     (reads RESULTS_DIR/*.json written by anvil_bench, the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The report's side-by-side section: anvil's model steps next to the peer frameworks' (PyTorch,
 TensorFlow/Keras) from the same results folder.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Report sections for sweeps (scripts/report.py calls add_sections from main):
 
   batch sweep     seconds per step and samples/s vs mini-batch size, per model, phase and threads

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds anvil with AddressSanitizer + UndefinedBehaviorSanitizer (ANVIL_SANITIZE=ON) in its own
 # build directory and runs every test under them. CUDA is off (the CUDA runtime needs
 # ASAN_OPTIONS=protect_shadow_gap=0 to start under ASan, and without a GPU its code paths do not

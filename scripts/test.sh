@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The project's test command (README): install the Debian dependencies (idempotent), configure
 # and build build/ (Ninja, Release), run every
 # test, check the installed package with the example, then the sanitizer build.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The other papers' real-data experiments with `anvil train` (issue 7; docs/results/): Kabakus'
 # MNIST MLP (Adam lr 1e-3, batch 80, 20 epochs, 20 % validation), Al-Bdour's MNIST CNN (the Keras
 # example's batch 128; Adam lr 1e-3 here), and Zaremba's small PTB model on the PTB text there is,

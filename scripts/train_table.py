@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Markdown tables of `anvil train --json-log` files (scripts/train_experiments.sh's output).
 
 Usage: scripts/train_table.py results/train/DATE/*.json

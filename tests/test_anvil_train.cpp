@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `anvil train` loop (tools/anvil/trainer.h) on real Fashion-MNIST data: resuming from a
 // checkpoint gives the same run as not stopping (Note [Resuming a run]), the allocator's peak is
 // the same in every epoch after the first (memory stays flat), and the metrics are filled in.

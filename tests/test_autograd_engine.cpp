@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reverse-mode engine (engine/autograd/): accumulation, shared leaves, grad mode,
 // retain_graph, deep graphs (Note [Backward engine], Note [Autograd graph]) and its errors.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Float64 gradient checks (Note [Gradient check], tests/helpers/gradcheck.h) of every
 // differentiable function in engine/autograd/functions.h and every differentiable Tensor view.
 #include <catch2/catch.hpp>

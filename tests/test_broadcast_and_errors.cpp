@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Broadcasting rules and error messages: every failure names the function and the offending
 // values (DESIGN.md, Errors).
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checkpoints: the safetensors reader and writer (bit-exact round trips, the byte layout
 // checked independently of our reader, a file written by the reference Python implementation,
 // atomic replacement under SIGKILL, strict rejection of malformed files), optimizer state and

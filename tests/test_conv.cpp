@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // conv2d: float64 gradient checks, every registered `conv2d` variant against `ref` on a shared
 // shape list (small odd cases and real AlexNet / ResNet-50 / VGG16 / cnn_mnist layers), all
 // three passes, bias and fused relu; argument errors by message; nn::Conv2d.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tensor views, strides, factories and copies (engine/core).
 #include <algorithm>
 #include <cmath>

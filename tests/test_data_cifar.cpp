@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CIFAR-10 binary reader: batches written in the real record format (1 label byte, then the R,
 // G and B planes of 32x32) and read back, checking the plane order, the concatenation of files
 // and the folder layouts; then a corpus of malformed batches, one test case per kind.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IDX / MNIST-format reader: the real Fashion-MNIST files (values checked against an independent
 // Python reading), generated files read back (raw and gzipped), and a corpus of malformed files,
 // one test case per kind, each rejected with a message naming the file and the problem.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IMDB reader: the tokenizer rule, the Keras encoding (start 1, out-of-vocabulary 2, ids =
 // rank + 3, num_words cut, pad_sequences 'pre' padding and truncation) on a small generated word
 // index and reviews file, then a corpus of malformed files, one test case per kind.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DataLoader: every sample once per epoch, reproducible orders (Note [Reproducible data order]),
 // the background thread giving exactly the inline batches, resuming inside an epoch,
 // normalisation, validation split and bad options.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PTB text: the vocabulary, the reader on the real validation/test files (counts checked against
 // an independent Python count), the batcher layout (Note [PTB batch layout]) and a corpus of
 // malformed files, each rejected with a message naming the file and the problem.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host code never reads or writes a CUDA tensor's memory through a host pointer: a CPU kernel or
 // host loop handed a device address crashes or returns garbage on a GPU machine, never an
 // anvil::Error. These run without a GPU: a "CUDA tensor" here is host memory wrapped by

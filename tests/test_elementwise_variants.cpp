@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every registered `elementwise` variant × every EwOp × operand layouts (dense, broadcast rows
 // and columns, transposed, stepped slices, 0-D, strided outputs, sizes above the parallel grain)
 // against the op's formula evaluated in double.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SGD folded into backward (Note [Folded SGD]): the same parameters as the ordinary
 // gradient-then-step path, for a plain stack, a weight used twice and retain_graph; and the
 // refusal for momentum.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One harness for every registered `gemm` variant against `ref` computed in f64 (DESIGN.md,
 // Tests), plus the selection rules (Note [Variant selection]), forcing and autotune.
 //

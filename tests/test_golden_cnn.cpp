@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Golden fixture from an independent framework: one training step of a small CNN
 // (conv 3->4 3x3 pad 1 -> batch_norm2d training -> relu -> max_pool 2x2 -> flatten -> linear 64->5
 // -> cross_entropy) computed by PyTorch (tests/fixtures/make_golden_cnn.py, committed with its

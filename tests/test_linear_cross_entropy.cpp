@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // linear_cross_entropy (Note [Linear cross-entropy]): the value and every gradient of
 // cross_entropy(linear(x, W, b), target), f32 and f64, with and without a bias, for any subset
 // of inputs requiring grad, under a scaled loss, retained graphs and folded SGD; the float64

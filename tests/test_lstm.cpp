@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Embedding, LSTM layer variants, BCE with logits, the recurrent nn modules and the LSTM models:
 // float64 gradient checks, every "lstm" variant against `ref` (forward and backward), memory
 // release after a long backward, error messages, exact parameter counts and short training runs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CNN family: exact parameter counts and shapes (networks.md), problem lists, one training
 // step per model, a short cnn_mnist run that lowers the loss, and a sample of every model's real
 // layer problems run through each conv/pool/batch-norm variant against `ref`.

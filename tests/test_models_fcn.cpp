@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The FCN family: exact parameter counts, shapes, summaries, problem lists, and short
 // training runs that must lower the loss (SGD on fcn5, Adam on mlp_mnist).
 #include <catch2/catch.hpp>

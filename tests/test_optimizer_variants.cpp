@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The optimizer tables (sgd_update, adam_update, grad_norm, grad_scale) and the dropout table on
 // the CPU: every CPU variant against `ref` over lists of tensors of several sizes, the optimizer
 // classes through the tables, the Philox stream against its published known answers, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pooling and batch norm: known values (from PyTorch 2.x, hard-coded), float64 gradient checks
 // under every f64-capable variant, every registered variant against `ref` for every pass on a
 // shared shape list (small odd cases + the models' real layer shapes), the running-statistics

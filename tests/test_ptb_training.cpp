@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Real text: a small two-layer LSTM language model (ptb_small's structure at width 64) trained on
 // PTB's validation part for two epochs must reach a test perplexity far below the vocabulary
 // size, and below the unigram model of the same training text (so it learned context, not only

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `reduce` and `softmax` tables on the CPU: every CPU variant (cpu.omp, ref) agrees on sums,
 // means, max with indices, softmax / log-softmax and their backward, and the fused
 // cross-entropy (i32 and i64 targets), across shapes above and below the OpenMP grain; the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kernels/cpu/vec_math.h (Note [Vectorised exp]) against std::exp over the whole float range,
 // and the f32 softmax / cross-entropy kernels that use it against float64 references.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where anvil's training step spends its time: the step of bench/model_bench.cpp (zero_grad +
 // forward + cross-entropy + backward + SGD), each part timed on its own, so that it can be set
 // beside the PyTorch peer's `--breakdown` (bench/peers/pytorch_models.py). Not part of the CMake

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Collects the raw outputs of scripts/compare_pytorch.sh into compare_pytorch.json / .md.
 
   compare_report.py batch-of RAW_ANVIL.json      prints the batch of the model benchmark it ran

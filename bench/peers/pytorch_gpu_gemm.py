@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """torch.mm on the GPU beside anvil_bench's gemm/<variant>/<mode>/<shape>/device:cuda rows.
 
     python3 bench/peers/pytorch_gpu_gemm.py [--shapes dlbench_1024x2048x26752,...] [--min-time 0.5]

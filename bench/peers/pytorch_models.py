@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """PyTorch peer of anvil_bench's model step benchmarks (networks.md, "How a step is timed").
 
 Times the DLBench step -- zero_grad(set_to_none=True) + forward + F.cross_entropy + backward +

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """TensorFlow/Keras peer of anvil_bench's model step benchmarks (networks.md, "How a step is timed").
 
 The framework DLBench measured most, timed the way the PyTorch peer (pytorch_models.py) times

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The umbrella header: everything a library user needs. It only includes.
 #include "data/cifar.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Per-tensor autograd state, hung off TensorImpl::autograd (null when not needed).
 #include <memory>

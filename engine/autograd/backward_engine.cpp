@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reverse-mode engine: record(), gradient edges and run_backward().
 //
 // Note [Backward engine]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Differentiable functions: each computes its forward with engine/ops/ and, when grad mode is
 // on and an input requires grad, records a node whose backward is written beside it (one file

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batch normalisation (2-D, per channel) with its backward for x, weight and bias.
 // Training mode normalises with the batch statistics, so the gradient of x flows through them;
 // eval mode normalises with the running statistics, constants for the gradient. The running

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // conv2d and conv2d_relu with their backward (dx by backward-data, dw and db by
 // backward-weights), all three through the conv2d variant table (engine/ops/conv.h).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dropout: a Bernoulli keep-mask scaled by 1/(1-p), drawn from a seeded Generator, through the
 // dropout table (engine/dispatch/dropout_problem.h): on the CPU by default the mt19937_64 mask
 // of cpu.mt19937, on a GPU the Philox mask of cuda.custom.dropout (Note [Dropout counter RNG]).

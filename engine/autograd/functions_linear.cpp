@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // matmul and linear with their backward GEMMs.
 //
 // Note [Linear layout]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // linear_cross_entropy: cross_entropy(linear(x, W, b), target) as one autograd node.
 //
 // Note [Linear cross-entropy]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // binary_cross_entropy_with_logits with its backward.
 //
 // Note [Stable BCE with logits]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pointwise differentiable functions and activations: forward via ops::unary/binary, backward
 // beside each. Broadcast inputs get their gradient summed back to their shape (ops::sum_to).
 #include "engine/autograd/autograd_meta.h"

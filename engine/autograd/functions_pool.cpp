@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pooling: max, average, adaptive average and global average 2-D pooling with their backward.
 // The backward of max pooling routes each output gradient to the position of its maximum as
 // recorded by the training forward (Note [Max-pool workspace]); the forward state is kept in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // embedding and lstm_layer with their backward passes.
 //
 // Note [LSTM ref variant]

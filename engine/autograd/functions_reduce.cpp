@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Differentiable reductions: sum, mean, max (and the non-differentiable argmax).
 #include "engine/autograd/autograd_meta.h"
 #include "engine/autograd/functions.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // softmax, log_softmax and the fused softmax cross-entropy, with their backward passes.
 #include "engine/autograd/autograd_meta.h"
 #include "engine/autograd/functions.h"

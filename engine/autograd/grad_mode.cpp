@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-thread grad mode (engine/autograd/grad_mode.h).
 #include "engine/autograd/grad_mode.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Grad mode: whether ops record autograd nodes (per thread). NoGradGuard turns recording off
 // for inference, optimizer updates and kernel benchmarks.

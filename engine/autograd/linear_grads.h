@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The parameter gradients of a linear map y = x W^T + b, shared by linear and
 // linear_cross_entropy: each returns the gradient, or applies the SGD step itself and returns

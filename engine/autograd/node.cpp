@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Autograd nodes (engine/autograd/node.h): iterative destruction and gradient accumulation.
 #include "engine/autograd/node.h"
 

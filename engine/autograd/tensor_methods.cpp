@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The differentiable Tensor member functions (views, conversions) and the autograd accessors
 // declared in engine/core/tensor.h.
 #include "engine/autograd/autograd_meta.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Memory: the allocator interface, per-device byte counters and the CPU caching allocator.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Threads and knobs (engine/core/config.h).
 #include "engine/core/config.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Every run-time knob of anvil, read in one place and printable into benchmark contexts.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU caching allocator: 64-byte aligned blocks, large ones cached for reuse
 // (Note [CPU block cache] in allocator.h), the largest on transparent huge pages
 // (Note [CPU huge pages] there).

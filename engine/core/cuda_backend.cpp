@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loads libanvil_cuda.so on first GPU use (Note [Lazy CUDA loading] in cuda_backend.h).
 #include "engine/core/cuda_backend.h"
 

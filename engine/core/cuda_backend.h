@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The seam between the engine and the optional CUDA backend library (libanvil_cuda.so).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Where a tensor's bytes live. CPU is always present; CUDA devices exist only after the CUDA
 // backend library has been loaded on first GPU use (see engine/core/cuda_backend.h).

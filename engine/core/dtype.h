@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Element types. float32 is the working type; float64 exists for gradient checks and the
 // reference kernels; int32/int64 hold labels and token ids.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // anvil::Error and the helpers that build its messages.
 // Every failure in the library is an exception whose message names the function and the

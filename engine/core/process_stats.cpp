@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // /proc/self/status and getrusage readers (process_stats.h).
 #include "engine/core/process_stats.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What the operating system says about this process: resident memory (current and peak) and CPU
 // time. Used by the benchmarks (peak memory of a step) and by `anvil train` (memory per epoch,

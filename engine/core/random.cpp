@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Random tensor factories (engine/core/random.h).
 #include "engine/core/random.h"
 

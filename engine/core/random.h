@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Seeded random numbers: a Generator (64-bit mt19937) and the random tensor factories.
 // Every random thing in anvil (initialisers, dropout masks, synthetic data) draws from a

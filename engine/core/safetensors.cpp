@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading and writing safetensors files (engine/core/safetensors.h): the header is JSON
 // (nlohmann-json, private to this file), the data are raw little-endian bytes; writes go through
 // a temporary file that is fsynced and renamed over the target (Note [Atomic save]).

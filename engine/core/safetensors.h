@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The safetensors file format (https://github.com/huggingface/safetensors), read and written by
 // anvil itself: an 8-byte little-endian u64 N, N bytes of UTF-8 JSON header

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Walks the elements of N-d strided operands in row-major order, in runs along the
 // innermost dimension, so that elementwise kernels (and copies) are one tight inner loop.

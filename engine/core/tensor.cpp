@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tensor storage, factories, metadata, copies and printing (engine/core/tensor.h).
 // The differentiable member functions are in engine/autograd/tensor_methods.cpp.
 #include "engine/core/tensor.h"

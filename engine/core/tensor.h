@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // anvil::Tensor: a refcounted handle to (storage, shape, strides, offset, dtype, device).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // engine/core/transpose.h: 16 x 16 tiles, each walked along src's rows, tile rows over the
 // OpenMP threads when there are at least 2^18 elements.
 //

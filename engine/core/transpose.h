@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Out-of-place 2-D transpose of dense rows: dst[j, i] = src[i, j] for i < rows, j < cols, with
 // row strides (leading dimensions) src_ld >= cols and dst_ld >= rows, in elements. Used by the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Raw views (engine/core/views.h): geometry only, storage shared, no autograd.
 #include "engine/core/views.h"
 

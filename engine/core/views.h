@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Raw views and copies: new TensorImpls over the same storage, never recorded by autograd.
 // The differentiable Tensor member functions (engine/autograd/) are built on these; kernels

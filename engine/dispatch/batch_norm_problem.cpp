@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batch-norm problem descriptor (engine/dispatch/batch_norm_problem.h).
 #include "engine/dispatch/batch_norm_problem.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The 2-D batch-normalisation problem descriptor and its variant table ("batch_norm2d").
 //

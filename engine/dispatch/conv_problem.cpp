@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Convolution problem descriptor (engine/dispatch/conv_problem.h).
 #include "engine/dispatch/conv_problem.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The 2-D convolution problem descriptor and its one variant table, "conv2d".
 //

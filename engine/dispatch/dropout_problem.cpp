@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dropout problem descriptor and table (engine/dispatch/dropout_problem.h).
 #include "engine/dispatch/dropout_problem.h"
 

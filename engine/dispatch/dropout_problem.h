@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The dropout problem descriptor and its variant table (engine/autograd/functions_dropout.cpp
 // dispatches through it).

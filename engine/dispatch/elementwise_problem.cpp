@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Elementwise problem descriptor (engine/dispatch/elementwise_problem.h).
 #include "engine/dispatch/elementwise_problem.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The elementwise problem descriptor and its variant table.
 // One table serves every pointwise op: the op code says what to compute; the operands arrive

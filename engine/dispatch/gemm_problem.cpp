@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GEMM problem descriptor (engine/dispatch/gemm_problem.h).
 #include "engine/dispatch/gemm_problem.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LSTM problem descriptor (engine/dispatch/lstm_problem.h).
 #include "engine/dispatch/lstm_problem.h"
 

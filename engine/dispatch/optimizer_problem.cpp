@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Optimizer problem descriptors and tables (engine/dispatch/optimizer_problem.h).
 #include "engine/dispatch/optimizer_problem.h"
 

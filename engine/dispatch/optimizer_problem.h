@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Problem descriptors and variant tables of the optimizer family: the SGD and Adam updates, the
 // global sum of squares of gradient-norm clipping and the scaling that clips. Each call covers a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pooling problem descriptor (engine/dispatch/pool_problem.h).
 //
 // Note [Pool output size]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The 2-D pooling problem descriptor and its three variant tables ("max_pool2d", "avg_pool2d",
 // "adaptive_avg_pool2d"; one per kind, so each can be forced and listed on its own).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reduction problem descriptor (engine/dispatch/reduce_problem.h).
 #include "engine/dispatch/reduce_problem.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The reduction problem descriptor and its variant table.
 // A reduction sees its (contiguous) input as x[outer, reduce, inner] and writes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Variant selection, forcing and the autotune switch (engine/dispatch/selection.h).
 #include "engine/dispatch/selection.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Variant selection as one pure function, and the policy knobs that feed it.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Softmax-family problem descriptor (engine/dispatch/softmax_problem.h).
 #include "engine/dispatch/softmax_problem.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The softmax-family problem descriptor and its variant table: row-wise (last dim) softmax and
 // log-softmax of x[rows, cols], their backward, and the fused softmax cross-entropy against

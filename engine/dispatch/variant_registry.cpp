@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The global index of variant tables (engine/dispatch/variant_table.h).
 #include <mutex>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // VariantTable<Problem, Args>: one op's ordered list of named kernel variants.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // nn::BatchNorm2d (engine/nn/batch_norm.h).
 #include "engine/nn/batch_norm.h"
 

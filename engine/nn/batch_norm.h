@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // nn::BatchNorm2d: per-channel batch normalisation of NCHW inputs (PyTorch semantics).
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // nn::Conv2d (engine/nn/conv.h).
 #include "engine/nn/conv.h"
 

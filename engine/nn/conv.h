@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // nn::Conv2d: a 2-D convolution layer (NCHW), optionally with a fused relu.
 #include <array>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parameter initialisers (engine/nn/init.h).
 #include "engine/nn/init.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Parameter initialisers, seeded through a Generator (default: anvil::default_generator()).
 // fan_in/fan_out follow PyTorch: for a [out, in, ...] weight, fan_in = in * receptive field.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Linear, activations, Dropout, Flatten, Sequential (engine/nn/layers.h).
 #include "engine/nn/layers.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The basic layers: Linear, activations, Dropout, Flatten and the Sequential container.
 #include <initializer_list>

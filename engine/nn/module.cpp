@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // nn::Module bookkeeping (engine/nn/module.h).
 #include "engine/nn/module.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // nn::Module: named parameters, child modules, train/eval mode, shape and FLOP description.
 // The API follows libtorch: `auto y = model->forward(x); loss.backward(); opt.step();`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pooling layers (engine/nn/pooling.h).
 #include "engine/nn/pooling.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Pooling layers (NCHW): MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, GlobalAvgPool2d.
 // Parameter-free; the geometry rules are PyTorch's (Note [Pool output size]).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Embedding, LSTM and LstmLanguageModel (engine/nn/recurrent.h).
 #include "engine/nn/recurrent.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Embedding, LSTM and the LSTM language model (embedding -> LSTM stack -> linear decoder at
 // every step) with truncated-BPTT state carrying.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tensor-level batch norm (engine/ops/batch_norm.h): checks, allocation, dispatch, running
 // statistics.
 #include "engine/ops/batch_norm.h"

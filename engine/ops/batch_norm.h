@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Tensor-level 2-D batch normalisation without autograd: checks, allocation, dispatch to the
 // batch_norm2d table, and the running-statistics update (PyTorch semantics). The differentiable

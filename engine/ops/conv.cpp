@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tensor-level conv2d (engine/ops/conv.h): checks, allocation, dispatch per pass.
 #include "engine/ops/conv.h"
 

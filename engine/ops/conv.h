@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Tensor-level 2-D convolution without autograd: argument checks with clear errors, output
 // allocation, and one run of the `conv2d` variant table per pass (engine/dispatch/conv_problem.h).

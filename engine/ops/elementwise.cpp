@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pointwise ops (engine/ops/elementwise.h): shape/dtype/device checks, then dispatch.
 #include "engine/ops/elementwise.h"
 

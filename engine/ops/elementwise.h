@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Tensor-level pointwise ops without autograd: allocate the output, broadcast, check dtypes
 // and devices, then run the selected `elementwise` variant. Differentiable versions are in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tensor-level GEMM (engine/ops/gemm.h): view mapping (Note [Views as transpose modes]),
 // checks, autotune trials, dispatch.
 #include "engine/ops/gemm.h"

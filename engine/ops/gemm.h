@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Tensor-level GEMM without autograd: maps 2-D (or 3-D batched) tensors and views onto a
 // GemmProblem and runs the selected `gemm` variant.

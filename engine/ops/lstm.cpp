@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tensor-level embedding and LSTM layer (engine/ops/lstm.h): checks, allocation, dispatch.
 #include "engine/ops/lstm.h"
 

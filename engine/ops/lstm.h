@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Tensor-level embedding and LSTM layer without autograd: input checks (errors name the
 // function and the values), output allocation, dispatch to a variant of the "lstm" table.

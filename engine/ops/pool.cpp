@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tensor-level pooling (engine/ops/pool.h): checks, allocation, dispatch; the max backward runs
 // the variant that made the forward's workspace (Note [Max-pool workspace]).
 #include "engine/ops/pool.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Tensor-level 2-D pooling without autograd: checks, output allocation, dispatch to the
 // max_pool2d / avg_pool2d / adaptive_avg_pool2d tables. Differentiable versions are in

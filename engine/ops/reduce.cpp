@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reductions (engine/ops/reduce.h): move the reduced dims together, then one call of the
 // `reduce` table (engine/dispatch/reduce_problem.h) over [outer, reduce, inner], on the
 // input's device.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Reductions without autograd (f32/f64, on the input's device: CPU or CUDA).
 #include <vector>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Softmax family (engine/ops/softmax.h): checks, dense buffers, then one call of the `softmax`
 // table (engine/dispatch/softmax_problem.h) on the input's device.
 #include "engine/ops/softmax.h"

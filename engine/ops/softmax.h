@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Softmax family without autograd (last dimension; f32/f64; on the input's device).
 #include "engine/core/tensor.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checkpoints (engine/optim/checkpoint.h): model tensors, optimizer state and the default
 // generator mapped onto one safetensors file.
 #include "engine/optim/checkpoint.h"

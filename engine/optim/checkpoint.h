@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Training checkpoints: a model's parameters and buffers, an optimizer's state and the default
 // random generator, in one safetensors file (engine/core/safetensors.h), written atomically.

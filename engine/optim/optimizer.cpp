@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SGD, Adam and gradient clipping (engine/optim/optimizer.h), dispatched through the optimizer
 // tables (engine/dispatch/optimizer_problem.h): cpu.omp by default on the CPU, the fused
 // multi-tensor CUDA kernels on a GPU.

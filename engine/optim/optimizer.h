@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Optimizers over a list of parameter tensors: SGD (momentum, dampening, weight decay,
 // Nesterov) and Adam; global-norm gradient clipping. Usage as in libtorch:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Trains a small fully connected network on synthetic data with anvil's libtorch-like API and
 // prints the loss going down. The data: 2048 points x ~ N(0, 1) in 32 dimensions, labelled by
 // the argmax of a fixed random linear "teacher" over 4 classes, so a small FCN can fit it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The conv2d default-selection heuristic (kernels/cpu/conv_heuristic.h).
 //
 // Note [conv2d heuristic]

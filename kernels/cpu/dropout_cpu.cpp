@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU variants of the dropout table (engine/dispatch/dropout_problem.h): y = x * mask with
 // mask = keep ? 1/(1-p) : 0, dense buffers of numel elements.
 //   cpu.mt19937  the CPU default: one Bernoulli draw per element from the Generator's mt19937_64

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The scalar function of every EwOp, shared by the elementwise kernels of all CPU variants
 // (kernels/cpu/ref/elementwise_ref.cpp, kernels/cpu/omp/elementwise_omp.cpp).

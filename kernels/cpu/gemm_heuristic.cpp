@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GEMM default-selection heuristic (kernels/cpu/gemm_heuristic.h): picks the CPU variant for a
 // problem from (M, N, K, transpose modes, batch, ldb) by the rules of Note [GEMM heuristic].
 // Each rule names a ranked list; the first variant that is registered and supports the problem

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The lstm default-selection heuristic (kernels/cpu/lstm_heuristic.h).
 //
 // Note [LSTM heuristic]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The default-selection heuristic of the lstm table: which CPU variant to prefer for a problem
 // when nothing is forced or autotuned (Note [Variant selection], step 3). Rules and the

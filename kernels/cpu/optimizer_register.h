@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Registration of the CPU variants of the optimizer tables (sgd_update, adam_update, grad_norm,
 // grad_scale; engine/dispatch/optimizer_problem.h) and of the dropout table

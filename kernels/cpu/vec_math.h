@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Vectorisable float math for the CPU kernels, written with GCC vector extensions (16 x f32, one
 // AVX-512 register) and plain arithmetic: no libm calls and no branches, so every clone of a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Strided copy with dtype conversion and strided fill of device memory (copy_kernels.h), for
 // Tensor::copy_ / Tensor::fill_ on a CUDA tensor; every dtype pair of f32/f64/i32/i64, up to
 // kMaxDims dims after coalescing, any strides including 0 (broadcast sources: the bias add of

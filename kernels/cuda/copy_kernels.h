@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Strided copy (with dtype conversion) and fill of device memory, for Tensor::copy_ and
 // Tensor::fill_ on CUDA tensors (CudaBackend::copy_on_device / fill_on_device). Enqueued on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-device cuBLAS handles bound to anvil's streams, and cuBLAS status conversion
 // (cublas_handle.h). No kernels here.
 #include "kernels/cuda/cublas_handle.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One cuBLAS handle per device, created on first use and bound to the device's anvil stream
 // (cuda_context.h), and ANVIL_CUBLAS_CHECK(call), which turns a cuBLAS status into an

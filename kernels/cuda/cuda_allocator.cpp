@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The caching CUDA device allocator (Note [CUDA block cache] in cuda_allocator.h): bins,
 // free-list reuse, per-device byte counters, and out-of-memory recovery.
 #include "kernels/cuda/cuda_allocator.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The caching device allocator of one CUDA device (one instance per device, owned by the
 // backend). See Note [CUDA block cache].

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // anvil::CudaBackend over the CUDA runtime API: device discovery, per-device stream and caching
 // allocator, copies between host and devices. The engine dlopen()s this library on first GPU
 // use and calls the exported anvil_cuda_backend() (Note [Lazy CUDA loading]).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ANVIL_CUDA_CHECK(call): turns a CUDA runtime status into an anvil::Error that carries the call
 // text and file:line (DESIGN.md, Errors). Only kernels/cuda/** includes this (and CUDA headers).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Per-device execution context shared by everything in libanvil_cuda: the one stream on which
 // all anvil work for a device runs (copies now, cuBLAS/cuDNN/custom kernels later). One stream

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // DeviceGuard: makes `device` the calling thread's current CUDA device for a scope and restores
 // the previous one afterwards, so that the backend's work on cuda:1 does not move a user's

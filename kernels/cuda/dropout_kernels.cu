@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dropout forward on the GPU (variant cuda.custom.dropout; launcher in dropout_kernels.h):
 // y[i] = x[i] * mask[i], mask[i] = keep ? scale : 0. One thread per group of four elements, a
 // grid-stride loop over groups: group g draws the four Philox words of counter (g, offset) and

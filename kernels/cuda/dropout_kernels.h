@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Launcher of the dropout kernel (dropout_kernels.cu), variant cuda.custom.dropout:
 // y = x * mask, mask = keep ? scale : 0, keep drawn from Philox4x32-10 (seed, offset) as in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `cuda.custom.elementwise`: every EwOp (unary, binary, scalar and backward forms) for f32/f64
 // and, where defined, i32/i64. One kernel template over the op code: a flat grid-stride loop
 // when all operands are dense, else the N-d strided loop over the coalesced geometry (broadcast

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Launcher of the `cuda.custom.elementwise` kernels (elementwise_kernels.cu): plain pointers
 // and strides, C++17-clean, so that the C++20 registration (pointwise_register.cpp) adapts the

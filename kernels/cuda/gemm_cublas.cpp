@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GEMM on the GPU, the CUDA variants of the gemm table (engine/dispatch/gemm_problem.h):
 //   cuda.cublas              cuBLAS {S,D}gemmStridedBatched, f32 and f64, full-precision FP32;
 //   cuda.cublas.tf32         cublasGemmStridedBatchedEx with CUBLAS_COMPUTE_32F_FAST_TF32 (f32

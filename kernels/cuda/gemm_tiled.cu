@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cuda.custom.gemm_tiled: a shared-memory tiled SGEMM, f32, row-major operands as in
 // engine/dispatch/gemm_problem.h, all four transpose modes (one instantiation each), alpha/beta
 // (beta_zero never reads C), strided batches, any M/N/K (bounds-checked tile loads and stores).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // cuda.custom.gemm_tiled: anvil's own shared-memory tiled SGEMM (gemm_tiled.cu), launched by
 // the variant in gemm_cublas.cpp. Plain parameters rather than GemmProblem, because the .cu

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pinned-buffer staging of host <-> device copies (Note [Pinned staging], host_staging.h).
 #include "kernels/cuda/host_staging.h"
 

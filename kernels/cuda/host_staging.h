@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // HostStaging: host <-> device copies of pageable host memory through a reusable pair of
 // pinned (page-locked) buffers per device, for CudaBackend::copy. See Note [Pinned staging].

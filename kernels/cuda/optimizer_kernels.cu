@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fused multi-tensor optimizer kernels (launchers in optimizer_kernels.h), behind the variants
 // cuda.custom.sgd, cuda.custom.adam, cuda.custom.grad_norm and cuda.custom.grad_scale.
 // A list of dense f32/f64 tensors is cut into chunks of kChunk elements; one grid walks all

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Launchers of the fused multi-tensor optimizer kernels (optimizer_kernels.cu): SGD and Adam
 // updates, the sum of squares of gradient-norm clipping and the in-place scaling that clips,

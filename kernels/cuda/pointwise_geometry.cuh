@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Shared device-side helpers of the custom pointwise kernels (copy_kernels.cu,
 // elementwise_kernels.cu, reduce_kernels.cu, softmax_kernels.cu): the coalesced N-d geometry of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Registration of the CUDA pointwise family: adapts the engine tables' Args to the C++17
 // launchers of the custom kernels, on the device's anvil stream under a DeviceGuard.
 //   elementwise: cuda.custom.elementwise (elementwise_kernels.cu)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An empty kernel launched once per device (cuda_context.h: launch_probe_kernel) to learn
 // whether the compiled architectures (CMAKE_CUDA_ARCHITECTURES) can run on that GPU.
 // Variants: none. Layout: none.

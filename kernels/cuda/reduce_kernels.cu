@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `cuda.custom.reduce`: sum (mean = sum with a scale) and max with int64 indices over a
 // contiguous x[outer, reduce, inner], f32/f64, sums accumulated in double.
 //   inner == 1 (row reduce): one warp per row for rows up to kWarpRowMax, else one block.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Launchers of the `cuda.custom.reduce` kernels (reduce_kernels.cu) over a contiguous
 // x[outer, reduce, inner] into out[outer, inner]; f32/f64. C++17-clean; enqueued on `stream`,

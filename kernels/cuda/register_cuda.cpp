@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // register_cuda_kernels(): the one place that knows every CUDA kernel family.
 #include "kernels/cuda/register_cuda.h"
 

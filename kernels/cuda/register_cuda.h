@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The CUDA variants of libanvil_cuda.so join the engine's variant tables here, once, when the
 // engine loads the backend (anvil_cuda_backend() in cuda_backend_impl.cpp). One function per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `cuda.custom.softmax`: row-wise softmax / log-softmax, their backward, and the fused softmax
 // cross-entropy forward (per-row loss and log-sum-exp) and backward, f32/f64, over dense
 // [rows, cols] buffers. One warp per row when cols <= kWarpRowMax, else one block per row

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Launchers of the `cuda.custom.softmax` kernels (softmax_kernels.cu): row-wise softmax /
 // log-softmax of dense x[rows, cols], their backward, and the fused softmax cross-entropy

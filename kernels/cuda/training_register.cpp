@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Registration of the CUDA training family: the fused multi-tensor optimizer updates
 // (cuda.custom.sgd, cuda.custom.adam), gradient-norm clipping (cuda.custom.grad_norm,
 // cuda.custom.grad_scale) and dropout (cuda.custom.dropout). Each adapter takes the table's

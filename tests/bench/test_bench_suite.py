@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The benchmark suites cover what is registered, and each family's smoke run gives valid JSON.
 
 Usage: test_bench_suite.py path/to/anvil_bench path/to/anvil   (a CTest entry, bench/CMakeLists.txt)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The `anvil` command line end to end (a CTest entry, tools/anvil/CMakeLists.txt):
 #  - models / info print what they promise;
 #  - `anvil train` for one short epoch on a Fashion-MNIST subset prints the metrics and writes a

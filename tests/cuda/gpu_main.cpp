@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // main() of the GPU test binaries: runs the Catch2 tests when a CUDA device is usable, and
 // otherwise prints "SKIPPED: <reason>" and exits with 77, which CTest maps to "Skipped"
 // (SKIP_RETURN_CODE, tests/cuda/CMakeLists.txt). Catch2 v2 has no SKIP macro, so skipping is

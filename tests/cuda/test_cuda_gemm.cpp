@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA GEMM variants (cuda.cublas, cuda.cublas.tf32, cuda.custom.gemm_tiled) against the
 // CPU `ref` on the same values: the four transpose modes, alpha/beta (beta = 0 with NaN in C),
 // batches (also a broadcast operand), odd sizes, padded leading dimensions (views with ld > cols,

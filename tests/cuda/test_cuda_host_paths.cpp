@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The host side of GPU runs: code that must never read a CUDA tensor's memory through a host
 // pointer. Ops with CPU kernels only refuse CUDA tensors by name (after the device allocations
 // that tests/test_device_refusals.cpp cannot make without a GPU); linear_cross_entropy composes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Note [Lazy CUDA loading] from the outside: CPU work never loads the CUDA backend or cudart,
 // and without a usable GPU every CUDA request fails with an anvil::Error that says why, after
 // which the engine keeps working on the CPU. Runs everywhere (no GPU needed).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The custom CUDA pointwise family against the CPU on the same inputs: strided copies and fills
 // (every dtype pair, transposed / sliced / broadcast sources, strided destinations), every
 // EwOp (dense, broadcast, transposed, sliced, odd sizes, integer dtypes), reductions over every

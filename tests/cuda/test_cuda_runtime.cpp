@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA backend on a real device: device queries, copies through Tensor::to/copy_, the
 // caching allocator's reuse and counters, and out-of-memory recovery. Runs only with a GPU
 // (gpu_main.cpp reports the binary skipped otherwise).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `anvil train --device cuda` (tools/anvil/trainer.h) against the same run on the CPU, on a small
 // synthetic dataset in MNIST's IDX format written here (the GPU machine need not have the Debian
 // Fashion-MNIST package): the same seed gives the same initial weights and data order on both

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Training on the GPU against the CPU: every CUDA variant of the optimizer and dropout tables
 // against the CPU `ref` on the same inputs, the optimizer classes and clip_grad_norm_ on CUDA
 // parameters, and a few training steps of fcn5 and mlp_mnist on cuda:0 against the same steps

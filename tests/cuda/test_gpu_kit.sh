@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # scripts/gpu_kit.sh packs this build and runs it from the kit alone (CTest: gpu_kit, registered
 # when the CUDA backend and anvil_bench are built):
 #   test_gpu_kit.sh SOURCE_DIR BUILD_DIR

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the CIFAR-10 batch parser (data/cifar.h): parse_cifar10 on the input
 // bytes (size and label checks, then the NCHW tensor fill). anvil::Error is the expected way to
 // reject an input; any other exception, a crash or a sanitizer report is a finding. Built and

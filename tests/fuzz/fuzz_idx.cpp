@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the IDX reader (data/idx.h): every input is decoded as a raw file and as a
 // ".gz" file (decode_idx: gzip magic check, bounded gunzip, header and payload checks); what
 // parses as a 3-D or 1-D array also goes through mnist_from_idx with a matching partner array,

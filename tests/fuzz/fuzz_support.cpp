@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Link support for the fuzz targets, which are built from the data readers and engine/core
 // only (scripts/fuzz.sh), not from the whole of libanvil. Two symbols that engine/core refers
 // to live elsewhere: Tensor::requires_grad (engine/autograd; only Tensor::str uses it) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dataset locations for the tests (tests/helpers/datasets.h).
 #include "helpers/datasets.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Where the tests find real datasets. A missing file FAILS the test (REQUIRE), saying where it
 // looked: a dataset test never skips silently.

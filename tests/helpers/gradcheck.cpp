@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The float64 central-difference gradient check (tests/helpers/gradcheck.h,
 // Note [Gradient check]).
 #include "helpers/gradcheck.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The float64 central-difference gradient check, written once and used for every differentiable
 // op (DESIGN.md, Tests).

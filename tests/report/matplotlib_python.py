@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared by the report tests: run under a python3 that has matplotlib.
 
 report.py draws its plots with matplotlib (Debian's python3-matplotlib). As scripts/bench.sh

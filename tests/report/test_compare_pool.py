@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """compare_report.py pool: pooled ratios, counts, intervals and verdicts of several compare runs.
 
     test_compare_pool.py COMPARE_REPORT_PY        (CTest: compare_report_pool, tests/CMakeLists.txt)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The report's "GPU GEMM beside torch.mm" table holds the numbers of the rows it was given.
 
     test_gpu_gemm_peers.py REPORT_PY        (CTest: report_gpu_gemm_peers, tests/CMakeLists.txt)

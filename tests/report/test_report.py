@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The benchmark report renders from a committed JSON fixture, and its tables hold the fixture's numbers.
 
     test_report.py REPORT_PY FIXTURE_DIR        (CTest: report_from_fixture, tests/CMakeLists.txt)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `anvil`: the command-line tool. Subcommands:
 //   anvil models [NAME]   the model zoo (parameters, FLOPs per sample) or one model's layer table
 //   anvil train ...       train a model on real data and report the papers' metrics (trainer.h)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Progress bar / plain progress lines (progress.h).
 #include "tools/anvil/progress.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Progress of a training epoch: a redrawn bar on a terminal, or a plain line every 10 % when the
 // output is a file or a pipe (logs stay readable).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Finding, reading and shaping the dataset of an `anvil train` run (task_data.h).
 #include "tools/anvil/task_data.h"
 

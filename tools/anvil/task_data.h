@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The data of one `anvil train` run: a dataset found by name or path, read by the data/ readers,
 // checked against the model and split into train / validation / test in the form the model's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `anvil train` loop (trainer.h): classification on image/sequence datasets through the
 // DataLoader, language models on PTB token streams with carried state (truncated BPTT).
 #include "tools/anvil/trainer.h"

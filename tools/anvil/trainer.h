@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The training loop of `anvil train`: a registered model on real data, with the metrics the
 // papers reported (Al-Bdour, Kabakus; ../shared/spec/experiments.md): training time, time to a

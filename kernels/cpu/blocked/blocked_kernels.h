@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Internal interface between the generic cpu.blocked driver (gemm_blocked.cpp, baseline x86-64)
 // and its ISA-specific translation units (gemm_blocked_avx512.cpp, gemm_blocked_avx2.cpp).

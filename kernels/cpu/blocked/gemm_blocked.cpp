@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GEMM `cpu.blocked`: our own f32 GEMM, GotoBLAS/BLIS style. Row-major C[M,N] =
 // alpha*op(A)*op(B) + beta*C in all four transpose modes, any lda/ldb/ldc, batched.
 // This file is the ISA-neutral driver (blocking loops, OpenMP, buffers, registration); the packing

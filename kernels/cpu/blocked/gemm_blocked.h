@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Registration of the `cpu.blocked` GEMM variant (our own packed, register-blocked f32 GEMM with
 // AVX-512 or AVX2+FMA micro-kernels chosen at run time), plus hooks for tests and benchmarks.

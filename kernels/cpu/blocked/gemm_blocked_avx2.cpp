@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GEMM `cpu.blocked`, AVX2+FMA part (CPUs without AVX-512): the 6x16 f32 micro-kernel, the
 // macro-kernel over one packed A block x one packed B block, and plain packing loops.
 // Compiled with -mavx2 -mfma: see Note [ISA translation units] (blocked_kernels.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GEMM `cpu.blocked`, AVX-512 part: the 14x32 f32 micro-kernel and its edge tiles, the
 // macro-kernel over one packed A block x one B block (packed by the first row of tiles, or by
 // 16x16 register transposes when B is transposed), and A packing. Row-major C; packed layouts in

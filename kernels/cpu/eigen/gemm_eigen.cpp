@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GEMM `cpu.eigen`: registration, CPU check, batching and Eigen's thread knob. f32, all four
 // transpose modes, alpha/beta, batched by a loop over matrices; row-major operands as in
 // engine/dispatch/gemm_problem.h. The arithmetic is in gemm_eigen_avx512.cpp, which is compiled

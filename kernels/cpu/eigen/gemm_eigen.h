@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Registration of the `cpu.eigen` GEMM variant (Eigen 3.4, AVX-512 code path).
 namespace anvil::kernels {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GEMM `cpu.eigen` kernel body: Eigen 3.4 matrix product over row-major Maps, f32, one matrix.
 // Compiled with -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma (CMakeLists.txt); see
 // Note [Eigen AVX-512 translation unit] before adding anything here.

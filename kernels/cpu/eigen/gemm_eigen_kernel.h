@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Internal boundary between the generic `cpu.eigen` TU (gemm_eigen.cpp) and the TU compiled
 // with AVX-512 flags (gemm_eigen_avx512.cpp). Raw pointers and integers only: no Eigen, no anvil

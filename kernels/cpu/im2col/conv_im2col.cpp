@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // conv2d `cpu.im2col`: all three passes as GEMMs over an im2col matrix, f32 and f64, every
 // stride/padding/dilation/groups, bias and fused relu. The GEMMs go through gemm_table(), so
 // whichever GEMM variant the gemm table selects (its heuristic, forcing, autotune) runs below.

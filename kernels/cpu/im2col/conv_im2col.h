@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Registration of the conv2d `cpu.im2col` variant (own im2col/col2im + the gemm table).
 namespace anvil::kernels {

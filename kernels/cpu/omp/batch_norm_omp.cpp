@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batch-norm `cpu.omp`: training/inference forward and backward, f32 and f64, OpenMP-parallel.
 // Layout: dense NCHW; per-channel vectors [C] (engine/dispatch/batch_norm_problem.h).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Elementwise `cpu.omp`: OpenMP-parallel loops; a flat vectorisable loop when every operand is
 // dense, otherwise parallel over the outer runs of the coalesced strided layout
 // (Note [Dimension coalescing]).

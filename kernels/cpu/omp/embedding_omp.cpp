@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Embedding forward (row gather) and backward (scatter-add into the used rows), OpenMP.
 // Layout: weight [V, D] row-major, ids [N], rows of out/dy [N, D] in ids order.
 #include "kernels/cpu/omp/embedding_omp.h"

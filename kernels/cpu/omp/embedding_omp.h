@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Embedding gather and scatter-add (kernels/cpu/omp/embedding_omp.cpp), direct entry points on
 // dense row-major buffers: weight/grad [V, D], ids [N] (int32 or int64, already range-checked

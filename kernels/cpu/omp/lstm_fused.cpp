@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One LSTM layer, forward and backward, as GEMMs from the `gemm` table plus one fused OpenMP
 // pass per time step (variant `cpu.fused`, f32 and f64). Layout (engine/dispatch/lstm_problem.h):
 // x [T, B, I], y [T, B, H], gate blocks (i, f, g, o) of 4H columns; all dense row-major.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Registration entry points and direct entry points of the OpenMP CPU kernels.
 // The direct kernels take dense row-major buffers; engine/ops/ arranges that.

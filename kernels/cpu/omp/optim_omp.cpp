@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fused optimizer updates (SGD, Adam) and the squared norm used by gradient clipping:
 // one parallel pass per parameter tensor, f32/f64.
 #include <omp.h>

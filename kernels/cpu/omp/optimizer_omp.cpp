@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cpu.omp variants of the optimizer tables: the fused OpenMP kernels of optim_omp.cpp
 // (sgd_update, adam_update, sum_squares), one parallel pass per tensor of the list, exactly what
 // optim::SGD/Adam and clip_grad_norm_ ran before the tables existed (same order, same sums).

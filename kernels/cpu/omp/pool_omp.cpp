@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pooling `cpu.omp`: max / average / adaptive-average 2-D pooling, forward and backward, f32 and
 // f64, OpenMP-parallel over the N*C planes (each thread owns whole planes: no write conflicts).
 // Layout: dense NCHW. Max workspace: int32 ih*W + iw per output, as `ref` (Note [Max-pool

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reductions over the middle axis of x viewed as [outer, reduce, inner] (sum, mean via scale,
 // max with indices), f32/f64. OpenMP over outer*inner; a reduction over the last axis
 // (inner == 1) accumulates each row in double.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Row-wise softmax / log-softmax and fused softmax cross-entropy, forward and backward,
 // f32/f64, rows in parallel. Max-subtracted for stability; row sums in double (f32 rows: each
 // chunk's sum in float lanes first).

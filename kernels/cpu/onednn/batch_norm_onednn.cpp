@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batch-norm `cpu.onednn`: oneDNN 2.6 batch_normalization forward (training: batch statistics
 // out; inference: use_global_stats) and backward (prop_kind::backward: dx, dscale, dshift; with
 // use_global_stats for eval-mode gradients), flags use_scale | use_shift, f32, plain NCHW

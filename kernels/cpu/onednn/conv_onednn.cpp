@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // conv2d on oneDNN 2.6 convolution primitives, f32, all three passes (forward with bias and a
 // fused relu post-op, backward data, backward weights + bias):
 //   cpu.onednn           algorithm::convolution_direct, format_tag::any (oneDNN's blocked

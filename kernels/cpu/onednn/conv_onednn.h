@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Registration of the oneDNN 2.6 conv2d variants `cpu.onednn` (direct, oneDNN's blocked layout
 // with cached reorders), `cpu.onednn.nchw` (direct on plain NCHW/OIHW descs, no reorders) and

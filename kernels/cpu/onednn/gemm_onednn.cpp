@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GEMM on oneDNN 2.6, f32, all four transpose modes, alpha/beta, batched:
 //   cpu.onednn         dnnl_sgemm (row-major BLAS-style call), batched by a loop;
 //   cpu.onednn.matmul  the dnnl::matmul primitive; strided memory descriptors express the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Registration of the oneDNN 2.6 GEMM variants `cpu.onednn` (dnnl_sgemm) and
 // `cpu.onednn.matmul` (the dnnl::matmul primitive).

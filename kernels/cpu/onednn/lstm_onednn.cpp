@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One LSTM layer on oneDNN 2.6 (`cpu.onednn`, f32): dnnl::lstm_forward (inference/training)
 // and dnnl::lstm_backward. Gate order i, f, c~, o is PyTorch's. Our weights [4H, I] and
 // [4H, H] are oneDNN's `ldgoi` (dims l, d, i, g, o with i innermost), reordered into whatever

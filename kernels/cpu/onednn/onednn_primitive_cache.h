@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Small shared pieces of the oneDNN pooling and batch-norm variants: the CPU engine and stream,
 // a per-thread user scratchpad, and a bounded primitive cache keyed by problem + thread count.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pooling `cpu.onednn`: oneDNN 2.6 pooling_forward / pooling_backward, f32, plain NCHW memory
 // (no reorders: the primitives take our buffers as they are), primitives cached per problem and
 // thread count (onednn_primitive_cache.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The FMA throughput loop for AVX2+FMA (-mavx2 -mfma): 12 independent 8-float chains.
 #include <immintrin.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The FMA throughput loop for AVX-512, compiled with -mavx512f -mfma (bench/CMakeLists.txt):
 // 12 independent accumulator chains (FMA latency 4 x 2 pipes needs at least 8), 8 iterations
 // unrolled; only this translation unit contains AVX-512 code.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The machine-peak measurements (machine_peak.h).
 #include "kernels/cpu/peak/machine_peak.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The machine's own ceilings, measured in-process so that "% of peak" is against this machine,
 // not a datasheet: FP32 FMA throughput and STREAM-triad memory bandwidth. Used by anvil_bench

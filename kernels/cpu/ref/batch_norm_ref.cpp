@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batch-norm `ref`: per-channel statistics, normalisation and its gradient, written as the
 // formulas read, accumulating in double, serial; f32 and f64.
 // Layout: dense NCHW; per-channel vectors [C] (engine/dispatch/batch_norm_problem.h).

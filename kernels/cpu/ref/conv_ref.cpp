@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // conv2d `ref`: the obviously correct direct loops for all three passes, f32 and f64, every
 // stride/padding/dilation/groups, bias and fused relu. Each output element is one gather-sum
 // accumulated in double (no scatter, no races), so it serves as the reference for every other

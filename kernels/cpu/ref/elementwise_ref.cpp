@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Elementwise `ref`: one serial loop over the N-d index space, any strides, all dtypes.
 #include "engine/core/strided_loop.h"
 #include "kernels/cpu/elementwise_functors.h"

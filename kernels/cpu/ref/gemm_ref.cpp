@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GEMM `ref`: the obviously correct triple loop, f32 and f64, all four transpose modes,
 // batched. Accumulates in double so it can serve as the reference for every other variant.
 // Row-major operands as described in engine/dispatch/gemm_problem.h.

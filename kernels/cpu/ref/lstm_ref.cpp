@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `ref` entry of the "lstm" table (Note [LSTM ref variant] in
 // engine/autograd/functions_recurrent.cpp): the autograd layer runs ref as a composition of
 // linear/sigmoid/tanh/mul/add per time step and lets autograd derive the backward, so this

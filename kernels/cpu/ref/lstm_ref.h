@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Registration of the `ref` entry of the "lstm" table. Its computation is a composition of
 // differentiable ops that lives in engine/autograd/functions_recurrent.cpp (Note [LSTM ref

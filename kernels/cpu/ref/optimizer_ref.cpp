@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `ref` variants of the optimizer tables: serial loops over each tensor of the list, in the
 // parameter's type, written for clarity; the CPU and CUDA variants are tested against them.
 // Layout: every buffer dense, OptimTensor::numel elements (engine/dispatch/optimizer_problem.h).

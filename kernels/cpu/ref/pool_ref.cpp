@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pooling `ref`: max, average and adaptive-average 2-D pooling, forward and backward, written as
 // the definitions read (one window at a time, serial), f32 and f64.
 // Layout: dense NCHW (engine/dispatch/pool_problem.h). Max workspace: int32 [N,C,OH,OW] holding

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reduce `ref`: serial loops over x[outer, reduce, inner] (engine/dispatch/reduce_problem.h),
 // f32/f64; sums accumulate in double, max keeps the first maximum and the first NaN.
 #include <cmath>

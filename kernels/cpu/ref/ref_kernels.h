@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Registration entry points of the reference (`ref`) kernels.
 namespace anvil::kernels {

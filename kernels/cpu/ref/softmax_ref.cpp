@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Softmax-family `ref`: serial, three plain passes per row in double (max, sum of exp, write),
 // for softmax / log-softmax, their backward and the fused cross-entropy
 // (engine/dispatch/softmax_problem.h); f32/f64 values, i32/i64 class ids.
