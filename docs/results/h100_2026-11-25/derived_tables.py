@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# Prints the tables docs/findings.md derives from the raw files of this folder (the H100 run of
+# 2026-11-25): CPU thread scaling on the 16-core Xeon (anvil and PyTorch, speed-ups over 1
+# thread), GPU against the best CPU result, and the cuBLAS transpose penalty with its remedies.
+# Reads only the files beside it; `python3 docs/results/h100_2026-11-25/derived_tables.py`.
+import json
+import pathlib
+import re
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def bench_records(name):
+    return json.loads((HERE / name).read_text())["benchmarks"]
+
+
+def jsonl(name):
+    return [json.loads(line) for line in (HERE / name).read_text().splitlines() if line.strip()]
+
+
+def anvil_cpu_steps():
+    """(model, phase, batch, threads) -> median step in s (step_median_s) of the anvil CPU run."""
+    out = {}
+    for r in bench_records("anvil_cpu_scale_xeon16.json"):
+        m = re.match(r"model/(\w+)/(train|inference)_step/batch:(\d+)/threads:(\d+)/", r["name"])
+        if m:
+            out[(m[1], m[2], int(m[3]), int(m[4]))] = r["step_median_s"]
+    return out
+
+
+def torch_cpu_steps():
+    out = {}
+    for r in jsonl("torch_cpu_scale_xeon16.jsonl"):
+        phase = "train" if r["mode"] == "train" else "inference"
+        out[(r["net"], phase, r["batch"], r["threads"])] = r["median_s"]
+    return out
+
+
+def anvil_gpu_steps():
+    """(model, phase, batch) -> mean step in s over the CUDA-event spans (no median is recorded)."""
+    out = {}
+    for r in bench_records("anvil_gpu_models.json"):
+        m = re.match(r"model/(\w+)/(train|inference)_step/batch:(\d+)/device:cuda", r["name"])
+        if m:
+            assert r["time_unit"] == "ms"
+            out[(m[1], m[2], int(m[3]))] = r["real_time"] / 1e3
+    return out
+
+
+def torch_gpu_steps(name, h2d=None):
+    out = {}
+    for r in jsonl(name):
+        if h2d is not None and r.get("h2d") != h2d:
+            continue
+        phase = "train" if r["mode"] == "train" else "inference"
+        out[(r["net"], phase, r["batch"])] = r["median_s"]
+    return out
+
+
+def thread_scaling():
+    a, t = anvil_cpu_steps(), torch_cpu_steps()
+    print("## CPU thread scaling, 16-core Xeon: s/step (median) and speed-up over 1 thread")
+    print("| model | phase | engine | 1 | 2 | 4 | 8 | 16 | 16 vs 1 | 16 vs 8 |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for key in sorted({k[:3] for k in a}):
+        for engine, steps in (("anvil", a), ("PyTorch", t)):
+            s = [steps.get(key + (n,)) for n in (1, 2, 4, 8, 16)]
+            if None in s:
+                continue
+            cells = " | ".join(f"{x:.3f}" for x in s)
+            print(f"| {key[0]} b{key[2]} | {key[1]} | {engine} | {cells} | "
+                  f"{s[0] / s[4]:.1f}x | {s[3] / s[4]:.2f}x |")
+
+
+def gpu_vs_cpu():
+    a, t = anvil_cpu_steps(), torch_cpu_steps()
+    best_cpu = {}
+    for steps, engine in ((a, "anvil"), (t, "PyTorch")):
+        for (model, phase, batch, threads), s in steps.items():
+            k = (model, phase, batch)
+            if k not in best_cpu or s < best_cpu[k][0]:
+                best_cpu[k] = (s, f"{engine} {threads} thr")
+    gpu = {"anvil (pageable copy)": anvil_gpu_steps(),
+           "PyTorch pageable": torch_gpu_steps("torch_gpu_h2d.jsonl", "pageable"),
+           "PyTorch resident": torch_gpu_steps("torch_gpu_fp32.jsonl")}
+    print("\n## GPU (H100, FP32) against the best CPU result (16-core Xeon), same model and batch")
+    print("| model | phase | batch | best CPU s/step | GPU | GPU s/step | CPU / GPU |")
+    print("|---|---|---:|---:|---|---:|---:|")
+    for k in sorted(best_cpu):
+        for name, steps in gpu.items():
+            if k in steps:
+                cpu_s, who = best_cpu[k]
+                print(f"| {k[0]} | {k[1]} | {k[2]} | {cpu_s:.4f} ({who}) | {name} | "
+                      f"{steps[k] * 1e3:.2f} ms | {cpu_s / steps[k]:.1f}x |")
+    # Throughput: the CPU ran FCN-5 at batch 64 only; the GPU's largest batch is its best rate.
+    cpu_s, who = best_cpu[("fcn5", "train", 64)]
+    print("\nFCN-5 training throughput, samples/s: best CPU (batch 64, "
+          f"{who}) {64 / cpu_s:.0f}")
+    for name, steps in gpu.items():
+        s = steps[("fcn5", "train", 1024)]
+        print(f"  {name}, batch 1024: {1024 / s:.0f} ({1024 / s / (64 / cpu_s):.1f}x the CPU)")
+
+
+def transpose_penalty():
+    times = {}
+    for r in bench_records("anvil_gpu_gemm.json"):
+        if "dlbench_1024x2048x26752" in r["name"] and r.get("run_type") == "iteration":
+            times[r["name"].split("/device:")[0]] = r["real_time"]
+    print("\n## cuBLAS transpose penalty and remedies on the H100, DLBench shape (ms per GEMM)")
+    print("| variant | NN | NT | TN | TT | NT/NN | T->NN vs NT | T->NN vs TN | T->NN vs TT |"
+          " fold/grad |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    shape = "dlbench_1024x2048x26752"
+    for v in ("cuda.cublas", "cuda.cublas.tf32", "cuda.custom.gemm_tiled"):
+        d = {m: times[f"gemm/{v}/{m}/{shape}"] for m in ("NN", "NT", "TN", "TT")}
+        rem = {m: times[f"gemm_remedy/{v}/transpose_then_NN/{m}/{shape}"] for m in ("NT", "TN", "TT")}
+        fold = times[f"gemm_remedy/{v}/fold_sgd/{shape}"]
+        grad = times[f"gemm_remedy/{v}/grad_then_update/{shape}"]
+        print(f"| {v} | " + " | ".join(f"{d[m]:.3f}" for m in ("NN", "NT", "TN", "TT")) +
+              f" | {d['NT'] / d['NN']:.2f} | " +
+              " | ".join(f"{rem[m] / d[m]:.2f}" for m in ("NT", "TN", "TT")) +
+              f" | {fold / grad:.2f} |")
+    print("(PyTorch torch.mm on the same GPU and shape, ms: " + ", ".join(
+        f"{r['precision']} {r['mode']} {r['seconds'] * 1e3:.3f}"
+        for r in jsonl("peer_pytorch_cuda_gemm.jsonl")
+        if r["shape"] == shape) + ")")
+
+
+if __name__ == "__main__":
+    thread_scaling()
+    gpu_vs_cpu()
+    transpose_penalty()
