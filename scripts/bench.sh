@@ -5,7 +5,7 @@
 #                         [--variant op=name] [--reps N] [--kernels] [--no-install] [--with-pytorch]
 #                         [--batches 16,32,64] [--batch-sweep] [--phases] [--full]
 #                         [--peers auto|none|pytorch,tensorflow] [--devices auto|cpu|cuda|cpu,cuda]
-#                         [--no-build]
+#                         [--no-build] [--dry-run]
 # Defaults: GEMM variants x NN/NT/TN/TT on the DLBench shape and FCN-5's M = 64 GEMMs, and the
 # training and inference step of DLBench's six networks (fcn5, fcn8, alexnet, resnet50, lstm32,
 # lstm64) at the paper's CPU batch, threads 1..hardware, then the same steps in PyTorch and
@@ -33,6 +33,7 @@
 # only (the CUDA backend is never loaded); cuda = only the GPU benchmarks.
 # --no-build: use the anvil_bench already in $ANVIL_BUILD_DIR (default build/) without running
 # CMake: a machine that only runs a build made elsewhere (scripts/gpu_kit.sh).
+# --dry-run: parse and check the options, print the plan (output folder, models, threads, ...), exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -53,6 +54,7 @@ with_pytorch=0
 peers=auto
 devices=auto
 build_it=1
+dry_run=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
@@ -72,6 +74,7 @@ while [ $# -gt 0 ]; do
     --no-peers) peers=none; shift ;;
     --devices) devices="$2"; shift 2 ;;
     --no-build) build_it=0; shift ;;
+    --dry-run) dry_run=1; shift ;;
     -h|--help) sed -n '3,36p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -82,6 +85,18 @@ if [ "$full" = 1 ]; then
   [ "$models_given" = 1 ] || models="fcn5,fcn8,alexnet,resnet50,vgg16,lstm32,lstm64"
   batch_sweep=on
   phases=on
+fi
+
+if [ "$dry_run" = 1 ]; then  # the options as parsed; nothing is installed, built or run
+  case "$devices" in auto|cpu|cuda|cpu,cuda|cuda,cpu) ;;
+    *) echo "bench.sh: --devices: auto, cpu, cuda or cpu,cuda, not '$devices'" >&2; exit 2 ;; esac
+  [[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --reps: a positive integer, not '$reps'" >&2; exit 2; }
+  echo "bench.sh plan (--dry-run):"
+  echo "  out=$out models=$models threads=${threads:-1,2,4,..,$(nproc)} devices=$devices peers=$peers"
+  echo "  filter=${filter:-<default sweep>} variant=${variant:-<default>} reps=$reps kernels=$kernels"
+  echo "  batches=${batches:-<paper CPU batch>} batch_sweep=$batch_sweep phases=$phases gemm_shapes=$gemm_shapes"
+  echo "  install=$install build=$build_it with_pytorch=$with_pytorch full=$full"
+  exit 0
 fi
 
 mkdir -p "$out"

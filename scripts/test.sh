@@ -7,10 +7,24 @@
 #   ANVIL_CI_FUZZ=0       skip the bounded libFuzzer run of the dataset readers (scripts/fuzz.sh)
 #   ANVIL_JOBS=N          parallel build/test jobs (default: nproc)
 #   ANVIL_TEST_BUILD_DIR  build directory (default: build)
+#   --dry-run             print the stages these settings run, and exit
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${ANVIL_JOBS:-$(nproc)}
 build=${ANVIL_TEST_BUILD_DIR:-build}
+dry_run=0
+for arg in "$@"; do
+  case "$arg" in
+    --dry-run) dry_run=1 ;;
+    -h|--help) sed -n '3,10p' "$0"; exit 0 ;;
+    *) echo "test.sh: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
+if [ "$dry_run" = 1 ]; then
+  echo "test.sh plan (--dry-run): install_deps, configure $build/, build (-j $jobs), ctest," \
+    "$([[ "${ANVIL_CI_FUZZ:-1}" != 0 ]] && echo "fuzz, ")check_install$([[ "${ANVIL_CI_SANITIZE:-1}" != 0 ]] && echo ", sanitize")"
+  exit 0
+fi
 
 stage_start=0
 stage() { stage_name=$1; stage_start=$SECONDS; echo "=== $stage_name"; }
