@@ -11,9 +11,15 @@
 #                                               paths, which is how they include each other
 #                                               ("engine/core/tensor.h") given include/anvil
 #   lib/cmake/anvil/anvilConfig.cmake (+ Version, Targets)
+#   share/doc/anvil/LICENSE                     the Apache License 2.0; anvilConfig.cmake sets
+#                                               anvil_LICENSE (SPDX id) and anvil_LICENSE_FILE
 include(CMakePackageConfigHelpers)
 
 set(ANVIL_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/anvil)
+# The license, as an SPDX identifier for the package configuration and as the file itself.
+set(ANVIL_LICENSE "Apache-2.0")
+set(ANVIL_INSTALL_LICENSE_FILE ${CMAKE_INSTALL_DOCDIR}/LICENSE)
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 install(TARGETS anvil EXPORT anvilTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -78,7 +84,8 @@ endif()
 configure_package_config_file(
   ${PROJECT_SOURCE_DIR}/cmake/anvilConfig.cmake.in
   ${PROJECT_BINARY_DIR}/anvilConfig.cmake
-  INSTALL_DESTINATION ${ANVIL_INSTALL_CMAKEDIR})
+  INSTALL_DESTINATION ${ANVIL_INSTALL_CMAKEDIR}
+  PATH_VARS ANVIL_INSTALL_LICENSE_FILE)
 # 0.x: minor versions may break the API.
 write_basic_package_version_file(
   ${PROJECT_BINARY_DIR}/anvilConfigVersion.cmake

@@ -38,6 +38,11 @@ for f in include/anvil/anvil.h include/anvil/engine/core/tensor.h; do
 done
 [[ -f "$(find "$prefix" -name anvilConfig.cmake -print -quit)" ]] ||
   { echo "check_install: anvilConfig.cmake was not installed" >&2; exit 1; }
+# The license travels with the package: the text, and its SPDX id in the package configuration.
+cmp -s LICENSE "$prefix/share/doc/anvil/LICENSE" ||
+  { echo "check_install: share/doc/anvil/LICENSE was not installed" >&2; exit 1; }
+grep -q 'set(anvil_LICENSE "Apache-2.0")' "$(find "$prefix" -name anvilConfig.cmake -print -quit)" ||
+  { echo "check_install: anvilConfig.cmake does not set anvil_LICENSE" >&2; exit 1; }
 # The CUDA backend, when built, must sit beside libanvil and resolve all its libraries.
 if [[ -f "$libdir/libanvil_cuda.so" ]]; then
   if ldd "$libdir/libanvil_cuda.so" | grep -q 'not found'; then
