@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Prints the tables docs/findings.md derives from the raw files of this folder (the H100 run of
 # 2026-11-25): CPU thread scaling on the 16-core Xeon (anvil and PyTorch, speed-ups over 1
-# thread), GPU against the best CPU result, and the cuBLAS transpose penalty with its remedies.
+# thread), GPU against the best CPU result, anvil's GPU steps over PyTorch's, and the cuBLAS
+# transpose penalty with its remedies.
 # Reads only the files beside it; `python3 docs/results/h100_2026-11-25/derived_tables.py`.
 import json
 import pathlib
@@ -102,6 +103,20 @@ def gpu_vs_cpu():
         print(f"  {name}, batch 1024: {1024 / s:.0f} ({1024 / s / (64 / cpu_s):.1f}x the CPU)")
 
 
+def gpu_vs_pytorch():
+    a = anvil_gpu_steps()
+    peers = [("pageable", torch_gpu_steps("torch_gpu_h2d.jsonl", "pageable")),
+             ("pinned", torch_gpu_steps("torch_gpu_h2d.jsonl", "pinned")),
+             ("resident", torch_gpu_steps("torch_gpu_fp32.jsonl"))]
+    print("\n## anvil's GPU step over PyTorch's (H100, FP32; < 1: anvil faster). anvil copies the"
+          " batch from pageable memory; PyTorch: pageable (the same step), pinned, resident")
+    print("| model | phase | batch | anvil ms | / pageable | / pinned | / resident |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for k in sorted(a):
+        print(f"| {k[0]} | {k[1]} | {k[2]} | {a[k] * 1e3:.2f} | " +
+              " | ".join(f"{a[k] / p[k]:.2f}" for _, p in peers) + " |")
+
+
 def transpose_penalty():
     times = {}
     for r in bench_records("anvil_gpu_gemm.json"):
@@ -130,4 +145,5 @@ def transpose_penalty():
 if __name__ == "__main__":
     thread_scaling()
     gpu_vs_cpu()
+    gpu_vs_pytorch()
     transpose_penalty()
