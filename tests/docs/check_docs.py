@@ -167,8 +167,10 @@ class Checker:
     # ---------------------------------------------------------------- notes
     def check_notes(self):
         defined, cited = set(), []
+        # This file is left out: its messages hold Note [..] templates, not citations.
         files = [f for f in self.tracked_files()
-                 if f.suffix in CODE_EXT + (".md",) or f.name == "CMakeLists.txt"]
+                 if (f.suffix in CODE_EXT + (".md",) or f.name == "CMakeLists.txt")
+                 and f.resolve() != pathlib.Path(__file__).resolve()]
         definition = re.compile(r"^\s*(?://+|#+|\*)\s*Note \[([^\]]+)\]\s*$")
         for f in files:
             try:
@@ -186,7 +188,7 @@ class Checker:
             for m in re.finditer(r"Note \[([^\]\[]+)\]", joined):
                 cited.append((" ".join(m[1].split()), f.relative_to(self.root)))
         for title, f in cited:
-            if title not in defined and title != "Title" and title != "..":
+            if title not in defined:
                 self.fail("notes", f"{f}: cites Note [{title}], which no file defines "
                                    "(a comment line holding only `// Note [" + title + "]`)")
 
