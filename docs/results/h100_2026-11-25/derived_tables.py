@@ -118,25 +118,37 @@ def gpu_vs_pytorch():
 
 
 def transpose_penalty():
-    times = {}
+    times, shapes = {}, []
     for r in bench_records("anvil_gpu_gemm.json"):
-        if "dlbench_1024x2048x26752" in r["name"] and r.get("run_type") == "iteration":
-            times[r["name"].split("/device:")[0]] = r["real_time"]
-    print("\n## cuBLAS transpose penalty and remedies on the H100, DLBench shape (ms per GEMM)")
-    print("| variant | NN | NT | TN | TT | NT/NN | T->NN vs NT | T->NN vs TN | T->NN vs TT |"
-          " fold/grad |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        if r.get("run_type") == "iteration" and "/device:cuda" in r["name"]:
+            name = r["name"].split("/device:")[0]
+            times[name] = r["real_time"]
+            shape = name.split("/")[-1]
+            if shape not in shapes:
+                shapes.append(shape)
+    print("\n## cuBLAS transpose penalty and remedies on the H100 (ms per GEMM; ratios: mode over"
+          " NN, remedy over the direct mode, folded SGD over GEMM-then-update)")
+    print("| shape | variant | NN | NT | TN | TT | NT/NN | TN/NN | TT/NN | T->NN vs NT | vs TN |"
+          " vs TT | fold/grad |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+
+    def ratio(a, b):
+        return f"{times[a] / times[b]:.2f}" if a in times and b in times else "-"
+
+    for shape in shapes:
+        for v in ("cuda.cublas", "cuda.cublas.tf32", "cuda.custom.gemm_tiled"):
+            g = {m: f"gemm/{v}/{m}/{shape}" for m in ("NN", "NT", "TN", "TT")}
+            if not all(x in times for x in g.values()):
+                continue
+            cells = [f"{times[g[m]]:.3f}" for m in ("NN", "NT", "TN", "TT")]
+            cells += [ratio(g[m], g["NN"]) for m in ("NT", "TN", "TT")]
+            cells += [ratio(f"gemm_remedy/{v}/transpose_then_NN/{m}/{shape}", g[m])
+                      for m in ("NT", "TN", "TT")]
+            cells.append(ratio(f"gemm_remedy/{v}/fold_sgd/{shape}",
+                               f"gemm_remedy/{v}/grad_then_update/{shape}"))
+            print(f"| {shape} | {v} | " + " | ".join(cells) + " |")
     shape = "dlbench_1024x2048x26752"
-    for v in ("cuda.cublas", "cuda.cublas.tf32", "cuda.custom.gemm_tiled"):
-        d = {m: times[f"gemm/{v}/{m}/{shape}"] for m in ("NN", "NT", "TN", "TT")}
-        rem = {m: times[f"gemm_remedy/{v}/transpose_then_NN/{m}/{shape}"] for m in ("NT", "TN", "TT")}
-        fold = times[f"gemm_remedy/{v}/fold_sgd/{shape}"]
-        grad = times[f"gemm_remedy/{v}/grad_then_update/{shape}"]
-        print(f"| {v} | " + " | ".join(f"{d[m]:.3f}" for m in ("NN", "NT", "TN", "TT")) +
-              f" | {d['NT'] / d['NN']:.2f} | " +
-              " | ".join(f"{rem[m] / d[m]:.2f}" for m in ("NT", "TN", "TT")) +
-              f" | {fold / grad:.2f} |")
-    print("(PyTorch torch.mm on the same GPU and shape, ms: " + ", ".join(
+    print("(PyTorch torch.mm on the same GPU, DLBench shape, ms: " + ", ".join(
         f"{r['precision']} {r['mode']} {r['seconds'] * 1e3:.3f}"
         for r in jsonl("peer_pytorch_cuda_gemm.jsonl")
         if r["shape"] == shape) + ")")
