@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "engine/core/views.h"
+#include "engine/ops/elementwise.h"
 #include "kernels/register.h"
 
 namespace anvil::ops {
@@ -35,6 +36,15 @@ void update_running(const Tensor& running, const Tensor& batch, double momentum,
   for (std::int64_t i = 0; i < c; ++i)
     r[i * stride] = static_cast<T>((1.0 - momentum) * static_cast<double>(r[i * stride]) +
                                    momentum * factor * static_cast<double>(b[i]));
+}
+
+// The same update for device tensors (CUDA): running *= 1 - momentum, then
+// running += momentum * factor * batch, in place with the device's elementwise kernels
+// (two roundings to T instead of one; tests/cuda/test_cuda_pool_bn.cpp bounds the difference).
+void update_running_on_device(const Tensor& running, const Tensor& batch, double momentum,
+                              double factor) {
+  mul_scalar_(running, 1.0 - momentum);
+  add_(running, batch, momentum * factor);
 }
 
 }  // namespace
@@ -78,7 +88,7 @@ BatchNormForward batch_norm2d_forward(const Tensor& x, const Tensor& weight, con
   args.mean = f.mean.data_ptr();
   args.var = f.var.data_ptr();
   auto trial = [&](const BatchNormTable::Variant& v) {
-    Tensor sy = Tensor::empty(f.y.sizes(), x.dtype()), sm = raw::clone(f.mean),
+    Tensor sy = Tensor::empty(f.y.sizes(), x.dtype(), x.device()), sm = raw::clone(f.mean),
            sv = raw::clone(f.var);
     BatchNormArgs t = args;
     t.y = sy.data_ptr();
@@ -90,6 +100,11 @@ BatchNormForward batch_norm2d_forward(const Tensor& x, const Tensor& weight, con
   if (training && running_mean.defined()) {
     // PyTorch semantics: the running variance takes the unbiased batch variance.
     const double m = static_cast<double>(f.problem.per_channel());
+    if (x.device().type != DeviceType::cpu) {  // the same formula with device elementwise ops
+      update_running_on_device(running_mean, f.mean, momentum, 1.0);
+      update_running_on_device(running_var, f.var, momentum, m / (m - 1.0));
+      return f;
+    }
     visit_dtype(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
       if constexpr (std::is_floating_point_v<T>) {
@@ -130,8 +145,9 @@ BatchNormGrads batch_norm2d_backward(const Tensor& dy, const Tensor& x, const Te
   args.dweight = g.dweight.data_ptr();
   args.dbias = g.dbias.data_ptr();
   auto trial = [&](const BatchNormTable::Variant& v) {
-    Tensor sdx = Tensor::empty(x.sizes(), x.dtype()), sw = Tensor::empty({c}, x.dtype()),
-           sb = Tensor::empty({c}, x.dtype());
+    Tensor sdx = Tensor::empty(x.sizes(), x.dtype(), x.device()),
+           sw = Tensor::empty({c}, x.dtype(), x.device()),
+           sb = Tensor::empty({c}, x.dtype(), x.device());
     BatchNormArgs t = args;
     t.dx = sdx.data_ptr();
     t.dweight = sw.data_ptr();
