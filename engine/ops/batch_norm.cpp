@@ -5,6 +5,7 @@
 
 #include <type_traits>
 
+#include "engine/core/cuda_backend.h"
 #include "engine/core/views.h"
 #include "engine/ops/elementwise.h"
 #include "kernels/register.h"
@@ -36,6 +37,15 @@ void update_running(const Tensor& running, const Tensor& batch, double momentum,
   for (std::int64_t i = 0; i < c; ++i)
     r[i * stride] = static_cast<T>((1.0 - momentum) * static_cast<double>(r[i * stride]) +
                                    momentum * factor * static_cast<double>(b[i]));
+}
+
+// One autotune trial of `fn` on `device`: CUDA variants only enqueue work, so they are timed
+// with CUDA events on the device's stream (as GEMM trials are), CPU variants on the host clock.
+template <typename Fn>
+double trial_seconds(const Device& device, Fn&& fn) {
+  if (device.is_cuda())
+    return require_cuda("batch_norm2d autotune").time_on_stream(device.index, fn);
+  return time_seconds(fn);
 }
 
 // The same update for device tensors (CUDA): running *= 1 - momentum, then
@@ -94,7 +104,7 @@ BatchNormForward batch_norm2d_forward(const Tensor& x, const Tensor& weight, con
     t.y = sy.data_ptr();
     t.mean = sm.data_ptr();
     t.var = sv.data_ptr();
-    return time_seconds([&] { v.fn(t); });
+    return trial_seconds(x.device(), [&] { v.fn(t); });
   };
   batch_norm2d_table().run(args, trial);
   if (training && running_mean.defined()) {
@@ -152,7 +162,7 @@ BatchNormGrads batch_norm2d_backward(const Tensor& dy, const Tensor& x, const Te
     t.dx = sdx.data_ptr();
     t.dweight = sw.data_ptr();
     t.dbias = sb.data_ptr();
-    return time_seconds([&] { v.fn(t); });
+    return trial_seconds(x.device(), [&] { v.fn(t); });
   };
   batch_norm2d_table().run(args, trial);
   return g;
