@@ -9,19 +9,9 @@
 #include <cstdint>
 
 #include "engine/core/dtype.h"
+#include "kernels/cuda/pool_window.h"  // PoolGeometry, PoolCode
 
 namespace anvil::cuda {
-
-enum class PoolCode : int { max, avg, adaptive_avg };
-
-// The geometry of engine/dispatch/pool_problem.h, flattened to N*C planes.
-struct PoolGeometry {
-  PoolCode kind = PoolCode::max;
-  std::int64_t planes = 0;  // N * C
-  std::int64_t h = 0, w = 0, oh = 0, ow = 0;
-  std::int64_t kh = 0, kw = 0, sh = 0, sw = 0, ph = 0, pw = 0;  // unused for adaptive_avg
-  bool count_include_pad = true;                                // avg only
-};
 
 // y[p, i, j] = the window's max / average. For max, index (may be null: inference) receives
 // ih*W + iw of the first maximum in row-major window order (NaN never wins; a window of only NaN
