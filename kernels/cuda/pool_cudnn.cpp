@@ -5,7 +5,10 @@
 // and destroyed by RAII guards; the work runs on the device's anvil stream (cudnn_handle.h).
 #include <cudnn.h>
 
+#include "engine/core/tensor.h"
 #include "engine/dispatch/pool_problem.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/pool_bn_cudnn_util.h"
 #include "kernels/cuda/cudnn_handle.h"
 #include "kernels/cuda/device_guard.h"
@@ -66,12 +69,17 @@ void run_pool_cudnn(const PoolArgs& a) {
                                           one_zero.zero(), y_desc.get(), a.y));
     return;
   }
-  // Average backward (the plan declines max backward). cudnnPoolingBackward takes y and x for
-  // the max modes; an average's gradient does not depend on them, and anvil's backward has
-  // neither, so y points at dy and x at dx (same shapes; beta = 0, so dx is only written).
+  // Average backward (the plan declines max backward). cudnnPoolingBackward takes y and x, which
+  // only the max modes need; anvil's backward has neither. y points at dy (same shape, read
+  // only) and x at a zeroed scratch of x's shape (from the caching allocator, freed on return:
+  // safe, one stream per device), so no input aliases the output dx (beta = 0: dx is written).
+  Tensor x_stand_in = Tensor::empty({p.n, p.c, p.h, p.w}, p.dtype, p.device);
+  ANVIL_CUDA_CHECK(cudaMemsetAsync(x_stand_in.data_ptr(), 0,
+                                   static_cast<std::size_t>(p.in_numel()) * dtype_size(p.dtype),
+                                   stream(device)));
   ANVIL_CUDNN_CHECK(cudnnPoolingBackward(h, pool.get(), one_zero.one(), y_desc.get(), a.dy,
-                                         y_desc.get(), a.dy, x_desc.get(), a.dx, one_zero.zero(),
-                                         x_desc.get(), a.dx));
+                                         y_desc.get(), a.dy, x_desc.get(), x_stand_in.data_ptr(),
+                                         one_zero.zero(), x_desc.get(), a.dx));
 }
 
 }  // namespace anvil::cuda
