@@ -1,21 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
-// The per-element code of the `cuda.custom` pooling kernels (kernels/cuda/pool_window.h, which
-// nvcc compiles as __host__ __device__ and g++ as host code), run on the CPU over whole problems
-// and compared with the CPU `ref` for identity: outputs, max indices and gradients, on thousands
-// of random geometries (padding, ceil mode, include/exclude padding, rectangular windows and
-// strides, adaptive down- and upsampling) with many tied values, and on NaN/-inf windows.
-// Without a GPU this checks the window, candidate-range and rounding logic the GPU runs.
+// The per-element code of the `cuda.custom` pooling and batch-norm kernels
+// (kernels/cuda/pool_window.h, batch_norm_element.h: nvcc compiles it as __host__ __device__,
+// g++ as host code), run on the CPU and compared with the CPU `ref`. Pooling: whole problems,
+// identity of outputs, max indices and gradients, on 1500 random geometries (padding, ceil mode,
+// include/exclude padding, rectangular windows and strides, adaptive down- and upsampling) with
+// many tied values, and on NaN/-inf windows. Batch norm: the kernels' loops replayed serially
+// over the element functions (index mapping and formulas), every pass, f32 and f64. Without a
+// GPU this checks the indexing, window, candidate-range and rounding logic the GPU runs.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
 #include <vector>
 
+#include "engine/dispatch/batch_norm_problem.h"
 #include "engine/dispatch/pool_problem.h"
+#include "engine/core/random.h"
 #include "engine/dispatch/selection.h"
+#include "engine/ops/batch_norm.h"
 #include "engine/ops/pool.h"
+#include "kernels/cuda/batch_norm_element.h"
 #include "kernels/cuda/pool_window.h"
 #include "kernels/register.h"
 
@@ -147,4 +154,130 @@ TEST_CASE("cuda.custom max-pool element code keeps ref's NaN and -inf rules", "[
     pool_detail::forward_element(geometry_of(p), x.data(), y.data(), idx.data(), o, -inf);
   CHECK(y == std::vector<float>{1, 3, -inf, -inf});
   CHECK(idx == std::vector<std::int32_t>{0, 6, 8, 10});
+}
+
+namespace {
+
+// The loops of batch_norm_kernels.cu, serially, over the same element functions: statistics
+// (stats_kernel), normalisation (normalize_kernel), the two sums (backward_sums_kernel) and dx
+// (backward_dx_kernel).
+template <typename T>
+struct BnEmulation {
+  BnGeometry g;
+  std::vector<T> mean, var, y, dx, dw, db;
+
+  void stats(const T* x) {
+    const double m = static_cast<double>(g.n * g.hw);
+    mean.assign(g.c, T(0));
+    var.assign(g.c, T(0));
+    for (std::int64_t c = 0; c < g.c; ++c) {
+      double s = 0.0, s2 = 0.0;
+      for (std::int64_t k = 0; k < g.n * g.hw; ++k)
+        s += static_cast<double>(x[bn_detail::channel_offset(g, c, k)]);
+      const double mu = s / m;
+      for (std::int64_t k = 0; k < g.n * g.hw; ++k) {
+        const double d = static_cast<double>(x[bn_detail::channel_offset(g, c, k)]) - mu;
+        s2 += d * d;
+      }
+      mean[c] = static_cast<T>(mu);
+      var[c] = static_cast<T>(s2 / m);
+    }
+  }
+  void normalize(const T* x, const T* w, const T* b) {
+    y.assign(g.n * g.c * g.hw, T(0));
+    for (std::int64_t pl = 0; pl < g.n * g.c; ++pl) {
+      const std::int64_t c = pl % g.c;
+      const double is = bn_detail::inv_std(static_cast<double>(var[c]), g.eps);
+      for (std::int64_t i = 0; i < g.hw; ++i)
+        y[pl * g.hw + i] = static_cast<T>(bn_detail::normalized(
+            static_cast<double>(x[pl * g.hw + i]), static_cast<double>(mean[c]), is,
+            static_cast<double>(w[c]), static_cast<double>(b[c])));
+    }
+  }
+  void backward(const T* x, const T* dy, const T* w, bool batch_stats) {
+    const double m = static_cast<double>(g.n * g.hw);
+    std::vector<double> sdy(g.c), sdyx(g.c);
+    dw.assign(g.c, T(0));
+    db.assign(g.c, T(0));
+    for (std::int64_t c = 0; c < g.c; ++c) {
+      const double mu = static_cast<double>(mean[c]);
+      const double is = bn_detail::inv_std(static_cast<double>(var[c]), g.eps);
+      for (std::int64_t k = 0; k < g.n * g.hw; ++k) {
+        const std::int64_t e = bn_detail::channel_offset(g, c, k);
+        sdy[c] += static_cast<double>(dy[e]);
+        sdyx[c] += static_cast<double>(dy[e]) * (static_cast<double>(x[e]) - mu) * is;
+      }
+      db[c] = static_cast<T>(sdy[c]);
+      dw[c] = static_cast<T>(sdyx[c]);
+    }
+    dx.assign(g.n * g.c * g.hw, T(0));
+    for (std::int64_t pl = 0; pl < g.n * g.c; ++pl) {
+      const std::int64_t c = pl % g.c;
+      const double is = bn_detail::inv_std(static_cast<double>(var[c]), g.eps);
+      for (std::int64_t i = 0; i < g.hw; ++i)
+        dx[pl * g.hw + i] = static_cast<T>(bn_detail::input_gradient(
+            static_cast<double>(dy[pl * g.hw + i]), static_cast<double>(x[pl * g.hw + i]),
+            static_cast<double>(mean[c]), is, static_cast<double>(w[c]), sdy[c], sdyx[c], m,
+            batch_stats));
+    }
+  }
+};
+
+template <typename T>
+double worst(const std::vector<T>& got, const Tensor& want) {
+  const Tensor w = want.contiguous();
+  double scale = 1.0, e = 0.0;
+  for (std::int64_t i = 0; i < w.numel(); ++i)
+    scale = std::max(scale, std::fabs(static_cast<double>(w.data<T>()[i])));
+  if (static_cast<std::int64_t>(got.size()) != w.numel()) return INFINITY;
+  for (std::int64_t i = 0; i < w.numel(); ++i)
+    e = std::max(e, std::fabs(static_cast<double>(got[i]) - static_cast<double>(w.data<T>()[i])));
+  return e / scale;
+}
+
+template <typename T>
+void check_bn(const Shape& shape, DType dt, std::uint64_t seed) {
+  INFO(shape_str(shape) << " " << dtype_name(dt));
+  const std::int64_t C = shape[1];
+  Generator gen(seed);
+  const Tensor x = uniform(shape, -1, 3, dt, &gen), dy = uniform(shape, -1, 1, dt, &gen);
+  const Tensor w = uniform({C}, 0.5, 1.5, dt, &gen), b = uniform({C}, -1, 1, dt, &gen);
+  const Tensor rm = uniform({C}, -0.5, 0.5, dt, &gen), rv = uniform({C}, 0.5, 2, dt, &gen);
+  ForceVariant force("batch_norm2d", "ref");
+  const auto tr = ops::batch_norm2d_forward(x, w, b, Tensor(), Tensor(), true, 0.1, 1e-5);
+  const auto gtr = ops::batch_norm2d_backward(dy, x, w, tr);
+  const auto ev = ops::batch_norm2d_forward(x, w, b, rm, rv, false, 0.1, 1e-5);
+  const auto gev = ops::batch_norm2d_backward(dy, x, w, ev);
+  BnEmulation<T> e;
+  e.g = {shape[0], shape[1], shape[2] * shape[3], 1e-5};
+  const double tol = dt == DType::f64 ? 1e-13 : 1e-6;
+  e.stats(x.data<T>());
+  CHECK(worst(e.mean, tr.mean) <= tol);
+  CHECK(worst(e.var, tr.var) <= tol);
+  e.normalize(x.data<T>(), w.data<T>(), b.data<T>());
+  CHECK(worst(e.y, tr.y) <= tol);
+  e.backward(x.data<T>(), dy.data<T>(), w.data<T>(), true);
+  CHECK(worst(e.dx, gtr.dx) <= tol);
+  CHECK(worst(e.dw, gtr.dweight) <= tol);
+  CHECK(worst(e.db, gtr.dbias) <= tol);
+  // Eval mode: the given statistics.
+  e.mean.assign(rm.data<T>(), rm.data<T>() + C);
+  e.var.assign(rv.data<T>(), rv.data<T>() + C);
+  e.normalize(x.data<T>(), w.data<T>(), b.data<T>());
+  CHECK(worst(e.y, ev.y) <= tol);
+  e.backward(x.data<T>(), dy.data<T>(), w.data<T>(), false);
+  CHECK(worst(e.dx, gev.dx) <= tol);
+  CHECK(worst(e.dw, gev.dweight) <= tol);
+}
+
+}  // namespace
+
+TEST_CASE("cuda.custom batch-norm element code equals ref", "[cuda_plan][batch_norm]") {
+  register_builtin_kernels();
+  std::uint64_t seed = 90;
+  for (const Shape& s :
+       {Shape{2, 3, 5, 7}, Shape{4, 5, 1, 1}, Shape{1, 6, 3, 3}, Shape{3, 2, 9, 1}}) {
+    check_bn<float>(s, DType::f32, ++seed);
+    check_bn<double>(s, DType::f64, ++seed);
+  }
 }

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/batch_norm_element.h"
 #include "kernels/cuda/batch_norm_kernels.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/pointwise_geometry.cuh"
@@ -19,7 +20,8 @@ namespace {
 
 constexpr int kReduceThreads = 512;
 
-__device__ __forceinline__ double inv_std(double var, double eps) { return 1.0 / sqrt(var + eps); }
+using bn_detail::channel_offset;
+using bn_detail::inv_std;
 
 template <typename T>
 __global__ void __launch_bounds__(kReduceThreads)
@@ -28,15 +30,12 @@ __global__ void __launch_bounds__(kReduceThreads)
   const double m = static_cast<double>(per);
   for (std::int64_t c = blockIdx.x; c < g.c; c += gridDim.x) {  // uniform per block
     double s = 0.0;
-    for (std::int64_t k = threadIdx.x; k < per; k += blockDim.x) {
-      const std::int64_t n = k / g.hw, i = k - n * g.hw;
-      s += static_cast<double>(x[(n * g.c + c) * g.hw + i]);
-    }
+    for (std::int64_t k = threadIdx.x; k < per; k += blockDim.x)
+      s += static_cast<double>(x[channel_offset(g, c, k)]);
     const double mu = block_allreduce(s, SumOp{}, 0.0) / m;
     double s2 = 0.0;
     for (std::int64_t k = threadIdx.x; k < per; k += blockDim.x) {
-      const std::int64_t n = k / g.hw, i = k - n * g.hw;
-      const double d = static_cast<double>(x[(n * g.c + c) * g.hw + i]) - mu;
+      const double d = static_cast<double>(x[channel_offset(g, c, k)]) - mu;
       s2 += d * d;
     }
     s2 = block_allreduce(s2, SumOp{}, 0.0);
@@ -59,7 +58,7 @@ __global__ void __launch_bounds__(256)
     const T* xp = x + pl * g.hw;
     T* yp = y + pl * g.hw;
     for (std::int64_t i = threadIdx.x; i < g.hw; i += blockDim.x)
-      yp[i] = static_cast<T>((static_cast<double>(xp[i]) - mu) * is * wc + bc);
+      yp[i] = static_cast<T>(bn_detail::normalized(static_cast<double>(xp[i]), mu, is, wc, bc));
   }
 }
 
@@ -73,8 +72,7 @@ __global__ void __launch_bounds__(kReduceThreads)
     const double is = inv_std(static_cast<double>(var[c]), g.eps);
     double sdy = 0.0, sdyx = 0.0;
     for (std::int64_t k = threadIdx.x; k < per; k += blockDim.x) {
-      const std::int64_t n = k / g.hw, i = k - n * g.hw;
-      const std::int64_t e = (n * g.c + c) * g.hw + i;
+      const std::int64_t e = channel_offset(g, c, k);
       const double d = static_cast<double>(dy[e]);
       sdy += d;
       sdyx += d * (static_cast<double>(x[e]) - mu) * is;

@@ -11,13 +11,9 @@
 #include <cstdint>
 
 #include "engine/core/dtype.h"
+#include "kernels/cuda/batch_norm_element.h"  // BnGeometry
 
 namespace anvil::cuda {
-
-struct BnGeometry {
-  std::int64_t n = 0, c = 0, hw = 0;
-  double eps = 1e-5;
-};
 
 // mean[c] = sum x / M, var[c] = sum (x - mean)^2 / M (biased), M = N*HW.
 void bn_stats(cudaStream_t stream, DType dtype, const BnGeometry& g, const void* x, void* mean,
