@@ -205,7 +205,8 @@ struct BnEmulation {
       for (std::int64_t k = 0; k < g.n * g.hw; ++k) {
         const std::int64_t e = bn_detail::channel_offset(g, c, k);
         sdy[c] += static_cast<double>(dy[e]);
-        sdyx[c] += static_cast<double>(dy[e]) * (static_cast<double>(x[e]) - mu) * is;
+        sdyx[c] +=
+            bn_detail::dy_xhat(static_cast<double>(dy[e]), static_cast<double>(x[e]), mu, is);
       }
       db[c] = static_cast<T>(sdy[c]);
       dw[c] = static_cast<T>(sdyx[c]);

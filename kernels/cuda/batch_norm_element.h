@@ -38,6 +38,11 @@ ANVIL_BN_HOST_DEVICE double normalized(double x, double mu, double is, double wc
   return (x - mu) * is * wc + bc;
 }
 
+// One term of the backward's second sum: dy * xhat.
+ANVIL_BN_HOST_DEVICE double dy_xhat(double d, double x, double mu, double is) {
+  return d * (x - mu) * is;
+}
+
 // dx from dy (d), x, the statistics and the channel's two sums (sdy = sum dy,
 // sdyx = sum dy * xhat) over m values; eval mode (batch_stats false): dy * weight * invstd.
 ANVIL_BN_HOST_DEVICE double input_gradient(double d, double x, double mu, double is, double wc,

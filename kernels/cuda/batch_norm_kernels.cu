@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(kReduceThreads)
       const std::int64_t e = channel_offset(g, c, k);
       const double d = static_cast<double>(dy[e]);
       sdy += d;
-      sdyx += d * (static_cast<double>(x[e]) - mu) * is;
+      sdyx += bn_detail::dy_xhat(d, static_cast<double>(x[e]), mu, is);
     }
     sdy = block_allreduce(sdy, SumOp{}, 0.0);
     sdyx = block_allreduce(sdyx, SumOp{}, 0.0);
@@ -100,12 +100,10 @@ __global__ void __launch_bounds__(256)
     const double wc = static_cast<double>(weight[c]);
     const double sdy = scratch[2 * c], sdyx = scratch[2 * c + 1];
     const std::int64_t base = pl * g.hw;
-    for (std::int64_t i = threadIdx.x; i < g.hw; i += blockDim.x) {
-      const double d = static_cast<double>(dy[base + i]);
-      const double xhat = (static_cast<double>(x[base + i]) - mu) * is;
-      dx[base + i] =
-          static_cast<T>(batch_stats ? wc * is * (d - sdy / m - xhat * sdyx / m) : wc * is * d);
-    }
+    for (std::int64_t i = threadIdx.x; i < g.hw; i += blockDim.x)
+      dx[base + i] = static_cast<T>(bn_detail::input_gradient(static_cast<double>(dy[base + i]),
+                                                              static_cast<double>(x[base + i]), mu,
+                                                              is, wc, sdy, sdyx, m, batch_stats));
   }
 }
 
