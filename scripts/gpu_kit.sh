@@ -19,7 +19,8 @@
 # run unpacks the kit into .gpukit/, checks that every library resolves, and writes into DIR
 # (default results/gpu-<date>):
 #   nvidia-smi.txt, ldd.txt
-#   test_cuda_runtime.txt, test_cuda_gemm.txt, test_cuda_lazy_load.txt  (Catch2 console output;
+#   test_cuda_runtime.txt, test_cuda_gemm.txt, test_cuda_lazy_load.txt,
+#   test_cuda_pool_bn.txt  (Catch2 console output;
 #                     the GPU tests: every CUDA variant against the CPU, training on both devices)
 #   bench/            scripts/bench.sh --devices cuda: GPU GEMM variants x modes, remedies, the
 #                     FCN/MLP steps over the GPU batch sweep, torch.mm and the PyTorch steps on the
@@ -47,7 +48,8 @@ pack() {
   done
   local build="${ANVIL_BUILD_DIR:-build}"
   local files=(lib/libanvil_cuda.so bench/anvil_bench bin/anvil
-               tests/cuda/test_cuda_runtime tests/cuda/test_cuda_gemm tests/cuda/test_cuda_lazy_load)
+               tests/cuda/test_cuda_runtime tests/cuda/test_cuda_gemm tests/cuda/test_cuda_lazy_load
+               tests/cuda/test_cuda_pool_bn)
   for f in "${files[@]}"; do
     [ -e "$build/$f" ] || { echo "gpu_kit.sh pack: $build/$f is missing: build with CUDA first" \
       "(cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build $build)" >&2; exit 1; }
@@ -58,7 +60,7 @@ pack() {
   cp -a "$build"/lib/libanvil.so* "$build/lib/libanvil_cuda.so" "$stage/build/lib/"
   cp "$build/bench/anvil_bench" "$stage/build/bench/"
   cp "$build/bin/anvil" "$stage/build/bin/"
-  cp "$build"/tests/cuda/test_cuda_{runtime,gemm,lazy_load} "$stage/build/tests/cuda/"
+  cp "$build"/tests/cuda/test_cuda_{runtime,gemm,lazy_load,pool_bn} "$stage/build/tests/cuda/"
   # The libraries the binaries need, except the C/C++ runtime (newer on the GPU image) and CUDA's.
   ldd "$stage"/build/lib/*.so* "$stage"/build/bench/anvil_bench "$stage"/build/bin/anvil \
       "$stage"/build/tests/cuda/* 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
@@ -138,7 +140,7 @@ PY
   note "$("$root/build/tests/cuda/test_cuda_runtime" --anvil-skip-reason)"
 
   if [ "$tests" = 1 ]; then
-    for t in test_cuda_lazy_load test_cuda_gemm test_cuda_runtime; do
+    for t in test_cuda_lazy_load test_cuda_gemm test_cuda_runtime test_cuda_pool_bn; do
       local t0=$SECONDS rc
       "$root/build/tests/cuda/$t" --durations yes > "$out/$t.txt" 2>&1
       rc=$?

@@ -10,7 +10,8 @@
 //   backward:          dx, dweight, dbias from dy, x, weight and the mean/var the forward used;
 //                      batch_stats says whether they were batch statistics (the gradient then
 //                      flows through them) or constants (eval mode).
-// Variants: ref (f32/f64), cpu.omp (f32/f64), cpu.onednn (f32); cuda later.
+// Variants: ref (f32/f64), cpu.omp (f32/f64), cpu.onednn (f32), cuda.cudnn and cuda.custom
+// (f32/f64; docs/cuda.md, "Pooling and batch norm on the GPU").
 #include <cstdint>
 #include <string>
 

@@ -7,7 +7,8 @@
 //   Window (oh, ow) covers rows oh*SH - PH .. +KH-1 and columns ow*SW - PW .. +KW-1 (clipped to
 //   the input); adaptive pooling uses PyTorch's bins [floor(i*H/OH), ceil((i+1)*H/OH)).
 // Geometry rules (PyTorch's): Note [Pool output size] in pool_problem.cpp.
-// Variants: ref (f32/f64), cpu.omp (f32/f64), cpu.onednn (f32); cuda later.
+// Variants: ref (f32/f64), cpu.omp (f32/f64), cpu.onednn (f32), cuda.custom and cuda.cudnn
+// (f32/f64; docs/cuda.md, "Pooling and batch norm on the GPU").
 #include <array>
 #include <cstdint>
 #include <string>

@@ -5,7 +5,9 @@
 
 #include <type_traits>
 
+#include "engine/core/cuda_backend.h"
 #include "engine/core/views.h"
+#include "engine/ops/elementwise.h"
 #include "kernels/register.h"
 
 namespace anvil::ops {
@@ -35,6 +37,24 @@ void update_running(const Tensor& running, const Tensor& batch, double momentum,
   for (std::int64_t i = 0; i < c; ++i)
     r[i * stride] = static_cast<T>((1.0 - momentum) * static_cast<double>(r[i * stride]) +
                                    momentum * factor * static_cast<double>(b[i]));
+}
+
+// One autotune trial of `fn` on `device`: CUDA variants only enqueue work, so they are timed
+// with CUDA events on the device's stream (as GEMM trials are), CPU variants on the host clock.
+template <typename Fn>
+double trial_seconds(const Device& device, Fn&& fn) {
+  if (device.is_cuda())
+    return require_cuda("batch_norm2d autotune").time_on_stream(device.index, fn);
+  return time_seconds(fn);
+}
+
+// The same update for device tensors (CUDA): running *= 1 - momentum, then
+// running += momentum * factor * batch, in place with the device's elementwise kernels
+// (two roundings to T instead of one; tests/cuda/test_cuda_pool_bn.cpp bounds the difference).
+void update_running_on_device(const Tensor& running, const Tensor& batch, double momentum,
+                              double factor) {
+  mul_scalar_(running, 1.0 - momentum);
+  add_(running, batch, momentum * factor);
 }
 
 }  // namespace
@@ -78,18 +98,23 @@ BatchNormForward batch_norm2d_forward(const Tensor& x, const Tensor& weight, con
   args.mean = f.mean.data_ptr();
   args.var = f.var.data_ptr();
   auto trial = [&](const BatchNormTable::Variant& v) {
-    Tensor sy = Tensor::empty(f.y.sizes(), x.dtype()), sm = raw::clone(f.mean),
+    Tensor sy = Tensor::empty(f.y.sizes(), x.dtype(), x.device()), sm = raw::clone(f.mean),
            sv = raw::clone(f.var);
     BatchNormArgs t = args;
     t.y = sy.data_ptr();
     t.mean = sm.data_ptr();
     t.var = sv.data_ptr();
-    return time_seconds([&] { v.fn(t); });
+    return trial_seconds(x.device(), [&] { v.fn(t); });
   };
   batch_norm2d_table().run(args, trial);
   if (training && running_mean.defined()) {
     // PyTorch semantics: the running variance takes the unbiased batch variance.
     const double m = static_cast<double>(f.problem.per_channel());
+    if (x.device().type != DeviceType::cpu) {  // the same formula with device elementwise ops
+      update_running_on_device(running_mean, f.mean, momentum, 1.0);
+      update_running_on_device(running_var, f.var, momentum, m / (m - 1.0));
+      return f;
+    }
     visit_dtype(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
       if constexpr (std::is_floating_point_v<T>) {
@@ -130,13 +155,14 @@ BatchNormGrads batch_norm2d_backward(const Tensor& dy, const Tensor& x, const Te
   args.dweight = g.dweight.data_ptr();
   args.dbias = g.dbias.data_ptr();
   auto trial = [&](const BatchNormTable::Variant& v) {
-    Tensor sdx = Tensor::empty(x.sizes(), x.dtype()), sw = Tensor::empty({c}, x.dtype()),
-           sb = Tensor::empty({c}, x.dtype());
+    Tensor sdx = Tensor::empty(x.sizes(), x.dtype(), x.device()),
+           sw = Tensor::empty({c}, x.dtype(), x.device()),
+           sb = Tensor::empty({c}, x.dtype(), x.device());
     BatchNormArgs t = args;
     t.dx = sdx.data_ptr();
     t.dweight = sw.data_ptr();
     t.dbias = sb.data_ptr();
-    return time_seconds([&] { v.fn(t); });
+    return trial_seconds(x.device(), [&] { v.fn(t); });
   };
   batch_norm2d_table().run(args, trial);
   return g;

@@ -12,6 +12,8 @@ void register_cuda_kernels() {
     register_cuda_gemm();
     register_cuda_pointwise();
     register_cuda_training();
+    register_cuda_pool();
+    register_cuda_batch_norm();
   });
 }
 

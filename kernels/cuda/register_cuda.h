@@ -11,5 +11,8 @@ void register_cuda_kernels();
 void register_cuda_gemm();       // gemm: cuda.cublas, cuda.cublas.tf32, cuda.custom.gemm_tiled
 void register_cuda_pointwise();  // elementwise, reductions, softmax, cross-entropy, bias add
 void register_cuda_training();   // optimizer updates, gradient-norm clipping, dropout
+// Pooling and batch norm: cuda.custom and cuda.cudnn (pool_register.cpp, batch_norm_register.cpp).
+void register_cuda_pool();
+void register_cuda_batch_norm();
 
 }  // namespace anvil::cuda

@@ -42,21 +42,7 @@ TEST_CASE("ops with CPU kernels only refuse CUDA tensors by name", "[cuda][error
   const Tensor b = Tensor::zeros({4}, DType::f32, kGpu);
   CHECK_THROWS_WITH(conv2d(x, w, b), Contains("conv2d") && Contains("runs on cpu"));
   CHECK_THROWS_WITH(conv2d_relu(x, w, b), Contains("conv2d") && Contains("runs on cpu"));
-  Pool2dOptions po;
-  CHECK_THROWS_WITH(max_pool2d(x, po), Contains("max_pool2d") && Contains("runs on cpu"));
-  CHECK_THROWS_WITH(avg_pool2d(x, po), Contains("avg_pool2d") && Contains("runs on cpu"));
-  CHECK_THROWS_WITH(adaptive_avg_pool2d(x, {2, 2}),
-                    Contains("adaptive_avg_pool2d") && Contains("runs on cpu"));
-  CHECK_THROWS_WITH(global_avg_pool2d(x),
-                    Contains("adaptive_avg_pool2d") && Contains("runs on cpu"));
-  const Tensor mean = Tensor::zeros({3}, DType::f32, kGpu),
-               var = Tensor::ones({3}, DType::f32, kGpu);
-  for (bool training : {true, false}) {
-    INFO("batch norm, training " << training);
-    CHECK_THROWS_WITH(batch_norm2d(x, Tensor(), Tensor(), mean, var, training, 0.1, 1e-5),
-                      Contains("batch_norm2d") && Contains("runs on cpu"));
-  }
-  CHECK(host(mean) == std::vector<double>(3, 0.0));  // the running statistics were not touched
+  // Pooling and batch norm have CUDA variants now (tests/cuda/test_cuda_pool_bn.cpp).
   const Tensor table = normal({10, 4}, 0, 1, DType::f32, &gen).to(kGpu);
   const Tensor ids = Tensor::from_vector(std::vector<std::int64_t>{1, 9}, {2});
   CHECK_THROWS_WITH(embedding(table, ids.to(kGpu)), Contains("embedding") && Contains("cuda:0"));

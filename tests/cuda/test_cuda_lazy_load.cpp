@@ -11,7 +11,11 @@
 #include "engine/core/allocator.h"
 #include "engine/core/cuda_backend.h"
 #include "engine/core/tensor.h"
+#include "engine/dispatch/batch_norm_problem.h"
 #include "engine/dispatch/gemm_problem.h"
+#include "engine/dispatch/pool_problem.h"
+#include "engine/dispatch/selection.h"
+#include "kernels/register.h"
 
 using namespace anvil;
 using Catch::Matchers::Contains;
@@ -85,5 +89,53 @@ TEST_CASE("the CUDA GEMM variants join the gemm table once the backend was asked
         gemm_table().find("cuda.cublas.tf32")->priority);
 #else
   for (const auto& v : gemm_table().variants()) CHECK(v.device == DeviceType::cpu);
+#endif
+}
+
+TEST_CASE("the CUDA pooling and batch-norm variants join their tables and select as documented",
+          "[cuda][lazy][pool][batch_norm]") {
+  (void)cuda_backend();
+  register_builtin_kernels();
+#if ANVIL_TEST_CUDA_BUILT
+  // Selection is pure (nothing runs), so the registered supports() and the priorities of
+  // docs/cuda.md are checked here without a GPU.
+  const Device gpu = Device::cuda(0);
+  for (PoolKind kind : {PoolKind::max, PoolKind::avg, PoolKind::adaptive_avg})
+    for (const char* name : {"cuda.custom", "cuda.cudnn"}) {
+      INFO(pool_op_name(kind) << " " << name);
+      const auto* v = pool_table(kind).find(name);
+      REQUIRE(v != nullptr);
+      CHECK(v->device == DeviceType::cuda);
+    }
+  const PoolProblem max = make_pool_problem(PoolKind::max, {2, 3, 8, 8}, {2, 2}, {2, 2}, {0, 0},
+                                            false, true, DType::f32, gpu, "test");
+  CHECK(max_pool2d_table().select(max).name == "cuda.custom");  // the default
+  {
+    ForceVariant force("max_pool2d", "cuda.cudnn");
+    CHECK(max_pool2d_table().select(max).name == "cuda.cudnn");  // inference
+    CHECK_THROWS_WITH(max_pool2d_table().select(max.with_pass(PoolPass::forward_training)),
+                      Contains("cuda.cudnn") && Contains("first-maximum index"));
+  }
+  const PoolProblem ceil = make_pool_problem(PoolKind::avg, {1, 2, 7, 9}, {2, 2}, {2, 2}, {0, 0},
+                                             true, true, DType::f64, gpu, "test");
+  {
+    ForceVariant force("avg_pool2d", "cuda.cudnn");
+    CHECK_THROWS_WITH(avg_pool2d_table().select(ceil), Contains("no ceil mode"));
+  }
+  for (const char* name : {"cuda.custom", "cuda.cudnn"}) {
+    const auto* v = batch_norm2d_table().find(name);
+    REQUIRE(v != nullptr);
+    CHECK(v->device == DeviceType::cuda);
+  }
+  const BatchNormProblem bn =
+      make_batch_norm_problem({2, 3, 4, 4}, true, 0.1, 1e-5, DType::f32, gpu, "test");
+  CHECK(batch_norm2d_table().select(bn).name == "cuda.cudnn");  // the default
+  CHECK(batch_norm2d_table().select(bn.with_pass(BatchNormPass::backward)).name == "cuda.cudnn");
+  // Eval-mode backward: cuDNN declines, cuda.custom takes it.
+  const BatchNormProblem eval_bwd =
+      bn.with_pass(BatchNormPass::forward_inference).with_pass(BatchNormPass::backward);
+  CHECK(batch_norm2d_table().select(eval_bwd).name == "cuda.custom");
+#else
+  for (const auto& v : batch_norm2d_table().variants()) CHECK(v.device == DeviceType::cpu);
 #endif
 }

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+// `cuda.cudnn` pooling: cudnnPoolingForward / cudnnPoolingBackward on packed NCHW f32/f64
+// tensors, with the descriptor parameters and refusals of cudnn_pool_plan() (pool_bn_plan.h,
+// Note [cuDNN pooling refusals]). Descriptors are created per call (host-only, microseconds)
+// and destroyed by RAII guards; the work runs on the device's anvil stream (cudnn_handle.h).
+#include <cudnn.h>
+
+#include "engine/core/tensor.h"
+#include "engine/dispatch/pool_problem.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_context.h"
+#include "kernels/cuda/pool_bn_cudnn_util.h"
+#include "kernels/cuda/cudnn_handle.h"
+#include "kernels/cuda/device_guard.h"
+#include "kernels/cuda/pool_bn_plan.h"
+
+namespace anvil::cuda {
+namespace {
+
+cudnnPoolingMode_t mode_of(CudnnPoolMode m) {
+  switch (m) {
+    case CudnnPoolMode::max_deterministic:
+      return CUDNN_POOLING_MAX_DETERMINISTIC;
+    case CudnnPoolMode::avg_include_padding:
+      return CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
+    case CudnnPoolMode::avg_exclude_padding:
+      return CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+  }
+  fail("cuda.cudnn pooling", "unknown mode ", static_cast<int>(m));
+}
+
+// Owns a cudnnPoolingDescriptor_t.
+class PoolingDesc {
+ public:
+  PoolingDesc() { ANVIL_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&d_)); }
+  ~PoolingDesc() { (void)cudnnDestroyPoolingDescriptor(d_); }
+  PoolingDesc(const PoolingDesc&) = delete;
+  PoolingDesc& operator=(const PoolingDesc&) = delete;
+  cudnnPoolingDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnPoolingDescriptor_t d_ = nullptr;
+};
+
+}  // namespace
+
+void run_pool_cudnn(const PoolArgs& a) {
+  const PoolProblem& p = a.problem;
+  const CudnnPoolPlan plan = cudnn_pool_plan(p);
+  ANVIL_CHECK(plan.support.ok, "cuda.cudnn pooling", "cannot run ", p.repr(), ": ",
+              plan.support.reason);
+  const int device = p.device.index;
+  DeviceGuard guard(device);
+  cudnnHandle_t h = cudnn_handle(device);  // bound to the device's anvil stream
+  const cudnnDataType_t dt = cudnn_data_type(p.dtype);
+  TensorDesc x_desc, y_desc;
+  x_desc.set_nchw(dt, plan.n, plan.c, plan.h, plan.w);
+  y_desc.set_nchw(dt, plan.n, plan.c, plan.oh, plan.ow);
+  PoolingDesc pool;
+  // NaN option: CUDNN_NOT_PROPAGATE_NAN, since ref lets NaN never win a max window (ignored by
+  // the average modes).
+  ANVIL_CUDNN_CHECK(cudnnSetPooling2dDescriptor(
+      pool.get(), mode_of(plan.mode), CUDNN_NOT_PROPAGATE_NAN, plan.window_h, plan.window_w,
+      plan.pad_h, plan.pad_w, plan.stride_h, plan.stride_w));
+  const ScalingFactors one_zero(p.dtype);  // alpha = 1, beta = 0 in the data type's width
+  if (p.pass != PoolPass::backward) {
+    // y = 1 * pool(x) + 0 * y. Max runs here for inference only (the plan declines training).
+    ANVIL_CUDNN_CHECK(cudnnPoolingForward(h, pool.get(), one_zero.one(), x_desc.get(), a.x,
+                                          one_zero.zero(), y_desc.get(), a.y));
+    return;
+  }
+  // Average backward (the plan declines max backward). cudnnPoolingBackward takes y and x, which
+  // only the max modes need; anvil's backward has neither. y points at dy (same shape, read
+  // only) and x at a zeroed scratch of x's shape (from the caching allocator, freed on return:
+  // safe, one stream per device), so no input aliases the output dx (beta = 0: dx is written).
+  Tensor x_stand_in = Tensor::empty({p.n, p.c, p.h, p.w}, p.dtype, p.device);
+  ANVIL_CUDA_CHECK(cudaMemsetAsync(x_stand_in.data_ptr(), 0,
+                                   static_cast<std::size_t>(p.in_numel()) * dtype_size(p.dtype),
+                                   stream(device)));
+  ANVIL_CUDNN_CHECK(cudnnPoolingBackward(h, pool.get(), one_zero.one(), y_desc.get(), a.dy,
+                                         y_desc.get(), a.dy, x_desc.get(), x_stand_in.data_ptr(),
+                                         one_zero.zero(), x_desc.get(), a.dx));
+}
+
+}  // namespace anvil::cuda
