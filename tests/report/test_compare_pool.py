@@ -192,6 +192,52 @@ def main():
         except ValueError as e:
             check("cannot be paired" in str(e), f"unpaired rounds: {e}")
 
+    # summarize: rounds paired by their number (r10 after r2, not after r1), the PyTorch side's
+    # pct_peak against the peak anvil measured in the same round, the machine recorded, and the
+    # peer's fallbacks shown.
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = os.path.join(tmp, "raw")
+        os.mkdir(raw)
+        for r, peak in ((1, 100.0), (2, 110.0), (10, 120.0)):
+            doc = {"context": dict(CONTEXT, **{"anvil.peak_gflops_per_core": str(peak),
+                                               "anvil.peak_source": "measured"}),
+                   "benchmarks": [{"name": "model/lstm32/train_step/batch:128/threads:1/iterations:1",
+                                   "run_name": "model/lstm32/train_step/batch:128/threads:1",
+                                   "real_time": 0.9e9 * r, "time_unit": "ns", "pct_peak": 40.0,
+                                   "peak_rss_MB": 300, "alloc_peak_MB": 200, "step_median_s": 0.9 * r}]}
+            with open(os.path.join(raw, f"anvil_lstm32_train_t1_r{r}.json"), "w") as f:
+                json.dump(doc, f)
+            peer = {"median_of_rep_means_s": 1.0 * r, "median_s": 1.0 * r, "mean_s": 1.0 * r,
+                    "peak_rss_MB": 1500, "rss_after_import_MB": 500, "pct_peak": 50.0,
+                    "peak_gflops_per_core": 2 * peak,
+                    "config": {"allocator": "glibc", "choice": {
+                        "requested": {"allocator": "tcmalloc"},
+                        "fallbacks": ["allocator tcmalloc: libtcmalloc_minimal.so.4 not found; using glibc_nommap"]}}}
+            with open(os.path.join(raw, f"torch_lstm32_train_t1_r{r}.jsonl"), "w") as f:
+                f.write(json.dumps(peer) + "\n")
+        out_json, out_md = os.path.join(tmp, "c.json"), os.path.join(tmp, "c.md")
+        res = subprocess.run([sys.executable, report_py, "summarize", "--raw", raw, "--config", "preset",
+                              "--json", out_json, "--md", out_md], capture_output=True, text=True)
+        check(res.returncode == 0, f"summarize exit {res.returncode}: {res.stderr}")
+        if res.returncode == 0:
+            with open(out_json) as f:
+                doc = json.load(f)
+            r0 = doc["rows"][0]
+            check(r0["anvil_rounds_s"] == [0.9, 1.8, 9.0] and r0["torch_rounds_s"] == [1.0, 2.0, 10.0],
+                  f"rounds in round order: {r0['anvil_rounds_s']} {r0['torch_rounds_s']}")
+            # PyTorch scored 50 % against twice the peak anvil measured in its round: 100 % of that peak.
+            check(close(r0["torch_pct_peak"], 100.0), f"torch_pct_peak against anvil's peak: {r0['torch_pct_peak']}")
+            check(close(r0["peak_gflops_per_core"], 110.0), f"peak of the row: {r0['peak_gflops_per_core']}")
+            check("machine" in doc and doc["machine"].get("cpus"), f"machine record: {doc.get('machine')}")
+            with open(out_md) as f:
+                md = f.read()
+            check("fallbacks on this machine" in md and "glibc_nommap" in md, "the peer's fallbacks in the table")
+        os.remove(os.path.join(raw, "torch_lstm32_train_t1_r10.jsonl"))
+        res = subprocess.run([sys.executable, report_py, "summarize", "--raw", raw, "--config", "preset",
+                              "--json", out_json, "--md", out_md], capture_output=True, text=True)
+        check(res.returncode != 0 and "do not pair up" in res.stderr,
+              f"a round without its PyTorch pair is refused: {res.returncode} {res.stderr!r}")
+
     # One peak for both sides: the peer's pct_peak (scored against the peak it recorded, or its
     # old default of 242) rescaled to anvil's measured peak.
     check(close(mod.torch_pct_of({"pct_peak": 50.0}, 121.0), 100.0), "old peer output: 242 -> 121")
