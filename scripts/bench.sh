@@ -210,8 +210,8 @@ if [ "$peers" != none ]; then
   [ "$peers" = auto ] && peers=pytorch,tensorflow
   peer_threads="$sweep_threads"
   # The peers' "% of peak" against the per-core FMA peak anvil_bench measured on this machine.
+  # Without one (no anvil run here) the PyTorch peer measures its own and TensorFlow reports none.
   peak=$(measured_peak)
-  [ "$peak" != 0 ] || peak=242  # the peer scripts' own default
   : > "$out/peer_commands.txt"
   IFS=, read -r -a peer_list <<< "$peers"
   for peer in "${peer_list[@]}"; do
@@ -232,7 +232,8 @@ if [ "$peers" != none ]; then
       b=${b//,/ }
       for bb in $b; do
         cmd=(python3 "bench/peers/${peer}_models.py" run --models "$peer_models" --threads "$peer_threads"
-             --phases train,inference --reps 1 --warmup 2 --min-steps 1 --min-time 2 --peak "$peak")
+             --phases train,inference --reps 1 --warmup 2 --min-steps 1 --min-time 2)
+        [ "$peak" != 0 ] && cmd+=(--peak "$peak")
         [ "$bb" != 0 ] && cmd+=(--batch "$bb")
         [ "$peer" = pytorch ] && cmd+=(--config preset)
         echo "${cmd[*]}" >> "$out/peer_commands.txt"

@@ -112,8 +112,12 @@ for m in "${model_list[@]}"; do
         # The PyTorch side uses the batch anvil_bench ran with (read from its benchmark name).
         batch="$(python3 "$report" batch-of "$out/raw/anvil_$tag.json")" \
           || die "anvil_bench ran no benchmark matching '$filter' (is $m registered?)"
+        # ... and is scored against the per-core FMA peak that anvil_bench measured in that round
+        # (one measured peak for both sides' "% of peak").
+        peak="$(python3 "$report" peak-of "$out/raw/anvil_$tag.json")" \
+          || die "anvil_bench recorded no measured peak in $out/raw/anvil_$tag.json"
         tcmd=(python3 "$peer" run --models "$m" --threads "$t" --phases "$ph" --batch "$batch"
-              --reps "$reps" --config "$cfg")
+              --reps "$reps" --config "$cfg" --peak "$peak")
         echo "${tcmd[*]}" >> "$commands"
         log "pytorch $m $ph threads=$t round $r/$rounds"
         prio "${tcmd[@]}" > "$out/raw/torch_$tag.jsonl" 2> "$out/raw/torch_$tag.err" \

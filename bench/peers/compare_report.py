@@ -3,6 +3,7 @@
 """Collects the raw outputs of scripts/compare_pytorch.sh into compare_pytorch.json / .md.
 
   compare_report.py batch-of RAW_ANVIL.json      prints the batch of the model benchmark it ran
+  compare_report.py peak-of RAW_ANVIL.json       prints the per-core FMA peak it measured (GFLOP/s)
   compare_report.py summarize --raw DIR --config CFG --commands FILE --json OUT --md OUT
   compare_report.py pool RUN.json [RUN.json ...] [--md OUT]
                                                  pools several runs' rounds (below)
@@ -19,12 +20,27 @@ both statistics, their ratios and verdicts, and the range of the means across ro
 the host's noise.
 
 Pooling (`pool`): on a noisy host one run of 7 rounds can land on either side of a target that
-the ratio sits near. `pool` takes the compare_pytorch.json of several runs, puts every cell's
-rounds together (anvil's and PyTorch's per-process means, paired as they ran), and reports per
-cell: each run's ratio, the pooled ratio of the medians, how many single rounds meet the
-target, and a 95 % bootstrap interval of the pooled ratio (rounds resampled as pairs, 4000
-resamples, fixed seed). The verdict is "inside" when the whole interval is within the target,
-"at" when only the point estimate is, "outside" otherwise.
+the ratio sits near. `pool` takes the compare_pytorch.json of several runs *on one machine* and
+reports per cell: each run's ratio as it reported it, each run's median of its paired per-round
+ratios (anvil round i / PyTorch round i: the two processes that ran back to back), the pooled
+ratio, how many single rounds meet the target, and a 95 % interval. Note [Paired, stratified
+pooling] says why and how; the verdict is "inside" when the whole interval is within the target,
+"at" when only the point estimate is, "outside" otherwise. Runs whose recorded machines differ
+(machine_identity) are refused with an error naming both.
+
+Note [Paired, stratified pooling]
+The host's speed drifts by tens of percent within minutes, and it drifts for both sides of a
+round alike (they run back to back). The ratio of two medians taken over all rounds of all runs
+(what `pool` computed until 2026-11-25) throws that pairing away: a slow anvil round of one run
+can meet a fast PyTorch round of another, and a run with more or noisier rounds dominates. So:
+- each round gives one paired ratio q = anvil_i / torch_i (rounds are paired by their index; a
+  cell whose two sides have different round counts is an error);
+- the pooled ratio is the weighted median of all paired ratios, every round of run r weighing
+  1 / n_r, so that each run counts the same (stratified by run; with equal round counts this is
+  the plain median of the pooled paired ratios);
+- the interval is a stratified percentile bootstrap: each resample draws n_r rounds with
+  replacement from run r, for every run, and recomputes that weighted median (4000 resamples,
+  fixed seed). Rounds are never moved between runs.
 """
 from __future__ import annotations
 
@@ -77,6 +93,27 @@ def anvil_entry(path: str) -> dict:
             "context": doc.get("context", {})}
 
 
+# What the PyTorch peer scored pct_peak against before it recorded its peak (its old --peak default).
+PEER_OLD_DEFAULT_PEAK = 242.0
+
+
+def anvil_peak(entry: dict) -> float | None:
+    """The per-core FMA peak (GFLOP/s) anvil_bench measured (or was given) for this run."""
+    v = (entry.get("context") or {}).get("anvil.peak_gflops_per_core")
+    return float(v) if v not in (None, "") else None
+
+
+def torch_pct_of(entry: dict, peak: float | None) -> float | None:
+    """The peer's pct_peak rescaled to `peak` (anvil's measured per-core peak), so that both sides
+    are scored against one peak: the peer records the peak it used (peak_gflops_per_core); older
+    outputs used its default of 242 GFLOP/s."""
+    pct = entry.get("pct_peak")
+    if pct is None or not peak:
+        return None
+    used = entry.get("peak_gflops_per_core") or PEER_OLD_DEFAULT_PEAK
+    return pct * used / peak
+
+
 def torch_entry(path: str) -> dict:
     with open(path) as f:
         objs = [json.loads(l) for l in f if l.startswith("{")]
@@ -101,7 +138,14 @@ def summarize(a) -> None:
             continue
         key = (m["model"], m["phase"], int(m["threads"]))
         g = groups.setdefault(key, {"anvil": [], "torch": []})
-        g[m["side"]].append(anvil_entry(path) if m["side"] == "anvil" else torch_entry(path))
+        g[m["side"]].append((int(m["round"]), anvil_entry(path) if m["side"] == "anvil" else torch_entry(path)))
+    # Rounds in the order they ran, and paired: anvil's round i with PyTorch's round i.
+    for key, g in groups.items():
+        ra, rt = sorted(r for r, _ in g["anvil"]), sorted(r for r, _ in g["torch"])
+        if ra != rt and g["anvil"] and g["torch"]:
+            sys.exit(f"compare_report: {key}: anvil rounds {ra} and PyTorch rounds {rt} do not pair up")
+        for side in ("anvil", "torch"):
+            g[side] = [e for _, e in sorted(g[side], key=lambda re: re[0])]
 
     if a.config == "preset":
         cfg_doc = {"chosen": load_peer_module().PRESET, "measurements": None}
@@ -131,7 +175,10 @@ def summarize(a) -> None:
             "torch_peak_rss_MB": statistics.median([e["peak_rss_MB"] for e in g["torch"]]),
             "torch_rss_after_import_MB": statistics.median([e["rss_after_import_MB"] for e in g["torch"]]),
             "anvil_pct_peak": statistics.median([e["pct_peak"] for e in g["anvil"] if e["pct_peak"] is not None] or [float("nan")]),
-            "torch_pct_peak": statistics.median([e["pct_peak"] for e in g["torch"]]),
+            # Each PyTorch round scored against the peak its paired anvil round measured.
+            "torch_pct_peak": statistics.median([p for p in (torch_pct_of(t, anvil_peak(e)) for e, t in zip(g["anvil"], g["torch"]))
+                                                 if p is not None] or [float("nan")]),
+            "peak_gflops_per_core": statistics.median([p for p in map(anvil_peak, g["anvil"]) if p] or [float("nan")]),
         }
         step_medians = [e["step_median_s"] for e in g["anvil"] if e.get("step_median_s") is not None]
         row["anvil_per_step_median_s"] = statistics.median(step_medians) if step_medians else None
@@ -155,7 +202,7 @@ def summarize(a) -> None:
                         "median step",
            "pytorch_config": {"chosen": cfg_doc.get("chosen"), "effective": torch_config,
                               "tuning_measurements": cfg_doc.get("measurements")},
-           "anvil_context": anvil_context, "commands": commands}
+           "anvil_context": anvil_context, "commands": commands, "machine": machine_record()}
     with open(a.json, "w") as f:
         json.dump(doc, f, indent=2)
     with open(a.md, "w") as f:
@@ -204,6 +251,10 @@ def markdown(doc) -> str:
                  f"(mkl_serv_cpu_detect; 0 generic, 7 AVX-512): {eff.get('mkl_cpu')}; malloc in use: {eff.get('allocator')}; "
                  f"interop threads {eff.get('num_interop_threads')}; fp32 matmul precision {eff.get('float32_matmul_precision')} "
                  f"(oneDNN fp32 matmul precision {eff.get('mkldnn_matmul_fp32_precision')})")
+        fb = (eff.get("choice") or {}).get("fallbacks")
+        if fb:
+            L.append(f"- **fallbacks on this machine** (requested {(eff.get('choice') or {}).get('requested')}): "
+                     + "; ".join(fb))
         L.append("- environment of the last run: " + ", ".join(f"`{k}={v}`" for k, v in (eff.get('env') or {}).items()))
         L.append("- threads: `torch.set_num_threads(t)` and `OMP_NUM_THREADS=MKL_NUM_THREADS=t`, set per run")
     meas = cfg.get("tuning_measurements")
@@ -245,6 +296,10 @@ def markdown(doc) -> str:
             for c, v in d.items():
                 L.append(f"| inference route, {model} | {c} | 1 | {v['threads_1_median_s']:.5f} | |")
     ctx = doc.get("anvil_context") or {}
+    if doc["rows"][0].get("peak_gflops_per_core"):
+        L += ["", f"% of peak on both sides against anvil_bench's measured per-core FMA peak "
+              f"({doc['rows'][0]['peak_gflops_per_core']:.1f} GFLOP/s, median over the rounds; "
+              f"{ctx.get('anvil.peak_source')})."]
     L += ["", "## anvil", "", f"- git {ctx.get('anvil.git_revision')}, {ctx.get('anvil.compiler')}, "
           f"OMP_WAIT_POLICY={ctx.get('anvil.env.OMP_WAIT_POLICY')}, host {ctx.get('host_name')}, "
           f"load average {ctx.get('load_avg')}", "", "## Commands", "", "```"]
@@ -253,57 +308,146 @@ def markdown(doc) -> str:
     return "\n".join(L)
 
 
-def pool(paths: list[str]) -> list[dict]:
-    """The pooled cells of several compare_pytorch.json files (module docstring, Pooling)."""
+# Context keys of anvil_bench's JSON (Google Benchmark's and anvil's) that describe the machine.
+MACHINE_CONTEXT_KEYS = ("host_name", "anvil.cpu_model", "num_cpus", "mhz_per_cpu")
+
+
+def machine_identity(doc: dict) -> dict:
+    """What a compare_pytorch.json records about the machine it ran on: its `machine` record
+    (machine_record(), written by `summarize` since 2026-11-25, or added afterwards to older
+    runs from their write-ups) and the machine keys of anvil_bench's context, caches included."""
+    ctx = doc.get("anvil_context") or {}
+    ident = {k: ctx.get(k) for k in MACHINE_CONTEXT_KEYS}
+    ident["caches"] = [(c.get("type"), c.get("level"), c.get("size"), c.get("num_sharing"))
+                       for c in ctx.get("caches") or []]
+    ident["machine"] = {k: v for k, v in (doc.get("machine") or {}).items() if k != "source"} or None
+    return ident
+
+
+def machine_record() -> dict:
+    """This machine, for the JSON of a comparison: the CPU as /proc/cpuinfo names it (model name,
+    family, model, stepping), the CPU count, the memory, and a hash of /etc/machine-id (two VMs of
+    one kind share the CPU model but not their machine id)."""
+    import hashlib
+    rec: dict = {"cpus": os.cpu_count()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                k = k.strip()
+                if k in ("model name", "cpu family", "model", "stepping", "vendor_id") and k not in rec:
+                    rec[k] = v.strip()
+                if not line.strip():
+                    break  # the first processor is enough
+    except OSError:
+        pass
+    try:
+        with open("/proc/meminfo") as f:
+            rec["mem_total_kB"] = int(next(l for l in f if l.startswith("MemTotal:")).split()[1])
+    except (OSError, StopIteration, ValueError):
+        pass
+    try:
+        with open("/etc/machine-id") as f:
+            rec["machine_id_sha256"] = hashlib.sha256(f.read().strip().encode()).hexdigest()[:16]
+    except OSError:
+        pass
+    return rec
+
+
+def weighted_median(values: list[float], weights: list[float]) -> float:
+    """The median of `values` with `weights`: the smallest value at which the cumulative weight
+    reaches half the total, averaged with the next one when it lands exactly on the half (so that
+    equal weights give statistics.median)."""
+    pairs = sorted(zip(values, weights))
+    total = sum(weights)
+    acc = 0.0
+    for i, (v, w) in enumerate(pairs):
+        acc += w
+        if abs(acc - total / 2) <= 1e-12 * total and i + 1 < len(pairs):
+            return (v + pairs[i + 1][0]) / 2
+        if acc > total / 2:
+            return v
+    return pairs[-1][0]
+
+
+def stratified_median(strata: list[list[float]]) -> float:
+    """Weighted median of the pooled values, every value of stratum r weighing 1 / len(stratum)."""
+    vals = [x for s in strata for x in s]
+    wts = [1.0 / len(s) for s in strata for _ in s]
+    return weighted_median(vals, wts)
+
+
+def pool(paths: list[str], resamples: int = 4000, seed: int = 1) -> list[dict]:
+    """The pooled cells of several compare_pytorch.json files of one machine (module docstring,
+    Note [Paired, stratified pooling]). Raises ValueError for runs of different machines and for
+    a cell whose anvil and PyTorch round counts differ."""
     cells: dict = {}
+    first = None
     for path in paths:
         with open(path) as f:
-            rows = json.load(f)["rows"]
-        for r in rows:
+            doc = json.load(f)
+        ident = machine_identity(doc)
+        if first is None:
+            first = (path, ident)
+        elif ident != first[1]:
+            diff = sorted(k for k in ident if ident[k] != first[1][k])
+            raise ValueError(
+                f"refusing to pool runs of different machines: {first[0]} ("
+                + ", ".join(f"{k}={first[1][k]!r}" for k in diff) + f") and {path} ("
+                + ", ".join(f"{k}={ident[k]!r}" for k in diff) + ")")
+        for r in doc["rows"]:
             key = (r["model"], r["phase"], r["threads"], r["batch"])
-            c = cells.setdefault(key, {"anvil": [], "torch": [], "runs": [], "target": r.get("target_ratio")})
-            c["anvil"] += r["anvil_rounds_s"]
-            c["torch"] += r["torch_rounds_s"]
-            c["runs"].append(r["ratio_anvil_over_torch"])
+            a, t = r["anvil_rounds_s"], r["torch_rounds_s"]
+            if len(a) != len(t) or not a:
+                raise ValueError(f"{path}: {key}: {len(a)} anvil rounds and {len(t)} PyTorch rounds "
+                                 "cannot be paired")
+            c = cells.setdefault(key, {"runs": [], "target": r.get("target_ratio")})
+            c["runs"].append({"path": path, "reported": r["ratio_anvil_over_torch"],
+                              "paired": [x / y for x, y in zip(a, t)], "anvil": a, "torch": t})
     out = []
-    rng = random.Random(1)
+    rng = random.Random(seed)
     for (model, phase, threads, batch), c in sorted(cells.items()):
-        a, t, target = c["anvil"], c["torch"], c["target"]
-        n = min(len(a), len(t))
-        ratio = statistics.median(a[:n]) / statistics.median(t[:n])
+        strata, target = [run["paired"] for run in c["runs"]], c["target"]
+        ratio = stratified_median(strata)
         boot = []
-        for _ in range(4000):
-            pick = [rng.randrange(n) for _ in range(n)]
-            boot.append(statistics.median(a[i] for i in pick) / statistics.median(t[i] for i in pick))
+        for _ in range(resamples):
+            boot.append(stratified_median([[s[rng.randrange(len(s))] for _ in s] for s in strata]))
         boot.sort()
         lo, hi = boot[int(0.025 * len(boot))], boot[int(0.975 * len(boot)) - 1]
         verdict = None
         if target is not None:
             verdict = "inside" if hi <= target else ("at" if ratio <= target else "outside")
+        n = sum(len(s) for s in strata)
         out.append({"model": model, "phase": phase, "threads": threads, "batch": batch,
-                    "runs": c["runs"], "rounds": n, "anvil_median_s": statistics.median(a[:n]),
-                    "torch_median_s": statistics.median(t[:n]), "ratio": ratio, "ci95": [lo, hi],
+                    "runs": [run["reported"] for run in c["runs"]],
+                    "runs_paired_median": [statistics.median(s) for s in strata], "rounds": n,
+                    "anvil_median_s": statistics.median(x for run in c["runs"] for x in run["anvil"]),
+                    "torch_median_s": statistics.median(x for run in c["runs"] for x in run["torch"]),
+                    "ratio": ratio, "ci95": [lo, hi],
                     "rounds_meeting_target": None if target is None else
-                    sum(x / y <= target for x, y in zip(a, t)), "target_ratio": target,
+                    sum(q <= target for s in strata for q in s), "target_ratio": target,
                     "verdict": verdict})
     return out
 
 
 def pool_markdown(cells: list[dict], paths: list[str]) -> str:
-    L = ["| model | phase | threads | runs (anvil/PyTorch each) | rounds | anvil s/step | PyTorch s/step "
-         "| pooled ratio | 95 % interval | rounds meeting target | target | verdict |",
+    L = ["| model | phase | threads | runs: reported ratio (paired median) | rounds | anvil s/step "
+         "| PyTorch s/step | pooled paired ratio | 95 % interval | rounds meeting target | target | verdict |",
          "|---|---|---:|---|---:|---:|---:|---:|---|---:|---:|---|"]
     for c in cells:
-        runs = " / ".join(f"{x:.3f}" for x in c["runs"])
+        runs = " / ".join(f"{x:.3f} ({p:.3f})" for x, p in zip(c["runs"], c["runs_paired_median"]))
         met = "" if c["target_ratio"] is None else f"{c['rounds_meeting_target']}/{c['rounds']}"
         L.append(f"| {c['model']} | {c['phase']} | {c['threads']} | {runs} | {c['rounds']} | "
                  f"{c['anvil_median_s']:.4f} | {c['torch_median_s']:.4f} | {c['ratio']:.3f} | "
                  f"{c['ci95'][0]:.3f}-{c['ci95'][1]:.3f} | {met} | {c['target_ratio'] or ''} | "
                  f"{c['verdict'] or ''} |")
-    L += ["", "Pooled from: " + ", ".join(f"`{p}`" for p in paths) + ". Statistic: each round is one "
-          "process's mean step (median of its repetitions); pooled ratio = median of anvil's rounds / "
-          "median of PyTorch's; interval: 95 % bootstrap over the rounds, resampled as anvil/PyTorch "
-          "pairs (bench/peers/compare_report.py, pool)."]
+    L += ["", "Pooled from: " + ", ".join(f"`{p}`" for p in paths) + " (one machine). Statistic: each "
+          "round is one process's mean step (median of its repetitions); a round's ratio is anvil's "
+          "over the PyTorch process that ran next to it; the pooled ratio is the median of those "
+          "paired ratios with every run weighing the same; interval: 95 % stratified bootstrap "
+          "(rounds resampled within each run); anvil and PyTorch s/step are the plain medians of "
+          "all rounds, for scale only (bench/peers/compare_report.py, Note [Paired, stratified "
+          "pooling])."]
     return "\n".join(L) + "\n"
 
 
@@ -312,6 +456,8 @@ def main() -> None:
     sub = p.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("batch-of")
     b.add_argument("path")
+    pk = sub.add_parser("peak-of")
+    pk.add_argument("path")
     s = sub.add_parser("summarize")
     s.add_argument("--raw", required=True)
     s.add_argument("--config", required=True)
@@ -327,6 +473,14 @@ def main() -> None:
             print(anvil_entry(a.path)["batch"])
         except (ValueError, OSError, json.JSONDecodeError) as e:
             sys.exit(str(e))
+    elif a.cmd == "peak-of":
+        try:
+            peak = anvil_peak(anvil_entry(a.path))
+        except (ValueError, OSError, json.JSONDecodeError) as e:
+            sys.exit(str(e))
+        if not peak:
+            sys.exit(f"{a.path}: no anvil.peak_gflops_per_core in its context")
+        print(peak)
     elif a.cmd == "pool":
         try:
             text = pool_markdown(pool(a.runs), a.runs)

@@ -257,6 +257,24 @@ def fma_peak_gflops() -> float | None:
         return None
 
 
+def resolve_peak(given: float | None) -> tuple[float, str]:
+    """The per-core peak pct_peak is scored against, and where it came from: the one given
+    (compare_pytorch.sh and bench.sh give anvil_bench's measured peak, so that both sides are
+    scored against one peak), else this machine's, measured now; 0 when neither is available
+    (pct_peak is then null)."""
+    if given:
+        return given, "given with --peak"
+    measured = fma_peak_gflops()
+    if measured:
+        return measured, "measured by the peer: 512-bit FMA loop, 12 accumulators, 1 thread"
+    return 0.0, "none: no --peak and the FMA loop could not run (no gcc or no AVX-512)"
+
+
+def pct_of_peak(flops: float, seconds: float, a) -> float | None:
+    """Achieved FLOP/s as a percentage of threads x the per-core peak (None without a peak)."""
+    return flops / seconds / (a.peak * 1e9 * a.threads) * 100.0 if a.peak else None
+
+
 def find_library(name: str) -> str | None:
     for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib"):
         p = os.path.join(d, name)
@@ -281,6 +299,70 @@ def ensure_allocators() -> dict:
             subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", *missing],
                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return {lib: find_library(lib) for lib in packages}
+
+
+# Note [Peer fallbacks]
+# The preset (and a tuned configuration) asks for tcmalloc and for the MKL shim, which need
+# libtcmalloc_minimal.so.4 and a C compiler. Machines without them (the lent GPU machines have
+# no tcmalloc/jemalloc and no apt) must still time PyTorch, in the best configuration they
+# allow, and say which one that was. effective_config() makes that choice before any child is
+# started: a missing allocator library gives way to the next allocator that keeps large blocks
+# (ALLOCATOR_FALLBACKS: tcmalloc, jemalloc_retain, then glibc without mmap, which needs no
+# library and was within a few % of tcmalloc in `tune`), and a shim that cannot be built gives
+# way to MKL's default code path. The requested values and a line per fallback are recorded in
+# the configuration itself, which every child copies into its JSON ("config" -> "choice").
+# Whether MKL then really runs its AVX-512 path is measured, not assumed: the child records
+# mkl_serv_cpu_detect() (0 = generic) and the allocator it finds in its own memory map.
+ALLOCATOR_FALLBACKS = ["tcmalloc", "jemalloc_retain", "glibc_nommap"]
+
+
+def shim_buildable() -> tuple[bool, str]:
+    """Whether the MKL shim can be built here (a C compiler that builds it), and why not."""
+    try:
+        build_shim()
+        return True, ""
+    except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
+        return False, str(e)
+
+
+def effective_config(cfg: dict, find=None, shim=None) -> dict:
+    """`cfg` as this machine can run it (Note [Peer fallbacks]): the same dict when everything it
+    asks for is available, else a copy with the allocator and/or MKL setting replaced, plus
+    "requested" (what was asked for) and "fallbacks" (one line per replacement). `find(lib)`
+    locates a library (find_library), `shim()` says whether the MKL shim builds
+    (shim_buildable); both are parameters so that the choice is testable without torch."""
+    find = find or find_library
+    shim = shim or shim_buildable
+    out = dict(cfg)
+    fallbacks = list(cfg.get("fallbacks") or [])
+    requested = {"mkl": cfg.get("mkl", "default"), "allocator": cfg.get("allocator", "glibc")}
+    alloc = requested["allocator"]
+    if alloc not in ALLOCATOR_CANDIDATES:
+        raise ValueError(f"effective_config: unknown allocator '{alloc}' (known: {', '.join(ALLOCATOR_CANDIDATES)})")
+    lib = ALLOCATOR_CANDIDATES[alloc].get("preload")
+    if lib and not find(lib):
+        order = [alloc] + [c for c in ALLOCATOR_FALLBACKS if c != alloc]
+        usable = next(c for c in order if not ALLOCATOR_CANDIDATES[c].get("preload")
+                      or find(ALLOCATOR_CANDIDATES[c]["preload"]))
+        out["allocator"] = usable
+        fallbacks.append(f"allocator {alloc}: {lib} not found; using {usable}")
+    mkl = requested["mkl"]
+    if mkl not in MKL_CANDIDATES:
+        raise ValueError(f"effective_config: unknown MKL setting '{mkl}' (known: {', '.join(MKL_CANDIDATES)})")
+    if MKL_CANDIDATES[mkl].get("shim"):
+        ok, why = shim()
+        if not ok:
+            # Keep the rest of the setting (its environment), without the shim.
+            usable = "enable_avx512" if MKL_CANDIDATES[mkl].get("env") else "default"
+            out["mkl"] = usable
+            fallbacks.append(f"mkl {mkl}: the mkl_serv_intel_cpu_true shim cannot be built ({why}); "
+                             f"using {usable} (MKL picks its own code path)")
+    if fallbacks:
+        out["requested"] = cfg.get("requested") or requested
+        out["fallbacks"] = fallbacks
+        for line in fallbacks[len(cfg.get("fallbacks") or []):]:
+            log(f"[torch-peer] fallback: {line}")
+    return out
 
 
 def child_env(cfg: dict, threads: int) -> dict:
@@ -312,9 +394,10 @@ def child_env(cfg: dict, threads: int) -> dict:
     alloc = ALLOCATOR_CANDIDATES[cfg.get("allocator", "glibc")]
     if alloc.get("preload"):
         path = find_library(alloc["preload"])
-        if not path:
+        if not path:  # effective_config() replaces a missing allocator before this is reached
             raise RuntimeError(f"allocator {alloc['preload']} not found "
-                               "(apt-get install libjemalloc2 libtcmalloc-minimal4)")
+                               "(apt-get install libjemalloc2 libtcmalloc-minimal4, or run the "
+                               "configuration through effective_config)")
         preload.append(path)
     env.update(alloc.get("env", {}))
     if preload:
@@ -456,7 +539,8 @@ def torch_facts(torch, cfg: dict) -> dict:
         "mkl_cpu": mkl_cpu_type(torch),
         "env": {k: os.environ[k] for k in ENV_OF_INTEREST if k in os.environ},
         "choice": {k: cfg.get(k) for k in ("mkl", "allocator", "omp_wait_policy", "sgd", "inference",
-                                           "inference_by_model", "flush_denormal", "source")},
+                                           "inference_by_model", "flush_denormal", "source",
+                                           "requested", "fallbacks")},
     }
     try:
         facts["mkldnn_matmul_fp32_precision"] = str(mk.matmul.fp32_precision)
@@ -815,7 +899,8 @@ def net_child_main(a, cfg: dict, rss_start: float) -> None:
         "warmup_steps": a.warmup, "reps": a.reps, "steps": len(flat), "steps_per_rep": [len(r) for r in per_rep],
         "median_s": statistics.median(flat), "mean_s": statistics.fmean(flat), "min_s": min(flat),
         "rep_means_s": rep_means, "median_of_rep_means_s": statistics.median(rep_means),
-        "pct_peak": flops / statistics.median(flat) / (a.peak * 1e9 * a.threads) * 100.0,
+        "pct_peak": pct_of_peak(flops, statistics.median(flat), a),
+        "peak_gflops_per_core": a.peak or None, "peak_source": a.peak_source,
         "peak_rss_MB": peak_rss_mb(), "process": a.process, "rss_at_start_MB": rss_start, "rss_after_import_MB": rss_import,
         "config": torch_facts(torch, dict(cfg, inference="eager", inference_by_model=None)),
     }
@@ -863,6 +948,9 @@ def phase_main(a) -> None:
         with torch.inference_mode():
             net(x)
 
+    # Parameters and FLOPs are counted on the dense model: to_mkldnn below replaces each
+    # nn.Linear by a MkldnnLinear whose weights are buffers, so counting after it gave 0 for both.
+    params, fwd_flops = model_params_and_flops(torch, net, batch)
     route = (cfg.get("inference_by_model") or {}).get(a.model, cfg.get("inference", "eager"))
     if not train and route == "mkldnn":
         # oneDNN's fp32 inner product instead of MKL's sgemm (same precision): the model's
@@ -879,11 +967,6 @@ def phase_main(a) -> None:
     per_rep = time_loop(step, a.warmup, a.reps, a.min_time, a.min_steps)
     flat = [t for r in per_rep for t in r]
     rep_means = [statistics.fmean(r) for r in per_rep]
-    params = sum(p.numel() for p in net.parameters())
-    # Forward FLOPs: 2 * MACs of the Linear layers; training counted as 3x forward, the nominal
-    # count anvil_bench uses, so that pct_peak is comparable (autograd actually skips the input
-    # gradient of the first layer, which x does not need).
-    fwd_flops = 2.0 * batch * sum(m.in_features * m.out_features for m in net if isinstance(m, torch.nn.Linear))
     flops = 3.0 * fwd_flops if train else fwd_flops
     out = {
         "peer": "pytorch", "model": a.model, "phase": "train_step" if train else "inference_step",
@@ -893,7 +976,8 @@ def phase_main(a) -> None:
         # reports (Google Benchmark: mean time per iteration of each repetition, median over them).
         "median_s": statistics.median(flat), "mean_s": statistics.fmean(flat), "min_s": min(flat),
         "rep_means_s": rep_means, "median_of_rep_means_s": statistics.median(rep_means),
-        "pct_peak": flops / statistics.median(flat) / (a.peak * 1e9 * a.threads) * 100.0,
+        "pct_peak": pct_of_peak(flops, statistics.median(flat), a),
+        "peak_gflops_per_core": a.peak or None, "peak_source": a.peak_source,
         "peak_rss_MB": peak_rss_mb(), "process": a.process, "rss_at_start_MB": rss_start, "rss_after_import_MB": rss_import,
         "config": torch_facts(torch, cfg),
     }
@@ -902,6 +986,20 @@ def phase_main(a) -> None:
     if a.profile:
         out["profile_top_ops"] = profile_ops(torch, step, a.profile)
     print(json.dumps(out), flush=True)
+
+
+def model_params_and_flops(torch, net, batch: int) -> tuple[int, float]:
+    """Parameter count and forward FLOPs of an FCN/MLP (a Sequential of nn.Linear and
+    activations) at `batch`: 2 * MACs of the Linear layers. Training is counted as 3x forward by
+    the caller, the nominal count anvil_bench uses, so that pct_peak is comparable (autograd
+    actually skips the input gradient of the first layer, which x does not need). Call it on the
+    dense model, before any to_mkldnn conversion."""
+    params = sum(p.numel() for p in net.parameters())
+    fwd_flops = 2.0 * batch * sum(m.in_features * m.out_features for m in net if isinstance(m, torch.nn.Linear))
+    if params == 0 or fwd_flops == 0:
+        raise RuntimeError(f"model_params_and_flops: {params} parameters, {fwd_flops} FLOPs: not a dense "
+                           "nn.Linear model (count before the mkldnn conversion)")
+    return params, fwd_flops
 
 
 def cuda_child_main(a, cfg, torch, F, net, x_host, y_host, batch, train, rss_start, rss_import) -> None:
@@ -935,7 +1033,7 @@ def cuda_child_main(a, cfg, torch, F, net, x_host, y_host, batch, train, rss_sta
     per_rep = time_loop(step, a.warmup, a.reps, a.min_time, a.min_steps)
     flat = [t for r in per_rep for t in r]
     rep_means = [statistics.fmean(r) for r in per_rep]
-    fwd_flops = 2.0 * batch * sum(m.in_features * m.out_features for m in net if isinstance(m, torch.nn.Linear))
+    params, fwd_flops = model_params_and_flops(torch, net, batch)
     flops = 3.0 * fwd_flops if train else fwd_flops
     facts = torch_facts(torch, dict(cfg, inference="eager", inference_by_model=None))
     facts["cuda"] = {"device_name": torch.cuda.get_device_name(0), "torch_cuda": torch.version.cuda,
@@ -944,7 +1042,7 @@ def cuda_child_main(a, cfg, torch, F, net, x_host, y_host, batch, train, rss_sta
                      "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32}
     out = {
         "peer": "pytorch", "model": a.model, "phase": "train_step" if train else "inference_step",
-        "threads": a.threads, "batch": batch, "params": sum(p.numel() for p in net.parameters()),
+        "threads": a.threads, "batch": batch, "params": params,
         "device": "cuda",
         "warmup_steps": a.warmup, "reps": a.reps, "steps": len(flat), "steps_per_rep": [len(r) for r in per_rep],
         "median_s": statistics.median(flat), "mean_s": statistics.fmean(flat), "min_s": min(flat),
@@ -1127,9 +1225,11 @@ def load_config(spec: str) -> dict:
 def run_main(a) -> None:
     cfg = load_config(a.config)
     ensure_allocators()
+    cfg = effective_config(cfg)
     cuda = a.device == "cuda"
     if cuda:
         cfg = dict(cfg, device="cuda")
+    peak, peak_source = resolve_peak(a.peak)
     for model in a.models.split(","):
         if model not in MODELS and model not in NETS:
             sys.exit(f"unknown model '{model}'; known: {', '.join([*MODELS, *NETS])}")
@@ -1145,7 +1245,7 @@ def run_main(a) -> None:
                 for batch in ([a.batch] if a.batch or not cuda else GPU_BATCHES[model]):
                     args = ["child", "--model", model, "--phase", phase, "--threads", str(t),
                             "--reps", str(a.reps), "--warmup", str(a.warmup), "--min-time", str(a.min_time),
-                            "--min-steps", str(a.min_steps), "--peak", str(a.peak)]
+                            "--min-steps", str(a.min_steps), "--peak", str(peak), "--peak-source", peak_source]
                     if batch:
                         args += ["--batch", str(batch)]
                     if cuda:
@@ -1182,12 +1282,17 @@ def tune_main(a) -> None:
 
     # 1. MKL code path: torch.mm GFLOP/s at 1 thread (allocator/wait policy do not matter here).
     log("[tune] MKL code path: torch.mm GFLOP/s at 1 thread")
-    runs = {c: [] for c in MKL_CANDIDATES}
+    shim_ok, why = shim_buildable()
+    mkl_c = [c for c, v in MKL_CANDIDATES.items() if shim_ok or not v.get("shim")]
+    if not shim_ok:
+        log(f"[tune] the MKL shim cannot be built ({why}): its candidates are left out")
+        report["fallbacks"] = [f"mkl: shim candidates left out ({why})"]
+    runs = {c: [] for c in mkl_c}
     cpu = {}
     onednn = {64: [], 1024: []}
-    peaks = {c: [] for c in MKL_CANDIDATES}
+    peaks = {c: [] for c in mkl_c}
     for r in range(a.rounds):
-        for c in MKL_CANDIDATES:
+        for c in mkl_c:
             peaks[c].append(fma_peak_gflops())
             # oneDNN does not go through MKL: its routes are timed once per round, with "default".
             extra = ["--onednn"] if c == "default" else []
@@ -1354,7 +1459,11 @@ def main() -> None:
         q.add_argument("--min-time", type=float, default=2.0, help="seconds per repetition (anvil_bench: 2.0)")
         q.add_argument("--min-steps", type=int, default=5, help="steps per repetition at least")
         q.add_argument("--batch", type=int, default=0, help="mini-batch (default: the model's CPU batch)")
-        q.add_argument("--peak", type=float, default=242.0, help="GFLOP/s per core, for pct_peak")
+        q.add_argument("--peak", type=float, default=None,
+                       help="per-core FP32 FMA peak in GFLOP/s for pct_peak (compare_pytorch.sh and bench.sh pass "
+                            "the one anvil_bench measured); default: measured here with a 512-bit FMA loop, "
+                            "no pct_peak where that cannot run")
+        q.add_argument("--peak-source", default="given with --peak", help=argparse.SUPPRESS)
         q.add_argument("--breakdown", action="store_true", help="also time zero_grad/forward/backward/step separately")
         q.add_argument("--profile", type=int, default=0, metavar="STEPS", help="also profile STEPS steps per op")
         q.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
@@ -1414,7 +1523,7 @@ def main() -> None:
         child_main(a)
     elif a.cmd == "probe-gemm":
         if a.cfg_json is None:  # called by hand: launch itself under the configuration
-            for obj in run_child(load_config(a.config), a.threads,
+            for obj in run_child(effective_config(load_config(a.config)), a.threads,
                                  ["probe-gemm", "--threads", str(a.threads), "--min-time", str(a.min_time)]
                                  + (["--onednn"] if a.onednn else [])):
                 print(json.dumps(obj))
@@ -1424,7 +1533,7 @@ def main() -> None:
         probe_sgd_main(a)
     elif a.cmd == "probe-layer-gemms":
         if a.cfg_json is None:  # called by hand: launch itself under the configuration
-            for obj in run_child(load_config(a.config), a.threads, ["probe-layer-gemms", "--model", a.model,
+            for obj in run_child(effective_config(load_config(a.config)), a.threads, ["probe-layer-gemms", "--model", a.model,
                                  "--threads", str(a.threads), "--iters", str(a.iters)]):
                 print(json.dumps(obj))
         else:

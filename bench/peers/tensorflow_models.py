@@ -375,7 +375,7 @@ def phase_main(a) -> None:
         "warmup_steps": a.warmup, "reps": a.reps, "steps": len(flat), "steps_per_rep": [len(r) for r in per_rep],
         "median_s": statistics.median(flat), "mean_s": statistics.fmean(flat), "min_s": min(flat),
         "rep_means_s": rep_means, "median_of_rep_means_s": statistics.median(rep_means),
-        "pct_peak": flops / statistics.median(flat) / (a.peak * 1e9 * a.threads) * 100.0,
+        "pct_peak": PT.pct_of_peak(flops, statistics.median(flat), a), "peak_gflops_per_core": a.peak or None,
         "peak_rss_MB": peak_rss_mb(), "process": a.process, "rss_at_start_MB": rss_start, "rss_after_import_MB": rss_import,
         "config": tf_facts(tf, keras, a.jit),
     }
@@ -395,7 +395,7 @@ def run_child(threads: int, args: list[str], timeout: float = 1800) -> list[dict
 
 def timing_args(a) -> list[str]:
     args = ["--reps", str(a.reps), "--warmup", str(a.warmup), "--min-time", str(a.min_time),
-            "--min-steps", str(a.min_steps), "--peak", str(a.peak)]
+            "--min-steps", str(a.min_steps), "--peak", str(a.peak or 0)]
     if a.batch:
         args += ["--batch", str(a.batch)]
     if a.jit:
@@ -456,7 +456,9 @@ def main() -> None:
         q.add_argument("--min-time", type=float, default=2.0, help="seconds per repetition (anvil_bench: 2.0)")
         q.add_argument("--min-steps", type=int, default=5, help="steps per repetition at least")
         q.add_argument("--batch", type=int, default=0, help="mini-batch (default: the model's CPU batch)")
-        q.add_argument("--peak", type=float, default=242.0, help="GFLOP/s per core, for pct_peak")
+        q.add_argument("--peak", type=float, default=None,
+                       help="per-core FMA peak in GFLOP/s for pct_peak (bench.sh passes anvil_bench's measured "
+                            "one); without it pct_peak is null")
         q.add_argument("--jit", action="store_true", help="XLA-compile the step (jit_compile=True)")
 
     r = sub.add_parser("run", help="time models, one process per (model, threads), a forked one per phase")
