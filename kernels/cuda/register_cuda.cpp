@@ -13,6 +13,7 @@ void register_cuda_kernels() {
     register_cuda_pointwise();
     register_cuda_training();
     register_cuda_conv();
+    register_cuda_conv_im2col();
   });
 }
 

@@ -234,10 +234,10 @@ void report(Tally& tally, bool require_min) {
 
 TEST_CASE("the CUDA conv2d variants are registered", "[cuda][conv]") {
   setup();
-  for (const char* name :
-       {"cuda.cudnn", "cuda.cudnn.tf32", "cuda.cudnn.implicit_gemm",
-        "cuda.cudnn.implicit_precomp_gemm", "cuda.cudnn.gemm", "cuda.cudnn.fft",
-        "cuda.cudnn.fft_tiling", "cuda.cudnn.winograd", "cuda.cudnn.winograd_nonfused"}) {
+  for (const char* name : {"cuda.cudnn", "cuda.cudnn.tf32", "cuda.cudnn.implicit_gemm",
+                           "cuda.cudnn.implicit_precomp_gemm", "cuda.cudnn.gemm", "cuda.cudnn.fft",
+                           "cuda.cudnn.fft_tiling", "cuda.cudnn.winograd",
+                           "cuda.cudnn.winograd_nonfused", "cuda.custom.im2col"}) {
     INFO(name);
     CHECK(conv_table().find(name) != nullptr);
   }
