@@ -160,7 +160,14 @@ else
   # `default` (it is one of them).
   if [ "$full" = 1 ]; then rest='^(peak|gemm|gemm_remedy|kernel)/'
   else rest='^(peak|kernel)/|^gemm/[^/]+/[NT][NT]/dlbench_|^gemm/cpu[.][^/]+/[NT][NT]/fcn5_b64_64x|^gemm_remedy/default/.*/dlbench_'; fi
-  [ "$cpu_runs" = 1 ] || rest='^(gemm|gemm_remedy)/.*/device:cuda'
+  # GPU only (--devices cuda): the GEMM variants and remedies on the DLBench shape (all 313 GEMM
+  # benchmarks took 6 min 40 s on the H100; every shape comes with --full), and the per-layer conv
+  # sweep (bench/gpu_conv_bench.cpp): every CUDA variant on AlexNet's and VGG16's conv layers and
+  # the default on ResNet-50's; every variant on every layer with --full.
+  if [ "$cpu_runs" != 1 ]; then
+    if [ "$full" = 1 ]; then rest='^(gemm|gemm_remedy|kernel)/.*/device:cuda'
+    else rest='^(gemm|gemm_remedy)/.*/dlbench_[^/]*/device:cuda|^kernel/conv2d/[^/]+/[a-z_]+/(alexnet|vgg16):.*/device:cuda|^kernel/conv2d/default/.*/device:cuda'; fi
+  fi
   count=$("$build/bench/anvil_bench" "${args[@]}" --benchmark_filter="$rest|^model/" --benchmark_list_tests | wc -l)
   stage "anvil_bench -> $out/anvil_bench*.json ($count benchmarks; one line per benchmark)"
   bench "$rest" "$out/anvil_bench.json"
@@ -282,4 +289,9 @@ for cand in python3 /usr/bin/python3; do
   if "$cand" -c 'import matplotlib' 2>/dev/null; then py=$cand; break; fi
 done
 "$py" scripts/report.py "$out"
+# The per-layer GPU conv table (fastest algorithm per layer and pass, the default's distance).
+if grep -q 'kernel/conv2d/.*device:cuda' "$out"/anvil_bench*.json 2>/dev/null; then
+  "$py" scripts/report_gpu_conv.py "$out"/anvil_bench*.json > "$out/gpu_conv_layers.md"
+  echo "== GPU conv layers: $out/gpu_conv_layers.md"
+fi
 stage "done: $out/report.md"
