@@ -179,7 +179,7 @@ else
   step_phases="train_step inference_step"
   [ "$phases" = on ] && step_phases="$step_phases forward backward update"
   # The GPU model steps (registered only when a CUDA device is usable), in one process.
-  gpu_steps='^model/[^/]+/[a-z_]+/batch:[0-9]+/device:cuda'
+  gpu_steps='^model/[^/]+/[a-z_]+/batch:[0-9]+/(resident/)?(tf32/)?device:cuda'
   [ "$devices" = cpu ] || bench "$gpu_steps" "$out/anvil_bench_model_gpu.json"
   [ "$cpu_runs" = 1 ] || models=""
   # The LSTM models' steps once per LSTM variant (.../threads:T/lstm:VARIANT/...) come with
@@ -271,6 +271,11 @@ PY
            --batch "$b" --reps 3 --warmup 3 --min-time 1 --config preset)
       echo "${cmd[*]}" >> "$out/peer_commands.txt"
       "${cmd[@]}" >> "$out/peer_pytorch_cuda.jsonl" || echo "bench.sh: PyTorch on the GPU failed ($m $ph $b)" >&2
+      # The same step with the batch resident and with TF32 (anvil's .../resident[/tf32]/device:cuda
+      # rows), cudnn.benchmark on: bench/peers/pytorch_gpu_models.py.
+      cmd=(python3 bench/peers/pytorch_gpu_models.py --model "$m" --phase "$ph" --batch "$b")
+      echo "${cmd[*]}" >> "$out/peer_commands.txt"
+      "${cmd[@]}" >> "$out/peer_pytorch_cuda_steps.jsonl" || echo "bench.sh: pytorch_gpu_models.py failed ($m $ph $b)" >&2
     done < "$out/gpu_steps.txt"
   fi
 fi
@@ -293,5 +298,11 @@ done
 if grep -q 'kernel/conv2d/.*device:cuda' "$out"/anvil_bench*.json 2>/dev/null; then
   "$py" scripts/report_gpu_conv.py "$out"/anvil_bench*.json > "$out/gpu_conv_layers.md"
   echo "== GPU conv layers: $out/gpu_conv_layers.md"
+fi
+# anvil's GPU steps (batch copied / resident, FP32 / TF32) beside PyTorch's.
+if [ -f "$out/anvil_bench_model_gpu.json" ] && [ -f "$out/peer_pytorch_cuda_steps.jsonl" ]; then
+  "$py" scripts/report_gpu_steps.py "$out/anvil_bench_model_gpu.json" "$out/peer_pytorch_cuda_steps.jsonl" \
+    > "$out/gpu_steps.md"
+  echo "== GPU steps beside PyTorch: $out/gpu_steps.md"
 fi
 stage "done: $out/report.md"

@@ -197,9 +197,19 @@ void run_algo(const ConvArgs& a, int algo, cudnnMathType_t math, std::size_t ws_
         const std::size_t y_bytes =
             static_cast<std::size_t>(p.n) * p.k * p.p() * p.q() * dtype_size(p.dtype);
         ANVIL_CUDA_CHECK(cudaMemsetAsync(a.y, 0, y_bytes, s));
-        ANVIL_CUDNN_CHECK(cudnnConvolutionBiasActivationForward(
+        const cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
             h, sc.one(), d.x.d, a.x, d.w.d, a.w, d.conv.d, fa, wsp, ws_bytes, sc.zero(), d.y.d, a.y,
-            d.bias.d, a.b, act.d, d.y.d, a.y));
+            d.bias.d, a.b, act.d, d.y.d, a.y);
+        if (st != CUDNN_STATUS_NOT_SUPPORTED) {
+          check_cudnn_status(st, "cudnnConvolutionBiasActivationForward", __FILE__, __LINE__);
+          return;
+        }
+        // Not every algorithm has a fused kernel: the same three steps apart (in place).
+        ANVIL_CUDNN_CHECK(cudnnConvolutionForward(h, sc.one(), d.x.d, a.x, d.w.d, a.w, d.conv.d, fa,
+                                                  wsp, ws_bytes, sc.zero(), d.y.d, a.y));
+        ANVIL_CUDNN_CHECK(cudnnAddTensor(h, sc.one(), d.bias.d, a.b, sc.one(), d.y.d, a.y));
+        ANVIL_CUDNN_CHECK(
+            cudnnActivationForward(h, act.d, sc.one(), d.y.d, a.y, sc.zero(), d.y.d, a.y));
         return;
       }
       ANVIL_CUDNN_CHECK(cudnnConvolutionForward(h, sc.one(), d.x.d, a.x, d.w.d, a.w, d.conv.d, fa,

@@ -1,21 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
 // conv2d on the GPU: every CUDA variant of the conv2d table (cuda.cudnn, cuda.cudnn.tf32 forced,
-// each cuda.cudnn.<family>) against the CPU `ref` in f64 on odd shapes and on the conv layers of
-// AlexNet, ResNet-50, VGG16 and cnn_mnist (models::kernel_problems, batch 1, spatial size cropped
-// to at most 32 so that ref stays fast; channels, kernel, stride, padding kept), all three passes,
-// f32 with and without bias and fused ReLU, and f64 where cuDNN offers it. Every variant must run
-// at least kMinRuns problem-passes (a variant that declines everything fails). A float64 gradient
-// check of conv2d run on the GPU, and the default's choice named in its label. Runs only with a
-// GPU (gpu_main.cpp reports the binary skipped otherwise).
+// each cuda.cudnn.<family>, cuda.custom.im2col) against the CPU `ref` in f64 on odd shapes and on
+// the conv layers of AlexNet, ResNet-50, VGG16, cnn_mnist and cnn_cifar (models::kernel_problems,
+// batch 1, spatial size cropped to at most 32 so that ref stays fast; channels, kernel, stride,
+// padding kept), all three passes, f32 with and without bias and fused ReLU, and f64 where cuDNN
+// offers it. Every variant must run at least kMinRuns problem-passes (a variant that declines
+// everything fails). A float64 gradient check of conv2d run on the GPU, the default's choice named
+// in its label, and a small conv net trained on the GPU against the CPU. Runs only with a GPU
+// (gpu_main.cpp reports the binary skipped otherwise).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <any>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "engine/autograd/functions.h"
 #include "engine/core/cuda_backend.h"
@@ -23,6 +27,9 @@
 #include "engine/core/views.h"
 #include "engine/dispatch/conv_problem.h"
 #include "engine/dispatch/selection.h"
+#include "engine/nn/conv.h"
+#include "engine/nn/layers.h"
+#include "engine/optim/optimizer.h"
 #include "helpers/gradcheck.h"
 #include "kernels/cudnn_conv_plan.h"
 #include "kernels/register.h"
@@ -321,5 +328,58 @@ TEST_CASE("float64 gradient check of conv2d (+ bias, ReLU) run on the GPU",
         inputs);
     INFO(r.message);
     CHECK(r.ok);
+  }
+}
+
+namespace {
+
+// Losses and final parameters of `steps` SGD steps of a small conv net (conv + bias + fused
+// ReLU, strided conv, flatten, linear, cross-entropy) built from seed 5 on `device`.
+std::pair<std::vector<double>, std::vector<Tensor>> train_conv_net(Device device, int steps) {
+  Generator gen(5);
+  Conv2dOptions o1;
+  o1.padding = {1, 1};
+  Conv2dOptions o2;
+  o2.stride = {2, 2};
+  auto c1 = std::make_shared<nn::Conv2d>(3, 8, std::array<std::int64_t, 2>{3, 3}, o1, true, &gen);
+  c1->set_fused_relu(true);
+  auto c2 = std::make_shared<nn::Conv2d>(8, 6, std::array<std::int64_t, 2>{3, 3}, o2, true, &gen);
+  c2->set_fused_relu(true);
+  nn::Sequential net({c1, c2, std::make_shared<nn::Flatten>(),
+                      std::make_shared<nn::Linear>(6 * 4 * 4, 5, true, &gen)});
+  net.to(device);
+  optim::SGD opt(net.parameters(), 0.05);
+  const Tensor x = uniform({6, 3, 9, 9}, -1, 1, DType::f32, &gen).to(device);
+  const Tensor y = Tensor::from_vector(std::vector<std::int64_t>{0, 1, 2, 3, 4, 0}, {6}).to(device);
+  std::vector<double> losses;
+  for (int i = 0; i < steps; ++i) {
+    net.zero_grad();
+    Tensor loss = cross_entropy(net.forward(x), y);
+    loss.backward();
+    opt.step();
+    losses.push_back(loss.item());
+  }
+  std::vector<Tensor> params;
+  for (const Tensor& p : net.parameters()) params.push_back(p.detach().to(Device::cpu()));
+  return {losses, params};
+}
+
+}  // namespace
+
+TEST_CASE("a conv net trains on the GPU as on the CPU", "[cuda][conv][training]") {
+  setup();
+  // The CNN models of models/ need pooling and batch norm on the GPU too (ModelInfo::gpu_path,
+  // kCnnGpuPath in models/cnn.cpp); this net has only conv, ReLU, linear and the loss.
+  const auto cpu = train_conv_net(Device::cpu(), 4);
+  const auto gpu = train_conv_net(kGpu, 4);
+  for (std::size_t i = 0; i < cpu.first.size(); ++i) {
+    INFO("step " << i);
+    CHECK(gpu.first[i] == Approx(cpu.first[i]).epsilon(1e-4));  // FP32 on both sides
+  }
+  CHECK(gpu.first.back() < gpu.first.front());
+  REQUIRE(cpu.second.size() == gpu.second.size());
+  for (std::size_t i = 0; i < cpu.second.size(); ++i) {
+    INFO("parameter " << i);
+    CHECK(test::max_abs_diff(cpu.second[i], gpu.second[i]) <= 1e-4);
   }
 }
