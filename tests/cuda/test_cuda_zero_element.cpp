@@ -8,6 +8,7 @@
 // only with a GPU (gpu_main.cpp reports the binary skipped otherwise).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -161,25 +162,50 @@ TEST_CASE("zero-element parameters in the CUDA optimizers", "[cuda][zero][optim]
   }
 }
 
-TEST_CASE("GEMM with M, N or K = 0 on every CUDA GEMM variant", "[cuda][zero][gemm]") {
+TEST_CASE("GEMM with M, N or K = 0 through ops and on every CUDA GEMM variant",
+          "[cuda][zero][gemm]") {
   setup();
   struct Case {
     std::int64_t m, n, k;
   };
+  const std::vector<Case> cases = {{4, 5, 0}, {0, 5, 3}, {4, 0, 3}, {0, 0, 0}};
+  // The op layer (engine/ops/gemm.cpp) answers these without a variant.
+  for (const Case& c : cases) {
+    INFO("ops M=" << c.m << " N=" << c.n << " K=" << c.k);
+    const Tensor a = Tensor::ones({c.m, c.k}), b = Tensor::ones({c.k, c.n});
+    check_same(ops::mm(gpu(a), false, gpu(b), false), ops::mm(a, false, b, false), "mm");
+    Tensor cg = gpu(Tensor::full({c.m, c.n}, std::nan("")));
+    ops::gemm(gpu(a), false, gpu(b), false, cg, 1.0, 0.0);
+    check_same(cg, Tensor::zeros({c.m, c.n}), "beta 0");
+  }
+  // Each CUDA variant called directly: C = 0 (beta 0, C's NaN never read) or C kept (beta 1).
   for (const auto& v : gemm_table().variants()) {
     if (v.device != DeviceType::cuda) continue;
-    ForceVariant force("gemm", v.name);
-    for (const Case& c : {Case{4, 5, 0}, Case{0, 5, 3}, Case{4, 0, 3}, Case{0, 0, 0}}) {
-      INFO(v.name << " M=" << c.m << " N=" << c.n << " K=" << c.k);
-      const Tensor a = Tensor::ones({c.m, c.k}), b = Tensor::ones({c.k, c.n});
-      check_same(ops::mm(gpu(a), false, gpu(b), false), ops::mm(a, false, b, false), "mm");
-      // beta = 0 ignores C's old values (NaN here); beta = 1 keeps them.
-      Tensor cg = gpu(Tensor::full({c.m, c.n}, std::nan("")));
-      ops::gemm(gpu(a), false, gpu(b), false, cg, 1.0, 0.0);
-      check_same(cg, Tensor::zeros({c.m, c.n}), "beta 0");
-      Tensor cg1 = gpu(Tensor::full({c.m, c.n}, 2.0));
-      ops::gemm(gpu(a), false, gpu(b), false, cg1, 1.0, 1.0);
-      check_same(cg1, Tensor::full({c.m, c.n}, 2.0), "beta 1");
+    for (const Case& c : cases) {
+      for (const double beta : {0.0, 1.0}) {
+        INFO(v.name << " M=" << c.m << " N=" << c.n << " K=" << c.k << " beta=" << beta);
+        GemmArgs g;
+        g.problem = GemmProblem::dense(c.m, c.n, c.k, false, false);
+        g.problem.device = kGpu;
+        g.problem.lda = std::max<std::int64_t>(1, c.k);
+        g.problem.ldb = std::max<std::int64_t>(1, c.n);
+        g.problem.ldc = std::max<std::int64_t>(1, c.n);
+        g.problem.beta_zero = beta == 0.0;
+        const Support s = v.supports ? v.supports(g.problem) : Support::yes();
+        if (!s.ok) {
+          CHECK_FALSE(s.reason.empty());
+          continue;
+        }
+        const Tensor a = gpu(Tensor::ones({std::max<std::int64_t>(1, c.m * c.k)}));
+        const Tensor b = gpu(Tensor::ones({std::max<std::int64_t>(1, c.k * c.n)}));
+        Tensor cg = gpu(Tensor::full({c.m, c.n}, beta == 0.0 ? std::nan("") : 2.0));
+        g.a = a.data_ptr();
+        g.b = b.data_ptr();
+        g.c = c.m * c.n > 0 ? cg.data_ptr() : nullptr;
+        g.beta = beta;
+        REQUIRE_NOTHROW(v.fn(g));
+        check_same(cg, Tensor::full({c.m, c.n}, beta == 0.0 ? 0.0 : 2.0), "C");
+      }
     }
   }
 }
