@@ -197,7 +197,9 @@ PY
 
   if [ "$bench" = 1 ]; then
     local t0=$SECONDS rc
-    ANVIL_BUILD_DIR="$root/build" bash scripts/bench.sh --devices cuda --no-install --no-build --peers pytorch \
+    # ANVIL_CUDNN_LOG=1: bench.log gets one line per cuDNN algorithm search of cuda.cudnn (the
+    # problem, the algorithm chosen, every candidate's time or status).
+    ANVIL_CUDNN_LOG=1 ANVIL_BUILD_DIR="$root/build" bash scripts/bench.sh --devices cuda --no-install --no-build --peers pytorch \
       --out "$out/bench" > "$out/bench.log" 2>&1
     rc=$?
     note "bench.sh --devices cuda: exit $rc in $((SECONDS - t0)) s ($out/bench/report.md)"
