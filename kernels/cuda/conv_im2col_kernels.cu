@@ -13,38 +13,16 @@ namespace {
 
 template <typename T>
 __global__ void im2col_kernel(const T* x, T* col, Im2colGeometry g) {
-  const std::int64_t pq = g.p * g.q, rows = g.cg * g.r * g.s, total = rows * pq;
-  for (std::int64_t i = global_thread(); i < total; i += grid_threads()) {
-    const std::int64_t row = i / pq, o = i % pq;
-    const std::int64_t c = row / (g.r * g.s), rs = row % (g.r * g.s);
-    const std::int64_t r = rs / g.s, s = rs % g.s, p = o / g.q, q = o % g.q;
-    const std::int64_t ih = p * g.stride_h - g.pad_h + r * g.dil_h;
-    const std::int64_t iw = q * g.stride_w - g.pad_w + s * g.dil_w;
-    col[i] = (ih >= 0 && ih < g.h && iw >= 0 && iw < g.w) ? x[(c * g.h + ih) * g.w + iw] : T(0);
-  }
+  const std::int64_t total = g.cg * g.r * g.s * g.p * g.q;
+  for (std::int64_t i = global_thread(); i < total; i += grid_threads())
+    col[i] = im2col_value(x, g, i);
 }
 
 template <typename T>
 __global__ void col2im_kernel(const T* col, T* dx, Im2colGeometry g) {
-  const std::int64_t pq = g.p * g.q, total = g.cg * g.h * g.w;
-  for (std::int64_t i = global_thread(); i < total; i += grid_threads()) {
-    const std::int64_t c = i / (g.h * g.w), hw = i % (g.h * g.w), ih = hw / g.w, iw = hw % g.w;
-    T acc = 0;
-    for (std::int64_t r = 0; r < g.r; ++r) {
-      const std::int64_t ph = ih + g.pad_h - r * g.dil_h;  // = p * stride_h
-      if (ph < 0 || ph % g.stride_h != 0) continue;
-      const std::int64_t p = ph / g.stride_h;
-      if (p >= g.p) continue;
-      for (std::int64_t s = 0; s < g.s; ++s) {
-        const std::int64_t qw = iw + g.pad_w - s * g.dil_w;
-        if (qw < 0 || qw % g.stride_w != 0) continue;
-        const std::int64_t q = qw / g.stride_w;
-        if (q >= g.q) continue;
-        acc += col[((c * g.r + r) * g.s + s) * pq + p * g.q + q];
-      }
-    }
-    dx[i] = acc;
-  }
+  const std::int64_t total = g.cg * g.h * g.w;
+  for (std::int64_t i = global_thread(); i < total; i += grid_threads())
+    dx[i] = col2im_value(col, g, i);
 }
 
 template <typename T>

@@ -8,14 +8,9 @@
 #include <cstdint>
 
 #include "engine/core/dtype.h"
+#include "kernels/cuda/conv_im2col_index.h"  // Im2colGeometry
 
 namespace anvil::cuda {
-
-struct Im2colGeometry {
-  std::int64_t cg = 0, h = 0, w = 0;  // channels of one group, input size
-  std::int64_t r = 0, s = 0, p = 0, q = 0;
-  std::int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
-};
 
 // col = im2col(x) for x [Cg, H, W] (zeros where the filter reads padding).
 void im2col(cudaStream_t stream, DType dtype, const void* x, void* col, const Im2colGeometry& g);
