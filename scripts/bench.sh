@@ -271,12 +271,14 @@ PY
            --batch "$b" --reps 3 --warmup 3 --min-time 1 --config preset)
       echo "${cmd[*]}" >> "$out/peer_commands.txt"
       "${cmd[@]}" >> "$out/peer_pytorch_cuda.jsonl" || echo "bench.sh: PyTorch on the GPU failed ($m $ph $b)" >&2
-      # The same step with the batch resident and with TF32 (anvil's .../resident[/tf32]/device:cuda
-      # rows), cudnn.benchmark on: bench/peers/pytorch_gpu_models.py.
-      cmd=(python3 bench/peers/pytorch_gpu_models.py --model "$m" --phase "$ph" --batch "$b")
-      echo "${cmd[*]}" >> "$out/peer_commands.txt"
-      "${cmd[@]}" >> "$out/peer_pytorch_cuda_steps.jsonl" || echo "bench.sh: pytorch_gpu_models.py failed ($m $ph $b)" >&2
     done < "$out/gpu_steps.txt"
+    # Every step definition (batch copied, batch resident) and TF32 beside anvil's
+    # .../[resident/][tf32/]device:cuda rows, cudnn.benchmark on: one process per model and batch.
+    awk '{print $1, $3}' "$out/gpu_steps.txt" | sort -u | while read -r m b; do
+      cmd=(python3 bench/peers/pytorch_gpu_models.py --model "$m" --batch "$b" --phases train,inference)
+      echo "${cmd[*]}" >> "$out/peer_commands.txt"
+      "${cmd[@]}" >> "$out/peer_pytorch_cuda_steps.jsonl" || echo "bench.sh: pytorch_gpu_models.py failed ($m $b)" >&2
+    done
   fi
 fi
 

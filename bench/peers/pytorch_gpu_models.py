@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """PyTorch on the GPU beside anvil_bench's model/<m>/<phase>/batch:<b>[/resident][/tf32]/device:cuda.
 
-    python3 bench/peers/pytorch_gpu_models.py --model alexnet --phase train --batch 128
-        [--steps copied,resident] [--math fp32,tf32] [--warmup 3] [--min-time 1] [--min-steps 10]
+    python3 bench/peers/pytorch_gpu_models.py --model alexnet --phases train,inference --batch 128
+        [--steps copied,resident] [--math fp32,tf32] [--warmup 3] [--min-time 0.5] [--min-steps 10]
 
 The FCN/MLP models and the CNNs of networks.md (built by pytorch_models.py, the CPU peer, so the
 networks are the same), one JSON line per (step definition, math):
@@ -65,12 +65,12 @@ def time_steps(torch, step, warmup, min_time, min_steps):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True)
-    p.add_argument("--phase", choices=("train", "inference"), required=True)
+    p.add_argument("--phases", default="train,inference")
     p.add_argument("--batch", type=int, required=True)
     p.add_argument("--steps", default="copied,resident")
     p.add_argument("--math", default="fp32,tf32")
     p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--min-time", type=float, default=1.0)
+    p.add_argument("--min-time", type=float, default=0.5)
     p.add_argument("--min-steps", type=int, default=10)
     a = p.parse_args()
 
@@ -82,14 +82,19 @@ def main():
     dev = torch.device("cuda")
     net, in_shape, classes, lr, momentum = build(torch, a.model)
     net = net.to(dev)
-    train = a.phase == "train"
-    net.train(train)
     g = torch.Generator().manual_seed(1)
     x_host = torch.randn(a.batch, *in_shape, generator=g)
     y_host = torch.randint(0, classes, (a.batch,), generator=g)
     x_dev, y_dev = x_host.to(dev), y_host.to(dev)
-    opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=momentum, foreach=False) if train else None
+    for phase in a.phases.split(","):
+        if phase not in ("train", "inference"):
+            raise SystemExit(f"pytorch_gpu_models.py: unknown phase '{phase}' (train, inference)")
+        run_phase(a, torch, F, net, phase == "train", lr, momentum, dev, x_host, y_host, x_dev, y_dev)
 
+
+def run_phase(a, torch, F, net, train, lr, momentum, dev, x_host, y_host, x_dev, y_dev):
+    net.train(train)
+    opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=momentum, foreach=False) if train else None
     for step_kind in a.steps.split(","):
         for math in a.math.split(","):
             if step_kind == "copied" and math == "tf32":
