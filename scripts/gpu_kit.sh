@@ -27,7 +27,8 @@
 #   test_*.cases.txt  one line per test case: exit status (or "timeout") | seconds | name
 #   bench/            scripts/bench.sh --devices cuda: GPU GEMM variants x modes, remedies, the
 #                     FCN/MLP steps over the GPU batch sweep, torch.mm and the PyTorch steps on the
-#                     same GPU, report.md
+#                     same GPU, report.md; the per-layer conv table gpu_conv_layers.md and the
+#                     steps beside PyTorch gpu_steps.md (batch copied / resident, FP32 / TF32)
 #   train_*.json      with --with-fashion-mnist packed: `anvil train` of mlp_mnist on real
 #                     Fashion-MNIST on cuda and on the CPU (same seed)
 #   summary.txt       one line per stage with its exit status
@@ -203,6 +204,10 @@ PY
       --out "$out/bench" > "$out/bench.log" 2>&1
     rc=$?
     note "bench.sh --devices cuda: exit $rc in $((SECONDS - t0)) s ($out/bench/report.md)"
+    for f in gpu_conv_layers.md gpu_steps.md; do  # scripts/report_gpu_conv.py, report_gpu_steps.py
+      [ -f "$out/bench/$f" ] && note "  $out/bench/$f"
+    done
+    note "  cuda.cudnn's algorithm searches: $(grep -c '^cuda.cudnn: ' "$out/bench.log") lines in $out/bench.log"
     [ "$rc" = 0 ] || status=1
     if [ -f "$root/data/fashion-mnist/train-images-idx3-ubyte.gz" ]; then
       for dev in cuda cpu; do
@@ -224,5 +229,5 @@ PY
 case "${1:-}" in
   pack) shift; pack "$@" ;;
   run) shift; run "$@" ;;
-  *) sed -n '3,37p' "$0"; exit 2 ;;
+  *) sed -n '3,38p' "$0"; exit 2 ;;
 esac
