@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 
+#include "engine/core/config.h"
 #include "engine/core/error.h"
 #include "engine/core/tensor.h"
 #include "engine/dispatch/conv_problem.h"
@@ -406,9 +407,21 @@ void run_default(const ConvArgs& a, bool tf32) {
   run_algo(a, c->algo, math_type(a.problem, tf32), c->workspace);
 }
 
+// "9.19.0" of the libcudnn loaded at run time (cudnnGetVersion: major * 10000 + minor * 100 +
+// patch since cuDNN 9), and the headers' version when it differs.
+std::string cudnn_version() {
+  const std::size_t v = cudnnGetVersion();
+  std::string text = detail::str_cat(v / 10000, ".", v / 100 % 100, ".", v % 100);
+  if (v != static_cast<std::size_t>(CUDNN_VERSION))
+    text +=
+        detail::str_cat(" (built with ", CUDNN_MAJOR, ".", CUDNN_MINOR, ".", CUDNN_PATCHLEVEL, ")");
+  return text;
+}
+
 }  // namespace
 
 void register_cuda_conv() {
+  add_library_version("cuDNN", cudnn_version());
   conv_table().add({
       .name = kernels::kCudnnDefaultVariant,
       .device = DeviceType::cuda,
