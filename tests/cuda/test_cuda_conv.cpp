@@ -2,12 +2,12 @@
 // conv2d on the GPU: every CUDA variant of the conv2d table (cuda.cudnn, cuda.cudnn.tf32 forced,
 // each cuda.cudnn.<family>, cuda.custom.im2col) against the CPU `ref` in f64 on odd shapes and on
 // the conv layers of AlexNet, ResNet-50, VGG16, cnn_mnist and cnn_cifar (models::kernel_problems,
-// batch 1, spatial size cropped to at most 32 so that ref stays fast; channels, kernel, stride,
-// padding kept), all three passes, f32 with and without bias and fused ReLU, and f64 where cuDNN
-// offers it. Every variant must run at least kMinRuns problem-passes (a variant that declines
-// everything fails). A float64 gradient check of conv2d run on the GPU, the default's choice named
-// in its label, and a small conv net trained on the GPU against the CPU. Runs only with a GPU
-// (gpu_main.cpp reports the binary skipped otherwise).
+// batch 1, spatial size cropped to at most 24 so that ref stays fast (about 65 s of f64 ref on 2
+// cores); channels, kernel, stride, padding kept), all three passes, f32 with and without bias and
+// fused ReLU, and f64 where cuDNN offers it. Every variant must run at least kMinRuns
+// problem-passes (a variant that declines everything fails). A float64 gradient check of conv2d run
+// on the GPU, the default's choice named in its label, and a small conv net trained on the GPU
+// against the CPU. Runs only with a GPU (gpu_main.cpp reports the binary skipped otherwise).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -83,7 +83,7 @@ std::vector<ConvProblem> small_problems() {
   return v;
 }
 
-// The distinct conv layers of the CNNs at batch 1, cropped to H, W <= 32 (padding kept, and
+// The distinct conv layers of the CNNs at batch 1, cropped to H, W <= 24 (padding kept, and
 // the input never smaller than the dilated filter).
 std::vector<ConvProblem> layer_problems() {
   std::vector<ConvProblem> out;
@@ -94,8 +94,8 @@ std::vector<ConvProblem> layer_problems() {
       ConvProblem p = std::any_cast<ConvProblem>(nk.problem);
       p.pass = ConvPass::forward;
       p.fuse_relu = false;
-      p.h = std::max(std::min<std::int64_t>(p.h, 32), p.dil_h * (p.r - 1) + 1);
-      p.w = std::max(std::min<std::int64_t>(p.w, 32), p.dil_w * (p.s - 1) + 1);
+      p.h = std::max(std::min<std::int64_t>(p.h, 24), p.dil_h * (p.r - 1) + 1);
+      p.w = std::max(std::min<std::int64_t>(p.w, 24), p.dil_w * (p.s - 1) + 1);
       if (seen.insert(p.key()).second) out.push_back(p);
     }
   }
