@@ -159,7 +159,8 @@ else
   # on the DLBench shape (every variant's with --full). On the FCN-5 shapes the variants only, not
   # `default` (it is one of them).
   if [ "$full" = 1 ]; then rest='^(peak|gemm|gemm_remedy|kernel)/'
-  else rest='^(peak|kernel)/|^gemm/[^/]+/[NT][NT]/dlbench_|^gemm/cpu[.][^/]+/[NT][NT]/fcn5_b64_64x|^gemm_remedy/default/.*/dlbench_'; fi
+  else rest='^peak/|^kernel/.*/threads:|^kernel/conv2d/[^/]+/[a-z_]+/(alexnet|vgg16):.*/device:cuda|^kernel/conv2d/default/.*/device:cuda|^gemm/[^/]+/[NT][NT]/dlbench_|^gemm/cpu[.][^/]+/[NT][NT]/fcn5_b64_64x|^gemm_remedy/default/.*/dlbench_'; fi
+  # (With a GPU, the CPU sweep above takes the same GPU per-layer conv subset as the one below.)
   # GPU only (--devices cuda): the GEMM variants and remedies on the DLBench shape (all 313 GEMM
   # benchmarks took 6 min 40 s on the H100; every shape comes with --full), and the per-layer conv
   # sweep (bench/gpu_conv_bench.cpp): every CUDA variant on AlexNet's and VGG16's conv layers and
