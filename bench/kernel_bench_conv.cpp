@@ -14,21 +14,13 @@
 #include <random>
 
 #include "bench/bench_support.h"
+#include "bench/conv_reference.h"
 #include "bench/kernel_bench.h"
 #include "engine/anvil/anvil.h"
 #include "engine/dispatch/conv_problem.h"
 #include "engine/ops/elementwise.h"
 
 namespace anvil::bench::kernel {
-namespace {
-
-// Inputs and the output of one (problem, pass), kept while consecutive benchmarks (the variants
-// and thread counts of that pass) use them; released when another pass or problem comes.
-struct ConvBuffers {
-  std::string id;
-  Tensor x, w, b, dy;  // inputs (x and w from the definition, dy for backward passes)
-  Tensor out, out_db;  // y / dx / dw, and db
-};
 
 ConvBuffers& buffers_for(const std::string& id, const ConvProblem& p) {
   static ConvBuffers cur;
@@ -58,6 +50,8 @@ ConvBuffers& buffers_for(const std::string& id, const ConvProblem& p) {
   cur.id = id;
   return cur;
 }
+
+namespace {
 
 struct Sum {
   double value = 0, mag = 0;
@@ -139,11 +133,14 @@ const char* output_name(ConvPass pass) {
   return pass == ConvPass::forward ? "y" : pass == ConvPass::backward_data ? "dx" : "dw";
 }
 
-std::string sampled_mismatch(const ConvProblem& p, const ConvBuffers& buf, double scale) {
+}  // namespace
+
+std::string sampled_mismatch(const ConvProblem& p, const ConvBuffers& buf, double scale,
+                             int samples) {
   const float* got = buf.out.data<float>();
   const std::int64_t n = buf.out.numel();
   std::mt19937_64 rng(7);
-  for (int i = 0; i < 48; ++i) {
+  for (int i = 0; i < samples; ++i) {
     const std::int64_t flat = i == 0 ? 0 : i == 1 ? n - 1 : static_cast<std::int64_t>(rng() % n);
     const Sum ref = reference_entry(p, buf, flat);
     const double bound = scale * 1e-5 * ref.mag + 1e-6;
@@ -169,6 +166,8 @@ std::string sampled_mismatch(const ConvProblem& p, const ConvBuffers& buf, doubl
   }
   return {};
 }
+
+namespace {
 
 void run_conv(benchmark::State& state, const Case& c, ConvPass pass, const std::string& variant,
               int threads) {

@@ -24,6 +24,7 @@
 #include "engine/anvil/anvil.h"
 #include "engine/core/cuda_backend.h"
 #include "engine/dispatch/lstm_problem.h"
+#include "engine/dispatch/selection.h"
 #include "models/training_step.h"
 
 namespace anvil::bench {
@@ -213,8 +214,23 @@ void register_lstm_variant_steps(const std::string& name,
 // backend, Note [Lazy CUDA loading]), after every CPU model benchmark. Timing: CUDA events
 // around the whole step on the device's stream (CudaBackend::time_on_stream), manual time;
 // memory: the peak bytes of the device's caching allocator during the timed steps.
+// Step definitions of the GPU rows (issue 20): "copied" = the batch copied from pageable host
+// memory each step (model/<m>/<phase>/batch:<b>/device:cuda, as before), "resident" = the batch
+// already on the GPU (.../batch:<b>/resident/device:cuda, as PyTorch's resident rows). tf32 =
+// the GEMMs and convolutions forced to their TF32 variants (cuda.cublas.tf32, cuda.cudnn.tf32)
+// for the step, warm-up included (.../resident/tf32/device:cuda).
+struct GpuStepKind {
+  bool resident = false;
+  bool tf32 = false;
+};
+
 void run_gpu_model(benchmark::State& state, const std::string& name, Phase phase,
-                   std::int64_t batch) {
+                   std::int64_t batch, GpuStepKind kind = {}) {
+  std::unique_ptr<ForceVariant> force_gemm, force_conv;
+  if (kind.tf32) {
+    force_gemm = std::make_unique<ForceVariant>("gemm", "cuda.cublas.tf32");
+    force_conv = std::make_unique<ForceVariant>("conv2d", "cuda.cudnn.tf32");
+  }
   try {
     CudaBackend* cuda = cuda_backend();
     if (cuda == nullptr || cuda->device_count() == 0) {
@@ -241,10 +257,13 @@ void run_gpu_model(benchmark::State& state, const std::string& name, Phase phase
     models::TrainingStep& steps = *cached;
     auto step = [&] {
       if (phase == Phase::inference_step)
-        steps.inference_step();
+        steps.inference_step(/*upload=*/!kind.resident);
+      else if (kind.resident)
+        steps.train_step_resident();
       else
         steps.train_step();
     };
+    if (kind.resident) steps.upload_batch();  // once, before the warm-up
     // Warm-up outside the timed region: cuBLAS handles and workspaces, the allocator's blocks.
     step();
     step();
@@ -259,7 +278,9 @@ void run_gpu_model(benchmark::State& state, const std::string& name, Phase phase
     const MemoryStats mem = memory_stats(dev);
     state.counters["gpu_alloc_peak_MB"] = static_cast<double>(mem.peak) / 1048576.0;
     state.counters["gpu_reserved_MB"] = static_cast<double>(mem.reserved) / 1048576.0;
-    std::string label = dev.str() + " " + cuda->device_name(dev.index);
+    std::string label = dev.str() + " " + cuda->device_name(dev.index) +
+                        (kind.resident ? "; batch resident" : "; batch copied each step") +
+                        (kind.tf32 ? "; TF32" : "");
     if (steps.sgd_folded() && phase != Phase::inference_step) label += "; sgd folded into backward";
     state.SetLabel(label);
   } catch (const std::exception& e) {
@@ -286,6 +307,18 @@ void register_gpu_model_benchmarks() {
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond)
             ->MinTime(1.0);
+        for (const bool tf32 : {false, true}) {
+          const std::string rname =
+              detail::str_cat("model/", name, "/", phase_name(phase), "/batch:", batch,
+                              tf32 ? "/resident/tf32/device:cuda" : "/resident/device:cuda");
+          benchmark::RegisterBenchmark(rname.c_str(),
+                                       [=](benchmark::State& st) {
+                                         run_gpu_model(st, name, phase, batch, {true, tf32});
+                                       })
+              ->UseManualTime()
+              ->Unit(benchmark::kMillisecond)
+              ->MinTime(0.5);
+        }
       }
     }
   }

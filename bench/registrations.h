@@ -12,4 +12,6 @@ void register_kernel_benchmarks();  // kernel/<op>/<variant>/<pass>/<model>:<lay
 // Adds the wrong-on-purpose GEMM variant `test.broken` (--anvil_test_broken_variant=on); must
 // run before the families above enumerate the variant tables.
 void register_test_variants();
+// kernel/conv2d/<variant>/<pass>/<model>:<layer>/batch:<b>/device:cuda (bench/gpu_conv_bench.cpp)
+void register_gpu_conv_benchmarks();
 }  // namespace anvil::bench

@@ -156,8 +156,8 @@ void TrainingStep::synchronize() {
   if (device_.is_cuda()) require_cuda("TrainingStep::synchronize").synchronize(device_.index);
 }
 
-void TrainingStep::inference_step() {
-  upload_batch();
+void TrainingStep::inference_step(bool upload) {
+  if (upload) upload_batch();
   net_->train(false);
   {
     NoGradGuard no_grad;

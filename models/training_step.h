@@ -74,7 +74,16 @@ class TrainingStep {
     update();
     synchronize();
   }
-  void inference_step();  // (upload) + forward only, eval mode, no graph (+ sync)
+  void inference_step(bool upload = true);  // (upload) + forward, eval mode, no graph (+ sync)
+  // The same steps with the batch already on the device (no upload_batch): the "batch resident"
+  // step definition of the GPU benchmarks; train_step() and inference_step() copy the batch from
+  // the host each step ("batch copied"). On the CPU both are the same.
+  void train_step_resident() {
+    forward_loss();
+    backward();
+    update();
+    synchronize();
+  }
 
   nn::Module& net() { return *net_; }
   const ModelInfo& info() const { return *info_; }

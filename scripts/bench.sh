@@ -174,8 +174,16 @@ else
   # on the DLBench shape (every variant's with --full). On the FCN-5 shapes the variants only, not
   # `default` (it is one of them).
   if [ "$full" = 1 ]; then rest='^(peak|gemm|gemm_remedy|kernel)/'
-  else rest='^(peak|kernel)/|^gemm/[^/]+/[NT][NT]/dlbench_|^gemm/cpu[.][^/]+/[NT][NT]/fcn5_b64_64x|^gemm_remedy/default/.*/dlbench_'; fi
-  [ "$cpu_runs" = 1 ] || rest='^(gemm|gemm_remedy)/.*/device:cuda'
+  else rest='^peak/|^kernel/.*/threads:|^kernel/conv2d/[^/]+/[a-z_]+/(alexnet|vgg16):.*/device:cuda|^kernel/conv2d/default/.*/device:cuda|^gemm/[^/]+/[NT][NT]/dlbench_|^gemm/cpu[.][^/]+/[NT][NT]/fcn5_b64_64x|^gemm_remedy/default/.*/dlbench_'; fi
+  # (With a GPU, the CPU sweep above takes the same GPU per-layer conv subset as the one below.)
+  # GPU only (--devices cuda): the GEMM variants and remedies on the DLBench shape (all 313 GEMM
+  # benchmarks took 6 min 40 s on the H100; every shape comes with --full), and the per-layer conv
+  # sweep (bench/gpu_conv_bench.cpp): every CUDA variant on AlexNet's and VGG16's conv layers and
+  # the default on ResNet-50's; every variant on every layer with --full.
+  if [ "$cpu_runs" != 1 ]; then
+    if [ "$full" = 1 ]; then rest='^(gemm|gemm_remedy|kernel)/.*/device:cuda'
+    else rest='^(gemm|gemm_remedy)/.*/dlbench_[^/]*/device:cuda|^kernel/conv2d/[^/]+/[a-z_]+/(alexnet|vgg16):.*/device:cuda|^kernel/conv2d/default/.*/device:cuda'; fi
+  fi
   count=$("$build/bench/anvil_bench" "${args[@]}" --benchmark_filter="$rest|^model/" --benchmark_list_tests | wc -l)
   stage "anvil_bench -> $out/anvil_bench*.json ($count benchmarks; one line per benchmark)"
   bench "$rest" "$out/anvil_bench.json"
@@ -187,7 +195,7 @@ else
   step_phases="train_step inference_step"
   [ "$phases" = on ] && step_phases="$step_phases forward backward update"
   # The GPU model steps (registered only when a CUDA device is usable), in one process.
-  gpu_steps='^model/[^/]+/[a-z_]+/batch:[0-9]+/device:cuda'
+  gpu_steps='^model/[^/]+/[a-z_]+/batch:[0-9]+/(resident/)?(tf32/)?device:cuda'
   [ "$devices" = cpu ] || bench "$gpu_steps" "$out/anvil_bench_model_gpu.json"
   [ "$cpu_runs" = 1 ] || models=""
   # The LSTM models' steps once per LSTM variant (.../threads:T/lstm:VARIANT/...) come with
@@ -281,6 +289,13 @@ PY
       echo "${cmd[*]}" >> "$out/peer_commands.txt"
       "${cmd[@]}" >> "$out/peer_pytorch_cuda.jsonl" || echo "bench.sh: PyTorch on the GPU failed ($m $ph $b)" >&2
     done < "$out/gpu_steps.txt"
+    # Every step definition (batch copied, batch resident) and TF32 beside anvil's
+    # .../[resident/][tf32/]device:cuda rows, cudnn.benchmark on: one process per model and batch.
+    awk '{print $1, $3}' "$out/gpu_steps.txt" | sort -u | while read -r m b; do
+      cmd=(python3 bench/peers/pytorch_gpu_models.py --model "$m" --batch "$b" --phases train,inference)
+      echo "${cmd[*]}" >> "$out/peer_commands.txt"
+      "${cmd[@]}" >> "$out/peer_pytorch_cuda_steps.jsonl" || echo "bench.sh: pytorch_gpu_models.py failed ($m $b)" >&2
+    done
   fi
 fi
 
@@ -298,4 +313,15 @@ for cand in python3 /usr/bin/python3; do
   if "$cand" -c 'import matplotlib' 2>/dev/null; then py=$cand; break; fi
 done
 "$py" scripts/report.py "$out"
+# The per-layer GPU conv table (fastest algorithm per layer and pass, the default's distance).
+if grep -q 'kernel/conv2d/.*device:cuda' "$out"/anvil_bench*.json 2>/dev/null; then
+  "$py" scripts/report_gpu_conv.py "$out"/anvil_bench*.json > "$out/gpu_conv_layers.md"
+  echo "== GPU conv layers: $out/gpu_conv_layers.md"
+fi
+# anvil's GPU steps (batch copied / resident, FP32 / TF32) beside PyTorch's.
+if [ -f "$out/anvil_bench_model_gpu.json" ] && [ -f "$out/peer_pytorch_cuda_steps.jsonl" ]; then
+  "$py" scripts/report_gpu_steps.py "$out/anvil_bench_model_gpu.json" "$out/peer_pytorch_cuda_steps.jsonl" \
+    > "$out/gpu_steps.md"
+  echo "== GPU steps beside PyTorch: $out/gpu_steps.md"
+fi
 stage "done: $out/report.md"

@@ -18,13 +18,18 @@
 #
 # run unpacks the kit into .gpukit/, checks that every library resolves, and writes into DIR
 # (default results/gpu-<date>):
-#   nvidia-smi.txt, ldd.txt
+#   nvidia-smi.txt, ldd.txt (cuDNN 9 comes from the toolkit's folder or PyTorch's nvidia/cudnn
+#                     wheel; summary.txt names the one used)
 #   test_cuda_runtime.txt, test_cuda_gemm.txt, test_cuda_lazy_load.txt,
 #   test_cuda_pool_bn.txt  (Catch2 console output;
-#                     the GPU tests: every CUDA variant against the CPU, training on both devices)
+#                     the GPU tests: every CUDA variant against the CPU, training on both devices;
+#                     every test case runs on its own under `timeout`, ANVIL_GPU_TEST_TIMEOUT
+#                     seconds (default 120), so a hang fails that case and the rest still run)
+#   test_*.cases.txt  one line per test case: exit status (or "timeout") | seconds | name
 #   bench/            scripts/bench.sh --devices cuda: GPU GEMM variants x modes, remedies, the
 #                     FCN/MLP steps over the GPU batch sweep, torch.mm and the PyTorch steps on the
-#                     same GPU, report.md
+#                     same GPU, report.md; the per-layer conv table gpu_conv_layers.md and the
+#                     steps beside PyTorch gpu_steps.md (batch copied / resident, FP32 / TF32)
 #   train_*.json      with --with-fashion-mnist packed: `anvil train` of mlp_mnist on real
 #                     Fashion-MNIST on cuda and on the CPU (same seed)
 #   summary.txt       one line per stage with its exit status
@@ -67,7 +72,7 @@ pack() {
     while read -r name path; do
       case "$name" in
         libanvil*|libc.so*|libm.so*|libstdc++*|libgcc_s*|libdl.so*|libpthread*|librt.so*|ld-linux*) ;;
-        libcuda*|libcublas*|libnv*) ;;
+        libcuda*|libcublas*|libnv*|libcudnn*|libnccl*) ;;
         *) cp -L "$path" "$stage/syslib/$name" ;;
       esac
     done
@@ -85,6 +90,39 @@ pack() {
   cat "$stage/KIT.txt"
   echo "gpu_kit.sh pack: $kit ($(du -m "$kit" | cut -f1) MiB); carry $kit_dir to the GPU machine and run" \
        "'bash scripts/gpu_kit.sh run' there"
+}
+
+# run_cases BINARY LOG CASES: every Catch2 test case of BINARY on its own under `timeout`
+# (ANVIL_GPU_TEST_TIMEOUT seconds, default 120), so a hang fails that case and the others still
+# run. LOG gets the console output of all, CASES one line per case: "exit | seconds | name"
+# (exit "timeout" when killed). Returns 0 when every case passed, 77 when the binary reports
+# itself skipped (no GPU), else 1.
+run_cases() {
+  local bin=$1 log=$2 cases=$3 limit="${ANVIL_GPU_TEST_TIMEOUT:-120}" rc=0
+  : > "$log"; : > "$cases"
+  # Without a device the GPU binaries skip as a whole (exit 77) before running any case.
+  timeout "$limit" "$bin" "[.none-such-tag]" < /dev/null >> "$log" 2>&1
+  [ $? = 77 ] && return 77
+  : > "$log"
+  local name
+  while IFS= read -r name; do
+    [ -n "$name" ] || continue
+    # Catch2's test spec: ',' '[' ']' and '\' are special; a backslash escapes them.
+    local spec
+    spec=$(printf '%s' "$name" | sed 's/[][,\\]/\\&/g')
+    local t0=$SECONDS c
+    timeout -k 10 "$limit" "$bin" --durations yes "$spec" < /dev/null >> "$log" 2>&1
+    c=$?
+    [ "$c" = 124 ] || [ "$c" = 137 ] && { echo "TIMEOUT after $limit s: $name" >> "$log"; c=timeout; }
+    echo "$c | $((SECONDS - t0)) | $name" >> "$cases"
+    [ "$c" = 0 ] || rc=1
+  done < <("$bin" --list-test-names-only 2>/dev/null)
+  local n failed
+  n=$(wc -l < "$cases"); failed=$(grep -vc '^0 |' "$cases")
+  [ "$n" -gt 0 ] || { echo "no test cases listed by $bin" >> "$log"; return 1; }
+  if [ "$rc" = 0 ]; then echo "All tests passed ($n test cases, each run on its own)" >> "$log"
+  else echo "test cases: $n | $((n - failed)) passed | $failed failed (each run on its own)" >> "$log"; fi
+  return $rc
 }
 
 run() {
@@ -107,12 +145,14 @@ run() {
   note() { echo "$*" | tee -a "$summary"; }
   cat "$root/KIT.txt" | tee -a "$summary"
 
-  # cudart and cuBLAS 13 of the machine: the toolkit's, else PyTorch's nvidia-* wheels.
+  # cudart, cuBLAS 13 and cuDNN 9 of the machine: the toolkit's, else PyTorch's nvidia-* wheels
+  # (the H100 machine has cuDNN only in /opt/torch/.venv/.../site-packages/nvidia/cudnn/lib).
   local cuda_dirs=""
   for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+           /opt/torch/.venv/lib/python3*/site-packages/nvidia/*/lib \
            $(python3 - 2>/dev/null <<'PY'
 import importlib, os
-for mod in ("nvidia.cublas", "nvidia.cuda_runtime", "nvidia.cu13"):
+for mod in ("nvidia.cublas", "nvidia.cuda_runtime", "nvidia.cu13", "nvidia.cudnn", "nvidia.nccl"):
     try:
         m = importlib.import_module(mod)
     except Exception:
@@ -123,7 +163,7 @@ for mod in ("nvidia.cublas", "nvidia.cuda_runtime", "nvidia.cu13"):
                 print(os.path.join(base, sub))
 PY
 ); do
-    [ -d "$d" ] && cuda_dirs="$cuda_dirs:$d"
+    [ -d "$d" ] && case ":$cuda_dirs:" in *":$d:"*) ;; *) cuda_dirs="$cuda_dirs:$d" ;; esac
   done
   export LD_LIBRARY_PATH="$root/build/lib:$root/syslib${cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   note "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
@@ -137,24 +177,39 @@ PY
     return 1
   fi
   note "libraries: all resolve ($out/ldd.txt)"
+  # Which cuDNN the backend loads (libcudnn.so.9 dlopens its engine libraries from its folder).
+  local cudnn
+  cudnn=$(awk '$1 == "libcudnn.so.9" && $2 == "=>" {print $3; exit}' "$out/ldd.txt")
+  if [ -n "$cudnn" ]; then
+    note "cuDNN: $cudnn -> $(basename "$(readlink -f "$cudnn")") ($(ls "$(dirname "$cudnn")"/libcudnn*.so.9 2>/dev/null | wc -l) libcudnn*.so.9 in its folder)"
+  else
+    note "cuDNN: not linked"
+  fi
   note "$("$root/build/tests/cuda/test_cuda_runtime" --anvil-skip-reason)"
 
   if [ "$tests" = 1 ]; then
     for t in test_cuda_lazy_load test_cuda_gemm test_cuda_runtime test_cuda_pool_bn; do
       local t0=$SECONDS rc
-      "$root/build/tests/cuda/$t" --durations yes > "$out/$t.txt" 2>&1
+      run_cases "$root/build/tests/cuda/$t" "$out/$t.txt" "$out/$t.cases.txt"
       rc=$?
-      note "$t: exit $rc in $((SECONDS - t0)) s; $(grep -E '^(All tests passed|test cases:)' "$out/$t.txt" | tail -1)"
+      note "$t: exit $rc in $((SECONDS - t0)) s; $(grep -E '^(All tests passed|test cases:)' "$out/$t.txt" | tail -1)$(
+        grep -c '^timeout |' "$out/$t.cases.txt" 2>/dev/null | sed '/^0$/d; s/$/ test case(s) TIMED OUT (see '"$t"'.cases.txt)/; s/^/; /')"
       [ "$rc" = 0 ] || status=1
     done
   fi
 
   if [ "$bench" = 1 ]; then
     local t0=$SECONDS rc
-    ANVIL_BUILD_DIR="$root/build" bash scripts/bench.sh --devices cuda --no-install --no-build --peers pytorch \
+    # ANVIL_CUDNN_LOG=1: bench.log gets one line per cuDNN algorithm search of cuda.cudnn (the
+    # problem, the algorithm chosen, every candidate's time or status).
+    ANVIL_CUDNN_LOG=1 ANVIL_BUILD_DIR="$root/build" bash scripts/bench.sh --devices cuda --no-install --no-build --peers pytorch \
       --out "$out/bench" > "$out/bench.log" 2>&1
     rc=$?
     note "bench.sh --devices cuda: exit $rc in $((SECONDS - t0)) s ($out/bench/report.md)"
+    for f in gpu_conv_layers.md gpu_steps.md; do  # scripts/report_gpu_conv.py, report_gpu_steps.py
+      [ -f "$out/bench/$f" ] && note "  $out/bench/$f"
+    done
+    note "  cuda.cudnn's algorithm searches: $(grep -c '^cuda.cudnn: ' "$out/bench.log") lines in $out/bench.log"
     [ "$rc" = 0 ] || status=1
     if [ -f "$root/data/fashion-mnist/train-images-idx3-ubyte.gz" ]; then
       for dev in cuda cpu; do
@@ -176,5 +231,5 @@ PY
 case "${1:-}" in
   pack) shift; pack "$@" ;;
   run) shift; run "$@" ;;
-  *) sed -n '3,32p' "$0"; exit 2 ;;
+  *) sed -n '3,38p' "$0"; exit 2 ;;
 esac

@@ -158,7 +158,14 @@ std::int64_t Tensor::stride(std::int64_t d) const {
   return strides()[wrap_dim(d, dim(), "Tensor::stride")];
 }
 
+// Note [Empty tensors are contiguous]
+// A tensor without elements is contiguous whatever its strides, as in PyTorch. Tensor::empty
+// gives [3, 0] the strides {1, 1} (size-0 dims count as 1), which the stride walk below would
+// call non-contiguous; Tensor::copy_ into such a CUDA tensor then staged the source into a new
+// tensor of the same (non-contiguous) geometry and recursed without end: the hang of
+// gpu(Tensor::zeros({3, 0})) on the H100 (../shared/gpu/README.md, issue 20 point 6).
 bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;  // Note [Empty tensors are contiguous]
   std::int64_t expected = 1;
   for (auto d = dim() - 1; d >= 0; --d) {
     if (sizes()[d] != 1 && strides()[d] != expected) return false;
@@ -284,6 +291,7 @@ Tensor host_view_of_device(const Tensor& t) {
 Tensor& Tensor::copy_(const Tensor& src_in) {
   check_defined(src_in, "Tensor::copy_", "source");
   Tensor s = raw::expand(src_in, sizes());
+  if (numel() == 0) return *this;  // nothing to move, on any device pair
   if (device().is_cuda() && s.device() == device()) {
     // Same device: one strided copy kernel (any strides, stride-0 broadcast dims, any dtype
     // pair) on the device's stream; this is also linear's bias add (Note [Linear layout]).

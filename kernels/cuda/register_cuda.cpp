@@ -14,6 +14,8 @@ void register_cuda_kernels() {
     register_cuda_training();
     register_cuda_pool();
     register_cuda_batch_norm();
+    register_cuda_conv();
+    register_cuda_conv_im2col();
   });
 }
 

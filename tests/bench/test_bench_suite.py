@@ -90,7 +90,9 @@ kernel_ops = {n.split("/")[1] for n in names if n.startswith("kernel/")}
 for op in ["conv2d", "max_pool2d", "adaptive_avg_pool2d", "batch_norm2d", "lstm"]:
     check(op in kernel_ops, f"the kernel family has no {op} benchmarks")
 for op in kernel_ops:
-    for variant in [v for v in tables.get(op, []) if v != "ref"]:
+    # CUDA variants (conv2d's cuda.cudnn.*, bench/gpu_conv_bench.cpp) have kernel benchmarks only
+    # with a GPU, as the GEMM ones above.
+    for variant in [v for v in tables.get(op, []) if v != "ref" and (gpu_listed or not v.startswith("cuda."))]:
         check(has(f"kernel/{op}/{variant}/"), f"no kernel/{op}/{variant} benchmark")
 for t in (1, 2):
     check(any(re.match(rf"peak/fma_\w+/threads:{t}/", n) for n in names), f"no peak/fma at {t} threads")

@@ -23,7 +23,7 @@ tar -tJf "$kit" > "$tmp/list.txt" || fail "cannot list $kit"  # a file: grep -q 
 for lib in libdnnl.so.2 libbenchmark.so libgomp.so.1; do
   grep -q "syslib/$lib" "$tmp/list.txt" || fail "$lib is not in the kit"
 done
-if grep -Eq "syslib/(libc\.so|libstdc\+\+|libcudart|libcublas)" "$tmp/list.txt"; then
+if grep -Eq "syslib/(libc\.so|libstdc\+\+|libcudart|libcublas|libcudnn|libnccl)" "$tmp/list.txt"; then
   fail "the kit packs the C/C++ runtime or CUDA's libraries, which come from the GPU machine"
 fi
 
@@ -35,6 +35,8 @@ grep -q "^libraries: all resolve" "$summary" || fail "libraries did not all reso
 grep -q "libdnnl.so.2 => $tmp/kit/root/syslib/libdnnl.so.2" "$tmp/out/ldd.txt" ||
   fail "oneDNN does not resolve from the kit: $(grep libdnnl "$tmp/out/ldd.txt" | head -1)"
 grep -q "^test_cuda_lazy_load: exit 0 " "$summary" || fail "test_cuda_lazy_load did not pass from the kit"
+# cuDNN 9 resolves (here from the toolkit's folder; on the GPU machine from PyTorch's wheel).
+grep -q "^cuDNN: /.*libcudnn.so.9" "$summary" || fail "no cuDNN found: $(grep '^cuDNN' "$summary")"
 if grep -q "^GPU tests run on" "$summary"; then
   for t in test_cuda_gemm test_cuda_runtime; do
     grep -q "^$t: exit 0 " "$summary" || fail "$t failed on this GPU machine"

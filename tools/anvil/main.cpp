@@ -30,12 +30,15 @@ void print_models(const std::string& name) {
               << s.table();
     return;
   }
-  std::cout << fmt::format("{:<11} {:>12} {:>14} {:>6}  {}\n", "model", "parameters",
-                           "FLOPs/sample", "batch", "description");
+  // gpu: "yes" when the model has a GPU path (ModelInfo::gpu_path: every op has CUDA variants),
+  // so that `anvil train --device cuda` and TrainingStep on cuda accept it.
+  std::cout << fmt::format("{:<11} {:>12} {:>14} {:>6} {:>4}  {}\n", "model", "parameters",
+                           "FLOPs/sample", "batch", "gpu", "description");
   for (const auto& m : models::list()) {
     const auto s = models::summary(m);
-    std::cout << fmt::format("{:<11} {:>12} {:>14.4g} {:>6}  {}\n", m, s.params, s.flops_per_sample,
-                             models::info(m).cpu_batch, models::info(m).description);
+    std::cout << fmt::format("{:<11} {:>12} {:>14.4g} {:>6} {:>4}  {}\n", m, s.params,
+                             s.flops_per_sample, models::info(m).cpu_batch,
+                             models::info(m).gpu_path ? "yes" : "no", models::info(m).description);
   }
 }
 

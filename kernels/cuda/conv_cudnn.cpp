@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: Apache-2.0
+// conv2d through cuDNN 9's legacy convolution API, NCHW / KCRS, all three passes:
+//   cuda.cudnn            default: the fastest algorithm of cudnnFind*AlgorithmEx per problem,
+//                         searched once under the workspace cap and cached (dispatch log:
+//                         ANVIL_CUDNN_LOG=1); IEEE FP32 (CUDNN_FMA_MATH), f64
+//   cuda.cudnn.tf32       the same search with TF32 tensor-core math; opt-in (forced by name only)
+//   cuda.cudnn.<family>   one algorithm family each (Note [cuDNN algorithm families],
+//                         kernels/cudnn_conv_plan.h), declining with cuDNN's status when cuDNN
+//                         does not support the problem
+// Bias: cudnnAddTensor after the forward, cudnnConvolutionBackwardBias beside the filter
+// gradient; a fused forward ReLU (f32 with bias) is cudnnConvolutionBiasActivationForward.
+//
+// Note [Legacy cuDNN API]
+// cuDNN 9 marks the descriptor-based convolution calls deprecated in favour of the graph API,
+// but they remain in libcudnn_cnn and are the only calls that name one algorithm per pass, which
+// is what a variant per algorithm needs. The deprecation warnings are silenced for this file only.
+#include <cudnn.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "engine/core/config.h"
+#include "engine/core/error.h"
+#include "engine/core/tensor.h"
+#include "engine/dispatch/conv_problem.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_context.h"
+#include "kernels/cuda/cudnn_handle.h"
+#include "kernels/cuda/device_guard.h"
+#include "kernels/cuda/register_cuda.h"
+#include "kernels/cudnn_conv_plan.h"
+
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // Note [Legacy cuDNN API]
+
+namespace anvil::cuda {
+namespace {
+
+using kernels::CudnnChoice;
+using kernels::CudnnConvAlgo;
+
+// The enum values of kernels/cudnn_conv_plan.cpp are cuDNN's.
+static_assert(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM == 0 &&
+              CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM == 1 &&
+              CUDNN_CONVOLUTION_FWD_ALGO_GEMM == 2 && CUDNN_CONVOLUTION_FWD_ALGO_DIRECT == 3 &&
+              CUDNN_CONVOLUTION_FWD_ALGO_FFT == 4 && CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING == 5 &&
+              CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD == 6 &&
+              CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED == 7 &&
+              CUDNN_CONVOLUTION_FWD_ALGO_COUNT == 8);
+static_assert(CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 == 0 && CUDNN_CONVOLUTION_BWD_DATA_ALGO_1 == 1 &&
+              CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT == 2 &&
+              CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING == 3 &&
+              CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD == 4 &&
+              CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED == 5 &&
+              CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT == 6);
+static_assert(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 == 0 &&
+              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 == 1 &&
+              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT == 2 &&
+              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3 == 3 &&
+              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD == 4 &&
+              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED == 5 &&
+              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING == 6 &&
+              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT == 7);
+
+// ---- descriptors (RAII) -----------------------------------------------------------------------
+
+struct TensorDesc {
+  cudnnTensorDescriptor_t d = nullptr;
+  TensorDesc() { ANVIL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d)); }
+  ~TensorDesc() { (void)cudnnDestroyTensorDescriptor(d); }
+  TensorDesc(const TensorDesc&) = delete;
+  TensorDesc& operator=(const TensorDesc&) = delete;
+};
+struct FilterDesc {
+  cudnnFilterDescriptor_t d = nullptr;
+  FilterDesc() { ANVIL_CUDNN_CHECK(cudnnCreateFilterDescriptor(&d)); }
+  ~FilterDesc() { (void)cudnnDestroyFilterDescriptor(d); }
+  FilterDesc(const FilterDesc&) = delete;
+  FilterDesc& operator=(const FilterDesc&) = delete;
+};
+struct ConvDesc {
+  cudnnConvolutionDescriptor_t d = nullptr;
+  ConvDesc() { ANVIL_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d)); }
+  ~ConvDesc() { (void)cudnnDestroyConvolutionDescriptor(d); }
+  ConvDesc(const ConvDesc&) = delete;
+  ConvDesc& operator=(const ConvDesc&) = delete;
+};
+struct ActivationDesc {
+  cudnnActivationDescriptor_t d = nullptr;
+  ActivationDesc() { ANVIL_CUDNN_CHECK(cudnnCreateActivationDescriptor(&d)); }
+  ~ActivationDesc() { (void)cudnnDestroyActivationDescriptor(d); }
+  ActivationDesc(const ActivationDesc&) = delete;
+  ActivationDesc& operator=(const ActivationDesc&) = delete;
+};
+
+cudnnDataType_t data_type(DType d) {
+  return d == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+}
+
+// IEEE FP32 unless TF32 was asked for: CUDNN_DEFAULT_MATH would let cuDNN use TF32 tensor cores
+// for float data on Ampere and later, CUDNN_FMA_MATH restricts it to FMA kernels. f64 keeps the
+// default (there is no reduced-precision double math).
+cudnnMathType_t math_type(const ConvProblem& p, bool tf32) {
+  if (p.dtype == DType::f64) return CUDNN_DEFAULT_MATH;
+  return tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+}
+
+// x [N, C, H, W], y [N, K, P, Q] (also dx / dy), w [K, C/groups, R, S] (also dw), bias
+// [1, K, 1, 1] (also db), and the convolution itself.
+struct ConvDescs {
+  TensorDesc x, y, bias;
+  FilterDesc w;
+  ConvDesc conv;
+  ConvDescs(const ConvProblem& p, cudnnMathType_t math) {
+    const kernels::CudnnConvDims d = kernels::cudnn_conv_dims(p, "cuda.cudnn");
+    const cudnnDataType_t t = data_type(p.dtype);
+    ANVIL_CUDNN_CHECK(
+        cudnnSetTensor4dDescriptor(x.d, CUDNN_TENSOR_NCHW, t, d.x[0], d.x[1], d.x[2], d.x[3]));
+    ANVIL_CUDNN_CHECK(
+        cudnnSetTensor4dDescriptor(y.d, CUDNN_TENSOR_NCHW, t, d.y[0], d.y[1], d.y[2], d.y[3]));
+    ANVIL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(bias.d, CUDNN_TENSOR_NCHW, t, d.bias[0], d.bias[1],
+                                                 d.bias[2], d.bias[3]));
+    ANVIL_CUDNN_CHECK(
+        cudnnSetFilter4dDescriptor(w.d, t, CUDNN_TENSOR_NCHW, d.w[0], d.w[1], d.w[2], d.w[3]));
+    // Cross-correlation, as every framework (and ref) computes; the compute type is the data
+    // type (f32 accumulates in f32 as the CPU variants do, f64 in f64).
+    ANVIL_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv.d, d.pad[0], d.pad[1], d.stride[0],
+                                                      d.stride[1], d.dilation[0], d.dilation[1],
+                                                      CUDNN_CROSS_CORRELATION, t));
+    ANVIL_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv.d, d.groups));
+    ANVIL_CUDNN_CHECK(cudnnSetConvolutionMathType(conv.d, math));
+    // cuDNN's output size must be anvil's (a mismatch would be a descriptor bug).
+    int n = 0, k = 0, pp = 0, q = 0;
+    ANVIL_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv.d, x.d, w.d, &n, &k, &pp, &q));
+    ANVIL_CHECK(n == d.y[0] && k == d.y[1] && pp == d.y[2] && q == d.y[3], "cuda.cudnn",
+                "cuDNN's output [", n, ',', k, ',', pp, ',', q, "] differs from anvil's [", d.y[0],
+                ',', d.y[1], ',', d.y[2], ',', d.y[3], "] for ", p.repr());
+  }
+};
+
+cudnnStatus_t workspace_size(cudnnHandle_t h, const ConvDescs& d, ConvPass pass, int algo,
+                             std::size_t* bytes) {
+  switch (pass) {
+    case ConvPass::forward:
+      return cudnnGetConvolutionForwardWorkspaceSize(
+          h, d.x.d, d.w.d, d.conv.d, d.y.d, static_cast<cudnnConvolutionFwdAlgo_t>(algo), bytes);
+    case ConvPass::backward_data:
+      return cudnnGetConvolutionBackwardDataWorkspaceSize(
+          h, d.w.d, d.y.d, d.conv.d, d.x.d, static_cast<cudnnConvolutionBwdDataAlgo_t>(algo),
+          bytes);
+    case ConvPass::backward_weights:
+      return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+          h, d.x.d, d.y.d, d.conv.d, d.w.d, static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo),
+          bytes);
+  }
+  return CUDNN_STATUS_BAD_PARAM;
+}
+
+// Device scratch from the caching allocator (stream-ordered: every user is on anvil's stream).
+Tensor workspace(std::size_t bytes, Device device) {
+  return Tensor::empty({static_cast<std::int64_t>((bytes + 7) / 8)}, DType::i64, device);
+}
+
+// alpha = 1 and beta = 0 in the data type's scaling type (double for f64, float otherwise).
+struct Scalars {
+  float f1 = 1.0f, f0 = 0.0f;
+  double d1 = 1.0, d0 = 0.0;
+  bool dbl;
+  explicit Scalars(DType t) : dbl(t == DType::f64) {}
+  const void* one() const { return dbl ? static_cast<const void*>(&d1) : &f1; }
+  const void* zero() const { return dbl ? static_cast<const void*>(&d0) : &f0; }
+};
+
+// Runs algorithm `algo` (cuDNN's value for the problem's pass) with `ws_bytes` of workspace.
+void run_algo(const ConvArgs& a, int algo, cudnnMathType_t math, std::size_t ws_bytes) {
+  const ConvProblem& p = a.problem;
+  const int dev = p.device.index;
+  cudaStream_t s = stream(dev);
+  DeviceGuard guard(dev);
+  cudnnHandle_t h = cudnn_handle(dev);
+  const ConvDescs d(p, math);
+  const Tensor ws = workspace(ws_bytes, p.device);
+  void* wsp = ws_bytes > 0 ? ws.data_ptr() : nullptr;
+  const Scalars sc(p.dtype);
+  switch (p.pass) {
+    case ConvPass::forward: {
+      const auto fa = static_cast<cudnnConvolutionFwdAlgo_t>(algo);
+      if (p.fuse_relu) {  // f32 with a bias (cudnn_basic_support)
+        ANVIL_CHECK(a.b != nullptr, "cuda.cudnn", "fused ReLU without a bias in ", p.repr());
+        ActivationDesc act;
+        ANVIL_CUDNN_CHECK(
+            cudnnSetActivationDescriptor(act.d, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
+        // y = relu(1 * conv(x) + 0 * z + bias) with z = y: z is zeroed first so that the
+        // uninitialised output cannot contribute NaN * 0.
+        const std::size_t y_bytes =
+            static_cast<std::size_t>(p.n) * p.k * p.p() * p.q() * dtype_size(p.dtype);
+        ANVIL_CUDA_CHECK(cudaMemsetAsync(a.y, 0, y_bytes, s));
+        const cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
+            h, sc.one(), d.x.d, a.x, d.w.d, a.w, d.conv.d, fa, wsp, ws_bytes, sc.zero(), d.y.d, a.y,
+            d.bias.d, a.b, act.d, d.y.d, a.y);
+        if (st == CUDNN_STATUS_SUCCESS) return;
+        // Not every algorithm has a fused kernel (CUDNN_STATUS_NOT_SUPPORTED), and the workspace
+        // was sized for the plain convolution: the same three steps apart, in place (a real
+        // argument error shows up in them with its own message).
+        ANVIL_CUDNN_CHECK(cudnnConvolutionForward(h, sc.one(), d.x.d, a.x, d.w.d, a.w, d.conv.d, fa,
+                                                  wsp, ws_bytes, sc.zero(), d.y.d, a.y));
+        ANVIL_CUDNN_CHECK(cudnnAddTensor(h, sc.one(), d.bias.d, a.b, sc.one(), d.y.d, a.y));
+        ANVIL_CUDNN_CHECK(
+            cudnnActivationForward(h, act.d, sc.one(), d.y.d, a.y, sc.zero(), d.y.d, a.y));
+        return;
+      }
+      ANVIL_CUDNN_CHECK(cudnnConvolutionForward(h, sc.one(), d.x.d, a.x, d.w.d, a.w, d.conv.d, fa,
+                                                wsp, ws_bytes, sc.zero(), d.y.d, a.y));
+      if (p.has_bias)  // y += bias broadcast over N, P, Q
+        ANVIL_CUDNN_CHECK(cudnnAddTensor(h, sc.one(), d.bias.d, a.b, sc.one(), d.y.d, a.y));
+      return;
+    }
+    case ConvPass::backward_data:
+      ANVIL_CUDNN_CHECK(cudnnConvolutionBackwardData(
+          h, sc.one(), d.w.d, a.w, d.y.d, a.dy, d.conv.d,
+          static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), wsp, ws_bytes, sc.zero(), d.x.d, a.dx));
+      return;
+    case ConvPass::backward_weights:
+      ANVIL_CUDNN_CHECK(
+          cudnnConvolutionBackwardFilter(h, sc.one(), d.x.d, a.x, d.y.d, a.dy, d.conv.d,
+                                         static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), wsp,
+                                         ws_bytes, sc.zero(), d.w.d, a.dw));
+      if (p.has_bias && a.db != nullptr)
+        ANVIL_CUDNN_CHECK(
+            cudnnConvolutionBackwardBias(h, sc.one(), d.y.d, a.dy, sc.zero(), d.bias.d, a.db));
+      return;
+  }
+}
+
+// ---- one algorithm family --------------------------------------------------------------------
+
+struct AlgoInfo {
+  Support support;
+  std::size_t workspace = 0;
+};
+
+// Whether cuDNN supports the family's algorithm for `p` and with how much workspace, asked once
+// per problem key (cudnnGetConvolution*WorkspaceSize answers CUDNN_STATUS_NOT_SUPPORTED for an
+// algorithm that cannot run the configuration).
+AlgoInfo algo_info(CudnnConvAlgo algo, const ConvProblem& p) {
+  static std::mutex mu;
+  static auto* cache = new std::map<std::string, AlgoInfo>();
+  const std::string key = kernels::cudnn_find_key(p, false) + " " + kernels::cudnn_algo_name(algo);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache->find(key); it != cache->end()) return it->second;
+  }
+  AlgoInfo info;
+  const int dev = p.device.index;
+  DeviceGuard guard(dev);
+  cudnnHandle_t h = cudnn_handle(dev);
+  const ConvDescs d(p, math_type(p, false));
+  const cudnnStatus_t st =
+      workspace_size(h, d, p.pass, kernels::cudnn_algo_value(algo, p.pass), &info.workspace);
+  const std::size_t cap = kernels::cudnn_workspace_cap_bytes();
+  if (st != CUDNN_STATUS_SUCCESS)
+    info.support = Support::no(kernels::cudnn_refusal(p, algo, cudnn_status_text(st)));
+  else if (info.workspace > cap)
+    info.support = Support::no(detail::str_cat(
+        kernels::cudnn_algo_enum_name(p.pass, kernels::cudnn_algo_value(algo, p.pass)), " needs ",
+        info.workspace >> 20, " MiB of workspace, above the cap of ", cap >> 20,
+        " MiB (ANVIL_CUDNN_WORKSPACE_MB)"));
+  std::lock_guard<std::mutex> lock(mu);
+  cache->emplace(key, info);
+  return info;
+}
+
+Support family_support(CudnnConvAlgo algo, const ConvProblem& p) {
+  const Support basic = kernels::cudnn_basic_support(p, false);
+  if (!basic.ok) return basic;
+  try {
+    return algo_info(algo, p).support;
+  } catch (const Error& e) {  // e.g. no device, or cuDNN missing at run time
+    return Support::no(e.what());
+  }
+}
+
+void run_family(CudnnConvAlgo algo, const ConvArgs& a) {
+  const AlgoInfo info = algo_info(algo, a.problem);
+  ANVIL_CHECK(info.support.ok, kernels::cudnn_variant_name(algo).c_str(), info.support.reason);
+  run_algo(a, kernels::cudnn_algo_value(algo, a.problem.pass), math_type(a.problem, false),
+           info.workspace);
+}
+
+// ---- the default: cudnnFind*AlgorithmEx once per problem -------------------------------------
+
+bool reduced_precision(cudnnMathType_t m) {
+  return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
+// The largest workspace any algorithm of the pass needs, up to `cap` (cuDNN's search then tries
+// every algorithm that fits, and the allocation is no larger than something will use).
+std::size_t search_workspace(cudnnHandle_t h, const ConvDescs& d, ConvPass pass, std::size_t cap) {
+  const int count = pass == ConvPass::forward ? static_cast<int>(CUDNN_CONVOLUTION_FWD_ALGO_COUNT)
+                    : pass == ConvPass::backward_data
+                        ? static_cast<int>(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT)
+                        : static_cast<int>(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+  std::size_t most = 0;
+  for (int algo = 0; algo < count; ++algo) {
+    std::size_t bytes = 0;
+    if (workspace_size(h, d, pass, algo, &bytes) == CUDNN_STATUS_SUCCESS && bytes <= cap)
+      most = std::max(most, bytes);
+  }
+  return most;
+}
+
+template <typename Perf>
+CudnnChoice choose(const ConvProblem& p, bool tf32, const Perf* perf, int returned,
+                   std::size_t ws_bytes) {
+  CudnnChoice best;
+  std::string tried;
+  for (int i = 0; i < returned; ++i) {
+    const Perf& r = perf[i];
+    const std::string name = kernels::cudnn_algo_enum_name(p.pass, static_cast<int>(r.algo));
+    const std::string shortname = name.substr(name.rfind("ALGO_") + 5);
+    if (!tried.empty()) tried += ", ";
+    if (r.status != CUDNN_STATUS_SUCCESS) {
+      tried += shortname + ": " + cudnn_status_text(r.status);
+      continue;
+    }
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%.4f", static_cast<double>(r.time));
+    tried += shortname + " " + ms + " ms";
+    // IEEE runs never take a tensor-op (TF32) result; TF32 runs may take either.
+    const bool allowed = tf32 || p.dtype == DType::f64 || !reduced_precision(r.mathType);
+    if (!allowed) {
+      tried += " (tensor-op math, skipped)";
+      continue;
+    }
+    if (r.memory > ws_bytes) continue;
+    if (best.algo < 0 || r.time < best.ms) {
+      best.algo = static_cast<int>(r.algo);
+      best.ms = static_cast<double>(r.time);
+      best.workspace = r.memory;
+    }
+  }
+  best.candidates = tried;
+  best.problem = p.repr() + (tf32 ? " tf32" : "");
+  ANVIL_CHECK(best.algo >= 0, tf32 ? kernels::kCudnnTf32Variant : kernels::kCudnnDefaultVariant,
+              "no cuDNN algorithm ran ", p.repr(), " within ", ws_bytes >> 20,
+              " MiB of workspace: ", tried);
+  best.algo_name = kernels::cudnn_algo_enum_name(p.pass, best.algo);
+  return best;
+}
+
+// Measures every algorithm of the pass on the call's own buffers (outputs are overwritten, and
+// recomputed by the caller afterwards) and caches the fastest.
+CudnnChoice search(const ConvArgs& a, bool tf32, const std::string& key) {
+  const ConvProblem& p = a.problem;
+  const int dev = p.device.index;
+  DeviceGuard guard(dev);
+  cudnnHandle_t h = cudnn_handle(dev);
+  const ConvDescs d(p, math_type(p, tf32));
+  std::size_t cap = kernels::cudnn_workspace_cap_bytes();
+  std::size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess)
+    cap = std::min(cap, free_bytes / 2);
+  else
+    (void)cudaGetLastError();
+  const std::size_t ws_bytes = search_workspace(h, d, p.pass, cap);
+  const Tensor ws = workspace(ws_bytes, p.device);
+  void* wsp = ws_bytes > 0 ? ws.data_ptr() : nullptr;
+  int returned = 0;
+  CudnnChoice c;
+  switch (p.pass) {
+    case ConvPass::forward: {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      ANVIL_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+          h, d.x.d, a.x, d.w.d, a.w, d.conv.d, d.y.d, a.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+          &returned, perf, wsp, ws_bytes));
+      c = choose(p, tf32, perf, returned, ws_bytes);
+      break;
+    }
+    case ConvPass::backward_data: {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      ANVIL_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+          h, d.w.d, a.w, d.y.d, a.dy, d.conv.d, d.x.d, a.dx, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+          &returned, perf, wsp, ws_bytes));
+      c = choose(p, tf32, perf, returned, ws_bytes);
+      break;
+    }
+    case ConvPass::backward_weights: {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      ANVIL_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+          h, d.x.d, a.x, d.y.d, a.dy, d.conv.d, d.w.d, a.dw,
+          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf, wsp, ws_bytes));
+      c = choose(p, tf32, perf, returned, ws_bytes);
+      break;
+    }
+  }
+  kernels::cudnn_record_choice(key, c);
+  return c;
+}
+
+void run_default(const ConvArgs& a, bool tf32) {
+  const std::string key = kernels::cudnn_find_key(a.problem, tf32);
+  std::optional<CudnnChoice> c = kernels::cudnn_cached_choice(key);
+  if (!c) c = search(a, tf32, key);
+  run_algo(a, c->algo, math_type(a.problem, tf32), c->workspace);
+}
+
+// "9.19.0" of the libcudnn loaded at run time (cudnnGetVersion: major * 10000 + minor * 100 +
+// patch since cuDNN 9), and the headers' version when it differs.
+std::string cudnn_version() {
+  const std::size_t v = cudnnGetVersion();
+  std::string text = detail::str_cat(v / 10000, ".", v / 100 % 100, ".", v % 100);
+  if (v != static_cast<std::size_t>(CUDNN_VERSION))
+    text +=
+        detail::str_cat(" (built with ", CUDNN_MAJOR, ".", CUDNN_MINOR, ".", CUDNN_PATCHLEVEL, ")");
+  return text;
+}
+
+}  // namespace
+
+void register_cuda_conv() {
+  add_library_version("cuDNN", cudnn_version());
+  conv_table().add({
+      .name = kernels::kCudnnDefaultVariant,
+      .device = DeviceType::cuda,
+      .priority = 100,
+      .supports = [](const ConvProblem& p) { return kernels::cudnn_basic_support(p, false); },
+      .fn = [](const ConvArgs& a) { run_default(a, false); },
+      .description = "cuDNN, the fastest algorithm of cudnnFind*AlgorithmEx per problem "
+                     "(cached), IEEE FP32 (CUDNN_FMA_MATH) or f64",
+  });
+  conv_table().add({
+      .name = kernels::kCudnnTf32Variant,
+      .device = DeviceType::cuda,
+      .priority = 99,
+      .supports = [](const ConvProblem& p) { return kernels::cudnn_basic_support(p, true); },
+      .fn = [](const ConvArgs& a) { run_default(a, true); },
+      .description = "cuda.cudnn with TF32 tensor-core math (CUDNN_TENSOR_OP_MATH); opt-in",
+      .opt_in = true,
+  });
+  int priority = 50;
+  for (CudnnConvAlgo algo : kernels::kCudnnConvAlgos) {
+    conv_table().add({
+        .name = kernels::cudnn_variant_name(algo),
+        .device = DeviceType::cuda,
+        .priority = priority--,
+        .supports = [algo](const ConvProblem& p) { return family_support(algo, p); },
+        .fn = [algo](const ConvArgs& a) { run_family(algo, a); },
+        .description = detail::str_cat(
+            "cuDNN ",
+            kernels::cudnn_algo_enum_name(ConvPass::forward,
+                                          kernels::cudnn_algo_value(algo, ConvPass::forward)),
+            " / ",
+            kernels::cudnn_algo_enum_name(ConvPass::backward_data,
+                                          kernels::cudnn_algo_value(algo, ConvPass::backward_data)),
+            " / ",
+            kernels::cudnn_algo_enum_name(
+                ConvPass::backward_weights,
+                kernels::cudnn_algo_value(algo, ConvPass::backward_weights)),
+            ", IEEE FP32 or f64"),
+    });
+  }
+}
+
+}  // namespace anvil::cuda

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: Apache-2.0
+// The pure logic of the cuDNN conv2d variants (kernels/cudnn_conv_plan.h): names, algorithm
+// families, descriptor parameters, refusals, the find cache and its log. No CUDA headers.
+#include "kernels/cudnn_conv_plan.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <mutex>
+
+#include "engine/core/config.h"
+#include "engine/core/error.h"
+
+namespace anvil::kernels {
+namespace {
+
+// {forward, backward data, backward filter} enum values per family, in kCudnnConvAlgos order
+// (Note [cuDNN algorithm families]).
+constexpr int kAlgoValues[kCudnnConvAlgoCount][3] = {
+    {0, 0, 0},  // implicit_gemm
+    {1, 1, 3},  // implicit_precomp_gemm
+    {2, 1, 1},  // gemm
+    {4, 2, 2},  // fft
+    {5, 3, 6},  // fft_tiling
+    {6, 4, 5},  // winograd (the fused filter-gradient Winograd is not implemented in cuDNN)
+    {7, 5, 5},  // winograd_nonfused
+};
+
+constexpr const char* kFwdNames[] = {
+    "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING",
+    "WINOGRAD",      "WINOGRAD_NONFUSED"};
+constexpr const char* kBwdDataNames[] = {"0",          "1",        "FFT",
+                                         "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+constexpr const char* kBwdFilterNames[] = {
+    "0", "1", "FFT", "3", "WINOGRAD", "WINOGRAD_NONFUSED", "FFT_TILING"};
+
+int index_of(CudnnConvAlgo algo) { return static_cast<int>(algo); }
+
+struct ChoiceStore {
+  std::mutex mu;
+  std::map<std::string, CudnnChoice> choices;
+};
+ChoiceStore& store() {
+  static auto* s = new ChoiceStore();  // leaked: read from static destructors of benchmarks
+  return *s;
+}
+
+int to_int(std::int64_t v, const char* what, const ConvProblem& p, const char* where) {
+  ANVIL_CHECK(v >= 0 && v <= std::numeric_limits<int>::max(), where, what, "=", v,
+              " does not fit cuDNN's int arguments in ", p.repr());
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+const char* cudnn_algo_name(CudnnConvAlgo algo) {
+  switch (algo) {
+    case CudnnConvAlgo::implicit_gemm:
+      return "implicit_gemm";
+    case CudnnConvAlgo::implicit_precomp_gemm:
+      return "implicit_precomp_gemm";
+    case CudnnConvAlgo::gemm:
+      return "gemm";
+    case CudnnConvAlgo::fft:
+      return "fft";
+    case CudnnConvAlgo::fft_tiling:
+      return "fft_tiling";
+    case CudnnConvAlgo::winograd:
+      return "winograd";
+    case CudnnConvAlgo::winograd_nonfused:
+      return "winograd_nonfused";
+  }
+  return "?";
+}
+
+std::string cudnn_variant_name(CudnnConvAlgo algo) {
+  return std::string(kCudnnDefaultVariant) + "." + cudnn_algo_name(algo);
+}
+
+std::optional<CudnnConvAlgo> cudnn_algo_from_variant(const std::string& name) {
+  for (CudnnConvAlgo a : kCudnnConvAlgos)
+    if (cudnn_variant_name(a) == name) return a;
+  return std::nullopt;
+}
+
+int cudnn_algo_value(CudnnConvAlgo algo, ConvPass pass) {
+  return kAlgoValues[index_of(algo)][static_cast<int>(pass)];
+}
+
+std::string cudnn_algo_enum_name(ConvPass pass, int value) {
+  const char* prefix = pass == ConvPass::forward         ? "CUDNN_CONVOLUTION_FWD_ALGO_"
+                       : pass == ConvPass::backward_data ? "CUDNN_CONVOLUTION_BWD_DATA_ALGO_"
+                                                         : "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_";
+  const char* const* names = pass == ConvPass::forward         ? kFwdNames
+                             : pass == ConvPass::backward_data ? kBwdDataNames
+                                                               : kBwdFilterNames;
+  const int count = pass == ConvPass::forward ? 8 : pass == ConvPass::backward_data ? 6 : 7;
+  if (value < 0 || value >= count) return detail::str_cat(prefix, value, "?");
+  return std::string(prefix) + names[value];
+}
+
+CudnnConvDims cudnn_conv_dims(const ConvProblem& p, const char* where) {
+  CudnnConvDims d;
+  const auto i = [&](std::int64_t v, const char* what) { return to_int(v, what, p, where); };
+  d.x[0] = i(p.n, "N");
+  d.x[1] = i(p.c, "C");
+  d.x[2] = i(p.h, "H");
+  d.x[3] = i(p.w, "W");
+  d.w[0] = i(p.k, "K");
+  d.w[1] = i(p.c_per_group(), "C/groups");
+  d.w[2] = i(p.r, "R");
+  d.w[3] = i(p.s, "S");
+  d.y[0] = d.x[0];
+  d.y[1] = d.w[0];
+  d.y[2] = i(p.p(), "P");
+  d.y[3] = i(p.q(), "Q");
+  d.bias[0] = 1;
+  d.bias[1] = d.w[0];
+  d.bias[2] = 1;
+  d.bias[3] = 1;
+  d.pad[0] = i(p.pad_h, "pad_h");
+  d.pad[1] = i(p.pad_w, "pad_w");
+  d.stride[0] = i(p.stride_h, "stride_h");
+  d.stride[1] = i(p.stride_w, "stride_w");
+  d.dilation[0] = i(p.dil_h, "dil_h");
+  d.dilation[1] = i(p.dil_w, "dil_w");
+  d.groups = i(p.groups, "groups");
+  // cuDNN indexes tensors with int strides: the largest tensor must stay below 2^31 elements.
+  const double largest = std::max({static_cast<double>(p.n) * p.c * p.h * p.w,
+                                   static_cast<double>(p.n) * p.k * p.p() * p.q(),
+                                   static_cast<double>(p.k) * p.c_per_group() * p.r * p.s});
+  ANVIL_CHECK(largest <= static_cast<double>(std::numeric_limits<int>::max()), where,
+              "a tensor of ", largest, " elements is beyond cuDNN's int strides in ", p.repr());
+  return d;
+}
+
+Support cudnn_basic_support(const ConvProblem& p, bool tf32) {
+  if (p.dtype != DType::f32 && p.dtype != DType::f64)
+    return Support::no(
+        detail::str_cat("cuDNN convolution needs f32 or f64, got ", dtype_name(p.dtype)));
+  if (tf32 && p.dtype != DType::f32)
+    return Support::no("TF32 applies to f32 only; f64 runs on cuda.cudnn");
+  if (p.fuse_relu) {
+    if (p.pass != ConvPass::forward) return Support::no("a fused ReLU exists only in the forward");
+    if (!p.has_bias)
+      return Support::no(
+          "fused ReLU needs a bias (cudnnConvolutionBiasActivationForward); the op layer "
+          "applies ReLU separately");
+    if (p.dtype != DType::f32) return Support::no("fused bias + ReLU is used for f32 only");
+  }
+  try {
+    (void)cudnn_conv_dims(p, "cuda.cudnn");
+  } catch (const Error& e) {
+    return Support::no(e.what());
+  }
+  return Support::yes();
+}
+
+std::string cudnn_refusal(const ConvProblem& p, CudnnConvAlgo algo, const std::string& status) {
+  return detail::str_cat("cuDNN reports ", status, " for ",
+                         cudnn_algo_enum_name(p.pass, cudnn_algo_value(algo, p.pass)), " (",
+                         cudnn_variant_name(algo), ", ", conv_pass_name(p.pass), ")");
+}
+
+std::string cudnn_find_key(const ConvProblem& p, bool tf32) {
+  ConvProblem q = p;
+  q.fuse_relu = false;
+  return q.key() + (tf32 ? " tf32" : " ieee");
+}
+
+std::size_t cudnn_workspace_cap_bytes() {
+  const std::string env = env_or_empty("ANVIL_CUDNN_WORKSPACE_MB");
+  if (env.empty()) return std::size_t{1024} << 20;
+  char* end = nullptr;
+  const long long mb = std::strtoll(env.c_str(), &end, 10);
+  ANVIL_CHECK(end != nullptr && *end == '\0' && mb >= 0 && mb <= (1LL << 24),
+              "ANVIL_CUDNN_WORKSPACE_MB", "expected a number of MiB in [0, 2^24], got '", env, "'");
+  return static_cast<std::size_t>(mb) << 20;
+}
+
+std::optional<CudnnChoice> cudnn_cached_choice(const std::string& key) {
+  std::lock_guard<std::mutex> lock(store().mu);
+  auto it = store().choices.find(key);
+  if (it == store().choices.end()) return std::nullopt;
+  return it->second;
+}
+
+void cudnn_record_choice(const std::string& key, CudnnChoice choice) {
+  if (env_or_empty("ANVIL_CUDNN_LOG") == "1") {
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%.4f", choice.ms);
+    std::cerr << "cuda.cudnn: " << choice.problem << " -> " << choice.algo_name << " (" << ms
+              << " ms, workspace " << (choice.workspace >> 20) << " MiB; " << choice.candidates
+              << ")\n";
+  }
+  std::lock_guard<std::mutex> lock(store().mu);
+  store().choices[key] = std::move(choice);
+}
+
+std::vector<std::pair<std::string, CudnnChoice>> cudnn_choices() {
+  std::lock_guard<std::mutex> lock(store().mu);
+  return {store().choices.begin(), store().choices.end()};
+}
+
+void cudnn_clear_choices() {
+  std::lock_guard<std::mutex> lock(store().mu);
+  store().choices.clear();
+}
+
+std::string cudnn_default_label(const ConvProblem& p, bool tf32) {
+  const std::string base = tf32 ? kCudnnTf32Variant : kCudnnDefaultVariant;
+  const auto c = cudnn_cached_choice(cudnn_find_key(p, tf32));
+  return c ? base + "[" + c->algo_name + "]" : base;
+}
+
+}  // namespace anvil::kernels

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: Apache-2.0
+// The pure logic of the cuDNN conv2d variants (kernels/cudnn_conv_plan.h), on the CPU: variant
+// names and their algorithm of each pass (Note [cuDNN algorithm families]), descriptor
+// parameters of a problem, refusal messages, the find-cache key, the workspace cap, and the
+// choice cache behind cuda.cudnn's labels and dispatch log. The cuDNN calls themselves run only
+// on a GPU (tests/cuda/test_cuda_conv.cpp).
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <set>
+#include <string>
+
+#include "kernels/cudnn_conv_plan.h"
+
+using namespace anvil;
+using namespace anvil::kernels;
+using Catch::Contains;
+
+namespace {
+ConvProblem problem(ConvPass pass = ConvPass::forward) {
+  ConvProblem p;
+  p.pass = pass;
+  p.device = Device::cuda(0);
+  p.n = 8;
+  p.c = 6;
+  p.h = 13;
+  p.w = 11;
+  p.k = 4;
+  p.r = 3;
+  p.s = 5;
+  p.stride_h = 2;
+  p.stride_w = 1;
+  p.pad_h = 1;
+  p.pad_w = 2;
+  p.dil_h = 1;
+  p.dil_w = 2;
+  p.groups = 2;
+  p.has_bias = true;
+  return p;
+}
+}  // namespace
+
+TEST_CASE("cuDNN variant names round-trip and are distinct", "[cudnn][plan]") {
+  std::set<std::string> names;
+  for (CudnnConvAlgo a : kCudnnConvAlgos) {
+    const std::string n = cudnn_variant_name(a);
+    CHECK(n.rfind("cuda.cudnn.", 0) == 0);
+    REQUIRE(cudnn_algo_from_variant(n).has_value());
+    CHECK(*cudnn_algo_from_variant(n) == a);
+    names.insert(n);
+  }
+  CHECK(names.size() == static_cast<std::size_t>(kCudnnConvAlgoCount));
+  CHECK(cudnn_variant_name(CudnnConvAlgo::fft_tiling) == "cuda.cudnn.fft_tiling");
+  CHECK_FALSE(cudnn_algo_from_variant("cuda.cudnn").has_value());
+  CHECK_FALSE(cudnn_algo_from_variant("cuda.cudnn.tf32").has_value());
+  CHECK_FALSE(cudnn_algo_from_variant("cuda.cudnn.direct").has_value());  // not registered
+}
+
+TEST_CASE("each cuDNN family maps to the matching algorithm of every pass", "[cudnn][plan]") {
+  using P = ConvPass;
+  const auto name = [](CudnnConvAlgo a, P pass) {
+    return cudnn_algo_enum_name(pass, cudnn_algo_value(a, pass));
+  };
+  CHECK(name(CudnnConvAlgo::implicit_gemm, P::forward) ==
+        "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM");
+  CHECK(name(CudnnConvAlgo::implicit_precomp_gemm, P::forward) ==
+        "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM");
+  CHECK(name(CudnnConvAlgo::gemm, P::forward) == "CUDNN_CONVOLUTION_FWD_ALGO_GEMM");
+  CHECK(name(CudnnConvAlgo::implicit_precomp_gemm, P::backward_weights) ==
+        "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3");
+  // Transform-based families keep their transform in every pass.
+  for (CudnnConvAlgo a : {CudnnConvAlgo::fft, CudnnConvAlgo::fft_tiling})
+    for (P pass : {P::forward, P::backward_data, P::backward_weights}) {
+      INFO(cudnn_algo_name(a) << ' ' << conv_pass_name(pass));
+      const std::string n = name(a, pass);
+      CHECK_THAT(n, Contains("_FFT"));
+      CHECK((a == CudnnConvAlgo::fft_tiling) == (n.find("FFT_TILING") != std::string::npos));
+    }
+  CHECK(name(CudnnConvAlgo::winograd, P::forward) == "CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD");
+  CHECK(name(CudnnConvAlgo::winograd, P::backward_data) ==
+        "CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD");
+  // cuDNN's fused Winograd filter gradient is not implemented: the non-fused one stands in.
+  CHECK(name(CudnnConvAlgo::winograd, P::backward_weights) ==
+        "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED");
+  for (P pass : {P::forward, P::backward_data, P::backward_weights})
+    CHECK_THAT(name(CudnnConvAlgo::winograd_nonfused, pass), Contains("WINOGRAD_NONFUSED"));
+  // No family uses the unimplemented forward DIRECT (3).
+  for (CudnnConvAlgo a : kCudnnConvAlgos) CHECK(cudnn_algo_value(a, P::forward) != 3);
+  CHECK(cudnn_algo_enum_name(P::forward, 3) == "CUDNN_CONVOLUTION_FWD_ALGO_DIRECT");
+  CHECK(cudnn_algo_enum_name(P::backward_data, 9) == "CUDNN_CONVOLUTION_BWD_DATA_ALGO_9?");
+}
+
+TEST_CASE("cuDNN descriptor parameters of a conv problem", "[cudnn][plan]") {
+  const ConvProblem p = problem();
+  const CudnnConvDims d = cudnn_conv_dims(p, "test");
+  CHECK(std::vector<int>(d.x, d.x + 4) == std::vector<int>{8, 6, 13, 11});
+  CHECK(std::vector<int>(d.w, d.w + 4) == std::vector<int>{4, 3, 3, 5});  // C/groups = 3
+  // P = (13 + 2 - 2 - 1) / 2 + 1 = 7, Q = (11 + 4 - 8 - 1) / 1 + 1 = 7.
+  CHECK(std::vector<int>(d.y, d.y + 4) == std::vector<int>{8, 4, 7, 7});
+  CHECK(std::vector<int>(d.bias, d.bias + 4) == std::vector<int>{1, 4, 1, 1});
+  CHECK(d.pad[0] == 1);
+  CHECK(d.pad[1] == 2);
+  CHECK(d.stride[0] == 2);
+  CHECK(d.stride[1] == 1);
+  CHECK(d.dilation[0] == 1);
+  CHECK(d.dilation[1] == 2);
+  CHECK(d.groups == 2);
+  ConvProblem big = p;
+  big.n = 70000;
+  big.c = 64;
+  big.h = big.w = 224;
+  big.groups = 1;
+  CHECK_THROWS_WITH(cudnn_conv_dims(big, "test"), Contains("int strides"));
+}
+
+TEST_CASE("cuDNN conv refusals before asking cuDNN", "[cudnn][plan]") {
+  ConvProblem p = problem();
+  CHECK(cudnn_basic_support(p, false).ok);
+  CHECK(cudnn_basic_support(p, true).ok);
+  p.dtype = DType::f64;
+  CHECK(cudnn_basic_support(p, false).ok);
+  CHECK_THAT(cudnn_basic_support(p, true).reason, Contains("f32 only"));
+  p.dtype = DType::i32;
+  CHECK_THAT(cudnn_basic_support(p, false).reason, Contains("f32 or f64"));
+  p = problem();
+  p.fuse_relu = true;
+  CHECK(cudnn_basic_support(p, false).ok);
+  p.has_bias = false;
+  CHECK_THAT(cudnn_basic_support(p, false).reason, Contains("needs a bias"));
+  p.has_bias = true;
+  p.dtype = DType::f64;
+  CHECK_FALSE(cudnn_basic_support(p, false).ok);
+  const std::string r = cudnn_refusal(problem(ConvPass::backward_data), CudnnConvAlgo::winograd,
+                                      "CUDNN_STATUS_NOT_SUPPORTED");
+  CHECK(r ==
+        "cuDNN reports CUDNN_STATUS_NOT_SUPPORTED for CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD "
+        "(cuda.cudnn.winograd, backward_data)");
+}
+
+TEST_CASE("the find-cache key separates what changes the search", "[cudnn][plan]") {
+  const ConvProblem p = problem();
+  ConvProblem fused = p;
+  fused.fuse_relu = true;
+  CHECK(cudnn_find_key(p, false) == cudnn_find_key(fused, false));  // same algorithm
+  CHECK(cudnn_find_key(p, false) != cudnn_find_key(p, true));       // TF32 searched apart
+  for (auto change : std::vector<void (*)(ConvProblem&)>{
+           [](ConvProblem& q) { q.pass = ConvPass::backward_data; },
+           [](ConvProblem& q) { q.dtype = DType::f64; },
+           [](ConvProblem& q) { q.device = Device::cuda(1); }, [](ConvProblem& q) { q.n = 9; },
+           [](ConvProblem& q) { q.stride_w = 2; }, [](ConvProblem& q) { q.dil_h = 2; },
+           [](ConvProblem& q) { q.groups = 1; }, [](ConvProblem& q) { q.pad_w = 0; }}) {
+    ConvProblem q = p;
+    change(q);
+    CHECK(cudnn_find_key(q, false) != cudnn_find_key(p, false));
+  }
+}
+
+TEST_CASE("workspace cap from ANVIL_CUDNN_WORKSPACE_MB", "[cudnn][plan]") {
+  ::unsetenv("ANVIL_CUDNN_WORKSPACE_MB");
+  CHECK(cudnn_workspace_cap_bytes() == std::size_t{1024} << 20);
+  ::setenv("ANVIL_CUDNN_WORKSPACE_MB", "64", 1);
+  CHECK(cudnn_workspace_cap_bytes() == std::size_t{64} << 20);
+  ::setenv("ANVIL_CUDNN_WORKSPACE_MB", "lots", 1);
+  CHECK_THROWS_WITH(cudnn_workspace_cap_bytes(), Contains("ANVIL_CUDNN_WORKSPACE_MB"));
+  ::unsetenv("ANVIL_CUDNN_WORKSPACE_MB");
+}
+
+TEST_CASE("cuda.cudnn's choices label the default once searched", "[cudnn][plan]") {
+  cudnn_clear_choices();
+  const ConvProblem p = problem();
+  CHECK(cudnn_default_label(p) == "cuda.cudnn");
+  CudnnChoice c;
+  c.algo = 4;
+  c.algo_name = cudnn_algo_enum_name(ConvPass::forward, 4);
+  c.ms = 0.25;
+  c.problem = p.repr();
+  cudnn_record_choice(cudnn_find_key(p, false), c);
+  CHECK(cudnn_default_label(p) == "cuda.cudnn[CUDNN_CONVOLUTION_FWD_ALGO_FFT]");
+  ConvProblem fused = p;
+  fused.fuse_relu = true;
+  CHECK(cudnn_default_label(fused) == "cuda.cudnn[CUDNN_CONVOLUTION_FWD_ALGO_FFT]");
+  CHECK(cudnn_default_label(p, true) == "cuda.cudnn.tf32");  // TF32 not searched yet
+  REQUIRE(cudnn_choices().size() == 1);
+  CHECK(cudnn_choices()[0].second.algo == 4);
+  cudnn_clear_choices();
+  CHECK(cudnn_choices().empty());
+}
