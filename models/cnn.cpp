@@ -182,11 +182,11 @@ std::vector<ModelInfo> builtin_cnn_models() {
        {32},
        "adam lr=1e-3",
        [](const ModelOptions& o, Generator& g) { return cnn_cifar(classes_or(o, 10), g); }});
-  // GPU path (ModelInfo::gpu_path): conv2d has CUDA variants (cuda.cudnn and the rest,
-  // kernels/cuda/conv_cudnn.cpp), and so do linear, ReLU, dropout and the loss; max / average /
-  // adaptive pooling and batch norm (ResNet-50) get theirs from the pool / batch-norm part of
-  // issue 20. Once those are registered, this one constant turns the GPU path on for all five.
-  constexpr bool kCnnGpuPath = false;
+  // GPU path (ModelInfo::gpu_path): every op of the five CNNs has CUDA variants: conv2d
+  // (cuda.cudnn and the rest, kernels/cuda/conv_cudnn.cpp, conv_im2col.cpp), max / average /
+  // adaptive pooling and batch norm (kernels/cuda/pool_*.cpp, batch_norm_*.cpp), linear, ReLU,
+  // dropout and the loss. Not yet run on a GPU (docs/cuda.md).
+  constexpr bool kCnnGpuPath = true;
   for (ModelInfo& m : v) m.gpu_path = kCnnGpuPath;
   return v;
 }
