@@ -8,11 +8,13 @@
 //   forward, backward, update  one phase of the training step each (--anvil_phases=on): the
 //                   whole step runs every iteration and only the named phase is timed (manual
 //                   time), so the three add up to about one train_step; 5 iterations each.
-// model/<name>/<phase>/batch:<b>/device:cuda: the training and inference step of the models with
-// a GPU path (ModelInfo::gpu_path: fcn5, fcn8, fcn_r, mlp_mnist) on cuda:0 over networks.md's GPU
-// batch sweep, timed with CUDA events around the whole step (batch upload + forward + loss +
-// backward + update + device synchronisation), registered after every CPU benchmark (Note [GPU
-// model benchmarks]).
+// model/<name>/<phase>/batch:<b>/device:cuda/input:<definition>: the training and inference step
+// of the models with a GPU path (ModelInfo::gpu_path) on cuda:0 over networks.md's GPU batch
+// sweep, timed with CUDA events around the whole step (batch upload + forward + loss + backward
+// + update + device synchronisation), registered after every CPU benchmark (Note [GPU model
+// benchmarks]). <definition> is where the batch comes from (models::BatchSource): pinned (the
+// default: page-locked, copied asynchronously one step ahead), resident (already on the GPU),
+// pageable (copied from ordinary memory and waited for); --anvil_gpu_inputs picks them.
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -214,7 +216,7 @@ void register_lstm_variant_steps(const std::string& name,
 // around the whole step on the device's stream (CudaBackend::time_on_stream), manual time;
 // memory: the peak bytes of the device's caching allocator during the timed steps.
 void run_gpu_model(benchmark::State& state, const std::string& name, Phase phase,
-                   std::int64_t batch) {
+                   std::int64_t batch, models::BatchSource source) {
   try {
     CudaBackend* cuda = cuda_backend();
     if (cuda == nullptr || cuda->device_count() == 0) {
@@ -229,13 +231,14 @@ void run_gpu_model(benchmark::State& state, const std::string& name, Phase phase
     // Leaked on purpose: no device memory is handed back during static destruction.
     static auto& cached = *new std::unique_ptr<models::TrainingStep>();
     static std::string cached_key;
-    const std::string key = detail::str_cat(name, "/", batch, "/", options().fold_sgd);
+    const std::string key = detail::str_cat(name, "/", batch, "/", options().fold_sgd, "/",
+                                            models::batch_source_name(source));
     if (!cached || cached_key != key) {
       cached.reset();
       cached_key.clear();
       empty_cache(dev);  // the previous model's blocks would count in this one's reserve
-      cached =
-          std::make_unique<models::TrainingStep>(name, batch, /*seed=*/1, options().fold_sgd, dev);
+      cached = std::make_unique<models::TrainingStep>(name, batch, /*seed=*/1, options().fold_sgd,
+                                                      dev, source);
       cached_key = key;
     }
     models::TrainingStep& steps = *cached;
@@ -259,7 +262,8 @@ void run_gpu_model(benchmark::State& state, const std::string& name, Phase phase
     const MemoryStats mem = memory_stats(dev);
     state.counters["gpu_alloc_peak_MB"] = static_cast<double>(mem.peak) / 1048576.0;
     state.counters["gpu_reserved_MB"] = static_cast<double>(mem.reserved) / 1048576.0;
-    std::string label = dev.str() + " " + cuda->device_name(dev.index);
+    std::string label = dev.str() + " " + cuda->device_name(dev.index) + "; batch " +
+                        models::batch_source_name(source);
     if (steps.sgd_folded() && phase != Phase::inference_step) label += "; sgd folded into backward";
     state.SetLabel(label);
   } catch (const std::exception& e) {
@@ -279,13 +283,17 @@ void register_gpu_model_benchmarks() {
     batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
     for (Phase phase : {Phase::train_step, Phase::inference_step}) {
       for (std::int64_t batch : batches) {
-        const std::string bname = detail::str_cat("model/", name, "/", phase_name(phase),
-                                                  "/batch:", batch, "/device:cuda");
-        benchmark::RegisterBenchmark(
-            bname.c_str(), [=](benchmark::State& st) { run_gpu_model(st, name, phase, batch); })
-            ->UseManualTime()
-            ->Unit(benchmark::kMillisecond)
-            ->MinTime(1.0);
+        for (const std::string& input : options().gpu_inputs) {
+          const models::BatchSource source = models::parse_batch_source(input);
+          const std::string bname = detail::str_cat("model/", name, "/", phase_name(phase),
+                                                    "/batch:", batch, "/device:cuda/input:", input);
+          benchmark::RegisterBenchmark(
+              bname.c_str(),
+              [=](benchmark::State& st) { run_gpu_model(st, name, phase, batch, source); })
+              ->UseManualTime()
+              ->Unit(benchmark::kMillisecond)
+              ->MinTime(1.0);
+        }
       }
     }
   }

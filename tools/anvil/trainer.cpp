@@ -299,7 +299,7 @@ std::pair<double, std::int64_t> train_classifier_epoch(const TrainConfig& c,
     Tensor loss =
         models::model_forward_loss(info, net, on(b->inputs, device), on(b->targets, device));
     loss.backward();
-    if (c.clip_norm > 0) optim::clip_grad_norm_(opt.params(), c.clip_norm);
+    if (c.clip_norm > 0) (void)optim::clip_grad_norm_async_(opt.params(), c.clip_norm);
     opt.step();
     const std::int64_t rows = b->inputs.sizes()[0];
     loss_sum += loss.item() * static_cast<double>(rows);
@@ -329,7 +329,7 @@ std::pair<double, std::int64_t> train_language_model_epoch(
     // networks.md's loss: CE summed over the steps of the window, averaged over the batch.
     Tensor loss = models::model_forward_loss(info, net, b.inputs, b.targets);
     loss.backward();
-    if (c.clip_norm > 0) optim::clip_grad_norm_(opt.params(), c.clip_norm);
+    if (c.clip_norm > 0) (void)optim::clip_grad_norm_async_(opt.params(), c.clip_norm);
     opt.step();
     const std::int64_t t = b.targets.sizes()[1];
     nll += loss.item() / static_cast<double>(t) * static_cast<double>(b.targets.numel());
