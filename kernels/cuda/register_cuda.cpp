@@ -12,6 +12,7 @@ void register_cuda_kernels() {
     register_cuda_gemm();
     register_cuda_pointwise();
     register_cuda_training();
+    register_cuda_embedding();
   });
 }
 

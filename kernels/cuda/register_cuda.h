@@ -11,5 +11,6 @@ void register_cuda_kernels();
 void register_cuda_gemm();       // gemm: cuda.cublas, cuda.cublas.tf32, cuda.custom.gemm_tiled
 void register_cuda_pointwise();  // elementwise, reductions, softmax, cross-entropy, bias add
 void register_cuda_training();   // optimizer updates, gradient-norm clipping, dropout
+void register_cuda_embedding();  // embedding: cuda.custom.embedding
 
 }  // namespace anvil::cuda
