@@ -13,6 +13,7 @@ void register_cuda_kernels() {
     register_cuda_pointwise();
     register_cuda_training();
     register_cuda_embedding();
+    register_cuda_lstm();
   });
 }
 

@@ -12,5 +12,6 @@ void register_cuda_gemm();       // gemm: cuda.cublas, cuda.cublas.tf32, cuda.cu
 void register_cuda_pointwise();  // elementwise, reductions, softmax, cross-entropy, bias add
 void register_cuda_training();   // optimizer updates, gradient-norm clipping, dropout
 void register_cuda_embedding();  // embedding: cuda.custom.embedding
+void register_cuda_lstm();       // lstm: cuda.custom.fused, cuda.custom.unfused
 
 }  // namespace anvil::cuda
