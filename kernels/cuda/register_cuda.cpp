@@ -14,6 +14,7 @@ void register_cuda_kernels() {
     register_cuda_training();
     register_cuda_embedding();
     register_cuda_lstm();
+    register_cuda_lstm_cudnn();
   });
 }
 

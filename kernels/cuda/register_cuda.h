@@ -8,10 +8,11 @@ namespace anvil::cuda {
 // Calls every family's registration below exactly once (thread-safe).
 void register_cuda_kernels();
 
-void register_cuda_gemm();       // gemm: cuda.cublas, cuda.cublas.tf32, cuda.custom.gemm_tiled
-void register_cuda_pointwise();  // elementwise, reductions, softmax, cross-entropy, bias add
-void register_cuda_training();   // optimizer updates, gradient-norm clipping, dropout
-void register_cuda_embedding();  // embedding: cuda.custom.embedding
-void register_cuda_lstm();       // lstm: cuda.custom.fused, cuda.custom.unfused
+void register_cuda_gemm();        // gemm: cuda.cublas, cuda.cublas.tf32, cuda.custom.gemm_tiled
+void register_cuda_pointwise();   // elementwise, reductions, softmax, cross-entropy, bias add
+void register_cuda_training();    // optimizer updates, gradient-norm clipping, dropout
+void register_cuda_embedding();   // embedding: cuda.custom.embedding
+void register_cuda_lstm();        // lstm: cuda.custom.fused, cuda.custom.unfused
+void register_cuda_lstm_cudnn();  // lstm: cuda.cudnn
 
 }  // namespace anvil::cuda

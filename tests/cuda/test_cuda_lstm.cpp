@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The CUDA LSTM variants (cuda.custom.fused, cuda.custom.unfused) against the CPU `ref`
+// The CUDA LSTM variants (cuda.custom.fused, cuda.custom.unfused, cuda.cudnn) against the CPU `ref`
 // composition: outputs, final states and every gradient of a weighted loss, at T in {1, 7, 32}
 // with batch, input and hidden sizes that are not multiples of 32, on the LSTM models' layer
 // shapes (lstm32/64: I = H = 256, B = 128; ptb_small: I = H = 200, B = 20; lstm_imdb: I = 32,
@@ -115,7 +115,11 @@ void check_case(const std::string& variant, const LayerCase& c, DType dt, double
   NoGradGuard no_grad;
   ForceVariant force("lstm", variant);
   const LstmLayerOutput inf = run_layer(gpu_in);
-  CHECK(max_abs_diff(inf.y, v.y) == 0.0);  // inference runs the same kernels
+  // The own variants run the same kernels in inference; cuDNN may pick other ones.
+  if (variant.rfind("cuda.custom", 0) == 0)
+    CHECK(max_abs_diff(inf.y, v.y) == 0.0);
+  else
+    CHECK(max_abs_diff(inf.y, v.y) <= out_tol);
 }
 
 std::vector<std::string> cuda_lstm_variants() {
@@ -140,7 +144,7 @@ TEST_CASE("every CUDA lstm variant matches ref at T = 1, 7, 32 and the models' s
       {500, 64, 32, 100, false, false},   // lstm_imdb's T and layer at B = 64
   };
   const auto names = cuda_lstm_variants();
-  REQUIRE(names.size() >= 2);
+  REQUIRE(names.size() >= 3);
   for (const std::string& name : names) {
     int problems = 0;
     for (const LayerCase& c : cases) {
