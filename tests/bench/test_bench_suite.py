@@ -91,6 +91,12 @@ for op in ["conv2d", "max_pool2d", "adaptive_avg_pool2d", "batch_norm2d", "lstm"
     check(op in kernel_ops, f"the kernel family has no {op} benchmarks")
 for op in kernel_ops:
     for variant in [v for v in tables.get(op, []) if v != "ref"]:
+        if variant.startswith("cuda."):
+            # The kernel/ family is the CPU one; CUDA LSTM variants are timed as gpu_lstm/ rows,
+            # which exist only with a GPU (bench/gpu_lstm_bench.cpp).
+            if op == "lstm" and gpu_listed:
+                check(has(f"gpu_lstm/{variant}/"), f"no gpu_lstm/{variant} benchmark")
+            continue
         check(has(f"kernel/{op}/{variant}/"), f"no kernel/{op}/{variant} benchmark")
 for t in (1, 2):
     check(any(re.match(rf"peak/fma_\w+/threads:{t}/", n) for n in names), f"no peak/fma at {t} threads")
