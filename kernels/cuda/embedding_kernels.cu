@@ -181,7 +181,7 @@ void embedding_backward(cudaStream_t stream, DType dtype, DType index_dtype, con
     using T = decltype(zero);
     using I = decltype(izero);
     keys_kernel<I><<<grid_for(n), kEmbThreads, 0, stream>>>(static_cast<const I*>(ids), rows, n,
-                                                         keys_in, values_in);
+                                                            keys_in, values_in);
     ANVIL_CUDA_CHECK(cudaGetLastError());
     ANVIL_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(cub_temp, temp_bytes, keys_in, keys_out,
                                                      values_in, values_out, n, 0, 32, stream));
