@@ -67,6 +67,7 @@ void upload_small(void* dst, const void* src, std::size_t bytes, cudaStream_t st
   // An event never recorded counts as complete.
   const cudaError_t q = cudaEventQuery(r.done[i]);
   if (q == cudaErrorNotReady) {
+    (void)cudaGetLastError();  // "not ready" must not surface as the next launch check's error
     ANVIL_CUDA_CHECK(cudaEventSynchronize(r.done[i]));
     note_host_wait();
   } else if (q != cudaSuccess) {
