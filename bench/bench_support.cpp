@@ -107,6 +107,12 @@ Options parse_options(int& argc, char** argv) {
       o.gpu = v;
       if (o.gpu != "auto" && o.gpu != "on" && o.gpu != "off")
         throw std::invalid_argument("--anvil_gpu: expected auto, on or off, got '" + o.gpu + "'");
+    } else if (const char* v = value("--anvil_gpu_inputs=")) {
+      o.gpu_inputs = split(v, ',');
+      for (const auto& s : o.gpu_inputs)
+        if (s != "pinned" && s != "resident" && s != "pageable")
+          throw std::invalid_argument(
+              "--anvil_gpu_inputs: expected pinned, resident or pageable, got '" + s + "'");
     } else if (const char* v = value("--anvil_gemm_shapes=")) {
       o.gemm_shapes = split(v, ',');
     } else if (const char* v = value("--anvil_peak=")) {

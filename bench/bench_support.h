@@ -39,6 +39,10 @@ struct Options {
   // backend, so CPU runs do not pay for it); "on" always asks the backend; "off" never does.
   // --anvil_gpu=auto|on|off.
   std::string gpu = "auto";
+  // Step definitions of the GPU model benchmarks (models::BatchSource: pinned, resident,
+  // pageable), one row each: --anvil_gpu_inputs=pinned,resident,pageable. The first is the
+  // default definition.
+  std::vector<std::string> gpu_inputs{"pinned", "resident"};
   // GEMM shape groups of the gemm/ and gemm_remedy/ families (bench/gemm_bench.cpp):
   // --anvil_gemm_shapes=dlbench,fcn5,lstm32,deepbench or =all. A model name adds the forward,
   // input-gradient and weight-gradient GEMMs of its layers at its paper CPU batch.

@@ -8,11 +8,13 @@
 //   forward, backward, update  one phase of the training step each (--anvil_phases=on): the
 //                   whole step runs every iteration and only the named phase is timed (manual
 //                   time), so the three add up to about one train_step; 5 iterations each.
-// model/<name>/<phase>/batch:<b>/device:cuda: the training and inference step of the models with
-// a GPU path (ModelInfo::gpu_path: fcn5, fcn8, fcn_r, mlp_mnist) on cuda:0 over networks.md's GPU
-// batch sweep, timed with CUDA events around the whole step (batch upload + forward + loss +
-// backward + update + device synchronisation), registered after every CPU benchmark (Note [GPU
-// model benchmarks]).
+// model/<name>/<phase>/batch:<b>/device:cuda/input:<definition>: the training and inference step
+// of the models with a GPU path (ModelInfo::gpu_path) on cuda:0 over networks.md's GPU batch
+// sweep, timed with CUDA events around the whole step (batch upload + forward + loss + backward
+// + update + device synchronisation), registered after every CPU benchmark (Note [GPU model
+// benchmarks]). <definition> is where the batch comes from (models::BatchSource): pinned (the
+// default: page-locked, copied asynchronously one step ahead), resident (already on the GPU),
+// pageable (copied from ordinary memory and waited for); --anvil_gpu_inputs picks them.
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -214,20 +216,16 @@ void register_lstm_variant_steps(const std::string& name,
 // backend, Note [Lazy CUDA loading]), after every CPU model benchmark. Timing: CUDA events
 // around the whole step on the device's stream (CudaBackend::time_on_stream), manual time;
 // memory: the peak bytes of the device's caching allocator during the timed steps.
-// Step definitions of the GPU rows (issue 20): "copied" = the batch copied from pageable host
-// memory each step (model/<m>/<phase>/batch:<b>/device:cuda, as before), "resident" = the batch
-// already on the GPU (.../batch:<b>/resident/device:cuda, as PyTorch's resident rows). tf32 =
-// the GEMMs and convolutions forced to their TF32 variants (cuda.cublas.tf32, cuda.cudnn.tf32)
-// for the step, warm-up included (.../resident/tf32/device:cuda).
-struct GpuStepKind {
-  bool resident = false;
-  bool tf32 = false;
-};
+// Step definitions of the GPU rows: where the batch comes from (models::BatchSource: pinned,
+// resident, pageable; --anvil_gpu_inputs), named .../device:cuda/input:<source>. tf32 = the
+// GEMMs and convolutions forced to their TF32 variants (cuda.cublas.tf32, cuda.cudnn.tf32) for
+// the step, warm-up included; registered for the resident batch only
+// (.../device:cuda/input:resident/tf32).
 
 void run_gpu_model(benchmark::State& state, const std::string& name, Phase phase,
-                   std::int64_t batch, GpuStepKind kind = {}) {
+                   std::int64_t batch, models::BatchSource source, bool tf32 = false) {
   std::unique_ptr<ForceVariant> force_gemm, force_conv;
-  if (kind.tf32) {
+  if (tf32) {
     force_gemm = std::make_unique<ForceVariant>("gemm", "cuda.cublas.tf32");
     force_conv = std::make_unique<ForceVariant>("conv2d", "cuda.cudnn.tf32");
   }
@@ -245,25 +243,23 @@ void run_gpu_model(benchmark::State& state, const std::string& name, Phase phase
     // Leaked on purpose: no device memory is handed back during static destruction.
     static auto& cached = *new std::unique_ptr<models::TrainingStep>();
     static std::string cached_key;
-    const std::string key = detail::str_cat(name, "/", batch, "/", options().fold_sgd);
+    const std::string key = detail::str_cat(name, "/", batch, "/", options().fold_sgd, "/",
+                                            models::batch_source_name(source));
     if (!cached || cached_key != key) {
       cached.reset();
       cached_key.clear();
       empty_cache(dev);  // the previous model's blocks would count in this one's reserve
-      cached =
-          std::make_unique<models::TrainingStep>(name, batch, /*seed=*/1, options().fold_sgd, dev);
+      cached = std::make_unique<models::TrainingStep>(name, batch, /*seed=*/1, options().fold_sgd,
+                                                      dev, source);
       cached_key = key;
     }
     models::TrainingStep& steps = *cached;
     auto step = [&] {
       if (phase == Phase::inference_step)
-        steps.inference_step(/*upload=*/!kind.resident);
-      else if (kind.resident)
-        steps.train_step_resident();
+        steps.inference_step();
       else
         steps.train_step();
     };
-    if (kind.resident) steps.upload_batch();  // once, before the warm-up
     // Warm-up outside the timed region: cuBLAS handles and workspaces, the allocator's blocks.
     step();
     step();
@@ -278,9 +274,8 @@ void run_gpu_model(benchmark::State& state, const std::string& name, Phase phase
     const MemoryStats mem = memory_stats(dev);
     state.counters["gpu_alloc_peak_MB"] = static_cast<double>(mem.peak) / 1048576.0;
     state.counters["gpu_reserved_MB"] = static_cast<double>(mem.reserved) / 1048576.0;
-    std::string label = dev.str() + " " + cuda->device_name(dev.index) +
-                        (kind.resident ? "; batch resident" : "; batch copied each step") +
-                        (kind.tf32 ? "; TF32" : "");
+    std::string label = dev.str() + " " + cuda->device_name(dev.index) + "; batch " +
+                        models::batch_source_name(source) + (tf32 ? "; TF32" : "");
     if (steps.sgd_folded() && phase != Phase::inference_step) label += "; sgd folded into backward";
     state.SetLabel(label);
   } catch (const std::exception& e) {
@@ -300,28 +295,31 @@ void register_gpu_model_benchmarks() {
     batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
     for (Phase phase : {Phase::train_step, Phase::inference_step}) {
       for (std::int64_t batch : batches) {
-        const std::string bname = detail::str_cat("model/", name, "/", phase_name(phase),
-                                                  "/batch:", batch, "/device:cuda");
-        benchmark::RegisterBenchmark(
-            bname.c_str(), [=](benchmark::State& st) { run_gpu_model(st, name, phase, batch); })
-            ->UseManualTime()
-            ->Unit(benchmark::kMillisecond)
-            ->MinTime(1.0);
-        for (const bool tf32 : {false, true}) {
-          const std::string rname =
-              detail::str_cat("model/", name, "/", phase_name(phase), "/batch:", batch,
-                              tf32 ? "/resident/tf32/device:cuda" : "/resident/device:cuda");
-          benchmark::RegisterBenchmark(rname.c_str(),
-                                       [=](benchmark::State& st) {
-                                         run_gpu_model(st, name, phase, batch, {true, tf32});
-                                       })
+        for (const std::string& input : options().gpu_inputs) {
+          const models::BatchSource source = models::parse_batch_source(input);
+          const std::string bname = detail::str_cat("model/", name, "/", phase_name(phase),
+                                                    "/batch:", batch, "/device:cuda/input:", input);
+          benchmark::RegisterBenchmark(
+              bname.c_str(),
+              [=](benchmark::State& st) { run_gpu_model(st, name, phase, batch, source); })
               ->UseManualTime()
               ->Unit(benchmark::kMillisecond)
-              ->MinTime(0.5);
+              ->MinTime(1.0);
         }
+        benchmark::RegisterBenchmark(
+            detail::str_cat("model/", name, "/", phase_name(phase), "/batch:", batch,
+                            "/device:cuda/input:resident/tf32")
+                .c_str(),
+            [=](benchmark::State& st) {
+              run_gpu_model(st, name, phase, batch, models::BatchSource::resident, true);
+            })
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond)
+            ->MinTime(0.5);
       }
     }
   }
+}
 }
 
 }  // namespace
@@ -350,6 +348,7 @@ void register_model_benchmarks() {
     register_lstm_variant_steps(name, batches);
   }
   register_gpu_model_benchmarks();  // last: Note [GPU model benchmarks]
+  register_gpu_lstm_benchmarks();   // the LSTM layers of those models, per CUDA variant
 }
 
 }  // namespace anvil::bench

@@ -9,6 +9,9 @@ void register_gemm_benchmarks();  // gemm/<variant>/<mode>/<shape>/threads:<t>
 void register_gemm_remedy_benchmarks();
 void register_model_benchmarks();   // model/<name>/<phase>/batch:<b>/threads:<t>
 void register_kernel_benchmarks();  // kernel/<op>/<variant>/<pass>/<model>:<layer>/threads:<t>
+// gpu_lstm/<cuda variant>/<pass>/<model>:lstm/batch:<b>/device:cuda (bench/gpu_lstm_bench.cpp);
+// called by register_model_benchmarks() after the GPU model steps.
+void register_gpu_lstm_benchmarks();
 // Adds the wrong-on-purpose GEMM variant `test.broken` (--anvil_test_broken_variant=on); must
 // run before the families above enumerate the variant tables.
 void register_test_variants();

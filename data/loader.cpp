@@ -10,6 +10,7 @@
 #include <numeric>
 #include <random>
 
+#include "engine/core/cuda_backend.h"
 #include "engine/core/error.h"
 #include "engine/core/random.h"
 
@@ -30,8 +31,12 @@ Shape with_rows(const Shape& shape, std::int64_t rows) {
 }
 
 // Copies the given rows of `src` (contiguous, dim 0 = samples) into a new tensor.
-Tensor gather_rows(const Tensor& src, const std::int64_t* rows, std::int64_t count) {
-  Tensor out = Tensor::empty(with_rows(src.sizes(), count), src.dtype());
+// `allocator` null: the CPU allocator (Note [Pinned batches]).
+Tensor gather_rows(const Tensor& src, const std::int64_t* rows, std::int64_t count,
+                   Allocator* allocator) {
+  Tensor out = allocator != nullptr
+                   ? Tensor::empty_in(*allocator, with_rows(src.sizes(), count), src.dtype())
+                   : Tensor::empty(with_rows(src.sizes(), count), src.dtype());
   const std::size_t row_bytes = src.nbytes() / static_cast<std::size_t>(src.sizes()[0]);
   const auto* in = static_cast<const std::uint8_t*>(src.data_ptr());
   auto* o = static_cast<std::uint8_t*>(out.data_ptr());
@@ -129,6 +134,13 @@ DataLoader::DataLoader(TensorDataset dataset, LoaderOptions options)
               "normalization needs f32 inputs, got ", dtype_name(ds_.inputs.dtype()));
   ds_.inputs = ds_.inputs.contiguous();
   ds_.targets = ds_.targets.contiguous();
+  // Note [Pinned batches]: an explicit allocator wins; pin_memory asks the CUDA backend.
+  batch_allocator_ = opt_.batch_allocator;
+  if (batch_allocator_ == nullptr && opt_.pin_memory)
+    batch_allocator_ = &require_cuda("DataLoader (pin_memory)").pinned_host_allocator();
+  ANVIL_CHECK(batch_allocator_ == nullptr || batch_allocator_->device().is_cpu(), "DataLoader",
+              "batch_allocator must hand out host memory, got one of ",
+              batch_allocator_ != nullptr ? batch_allocator_->device() : Device::cpu());
   order_.resize(static_cast<std::size_t>(size_));
 }
 
@@ -164,7 +176,8 @@ LoadedBatch DataLoader::gather(std::int64_t batch_index) const {
   const std::int64_t begin = batch_index * opt_.batch;
   const std::int64_t count = std::min(opt_.batch, size_ - begin);
   const std::int64_t* rows = order_.data() + begin;
-  LoadedBatch b{gather_rows(ds_.inputs, rows, count), gather_rows(ds_.targets, rows, count)};
+  LoadedBatch b{gather_rows(ds_.inputs, rows, count, batch_allocator_),
+                gather_rows(ds_.targets, rows, count, batch_allocator_)};
   normalise_in_place(b.inputs, opt_.normalization);
   return b;
 }

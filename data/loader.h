@@ -21,6 +21,19 @@
 // loop; with `background` off, next() gathers inline and wait_seconds() is the gather time. The
 // producer touches only the dataset (read-only) and its own batch tensors, so it needs no other
 // synchronisation; an error in the producer is rethrown by next().
+//
+// Note [Pinned batches]
+// A GPU can copy host memory to itself asynchronously only from page-locked (pinned) memory;
+// from ordinary pageable memory every copy is staged and waited for (Note [Pinned staging] in
+// kernels/cuda/host_staging.h). With `pin_memory`, the loader gathers every batch straight
+// into page-locked memory (CudaBackend::pinned_host_allocator, a cache of cudaHostAlloc'd
+// blocks), so the training loop can hand it to CudaBackend::copy_to_device_async and go on:
+// the copy runs on the device's copy stream while the previous step computes, and the compute
+// stream waits for it with an event (TrainingStep's BatchSource::pinned is that double
+// buffering). A pinned batch must stay alive and unchanged until its copy is done (the caller
+// keeps it until the step that consumed it has ended). `batch_allocator` puts batches in any
+// other allocator (tests use it without a GPU); the contents and order of the batches do not
+// depend on where they live.
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -68,6 +81,10 @@ struct LoaderOptions {
   bool background = true;  // Note [Loader thread]
   int prefetch = 2;        // batches prepared ahead by the background thread
   Normalization normalization;
+  // Note [Pinned batches]: gather batches into page-locked host memory (needs the CUDA
+  // backend; the constructor throws without it), or into `batch_allocator` when that is set.
+  bool pin_memory = false;
+  Allocator* batch_allocator = nullptr;
 };
 
 struct LoadedBatch {
@@ -99,6 +116,7 @@ class DataLoader {
 
   TensorDataset ds_;
   LoaderOptions opt_;
+  Allocator* batch_allocator_ = nullptr;  // null: the CPU allocator
   std::int64_t size_ = 0;
   std::vector<std::int64_t> order_;  // sample order of the current epoch
   std::int64_t next_batch_ = 0;      // inline mode: the next batch to gather

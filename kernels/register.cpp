@@ -7,6 +7,7 @@
 #include "kernels/cpu/blocked/gemm_blocked.h"
 #include "kernels/cpu/eigen/gemm_eigen.h"
 #include "kernels/cpu/conv_heuristic.h"
+#include "kernels/cpu/embedding_register.h"
 #include "kernels/cpu/gemm_heuristic.h"
 #include "kernels/cpu/lstm_heuristic.h"
 #include "kernels/cpu/im2col/conv_im2col.h"
@@ -65,6 +66,8 @@ void register_builtin_kernels() {
     kernels::register_optimizer_ref();
     kernels::register_optimizer_omp();
     kernels::register_dropout_cpu();
+    // embedding lookup and its backward (cpu.omp, ref).
+    kernels::register_embedding_cpu();
   });
 }
 

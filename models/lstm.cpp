@@ -96,6 +96,9 @@ std::vector<ModelInfo> builtin_lstm_models() {
     const bool classifier = m.name == "lstm_imdb";
     m.loss = classifier ? LossKind::binary_cross_entropy : LossKind::sequence_cross_entropy;
     m.vocab_size = classifier ? 5000 : 10000;
+    // Embedding, LSTM (cuda.custom.fused / unfused), the fused decoder + cross-entropy and BCE
+    // all have CUDA variants (issue 21).
+    m.gpu_path = true;
   }
   return v;
 }

@@ -100,9 +100,44 @@ TimingSgd timing_sgd_for(const ModelInfo& info) {
   return s;
 }
 
+const char* batch_source_name(BatchSource source) {
+  switch (source) {
+    case BatchSource::pageable:
+      return "pageable";
+    case BatchSource::pinned:
+      return "pinned";
+    case BatchSource::resident:
+      return "resident";
+  }
+  return "?";
+}
+
+BatchSource parse_batch_source(const std::string& name) {
+  for (BatchSource s : {BatchSource::pageable, BatchSource::pinned, BatchSource::resident})
+    if (name == batch_source_name(s)) return s;
+  fail("parse_batch_source", "unknown batch source \"", name,
+       "\" (expected pageable, pinned or resident)");
+}
+
+namespace {
+// A page-locked host copy of `t` (Note [Pinned batches]).
+Tensor pinned_copy(const Tensor& t) {
+  Tensor p =
+      Tensor::empty_in(require_cuda("TrainingStep").pinned_host_allocator(), t.sizes(), t.dtype());
+  p.copy_(t);
+  return p;
+}
+
+// dst (device) = src (host), on the device's copy stream, not waited for.
+void copy_async(const Tensor& dst, const Tensor& src) {
+  require_cuda("TrainingStep::upload_batch")
+      .copy_to_device_async(dst.device().index, dst.data_ptr(), src.data_ptr(), src.nbytes());
+}
+}  // namespace
+
 TrainingStep::TrainingStep(const std::string& model, std::int64_t batch, std::uint64_t seed,
-                           bool fold_sgd, Device device)
-    : info_(&models::info(model)), batch_size_(batch), device_(device) {
+                           bool fold_sgd, Device device, BatchSource source)
+    : info_(&models::info(model)), batch_size_(batch), device_(device), source_(source) {
   if (device_.is_cuda()) {
     ANVIL_CHECK(info_->gpu_path, "TrainingStep", "model ", model,
                 " has no GPU path (some of its ops have "
@@ -121,6 +156,15 @@ TrainingStep::TrainingStep(const std::string& model, std::int64_t batch, std::ui
     host_batch_ = batch_;
     batch_.input = host_batch_.input.to(device_);
     batch_.target = host_batch_.target.to(device_);
+    if (source_ == BatchSource::pinned) {
+      host_batch_.input = pinned_copy(host_batch_.input);
+      host_batch_.target = pinned_copy(host_batch_.target);
+      slots_[0] = batch_;
+      slots_[1].input = Tensor::empty(batch_.input.sizes(), batch_.input.dtype(), device_);
+      slots_[1].target = Tensor::empty(batch_.target.sizes(), batch_.target.dtype(), device_);
+      // Slot 0 holds the batch already (the .to() above); slot 1's copy is issued by the first
+      // upload_batch().
+    }
   }
   sgd_ = timing_sgd_for(*info_);
   optim::SGDOptions o;
@@ -141,23 +185,46 @@ void TrainingStep::backward() {
 }
 
 void TrainingStep::update() {
-  if (sgd_.clip_norm > 0) optim::clip_grad_norm_(net_->parameters(), sgd_.clip_norm);
+  // On a GPU the norm is computed and applied on the device (no host wait inside the step).
+  if (sgd_.clip_norm > 0) (void)optim::clip_grad_norm_async_(net_->parameters(), sgd_.clip_norm);
   optimizer_->step();
   optimizer_->zero_grad();
 }
 
 void TrainingStep::upload_batch() {
   if (!device_.is_cuda()) return;
-  batch_.input.copy_(host_batch_.input);
-  batch_.target.copy_(host_batch_.target);
+  switch (source_) {
+    case BatchSource::resident:
+      return;
+    case BatchSource::pageable:
+      batch_.input.copy_(host_batch_.input);
+      batch_.target.copy_(host_batch_.target);
+      return;
+    case BatchSource::pinned: {
+      // Note [Pinned batches]. The copy of this step's batch was issued one step ago (slot 0's
+      // first batch by the constructor); the device's stream waits for it, then the copy of the
+      // next batch goes to the other slot. That copy first waits, on the device, for the work
+      // queued so far (the previous step read that slot), and runs beside this step's kernels.
+      // The synthetic batch is the same every step, so every copy moves the same bytes.
+      CudaBackend& be = require_cuda("TrainingStep::upload_batch");
+      if (next_issued_) slot_ ^= 1;
+      be.wait_for_copies(device_.index);
+      batch_ = slots_[slot_];
+      Batch& next = slots_[slot_ ^ 1];
+      copy_async(next.input, host_batch_.input);
+      copy_async(next.target, host_batch_.target);
+      next_issued_ = true;
+      return;
+    }
+  }
 }
 
 void TrainingStep::synchronize() {
   if (device_.is_cuda()) require_cuda("TrainingStep::synchronize").synchronize(device_.index);
 }
 
-void TrainingStep::inference_step(bool upload) {
-  if (upload) upload_batch();
+void TrainingStep::inference_step() {
+  upload_batch();
   net_->train(false);
   {
     NoGradGuard no_grad;

@@ -53,17 +53,33 @@ TimingSgd parse_timing_sgd(const std::string& optimizer_description);
 // `anvil train`, not to the DLBench step).
 TimingSgd timing_sgd_for(const ModelInfo& info);
 
+// Where a GPU step's batch comes from (the "step definition" of the GPU benchmarks; on the CPU
+// there is one definition and this is ignored):
+//   pageable: the batch is copied from ordinary host memory at the start of every step, and
+//             the copy is waited for (the definition of the first GPU run);
+//   pinned:   the batch lives in page-locked host memory and is copied asynchronously on the
+//             device's copy stream, one step ahead (double buffering, ordered by events:
+//             Note [Pinned batches] in data/loader.h): step k computes on the batch whose copy
+//             was issued during step k-1 while the copy of batch k+1 runs; the default;
+//   resident: the batch is already on the GPU; no copy at all.
+enum class BatchSource : std::uint8_t { pageable, pinned, resident };
+const char* batch_source_name(BatchSource source);        // "pageable", "pinned", "resident"
+BatchSource parse_batch_source(const std::string& name);  // throws for an unknown name
+
 // fold_sgd: with plain SGD (no momentum, no clipping), fold the update into backward
 // (Note [Folded SGD]): same parameters after the step, one pass over the weights fewer.
 class TrainingStep {
  public:
   TrainingStep(const std::string& model, std::int64_t batch, std::uint64_t seed = 1,
-               bool fold_sgd = true, Device device = Device::cpu());
+               bool fold_sgd = true, Device device = Device::cpu(),
+               BatchSource source = BatchSource::pinned);
 
   void forward_loss();  // forward + loss, recording the graph
   void backward();      // loss.backward(); needs forward_loss() first
   void update();        // clipping (if any) + SGD step + zero_grad
-  // GPU: host -> device copy of the batch into the device tensors of batch(); CPU: nothing.
+  // GPU: makes batch() the step's batch on the device, as source() says (pageable: copy and
+  // wait; pinned: the device waits for the copy issued one step ahead, and the next copy is
+  // issued; resident: nothing); CPU: nothing.
   void upload_batch();
   // GPU: waits for the device's work to finish; CPU: nothing.
   void synchronize();
@@ -74,21 +90,13 @@ class TrainingStep {
     update();
     synchronize();
   }
-  void inference_step(bool upload = true);  // (upload) + forward, eval mode, no graph (+ sync)
-  // The same steps with the batch already on the device (no upload_batch): the "batch resident"
-  // step definition of the GPU benchmarks; train_step() and inference_step() copy the batch from
-  // the host each step ("batch copied"). On the CPU both are the same.
-  void train_step_resident() {
-    forward_loss();
-    backward();
-    update();
-    synchronize();
-  }
+  void inference_step();  // upload_batch + forward, eval mode, no graph (+ sync)
 
   nn::Module& net() { return *net_; }
   const ModelInfo& info() const { return *info_; }
   const Batch& batch() const { return batch_; }  // on device()
   Device device() const { return device_; }
+  BatchSource source() const { return source_; }
   double last_loss() const;  // loss of the last forward_loss()
   // Forward FLOPs of one step's batch (2 per multiply-add).
   double forward_flops() const;
@@ -99,8 +107,12 @@ class TrainingStep {
   std::int64_t batch_size_;
   Device device_;
   nn::ModulePtr net_;
-  Batch host_batch_;  // GPU only: the batch on the host, copied to batch_ by upload_batch()
-  Batch batch_;
+  BatchSource source_ = BatchSource::pinned;
+  Batch host_batch_;          // GPU only: the batch on the host (page-locked when pinned)
+  Batch batch_;               // on device(); pinned: one of slots_
+  Batch slots_[2];            // pinned: the two device buffers of the double buffering
+  int slot_ = 0;              // pinned: the slot batch_ is
+  bool next_issued_ = false;  // pinned: the copy into slots_[slot_ ^ 1] has been issued
   TimingSgd sgd_;
   std::unique_ptr<optim::SGD> optimizer_;
   Tensor loss_;

@@ -195,7 +195,9 @@ else
   step_phases="train_step inference_step"
   [ "$phases" = on ] && step_phases="$step_phases forward backward update"
   # The GPU model steps (registered only when a CUDA device is usable), in one process.
-  gpu_steps='^model/[^/]+/[a-z_]+/batch:[0-9]+/(resident/)?(tf32/)?device:cuda'
+  gpu_steps='^model/[^/]+/[a-z_]+/batch:[0-9]+/device:cuda'
+  # ... and the LSTM layers of the LSTM models per CUDA variant (bench/gpu_lstm_bench.cpp).
+  gpu_steps="$gpu_steps|^gpu_lstm/"
   [ "$devices" = cpu ] || bench "$gpu_steps" "$out/anvil_bench_model_gpu.json"
   [ "$cpu_runs" = 1 ] || models=""
   # The LSTM models' steps once per LSTM variant (.../threads:T/lstm:VARIANT/...) come with
@@ -268,6 +270,16 @@ PY
       echo "${cmd[*]}" >> "$out/peer_commands.txt"
       "${cmd[@]}" > "$out/peer_pytorch_cuda_gemm.jsonl" || echo "bench.sh: torch.mm on the GPU failed" >&2
     fi
+  fi
+  # PyTorch's cuDNN LSTM beside anvil's GPU LSTM layers and LSTM model steps (report section
+  # "LSTM fusion on the GPU").
+  if [ -f "$out/anvil_bench_model_gpu.json" ] && grep -q '"gpu_lstm/' "$out/anvil_bench_model_gpu.json" &&
+     [[ ",$peers," == *",pytorch,"* ]] &&
+     python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    stage "pytorch cuDNN LSTM on the GPU"
+    cmd=(python3 bench/peers/pytorch_gpu_lstm.py)
+    echo "${cmd[*]}" >> "$out/peer_commands.txt"
+    "${cmd[@]}" > "$out/peer_pytorch_cuda_lstm.jsonl" || echo "bench.sh: PyTorch's LSTM on the GPU failed" >&2
   fi
   # PyTorch on the GPU beside anvil's GPU steps, at the batches those ran.
   if [ -f "$out/anvil_bench_model_gpu.json" ] && [[ ",$peers," == *",pytorch,"* ]] &&

@@ -325,6 +325,16 @@ def plot_gemm(gemm, plots, results_dir):
         plots.append(name)
 
 
+def where(r):
+    """The threads of a CPU row, or the device and step definition of a GPU row ("cuda, pinned":
+    where the batch came from, models::BatchSource; rows of older runs have no input part)."""
+    if "threads" in r:
+        return r["threads"]
+    if "device" in r:
+        return f"{r['device']}, {r['input']}" if "input" in r else r["device"]
+    return "—"
+
+
 def model_section(records, out, plots, results_dir):
     models = [r for r in records if r["family"] == "model"]
     if not models:
@@ -332,15 +342,17 @@ def model_section(records, out, plots, results_dir):
     out.append("\n## Models: seconds per mini-batch\n")
     out.append("Peak RSS is the resident high-water mark during the benchmark's own timed steps (reset "
                "after its warm-up, the allocator cache emptied before its model was built), libraries "
-               "included. `lstm` names the LSTM variant a row forced (default: the selection).\n")
+               "included. `lstm` names the LSTM variant a row forced (default: the selection). GPU rows name their step "
+               "definition after the device: pinned (batch in page-locked memory, copied asynchronously one "
+               "step ahead), resident (batch already on the GPU) or pageable (copied and waited for).\n")
     out.append("| model | phase | lstm | batch | threads | s/step (median) | cv | samples/s | % peak | peak RSS MB |")
     out.append("|---|---|---|---|---|---|---|---|---|---|")
     for r in models:
         if "error" in r:
-            out.append(f"| {r['model']} | {r['phase']} | {r.get('lstm', 'default')} | {r.get('batch')} | {r.get('threads', r.get('device', '—'))} | skipped: {r['error']} | | | | |")
+            out.append(f"| {r['model']} | {r['phase']} | {r.get('lstm', 'default')} | {r.get('batch')} | {where(r)} | skipped: {r['error']} | | | | |")
             continue
         flag = " !" if r.get("cv", 0) > 0.10 else ""
-        out.append(f"| {r['model']} | {r['phase']} | {r.get('lstm', 'default')} | {r.get('batch')} | {r.get('threads', r.get('device', '—'))} | {r['seconds']:.4f} | "
+        out.append(f"| {r['model']} | {r['phase']} | {r.get('lstm', 'default')} | {r.get('batch')} | {where(r)} | {r['seconds']:.4f} | "
                    f"{fmt(r.get('cv', 0) * 100)} %{flag} | {fmt(r.get('samples/s'))} | {fmt(r.get('pct_peak'))} | "
                    f"{fmt(r.get('peak_rss_MB'), 0)} |")
     plt = pyplot()

@@ -161,27 +161,31 @@ def gpu_peers_section(records, out, results_dir):
     GPU rows (`pytorch_models.py --device cuda`, in peer_pytorch_cuda.jsonl), by model, phase
     and batch: seconds per step and peak GPU memory (allocator peaks on both sides)."""
     path = os.path.join(results_dir, "peer_pytorch_cuda.jsonl")
-    anvil = {(r["model"], r["phase"], int(r["batch"])): r for r in records
+    # One anvil row per step definition (input: pinned / resident / pageable; none in old runs).
+    anvil = {(r["model"], r["phase"], int(r["batch"]), r.get("input", "pageable")): r for r in records
              if r.get("family") == "model" and r.get("device") == "cuda" and "error" not in r and "seconds" in r}
     if not anvil or not os.path.exists(path):
         return
     with open(path) as f:
         torch = {(r["model"], r["phase"], int(r["batch"])): r for r in map(json.loads, (l for l in f if l.startswith("{")))
                  if r.get("device") == "cuda"}
-    keys = sorted(k for k in anvil if k in torch)
+    keys = sorted(k for k in anvil if k[:3] in torch)
     if not keys:
         return
     name = next(iter(torch.values())).get("config", {}).get("cuda", {}).get("device_name", "the GPU")
     out.append(f"\n## Side by side with PyTorch on the GPU ({name})\n")
     out.append("FP32 on both sides (TF32 off in PyTorch; anvil's default GEMM is `cuda.cublas`, FP32). "
-               "Peak GPU memory: anvil's CUDA allocator peak vs `torch.cuda.max_memory_allocated`.\n")
-    out.append("| model | phase | batch | anvil s/step | PyTorch s/step | anvil/PyTorch | anvil GPU peak MB | PyTorch GPU peak MB |")
-    out.append("|---|---|---:|---:|---:|---:|---:|---:|")
+               "Peak GPU memory: anvil's CUDA allocator peak vs `torch.cuda.max_memory_allocated`. "
+               "`anvil batch` is anvil's step definition (pinned: page-locked, copied asynchronously one step "
+               "ahead; resident: already on the GPU; pageable: copied and waited for); PyTorch's step "
+               "copies a pageable batch in each step.\n")
+    out.append("| model | phase | batch | anvil batch | anvil s/step | PyTorch s/step (pageable) | anvil/PyTorch | anvil GPU peak MB | PyTorch GPU peak MB |")
+    out.append("|---|---|---:|---|---:|---:|---:|---:|---:|")
     for k in keys:
-        a, t = anvil[k], torch[k]
+        a, t = anvil[k], torch[k[:3]]
         s = t["median_of_rep_means_s"]
         peak = a.get("gpu_alloc_peak_MB")
-        out.append(f"| {k[0]} | {k[1]} | {k[2]} | {a['seconds']:.5f} | {s:.5f} | {a['seconds'] / s:.3f} | "
+        out.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {a['seconds']:.5f} | {s:.5f} | {a['seconds'] / s:.3f} | "
                    f"{'—' if peak is None else f'{peak:.0f}'} | {t['gpu_peak_alloc_MB']:.0f} |")
 
 

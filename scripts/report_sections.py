@@ -9,7 +9,11 @@
   kernel variants time of every variant per (layer, pass) over the fastest one, per op and threads
                   (the kernel/ family, parsed by scripts/kernel_winners.py; bench.sh --kernels);
   CPU vs GPU      the fastest CPU and GPU record of the same benchmark, when some benchmark name
-                  contains a cuda device (otherwise one line says there are none).
+                  contains a cuda device (otherwise one line says there are none);
+  LSTM fusion on the GPU  the CUDA LSTM variants per layer problem (gpu_lstm/<variant>/<pass>/
+                  <model>:lstm/batch:B/device:cuda) beside PyTorch's cuDNN LSTM
+                  (peer_pytorch_cuda_lstm.jsonl, bench/peers/pytorch_gpu_lstm.py), and the LSTM
+                  models' GPU training steps beside PyTorch's.
 
 Every table is preceded by the bench.sh command that regenerates its numbers, built from the
 records it shows (models, batches, threads) and the run's context (repetitions, forced variants).
@@ -41,6 +45,7 @@ def add_sections(runs, contexts, records, out, plots, results_dir, pyplot):
     phase_section(models, ctx, out, plots, results_dir, pyplot)
     kernel_section(runs, ctx, out, plots, results_dir, pyplot)
     gpu_section(records, ctx, out)
+    lstm_gpu_section(records, out, results_dir)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -332,7 +337,7 @@ def device_free_key(name):
     """The benchmark's identity without device, variant and threads: gemm/NT/<shape>, model/<m>/<phase>/batch:B."""
     return "/".join(p for p in name.split("/")
                     if not (VARIANT_PART.match(p) or GPU_PART.match(p)
-                            or p.startswith(("threads:", "device:", "lstm:", "min_time", "min_warmup_time",
+                            or p.startswith(("threads:", "device:", "input:", "lstm:", "min_time", "min_warmup_time",
                                              "real_time", "manual_time", "iterations", "repeats"))))
 
 
@@ -368,5 +373,67 @@ def run_desc(r):
     if r is None:
         return "—"
     parts = [p for p in r["name"].split("/") if VARIANT_PART.match(p) or GPU_PART.match(p)
-             or p.startswith(("threads:", "device:", "lstm:"))]
+             or p.startswith(("threads:", "device:", "input:", "lstm:"))]
     return " ".join(parts)
+
+
+GPU_LSTM_ROW = re.compile(r"^gpu_lstm/([^/]+)/(forward_training|backward)/([^/:]+):lstm/batch:(\d+)/device:cuda")
+LSTM_MODELS = ("lstm32", "lstm64", "ptb_small", "lstm_imdb")
+
+
+def read_jsonl(path):
+    import json
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(l) for l in f if l.startswith("{")]
+
+
+def lstm_gpu_section(records, out, results_dir):
+    """DLBench's LSTM finding (speed depends on how the cell is fused) on the GPU: anvil's fused
+    and unfused CUDA cells per layer problem beside PyTorch's cuDNN LSTM, and the whole steps."""
+    out.append("\n## LSTM fusion on the GPU\n")
+    layers = defaultdict(dict)  # (model, batch, pass) -> variant -> seconds
+    for r in records:
+        m = GPU_LSTM_ROW.match(r.get("name", ""))
+        if m and "error" not in r and "seconds" in r:
+            layers[(m[3], int(m[4]), m[2])][m[1]] = r["seconds"]
+    steps = defaultdict(dict)  # (model, batch) -> input definition -> seconds
+    for r in records:
+        if (r.get("family") == "model" and r.get("device") == "cuda" and r.get("model") in LSTM_MODELS
+                and r.get("phase") == "train_step" and "error" not in r and "seconds" in r):
+            steps[(r["model"], int(r["batch"]))][r.get("input", "pageable")] = r["seconds"]
+    if not layers and not steps:
+        out.append("No GPU LSTM rows in this run (`scripts/gpu_kit.sh run` on a GPU machine produces them: "
+                   "`bench.sh --devices cuda`).")
+        return
+    torch = read_jsonl(os.path.join(results_dir, "peer_pytorch_cuda_lstm.jsonl"))
+    t_layer = {(t["model"], int(t["batch"]), t["pass"]): t["seconds"] for t in torch if t.get("kind") == "layer"}
+    t_step = {(t["model"], int(t["batch"])): t for t in torch if t.get("kind") == "step"}
+    name = next((t.get("device_name") for t in torch), None) or "the GPU"
+    out.append(f"One LSTM layer of each LSTM model ({name}, FP32, TF32 off on both sides). `fused`: anvil's "
+               "`cuda.custom.fused` (one input GEMM for all steps, per step one recurrent GEMM and one gate "
+               "kernel); `unfused`: `cuda.custom.unfused` (every pointwise gate operation its own kernel, "
+               "DLBench's \"many small kernels\"); PyTorch: `nn.LSTM` on cuDNN (two bias vectors). ms per "
+               "call; backward timed alone.\n")
+    if layers:
+        out.append("| model | batch | pass | fused ms | unfused ms | unfused / fused | PyTorch cuDNN ms | fused / cuDNN |")
+        out.append("|---|---:|---|---:|---:|---:|---:|---:|")
+        for key in sorted(layers):
+            v = layers[key]
+            f, u, t = v.get("cuda.custom.fused"), v.get("cuda.custom.unfused"), t_layer.get(key)
+            out.append(f"| {key[0]} | {key[1]} | {key[2]} | {ms(f) if f else '—'} | {ms(u) if u else '—'} | "
+                       f"{f'{u / f:.2f}' if f and u else '—'} | {ms(t) if t else '—'} | "
+                       f"{f'{f / t:.2f}' if f and t else '—'} |")
+    if steps:
+        out.append("\nWhole training steps of the LSTM models on the GPU (anvil's default LSTM variant; "
+                   "`resident`: batch already on the GPU, `pinned`: page-locked batch copied one step ahead). "
+                   "PyTorch: the same network with `nn.LSTM` (cuDNN), batch resident.\n")
+        out.append("| model | batch | anvil resident ms | anvil pinned ms | PyTorch resident ms | anvil / PyTorch (resident) |")
+        out.append("|---|---:|---:|---:|---:|---:|")
+        for key in sorted(steps):
+            v = steps[key]
+            a_res, a_pin = v.get("resident"), v.get("pinned")
+            t = t_step.get(key, {}).get("seconds")
+            out.append(f"| {key[0]} | {key[1]} | {ms(a_res) if a_res else '—'} | {ms(a_pin) if a_pin else '—'} | "
+                       f"{ms(t) if t else '—'} | {f'{a_res / t:.2f}' if a_res and t else '—'} |")

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "data/loader.h"
+#include "engine/core/cuda_backend.h"
 
 using namespace anvil;
 using namespace anvil::data;
@@ -125,4 +126,66 @@ TEST_CASE("DataLoader rejects bad options with clear errors", "[data][loader][er
   REQUIRE_THROWS_WITH(take(ds, 3, 9), Catch::Contains("outside the 5 samples"));
   DataLoader loader(ds, {.batch = 2});
   REQUIRE_THROWS_WITH(loader.start_epoch(0, 4), Catch::Contains("skip_batches 4 outside [0, 3]"));
+}
+
+namespace {
+// Host memory posing as page-locked memory: counts its blocks, so the test can see that every
+// batch came from it (Note [Pinned batches]).
+class CountingHostAllocator final : public Allocator {
+ public:
+  void* allocate(std::size_t bytes) override {
+    ++blocks;
+    return cpu_allocator().allocate(bytes);
+  }
+  void deallocate(void* p, std::size_t bytes) override { cpu_allocator().deallocate(p, bytes); }
+  MemoryStats stats() const override { return {}; }
+  void reset_peak() override {}
+  void empty_cache() override {}
+  Device device() const override { return Device::cpu(); }
+  int blocks = 0;
+};
+}  // namespace
+
+TEST_CASE("DataLoader with a batch allocator (pinned batches) yields the same batches in order",
+          "[data][loader][pinned]") {
+  const TensorDataset ds = counting_dataset(23);
+  for (bool background : {false, true}) {
+    CountingHostAllocator pinned;
+    DataLoader plain(ds, {.batch = 5, .shuffle = true, .seed = 9, .background = background});
+    DataLoader pinned_loader(ds, {.batch = 5,
+                                  .shuffle = true,
+                                  .seed = 9,
+                                  .background = background,
+                                  .batch_allocator = &pinned});
+    for (std::int64_t epoch : {0, 3}) {
+      plain.start_epoch(epoch);
+      pinned_loader.start_epoch(epoch);
+      int batches = 0;
+      while (auto a = plain.next()) {
+        auto b = pinned_loader.next();
+        REQUIRE(b.has_value());
+        ++batches;
+        REQUIRE(a->inputs.sizes() == b->inputs.sizes());
+        REQUIRE(a->targets.sizes() == b->targets.sizes());
+        CHECK(std::equal(a->inputs.data<float>(), a->inputs.data<float>() + a->inputs.numel(),
+                         b->inputs.data<float>()));
+        CHECK(std::equal(a->targets.data<std::int64_t>(),
+                         a->targets.data<std::int64_t>() + a->targets.numel(),
+                         b->targets.data<std::int64_t>()));
+      }
+      CHECK_FALSE(pinned_loader.next().has_value());
+      CHECK(batches == 5);
+    }
+    // Two tensors per batch, 5 batches, 2 epochs: all of them from the batch allocator.
+    CHECK(pinned.blocks == 2 * 5 * 2);
+  }
+}
+
+TEST_CASE("DataLoader pin_memory needs the CUDA backend and says so", "[data][loader][pinned]") {
+  if (cuda_available()) {
+    SUCCEED("CUDA is available here; the refusal is for machines without it");
+    return;
+  }
+  CHECK_THROWS_WITH(DataLoader(counting_dataset(4), {.batch = 2, .pin_memory = true}),
+                    Catch::Contains("pin_memory") && Catch::Contains("CUDA is not available"));
 }

@@ -15,6 +15,7 @@
 #include "engine/dispatch/conv_problem.h"
 #include "engine/dispatch/dropout_problem.h"
 #include "engine/dispatch/elementwise_problem.h"
+#include "engine/dispatch/embedding_problem.h"
 #include "engine/dispatch/gemm_problem.h"
 #include "engine/dispatch/lstm_problem.h"
 #include "engine/dispatch/optimizer_problem.h"
@@ -95,6 +96,7 @@ TEST_CASE("every variant table refuses its CPU variants for a CUDA problem", "[c
       batch_norm2d_table(),
       make_batch_norm_problem({2, 3, 4, 4}, true, 0.1, 1e-5, DType::f32, Device::cpu(), "test"));
   check_cpu_variants_refuse(lstm_table(), LstmProblem{.T = 2, .B = 2, .I = 3, .H = 4});
+  check_cpu_variants_refuse(embedding_table(), EmbeddingProblem{.rows = 5, .dim = 3, .n = 4});
 }
 
 TEST_CASE("host code refuses a CUDA tensor before touching its memory", "[cuda][errors]") {

@@ -31,10 +31,13 @@ Tensor bce_with_logits_composed(const Tensor& logits, const Tensor& target, cons
     const bool gx = logits.requires_grad(), gt = target.requires_grad();
     record("BinaryCrossEntropyWithLogitsBackward", {logits, target}, {loss},
            [x, t, n, gx, gt](const Grads& g) {
-             const double scale = g[0].item() / static_cast<double>(std::max<std::int64_t>(n, 1));
+             // The incoming gradient stays on its device: multiplied as a broadcast 0-d tensor
+             // (Note [Host waits in a step]).
+             const double inv_n = 1.0 / static_cast<double>(std::max<std::int64_t>(n, 1));
+             const Tensor gs = ops::mul_scalar(g[0].to(x.dtype()), inv_n);
              Tensor dx, dt;
-             if (gx) dx = ops::mul_scalar(ops::sub(unary(EwOp::sigmoid, x), t), scale);
-             if (gt) dt = ops::mul_scalar(x, -scale);
+             if (gx) dx = ops::mul(ops::sub(unary(EwOp::sigmoid, x), t), gs);
+             if (gt) dt = ops::mul(x, ops::mul_scalar(gs, -1.0));
              return Grads{dx, dt};
            });
   }

@@ -38,8 +38,9 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
   if (any_requires_grad({&logits})) {
     const Tensor xd = logits.detach(), td = target.detach(), lsed = lse;
     record("CrossEntropyBackward", {logits}, {loss}, [xd, td, lsed, n](const Grads& g) {
-      const double scale = g[0].item() / static_cast<double>(std::max<std::int64_t>(n, 1));
-      return Grads{ops::cross_entropy_backward(xd, td, lsed, scale)};
+      // g[0] stays where it is (no device -> host copy inside a GPU step).
+      const double scale = 1.0 / static_cast<double>(std::max<std::int64_t>(n, 1));
+      return Grads{ops::cross_entropy_backward(xd, td, lsed, scale, g[0])};
     });
   }
   return loss;

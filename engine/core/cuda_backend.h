@@ -48,6 +48,29 @@ class CudaBackend {
   // Every element of dst over `sizes` = value converted to dst's dtype, on the device's stream.
   virtual void fill_on_device(int device, const std::int64_t* sizes, int ndim, StridedView dst,
                               double value) = 0;
+
+  // How often the host has waited for a device, and how many of those waits were device -> host
+  // copies, since the backend loaded (all devices together). Note [Host waits in a step]
+  // (kernels/cuda/host_waits.h): a GPU training step should add exactly one wait, its end.
+  struct SyncCounts {
+    std::uint64_t host_waits = 0;
+    std::uint64_t readbacks = 0;
+  };
+  virtual SyncCounts sync_counts() = 0;
+
+  // ---- the asynchronous input pipeline (Note [Pinned batches] in data/loader.h) ----
+  // Page-locked host memory (cudaHostAlloc), cached by size: tensors on the CPU whose copies to
+  // a GPU are real DMA, asynchronous to the host. Device::cpu() reports it as host memory.
+  virtual Allocator& pinned_host_allocator() = 0;
+  // Enqueues dst (device memory of `device`) = src (host memory) on the device's copy stream
+  // and returns at once. The copy starts after all work queued so far on the device's stream
+  // (kernels may still read dst's old contents). `src` must stay unchanged until the copy is
+  // done: wait_for_copies() + a later wait, or the end of the step. Pageable `src` works but
+  // the driver stages it before returning.
+  virtual void copy_to_device_async(int device, void* dst, const void* src, std::size_t bytes) = 0;
+  // Makes the work queued on the device's stream from now on wait for every
+  // copy_to_device_async() issued so far (a device-side wait; the host does not block).
+  virtual void wait_for_copies(int device) = 0;
 };
 
 // Name of the C entry point the backend library exports: `anvil::CudaBackend*

@@ -66,6 +66,10 @@ StorageImpl::StorageImpl(std::size_t bytes, Device device)
     : bytes_(bytes), device_(device), allocator_(&allocator_for(device)) {
   data_ = allocator_->allocate(bytes);
 }
+StorageImpl::StorageImpl(std::size_t bytes, Allocator& allocator)
+    : bytes_(bytes), device_(allocator.device()), allocator_(&allocator) {
+  data_ = allocator_->allocate(bytes);
+}
 StorageImpl::StorageImpl(void* data, std::size_t bytes, Device device)
     : data_(data), bytes_(bytes), device_(device) {}
 StorageImpl::~StorageImpl() {
@@ -84,6 +88,17 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
     ANVIL_CHECK(d >= 0, "Tensor::empty", "negative dimension in shape ", shape_str(shape));
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<StorageImpl>(shape_numel(shape) * dtype_size(dtype), device);
+  impl->sizes = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::empty_in(Allocator& allocator, const Shape& shape, DType dtype) {
+  for (auto d : shape)
+    ANVIL_CHECK(d >= 0, "Tensor::empty_in", "negative dimension in shape ", shape_str(shape));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<StorageImpl>(shape_numel(shape) * dtype_size(dtype), allocator);
   impl->sizes = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;

@@ -36,6 +36,7 @@ Shape contiguous_strides(const Shape& s);
 class StorageImpl {
  public:
   StorageImpl(std::size_t bytes, Device device);              // allocates
+  StorageImpl(std::size_t bytes, Allocator& allocator);       // allocates from `allocator`
   StorageImpl(void* data, std::size_t bytes, Device device);  // borrows, never frees
   ~StorageImpl();
   StorageImpl(const StorageImpl&) = delete;
@@ -92,6 +93,9 @@ class Tensor {
 
   // ---- factories (CPU unless a device is given) ------------------------------------
   static Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
+  // Uninitialised, from `allocator` (on its device), e.g. page-locked host memory
+  // (CudaBackend::pinned_host_allocator, Note [Pinned batches] in data/loader.h).
+  static Tensor empty_in(Allocator& allocator, const Shape& shape, DType dtype = DType::f32);
   static Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
   static Tensor ones(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
   static Tensor full(const Shape& shape, double value, DType dtype = DType::f32,

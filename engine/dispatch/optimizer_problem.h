@@ -69,6 +69,15 @@ struct OptimizerArgs {
   AdamHyper adam;
   double scale = 1.0;        // grad_scale
   double* result = nullptr;  // grad_norm: host double receiving the sum of squares
+  // Clipping without leaving the device (optim::clip_grad_norm_async_; CUDA variants only, the
+  // engine sets these for CUDA problems alone):
+  //   grad_norm:  when sum_device is set, the sum of squares is ADDED to that device f64 scalar
+  //               and `result` is not written (no readback);
+  //   grad_scale: when clip_sum is set (a device f64 scalar holding a sum of squares), the
+  //               scale is min(1, clip_max_norm / (sqrt(*clip_sum) + 1e-6)), read on the device.
+  void* sum_device = nullptr;
+  const void* clip_sum = nullptr;
+  double clip_max_norm = 0.0;
 };
 
 using OptimizerTable = VariantTable<OptimizerProblem, OptimizerArgs>;

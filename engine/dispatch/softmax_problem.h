@@ -59,8 +59,12 @@ struct SoftmaxArgs {
   void* lse = nullptr;           // [rows] written by CE forward, read by CE backward
   void* out = nullptr;           // y / dx [rows, cols], or the per-row loss [rows]
   double scale = 1.0;            // CE backward: dx = scale * (softmax - onehot)
-  void* grad = nullptr;          // CE forward_grad: [rows, cols] softmax - onehot (may be x)
-  void* col_sums = nullptr;      // CE forward_grad, optional: [cols] column sums of grad
+  // CE backward on a GPU, optional: a device scalar of the dtype that multiplies `scale` (the
+  // incoming gradient, read on the device: Note [Host waits in a step]). Set only for CUDA
+  // problems (engine/ops/softmax.cpp folds a host scalar into `scale` instead).
+  const void* scale_device = nullptr;
+  void* grad = nullptr;      // CE forward_grad: [rows, cols] softmax - onehot (may be x)
+  void* col_sums = nullptr;  // CE forward_grad, optional: [cols] column sums of grad
 };
 
 using SoftmaxTable = VariantTable<SoftmaxProblem, SoftmaxArgs>;

@@ -3,7 +3,7 @@
 #include "engine/ops/lstm.h"
 
 #include "engine/core/views.h"
-#include "kernels/cpu/omp/embedding_omp.h"
+#include "engine/dispatch/embedding_problem.h"
 #include "kernels/register.h"
 
 namespace anvil::ops {
@@ -54,6 +54,22 @@ LstmForwardResult alloc_outputs(const LstmProblem& p, Device dev) {
 
 // ---- embedding ---------------------------------------------------------------------------------
 
+namespace {
+EmbeddingArgs embedding_args(EmbeddingPass pass, const Tensor& ids, std::int64_t rows,
+                             std::int64_t dim, DType dtype, Device device) {
+  EmbeddingArgs a;
+  a.problem.pass = pass;
+  a.problem.dtype = dtype;
+  a.problem.index_dtype = ids.dtype();
+  a.problem.device = device;
+  a.problem.rows = rows;
+  a.problem.dim = dim;
+  a.problem.n = ids.numel();
+  a.ids = ids.data_ptr();
+  return a;
+}
+}  // namespace
+
 Tensor embedding(const Tensor& weight, const Tensor& ids) {
   check_defined(weight, "embedding", "weight");
   check_defined(ids, "embedding", "ids");
@@ -63,54 +79,42 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
               dtype_name(weight.dtype()));
   ANVIL_CHECK(ids.dtype() == DType::i64 || ids.dtype() == DType::i32, "embedding",
               "ids must be int64 or int32, got ", dtype_name(ids.dtype()));
-  ANVIL_CHECK(weight.device().type == DeviceType::cpu && ids.device().type == DeviceType::cpu,
-              "embedding", "runs on cpu only for now, got weight on ", weight.device().str(),
-              " and ids on ", ids.device().str());
-  const std::int64_t V = weight.sizes()[0], D = weight.sizes()[1], n = ids.numel();
+  check_same_device(weight, ids, "embedding");
+  const std::int64_t V = weight.sizes()[0], D = weight.sizes()[1];
   const Tensor w = raw::contiguous(weight), id = raw::contiguous(ids);
   Shape shape = ids.sizes();
   shape.push_back(D);
   Tensor out = Tensor::empty(shape, weight.dtype(), weight.device());
-  visit_dtype(id.dtype(), [&](auto izero) {
-    using I = decltype(izero);
-    if constexpr (std::is_integral_v<I>) {
-      const I* p = id.data<I>();
-      for (std::int64_t r = 0; r < n; ++r)
-        ANVIL_CHECK(p[r] >= 0 && static_cast<std::int64_t>(p[r]) < V, "embedding", "id ",
-                    static_cast<std::int64_t>(p[r]), " at flat position ", r, " of ids ",
-                    shape_str(ids.sizes()), " is out of range for weight ",
-                    shape_str(weight.sizes()), " (valid ids: 0..", V - 1, ")");
-      visit_dtype(w.dtype(), [&](auto wzero) {
-        using T = decltype(wzero);
-        if constexpr (std::is_floating_point_v<T>)
-          kernels::embedding_gather<T, I>(w.data<T>(), p, out.data<T>(), n, D);
-      });
-    }
-  });
+  if (id.numel() == 0 || D == 0) return out;
+  // The variant checks the ids: on the host at once, on a GPU at the next wait for it.
+  EmbeddingArgs a =
+      embedding_args(EmbeddingPass::forward, id, V, D, weight.dtype(), weight.device());
+  a.weight = w.data_ptr();
+  a.out = out.data_ptr();
+  register_builtin_kernels();
+  embedding_table().run(a);
   return out;
 }
 
 Tensor embedding_backward(const Tensor& dy, const Tensor& ids, std::int64_t num_rows) {
   check_defined(dy, "embedding_backward", "dy");
   check_defined(ids, "embedding_backward", "ids");
-  ANVIL_CHECK(dy.device().is_cpu() && ids.device().is_cpu(), "embedding_backward",
-              "runs on cpu only for now, got dy on ", dy.device().str(), " and ids on ",
-              ids.device().str());
+  check_same_device(dy, ids, "embedding_backward");
+  ANVIL_CHECK(dy.dim() >= 1, "embedding_backward", "gradient must have a D dimension, got ",
+              shape_str(dy.sizes()));
   const std::int64_t D = dy.sizes().back(), n = ids.numel();
   ANVIL_CHECK(dy.numel() == n * D, "embedding_backward", "gradient ", shape_str(dy.sizes()),
               " does not match ids ", shape_str(ids.sizes()), " x D=", D);
   const Tensor g = raw::contiguous(dy), id = raw::contiguous(ids);
-  Tensor grad = Tensor::zeros({num_rows, D}, dy.dtype(), dy.device());
-  visit_dtype(id.dtype(), [&](auto izero) {
-    using I = decltype(izero);
-    if constexpr (std::is_integral_v<I>) {
-      visit_dtype(g.dtype(), [&](auto wzero) {
-        using T = decltype(wzero);
-        if constexpr (std::is_floating_point_v<T>)
-          kernels::embedding_scatter_add<T, I>(g.data<T>(), id.data<I>(), grad.data<T>(), n, D);
-      });
-    }
-  });
+  if (n == 0 || D == 0 || num_rows == 0)
+    return Tensor::zeros({num_rows, D}, dy.dtype(), dy.device());
+  Tensor grad = Tensor::empty({num_rows, D}, dy.dtype(), dy.device());
+  EmbeddingArgs a =
+      embedding_args(EmbeddingPass::backward, id, num_rows, D, dy.dtype(), dy.device());
+  a.dy = g.data_ptr();
+  a.grad = grad.data_ptr();
+  register_builtin_kernels();
+  embedding_table().run(a);
   return grad;
 }
 

@@ -98,7 +98,7 @@ std::pair<Tensor, Tensor> cross_entropy_forward(const Tensor& logits_in, const T
 }
 
 Tensor cross_entropy_backward(const Tensor& logits_in, const Tensor& target_in,
-                              const Tensor& lse_in, double scale) {
+                              const Tensor& lse_in, double scale, const Tensor& scale_by) {
   check_ce(logits_in, target_in);
   check_defined(lse_in, "cross_entropy_backward", "lse");
   ANVIL_CHECK(lse_in.dtype() == logits_in.dtype() && lse_in.numel() == logits_in.sizes()[0],
@@ -116,6 +116,19 @@ Tensor cross_entropy_backward(const Tensor& logits_in, const Tensor& target_in,
   args.lse = lse.data_ptr();
   args.out = dx.data_ptr();
   args.scale = scale;
+  Tensor factor;  // keeps a converted scale_by alive during the call
+  if (scale_by.defined()) {
+    ANVIL_CHECK(scale_by.numel() == 1, "cross_entropy_backward",
+                "scale_by must hold one value, got ", shape_str(scale_by.sizes()));
+    if (scale_by.device().is_cpu() || !x.device().is_cuda()) {
+      args.scale = scale * scale_by.item();
+    } else {
+      // Read on the device by the kernel (Note [Host waits in a step]).
+      check_same_device(x, scale_by, "cross_entropy_backward");
+      factor = scale_by.dtype() == x.dtype() ? raw::contiguous(scale_by) : scale_by.to(x.dtype());
+      args.scale_device = factor.data_ptr();
+    }
+  }
   run(args);
   return dx;
 }

@@ -349,6 +349,46 @@ void Adam::step() {
   run_groups(groups, args);
 }
 
+Tensor clip_grad_norm_async_(const std::vector<Tensor>& params, double max_norm) {
+  ANVIL_CHECK(max_norm > 0, "clip_grad_norm_async_", "max_norm must be positive, got ", max_norm);
+  NoGradGuard no_grad;
+  std::vector<Group> norm_groups, scale_groups;
+  bool device_path = true;
+  Device device = Device::cpu();
+  for (const auto& p : params) {
+    const Tensor& g = p.grad();
+    if (!g.defined()) continue;
+    ANVIL_CHECK(is_floating(g.dtype()), "clip_grad_norm_async_",
+                "gradients must be floating point, got ", dtype_name(g.dtype()));
+    if (!g.device().is_cuda() || !g.is_contiguous() || (device.is_cuda() && g.device() != device)) {
+      device_path = false;
+      break;
+    }
+    device = g.device();
+    add_tensor(group_for(norm_groups, OptimOp::grad_norm, g),
+               {nullptr, g.data_ptr(), nullptr, nullptr, g.numel(), false});
+    add_tensor(group_for(scale_groups, OptimOp::grad_scale, g),
+               {nullptr, g.data_ptr(), nullptr, nullptr, g.numel(), false});
+  }
+  if (!device_path || !device.is_cuda())
+    return Tensor::scalar(clip_grad_norm_(params, max_norm), DType::f64);
+  register_builtin_kernels();
+  // One f64 accumulator on the device; each (dtype) group adds its sum of squares to it.
+  Tensor sum = Tensor::zeros({}, DType::f64, device);
+  for (auto& grp : norm_groups) {
+    OptimizerArgs args;
+    args.problem = grp.problem;
+    args.tensors = grp.tensors.data();
+    args.sum_device = sum.data_ptr();
+    grad_norm_table().run(args);
+  }
+  OptimizerArgs args;
+  args.clip_sum = sum.data_ptr();
+  args.clip_max_norm = max_norm;
+  run_groups(scale_groups, args);
+  return ops::unary(EwOp::sqrt, sum);
+}
+
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
   ANVIL_CHECK(max_norm > 0, "clip_grad_norm_", "max_norm must be positive, got ", max_norm);
   NoGradGuard no_grad;

@@ -114,5 +114,11 @@ class Adam final : public Optimizer {
 // Scales all gradients so that their global L2 norm is at most max_norm; returns the norm
 // before clipping.
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm);
+// The same clipping without a host wait when every gradient is dense and on one CUDA device:
+// the norm is computed, and the gradients scaled, on the device (Note [Host waits in a step]
+// in kernels/cuda/host_waits.h). Returns the norm before clipping as a 0-d f64 tensor on the
+// gradients' device (read it with item() only when needed). Otherwise (CPU, several devices,
+// strided gradients) it runs clip_grad_norm_ and returns the norm as a CPU scalar.
+Tensor clip_grad_norm_async_(const std::vector<Tensor>& params, double max_norm);
 
 }  // namespace anvil::optim

@@ -19,6 +19,8 @@
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/host_staging.h"
+#include "kernels/cuda/host_waits.h"
+#include "kernels/cuda/pinned_host_allocator.h"
 #include "kernels/cuda/register_cuda.h"
 
 #ifndef ANVIL_CUDA_ARCHS
@@ -39,6 +41,10 @@ struct DeviceState {
   HostStaging staging;  // pinned buffers of host <-> device copies (Note [Pinned staging])
   std::mutex mu;        // guards the lazily filled fields below
   cudaStream_t stream = nullptr;
+  // The asynchronous input pipeline (copy_to_device_async): its own stream and two events.
+  cudaStream_t copy_stream = nullptr;
+  cudaEvent_t copies_done = nullptr;  // recorded on copy_stream after each async copy
+  cudaEvent_t queued_mark = nullptr;  // recorded on `stream` before each async copy
   std::string name;
   std::string description;    // "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)"
   std::string kernel_status;  // "" until the probe ran, then "ok" or the error
@@ -119,6 +125,8 @@ class CudaBackendImpl final : public CudaBackend {
       cudaStream_t s = get_stream(d, "CudaBackend::copy");
       DeviceGuard guard(d);
       state(d, "CudaBackend::copy").staging.to_device(dst, src, bytes, s);
+      note_host_wait();
+      raise_device_error(d);
       return;
     }
     if (dst_device.is_cpu()) {  // device -> host; earlier work on the stream finishes first
@@ -126,6 +134,9 @@ class CudaBackendImpl final : public CudaBackend {
       cudaStream_t s = get_stream(d, "CudaBackend::copy");
       DeviceGuard guard(d);
       state(d, "CudaBackend::copy").staging.to_host(dst, src, bytes, s);
+      note_host_wait();
+      note_readback();
+      raise_device_error(d);
       return;
     }
     if (dst_device.index == src_device.index) {
@@ -134,6 +145,8 @@ class CudaBackendImpl final : public CudaBackend {
       DeviceGuard guard(d);
       ANVIL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
       ANVIL_CUDA_CHECK(cudaStreamSynchronize(s));
+      note_host_wait();
+      raise_device_error(d);
       return;
     }
     // Between two devices: the source's pending work must finish before the peer copy, which
@@ -148,6 +161,10 @@ class CudaBackendImpl final : public CudaBackend {
     ANVIL_CUDA_CHECK(
         cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, bytes, dst_stream));
     ANVIL_CUDA_CHECK(cudaStreamSynchronize(dst_stream));
+    note_host_wait();
+    note_host_wait();
+    raise_device_error(src_device.index);
+    raise_device_error(dst_device.index);
   }
 
   void synchronize(int device) override {
@@ -155,6 +172,8 @@ class CudaBackendImpl final : public CudaBackend {
     // The whole device, not only anvil's stream: libraries may use internal streams.
     DeviceGuard guard(device);
     ANVIL_CUDA_CHECK(cudaDeviceSynchronize());
+    note_host_wait();
+    raise_device_error(device);
   }
 
   double time_on_stream(int device, const std::function<void()>& enqueue) override {
@@ -175,6 +194,8 @@ class CudaBackendImpl final : public CudaBackend {
     enqueue();
     ANVIL_CUDA_CHECK(cudaEventRecord(stop, s));
     ANVIL_CUDA_CHECK(cudaEventSynchronize(stop));
+    note_host_wait();
+    raise_device_error(device);
     float ms = 0.0f;
     ANVIL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
     return static_cast<double>(ms) * 1e-3;
@@ -193,6 +214,33 @@ class CudaBackendImpl final : public CudaBackend {
     cudaStream_t s = get_stream(device, "CudaBackend::fill_on_device");
     DeviceGuard guard(device);
     strided_fill(s, sizes, ndim, {dst.data, dst.strides, dst.dtype}, value);
+  }
+
+  SyncCounts sync_counts() override { return {host_waits(), readbacks()}; }
+
+  Allocator& pinned_host_allocator() override { return pinned_; }
+
+  void copy_to_device_async(int device, void* dst, const void* src, std::size_t bytes) override {
+    if (bytes == 0) return;
+    ANVIL_CHECK(dst != nullptr && src != nullptr, "CudaBackend::copy_to_device_async",
+                "null pointer (dst ", dst, ", src ", src, ") for ", bytes, " bytes");
+    cudaStream_t s = get_stream(device, "CudaBackend::copy_to_device_async");
+    DeviceState& st = copy_state(device);
+    DeviceGuard guard(device);
+    // dst may still be read by kernels queued on the compute stream: the copy waits for them
+    // on the device (Note [Pinned batches]).
+    ANVIL_CUDA_CHECK(cudaEventRecord(st.queued_mark, s));
+    ANVIL_CUDA_CHECK(cudaStreamWaitEvent(st.copy_stream, st.queued_mark, 0));
+    ANVIL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, st.copy_stream));
+    ANVIL_CUDA_CHECK(cudaEventRecord(st.copies_done, st.copy_stream));
+  }
+
+  void wait_for_copies(int device) override {
+    cudaStream_t s = get_stream(device, "CudaBackend::wait_for_copies");
+    DeviceState& st = copy_state(device);
+    DeviceGuard guard(device);
+    // An event never recorded counts as complete, so a wait before the first copy is a no-op.
+    ANVIL_CUDA_CHECK(cudaStreamWaitEvent(s, st.copies_done, 0));
   }
 
   // The device's stream (cuda_context.h), created with the first use of the device.
@@ -214,6 +262,21 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
  private:
+  // The copy stream and events of `device`, created on first use.
+  DeviceState& copy_state(int device) {
+    DeviceState& s = state(device, "CudaBackend::copy_state");
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.copy_stream == nullptr) {
+      DeviceGuard guard(device);
+      ANVIL_CUDA_CHECK(cudaEventCreateWithFlags(&s.copies_done, cudaEventDisableTiming));
+      ANVIL_CUDA_CHECK(cudaEventCreateWithFlags(&s.queued_mark, cudaEventDisableTiming));
+      cudaStream_t created = nullptr;
+      ANVIL_CUDA_CHECK(cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking));
+      s.copy_stream = created;
+    }
+    return s;
+  }
+
   DeviceState& state(int device, const char* where) {
     ANVIL_CHECK(device >= 0 && device < device_count(), where, "no CUDA device cuda:", device, " (",
                 device_count(), " device(s) present)");
@@ -233,6 +296,7 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   std::vector<std::unique_ptr<DeviceState>> devices_;
+  PinnedHostAllocator pinned_;
   std::string no_device_reason_;
 };
 

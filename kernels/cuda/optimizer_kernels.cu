@@ -12,15 +12,17 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/host_waits.h"
 #include "kernels/cuda/optimizer_kernels.h"
+#include "kernels/cuda/upload_ring.h"
 
 namespace anvil::cuda {
 namespace {
 
 // Note [Multi-tensor launch]
 // The host builds one table of 64-bit words for the list and copies it to device scratch on the
-// stream (cudaMemcpyAsync from pageable memory: the runtime stages the few hundred bytes before
-// the call returns, so the host vector may die afterwards), then one kernel covers the list:
+// stream through a page-locked slot (upload_small, Note [Small uploads]: a cudaMemcpyAsync from
+// pageable memory may wait for the stream), then one kernel covers the list:
 //   words [0,n) param, [n,2n) grad, [2n,3n) state1, [3n,4n) state2 (pointers),
 //         [4n,5n) numel, [5n,6n) first flag, [6n,7n+1) chunk_start (prefix sums, n+1 entries)
 // Chunk c belongs to the tensor s with chunk_start[s] <= c < chunk_start[s+1] (tensors with no
@@ -151,12 +153,27 @@ __global__ void sum_squares_kernel(DeviceList l, std::int64_t total_chunks, doub
   if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 
-// Pass 2 (one block): *result = sum of the `n` partials.
-__global__ void sum_partials_kernel(const double* partial, int n, double* result) {
+// Pass 2 (one block): *result = sum of the `n` partials (+= with `accumulate`).
+__global__ void sum_partials_kernel(const double* partial, int n, double* result, bool accumulate) {
   double acc = 0.0;
   for (int i = threadIdx.x; i < n; i += blockDim.x) acc += partial[i];
   const double s = block_sum(acc);
-  if (threadIdx.x == 0) *result = s;
+  if (threadIdx.x == 0) *result = accumulate ? *result + s : s;
+}
+
+// Clipping on the device: g *= min(1, max_norm / (sqrt(*sum_squares) + 1e-6)), the factor
+// computed in double as clip_grad_norm_ does on the host, then converted to T.
+template <typename T>
+__global__ void clip_scale_kernel(DeviceList l, std::int64_t total_chunks,
+                                  const double* sum_squares, double max_norm) {
+  const double f = max_norm / (sqrt(*sum_squares) + 1e-6);
+  if (!(f < 1.0)) return;  // uniform over the grid: nothing to scale (as on the host)
+  const T scale = static_cast<T>(f);
+  for (std::int64_t c = blockIdx.x; c < total_chunks; c += gridDim.x) {
+    const ChunkRange r = find_chunk(l, c);
+    T* g = static_cast<T*>(l.grad[r.s]);
+    for (std::int64_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) g[i] = g[i] * scale;
+  }
 }
 
 // Uploads the table of Note [Multi-tensor launch] into `scratch`; returns the device view and
@@ -182,8 +199,7 @@ std::int64_t upload_list(cudaStream_t stream, const MultiTensorEntry* entries, i
     chunks += (e.numel + kChunk - 1) / kChunk;
   }
   words[6 * n + n] = chunks;
-  ANVIL_CUDA_CHECK(cudaMemcpyAsync(scratch, words.data(), words.size() * sizeof(std::int64_t),
-                                   cudaMemcpyHostToDevice, stream));
+  upload_small(scratch, words.data(), words.size() * sizeof(std::int64_t), stream);
   auto* w = static_cast<std::int64_t*>(scratch);
   list.param = reinterpret_cast<void* const*>(w + 0 * n);
   list.grad = reinterpret_cast<void* const*>(w + 1 * n);
@@ -256,27 +272,66 @@ void multi_tensor_adam(cudaStream_t stream, DType dtype, const MultiTensorEntry*
     launch_adam<float>(stream, l, chunks, params);
 }
 
-double multi_tensor_sum_squares(cudaStream_t stream, DType dtype, const MultiTensorEntry* entries,
-                                int count, void* scratch) {
-  check_dtype(dtype, "multi_tensor_sum_squares");
+namespace {
+// Enqueues both passes; the sum goes to *result (+= with `accumulate`). False: nothing to sum.
+bool enqueue_sum_squares(cudaStream_t stream, DType dtype, const MultiTensorEntry* entries,
+                         int count, void* scratch, double* result, bool accumulate) {
   DeviceList l{};
   const std::int64_t chunks = upload_list(stream, entries, count, scratch, l);
-  if (chunks == 0) return 0.0;
+  if (chunks == 0) return false;
   double* partial =
       reinterpret_cast<double*>(static_cast<std::int64_t*>(scratch) + table_words(count));
-  double* result = partial + kMaxBlocks;
   const int grid = grid_for(chunks);
   if (dtype == DType::f64)
     sum_squares_kernel<double><<<grid, kThreads, 0, stream>>>(l, chunks, partial);
   else
     sum_squares_kernel<float><<<grid, kThreads, 0, stream>>>(l, chunks, partial);
   ANVIL_CUDA_CHECK(cudaGetLastError());
-  sum_partials_kernel<<<1, kThreads, 0, stream>>>(partial, grid, result);
+  sum_partials_kernel<<<1, kThreads, 0, stream>>>(
+      partial, grid, result != nullptr ? result : partial + kMaxBlocks, accumulate);
   ANVIL_CUDA_CHECK(cudaGetLastError());
+  return true;
+}
+}  // namespace
+
+double multi_tensor_sum_squares(cudaStream_t stream, DType dtype, const MultiTensorEntry* entries,
+                                int count, void* scratch) {
+  check_dtype(dtype, "multi_tensor_sum_squares");
+  if (!enqueue_sum_squares(stream, dtype, entries, count, scratch, nullptr, false)) return 0.0;
+  const double* result =
+      reinterpret_cast<double*>(static_cast<std::int64_t*>(scratch) + table_words(count)) +
+      kMaxBlocks;
   double host = 0.0;
   ANVIL_CUDA_CHECK(cudaMemcpyAsync(&host, result, sizeof(double), cudaMemcpyDeviceToHost, stream));
   ANVIL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  note_host_wait();
+  note_readback();
   return host;
+}
+
+void multi_tensor_sum_squares_into(cudaStream_t stream, DType dtype,
+                                   const MultiTensorEntry* entries, int count, void* scratch,
+                                   double* sum_device) {
+  check_dtype(dtype, "multi_tensor_sum_squares_into");
+  ANVIL_CHECK(sum_device != nullptr, "multi_tensor_sum_squares_into", "null device sum");
+  (void)enqueue_sum_squares(stream, dtype, entries, count, scratch, sum_device, true);
+}
+
+void multi_tensor_clip(cudaStream_t stream, DType dtype, const MultiTensorEntry* entries, int count,
+                       void* scratch, const double* sum_squares, double max_norm) {
+  check_dtype(dtype, "multi_tensor_clip");
+  ANVIL_CHECK(sum_squares != nullptr && max_norm > 0, "multi_tensor_clip",
+              "needs a device sum of squares and max_norm > 0, got ", max_norm);
+  DeviceList l{};
+  const std::int64_t chunks = upload_list(stream, entries, count, scratch, l);
+  if (chunks == 0) return;
+  if (dtype == DType::f64)
+    clip_scale_kernel<double>
+        <<<grid_for(chunks), kThreads, 0, stream>>>(l, chunks, sum_squares, max_norm);
+  else
+    clip_scale_kernel<float>
+        <<<grid_for(chunks), kThreads, 0, stream>>>(l, chunks, sum_squares, max_norm);
+  ANVIL_CUDA_CHECK(cudaGetLastError());
 }
 
 void multi_tensor_scale(cudaStream_t stream, DType dtype, const MultiTensorEntry* entries,

@@ -49,6 +49,15 @@ void multi_tensor_adam(cudaStream_t stream, DType dtype, const MultiTensorEntry*
 // for a given list); waits for the stream and returns the value.
 double multi_tensor_sum_squares(cudaStream_t stream, DType dtype, const MultiTensorEntry* entries,
                                 int count, void* scratch);
+// As multi_tensor_sum_squares, but the sum is ADDED to *sum_device (a device double) and
+// nothing waits (Note [Host waits in a step], host_waits.h).
+void multi_tensor_sum_squares_into(cudaStream_t stream, DType dtype,
+                                   const MultiTensorEntry* entries, int count, void* scratch,
+                                   double* sum_device);
+// Clipping by global norm on the device: grad *= min(1, max_norm / (sqrt(*sum_squares) + 1e-6))
+// for every entry (nothing is written when the factor is not below 1), never waits.
+void multi_tensor_clip(cudaStream_t stream, DType dtype, const MultiTensorEntry* entries, int count,
+                       void* scratch, const double* sum_squares, double max_norm);
 // grad *= scale (scale converted to the dtype first) for every entry.
 void multi_tensor_scale(cudaStream_t stream, DType dtype, const MultiTensorEntry* entries,
                         int count, void* scratch, double scale);

@@ -100,14 +100,14 @@ void run_softmax(const SoftmaxArgs& a) {
                                    p.op == SoftmaxOp::log_softmax_backward);
     case SoftmaxOp::cross_entropy_forward: {
       // 8 bytes of device scratch for the first out-of-range row (from the caching allocator;
-      // the launcher waits for the kernel before this goes back).
+      // stream order makes its reuse after this call safe, Note [CUDA block cache]).
       Tensor flag = Tensor::empty({1}, DType::i64, p.device);
       return cross_entropy_forward(s, p.dtype, p.index_dtype, a.x, a.target, a.out, a.lse, p.rows,
-                                   p.cols, flag.data_ptr());
+                                   p.cols, flag.data_ptr(), device_error_record(p.device.index));
     }
     case SoftmaxOp::cross_entropy_backward:
       return cross_entropy_backward(s, p.dtype, p.index_dtype, a.x, a.target, a.lse, a.out, p.rows,
-                                    p.cols, a.scale);
+                                    p.cols, a.scale, a.scale_device);
     case SoftmaxOp::cross_entropy_forward_grad:  // refused by softmax_basic_support
       fail("cuda.custom.softmax", "no kernel for ", p.repr());
   }

@@ -16,6 +16,9 @@ void register_cuda_kernels() {
     register_cuda_batch_norm();
     register_cuda_conv();
     register_cuda_conv_im2col();
+    register_cuda_embedding();
+    register_cuda_lstm();
+    register_cuda_lstm_cudnn();
   });
 }
 

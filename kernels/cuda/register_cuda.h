@@ -16,5 +16,8 @@ void register_cuda_conv_im2col();  // conv2d: cuda.custom.im2col (conv_im2col.cp
 // Pooling and batch norm: cuda.custom and cuda.cudnn (pool_register.cpp, batch_norm_register.cpp).
 void register_cuda_pool();
 void register_cuda_batch_norm();
+void register_cuda_embedding();   // embedding: cuda.custom.embedding
+void register_cuda_lstm();        // lstm: cuda.custom.fused, cuda.custom.unfused
+void register_cuda_lstm_cudnn();  // lstm: cuda.cudnn
 
 }  // namespace anvil::cuda

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/host_waits.h"
 #include "kernels/cuda/pointwise_geometry.cuh"
 #include "kernels/cuda/softmax_kernels.h"
 
@@ -88,10 +89,27 @@ __global__ void __launch_bounds__(512)
   }
 }
 
+// One thread, after ce_fwd: the first bad row of this call (if any) goes to the device's error
+// record, unless an earlier error is still unreported (Note [Host waits in a step]).
+template <typename I>
+__global__ void ce_report(const unsigned long long* bad_row, const I* target, std::int64_t cols,
+                          DeviceErrorRecord* record) {
+  const unsigned long long row = *bad_row;
+  if (row == ~0ull || record->code != kDeviceErrorNone) return;
+  record->a = static_cast<std::int64_t>(row);
+  record->b = static_cast<std::int64_t>(target[row]);
+  record->c = cols;
+  __threadfence_system();  // the fields reach host memory before the code that announces them
+  record->code = kDeviceErrorCrossEntropyTarget;
+}
+
 template <typename T, typename I, typename G>
-__global__ void __launch_bounds__(512) ce_bwd(const T* x, const I* target, const T* lse, T* dx,
-                                              std::int64_t rows, std::int64_t cols, T scale) {
+__global__ void __launch_bounds__(512)
+    ce_bwd(const T* x, const I* target, const T* lse, T* dx, std::int64_t rows, std::int64_t cols,
+           T scale_host, const T* scale_device) {
   const G g;
+  // The incoming gradient of a mean loss, read on the device (no host readback per step).
+  const T scale = scale_device != nullptr ? scale_host * *scale_device : scale_host;
   for (std::int64_t row = g.index(); row < rows; row += g.count()) {
     const T* xr = x + row * cols;
     T* dr = dx + row * cols;
@@ -170,11 +188,12 @@ void softmax_backward_rows(cudaStream_t stream, DType dtype, const void* y, cons
 
 void cross_entropy_forward(cudaStream_t stream, DType dtype, DType index_dtype, const void* x,
                            const void* target, void* loss, void* lse, std::int64_t rows,
-                           std::int64_t cols, void* flag) {
+                           std::int64_t cols, void* flag, DeviceErrorRecord* record) {
   check_float("cross_entropy_forward", dtype, rows, cols);
   check_index("cross_entropy_forward", index_dtype);
   if (rows == 0) return;
-  ANVIL_CHECK(flag != nullptr, "cross_entropy_forward", "null flag buffer");
+  ANVIL_CHECK(flag != nullptr && record != nullptr, "cross_entropy_forward",
+              "null flag buffer or error record");
   auto* bad = static_cast<unsigned long long*>(flag);
   ANVIL_CUDA_CHECK(cudaMemsetAsync(bad, 0xff, sizeof(unsigned long long), stream));  // "none"
   with_types(dtype, index_dtype, [&](auto zero, auto izero) {
@@ -186,31 +205,18 @@ void cross_entropy_forward(cudaStream_t stream, DType dtype, DType index_dtype, 
           static_cast<T*>(lse), rows, cols, bad);
     });
   });
-  unsigned long long first_bad = 0;
-  ANVIL_CUDA_CHECK(
-      cudaMemcpyAsync(&first_bad, bad, sizeof first_bad, cudaMemcpyDeviceToHost, stream));
-  ANVIL_CUDA_CHECK(cudaStreamSynchronize(stream));
-  if (first_bad == ~0ull) return;
-  // Read the offending id back for the message (the error path only).
-  const auto row = static_cast<std::int64_t>(first_bad);
-  std::int64_t id = 0;
-  const std::size_t isize = dtype_size(index_dtype);
-  const char* at = static_cast<const char*>(target) + static_cast<std::size_t>(row) * isize;
-  if (index_dtype == DType::i32) {
-    std::int32_t v = 0;
-    ANVIL_CUDA_CHECK(cudaMemcpyAsync(&v, at, isize, cudaMemcpyDeviceToHost, stream));
-    ANVIL_CUDA_CHECK(cudaStreamSynchronize(stream));
-    id = v;
-  } else {
-    ANVIL_CUDA_CHECK(cudaMemcpyAsync(&id, at, isize, cudaMemcpyDeviceToHost, stream));
-    ANVIL_CUDA_CHECK(cudaStreamSynchronize(stream));
-  }
-  fail("cross_entropy", "target ", id, " at row ", row, " is out of range for ", cols, " classes");
+  if (index_dtype == DType::i32)
+    ce_report<std::int32_t>
+        <<<1, 1, 0, stream>>>(bad, static_cast<const std::int32_t*>(target), cols, record);
+  else
+    ce_report<std::int64_t>
+        <<<1, 1, 0, stream>>>(bad, static_cast<const std::int64_t*>(target), cols, record);
+  ANVIL_CUDA_CHECK(cudaGetLastError());
 }
 
 void cross_entropy_backward(cudaStream_t stream, DType dtype, DType index_dtype, const void* x,
                             const void* target, const void* lse, void* dx, std::int64_t rows,
-                            std::int64_t cols, double scale) {
+                            std::int64_t cols, double scale, const void* scale_device) {
   check_float("cross_entropy_backward", dtype, rows, cols);
   check_index("cross_entropy_backward", index_dtype);
   if (rows == 0 || cols == 0) return;
@@ -218,9 +224,10 @@ void cross_entropy_backward(cudaStream_t stream, DType dtype, DType index_dtype,
     using T = decltype(zero);
     using I = decltype(izero);
     for_rows(rows, cols, [&](unsigned grid, int block, auto tag) {
-      ce_bwd<T, I, decltype(tag)><<<grid, block, 0, stream>>>(
-          static_cast<const T*>(x), static_cast<const I*>(target), static_cast<const T*>(lse),
-          static_cast<T*>(dx), rows, cols, static_cast<T>(scale));
+      ce_bwd<T, I, decltype(tag)>
+          <<<grid, block, 0, stream>>>(static_cast<const T*>(x), static_cast<const I*>(target),
+                                       static_cast<const T*>(lse), static_cast<T*>(dx), rows, cols,
+                                       static_cast<T>(scale), static_cast<const T*>(scale_device));
     });
   });
 }

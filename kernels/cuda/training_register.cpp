@@ -76,6 +76,14 @@ void adam(const OptimizerArgs& a) {
 void grad_norm(const OptimizerArgs& a) {
   ANVIL_CHECK(a.result != nullptr, "cuda.custom.grad_norm", "no result pointer");
   *a.result = 0.0;
+  if (a.sum_device != nullptr) {  // clip_grad_norm_async_: stays on the device
+    with_list(a, "cuda.custom.grad_norm",
+              [&](cudaStream_t s, const MultiTensorEntry* e, int n, void* scratch) {
+                multi_tensor_sum_squares_into(s, a.problem.dtype, e, n, scratch,
+                                              static_cast<double*>(a.sum_device));
+              });
+    return;
+  }
   with_list(a, "cuda.custom.grad_norm",
             [&](cudaStream_t s, const MultiTensorEntry* e, int n, void* scratch) {
               *a.result = multi_tensor_sum_squares(s, a.problem.dtype, e, n, scratch);
@@ -83,6 +91,14 @@ void grad_norm(const OptimizerArgs& a) {
 }
 
 void grad_scale(const OptimizerArgs& a) {
+  if (a.clip_sum != nullptr) {  // clip_grad_norm_async_: factor read on the device
+    with_list(a, "cuda.custom.grad_scale",
+              [&](cudaStream_t s, const MultiTensorEntry* e, int n, void* scratch) {
+                multi_tensor_clip(s, a.problem.dtype, e, n, scratch,
+                                  static_cast<const double*>(a.clip_sum), a.clip_max_norm);
+              });
+    return;
+  }
   with_list(a, "cuda.custom.grad_scale",
             [&](cudaStream_t s, const MultiTensorEntry* e, int n, void* scratch) {
               multi_tensor_scale(s, a.problem.dtype, e, n, scratch, a.scale);

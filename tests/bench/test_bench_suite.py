@@ -90,9 +90,16 @@ kernel_ops = {n.split("/")[1] for n in names if n.startswith("kernel/")}
 for op in ["conv2d", "max_pool2d", "adaptive_avg_pool2d", "batch_norm2d", "lstm"]:
     check(op in kernel_ops, f"the kernel family has no {op} benchmarks")
 for op in kernel_ops:
-    # CUDA variants (conv2d's cuda.cudnn.*, bench/gpu_conv_bench.cpp) have kernel benchmarks only
-    # with a GPU, as the GEMM ones above.
-    for variant in [v for v in tables.get(op, []) if v != "ref" and (gpu_listed or not v.startswith("cuda."))]:
+    for variant in [v for v in tables.get(op, []) if v != "ref"]:
+        if variant.startswith("cuda."):
+            # CUDA variants have benchmarks only with a GPU: conv2d's cuda.cudnn.* and the pool/BN
+            # ones as kernel/ rows (bench/gpu_conv_bench.cpp), the LSTM ones as gpu_lstm/ rows
+            # (bench/gpu_lstm_bench.cpp).
+            if not gpu_listed:
+                continue
+            if op == "lstm":
+                check(has(f"gpu_lstm/{variant}/"), f"no gpu_lstm/{variant} benchmark")
+                continue
         check(has(f"kernel/{op}/{variant}/"), f"no kernel/{op}/{variant} benchmark")
 for t in (1, 2):
     check(any(re.match(rf"peak/fma_\w+/threads:{t}/", n) for n in names), f"no peak/fma at {t} threads")

@@ -103,7 +103,7 @@ nn::LstmLanguageModel& as_language_model(nn::Module& net) {
 
 // Perplexity over a token stream, state carried across consecutive windows.
 EvalResult evaluate_language_model(nn::Module& net, const std::vector<std::int64_t>& ids,
-                                   std::int64_t batch, std::int64_t seq_len) {
+                                   std::int64_t batch, std::int64_t seq_len, Device device) {
   NoGradGuard no_grad;
   net.eval();
   auto& lm = as_language_model(net);
@@ -113,9 +113,9 @@ EvalResult evaluate_language_model(nn::Module& net, const std::vector<std::int64
   std::int64_t count = 0;
   while (batches.has_next()) {
     const data::PtbBatch b = batches.next();
-    const Tensor logits = net.forward(b.inputs);
+    const Tensor logits = net.forward(on(b.inputs, device));
     const std::int64_t n = b.targets.numel();
-    nll += cross_entropy(logits, b.targets.flatten()).item() * static_cast<double>(n);
+    nll += cross_entropy(logits, on(b.targets.flatten(), device)).item() * static_cast<double>(n);
     count += n;
   }
   lm.reset_state();
@@ -159,7 +159,8 @@ void check_config(const TrainConfig& c) {
     ANVIL_CHECK(
         models::info(c.model).gpu_path, kWhere, "--device cuda: ", c.model,
         " has no GPU path yet (some of its ops have CPU kernels only; the GPU models are those "
-        "with ModelInfo::gpu_path: fcn5, fcn8, fcn_r, mlp_mnist); train it on cpu");
+        "with ModelInfo::gpu_path: fcn5, fcn8, fcn_r, mlp_mnist, lstm32, lstm64, ptb_small, "
+        "lstm_imdb); train it on cpu");
     require_cuda(kWhere);  // throws with the reason when there is no usable GPU
   }
 }
@@ -299,7 +300,7 @@ std::pair<double, std::int64_t> train_classifier_epoch(const TrainConfig& c,
     Tensor loss =
         models::model_forward_loss(info, net, on(b->inputs, device), on(b->targets, device));
     loss.backward();
-    if (c.clip_norm > 0) optim::clip_grad_norm_(opt.params(), c.clip_norm);
+    if (c.clip_norm > 0) (void)optim::clip_grad_norm_async_(opt.params(), c.clip_norm);
     opt.step();
     const std::int64_t rows = b->inputs.sizes()[0];
     loss_sum += loss.item() * static_cast<double>(rows);
@@ -311,9 +312,12 @@ std::pair<double, std::int64_t> train_classifier_epoch(const TrainConfig& c,
 }
 
 // One epoch of truncated BPTT over the token stream; returns (mean loss per token, tokens).
-std::pair<double, std::int64_t> train_language_model_epoch(
-    const TrainConfig& c, const models::ModelInfo& info, nn::Module& net, optim::Optimizer& opt,
-    const std::vector<std::int64_t>& ids, std::int64_t batch, int epoch, std::ostream& out) {
+std::pair<double, std::int64_t> train_language_model_epoch(const TrainConfig& c,
+                                                           const models::ModelInfo& info,
+                                                           nn::Module& net, optim::Optimizer& opt,
+                                                           const std::vector<std::int64_t>& ids,
+                                                           std::int64_t batch, int epoch,
+                                                           Device device, std::ostream& out) {
   net.train();
   auto& lm = as_language_model(net);
   lm.reset_state();
@@ -327,9 +331,10 @@ std::pair<double, std::int64_t> train_language_model_epoch(
     const data::PtbBatch b = batches.next();
     opt.zero_grad();
     // networks.md's loss: CE summed over the steps of the window, averaged over the batch.
-    Tensor loss = models::model_forward_loss(info, net, b.inputs, b.targets);
+    Tensor loss =
+        models::model_forward_loss(info, net, on(b.inputs, device), on(b.targets, device));
     loss.backward();
-    if (c.clip_norm > 0) optim::clip_grad_norm_(opt.params(), c.clip_norm);
+    if (c.clip_norm > 0) (void)optim::clip_grad_norm_async_(opt.params(), c.clip_norm);
     opt.step();
     const std::int64_t t = b.targets.sizes()[1];
     nll += loss.item() / static_cast<double>(t) * static_cast<double>(b.targets.numel());
@@ -392,6 +397,9 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
       .batch = batch, .shuffle = true, .seed = config.seed, .background = config.loader_thread};
   if (!lm && config.normalize && task.train.inputs.dtype() == DType::f32)
     loader_options.normalization = data::Normalization::from_data(task.train.inputs);
+  // On a GPU the batches are gathered straight into page-locked memory, so each copy to the
+  // device is one DMA instead of a staged copy (Note [Pinned batches]); it is still waited for.
+  loader_options.pin_memory = device.is_cuda();
   std::unique_ptr<data::DataLoader> loader;
   if (!lm) loader = std::make_unique<data::DataLoader>(task.train, loader_options);
 
@@ -414,8 +422,8 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
     const auto t0 = Clock::now();
     std::int64_t samples = 0;
     if (lm) {
-      std::tie(e.train_loss, samples) =
-          train_language_model_epoch(config, info, *net, *opt, task.lm_train, batch, epoch, out);
+      std::tie(e.train_loss, samples) = train_language_model_epoch(
+          config, info, *net, *opt, task.lm_train, batch, epoch, device, out);
     } else {
       std::tie(e.train_loss, samples) =
           train_classifier_epoch(config, info, *net, *opt, *loader, epoch, device, out);
@@ -435,7 +443,7 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
     e.val_metric = std::numeric_limits<double>::quiet_NaN();
     if (r.val_samples > 0) {
       const EvalResult v =
-          lm ? evaluate_language_model(*net, task.lm_val, batch, info.sample_shape.at(0))
+          lm ? evaluate_language_model(*net, task.lm_val, batch, info.sample_shape.at(0), device)
              : evaluate_classifier(*net, info, task.val, loader_options, device);
       e.val_loss = v.loss;
       e.val_metric = v.metric;
@@ -472,7 +480,7 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
 
   const auto t_test = Clock::now();
   const EvalResult test =
-      lm ? evaluate_language_model(*net, task.lm_test, batch, info.sample_shape.at(0))
+      lm ? evaluate_language_model(*net, task.lm_test, batch, info.sample_shape.at(0), device)
          : evaluate_classifier(*net, info, task.test, loader_options, device);
   r.testing_seconds = seconds_since(t_test);
   r.test_loss = test.loss;

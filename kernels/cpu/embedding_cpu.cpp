@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CPU variants of the embedding table: cpu.omp wraps kernels/cpu/omp/embedding_omp.cpp;
+// ref is the plain serial definition (forward row copies, backward zero + add in id order).
+// Both check the ids first (check_embedding_ids) and write grad whole.
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "engine/dispatch/embedding_problem.h"
+#include "kernels/cpu/embedding_register.h"
+#include "kernels/cpu/omp/embedding_omp.h"
+
+namespace anvil::kernels {
+namespace {
+
+template <typename Fn>
+void with_types(const EmbeddingProblem& p, Fn&& fn) {
+  const bool i32 = p.index_dtype == DType::i32;
+  if (p.dtype == DType::f64) {
+    if (i32)
+      fn(double{}, std::int32_t{});
+    else
+      fn(double{}, std::int64_t{});
+  } else {
+    if (i32)
+      fn(float{}, std::int32_t{});
+    else
+      fn(float{}, std::int64_t{});
+  }
+}
+
+void run_omp(const EmbeddingArgs& a) {
+  const EmbeddingProblem& p = a.problem;
+  check_embedding_ids(p, a.ids);
+  with_types(p, [&](auto zero, auto izero) {
+    using T = decltype(zero);
+    using I = decltype(izero);
+    const I* ids = static_cast<const I*>(a.ids);
+    if (p.pass == EmbeddingPass::forward) {
+      embedding_gather<T, I>(static_cast<const T*>(a.weight), ids, static_cast<T*>(a.out), p.n,
+                             p.dim);
+    } else {
+      T* g = static_cast<T*>(a.grad);
+      std::fill(g, g + p.rows * p.dim, T(0));
+      embedding_scatter_add<T, I>(static_cast<const T*>(a.dy), ids, g, p.n, p.dim);
+    }
+  });
+}
+
+void run_ref(const EmbeddingArgs& a) {
+  const EmbeddingProblem& p = a.problem;
+  check_embedding_ids(p, a.ids);
+  with_types(p, [&](auto zero, auto izero) {
+    using T = decltype(zero);
+    using I = decltype(izero);
+    const I* ids = static_cast<const I*>(a.ids);
+    if (p.pass == EmbeddingPass::forward) {
+      const T* w = static_cast<const T*>(a.weight);
+      T* out = static_cast<T*>(a.out);
+      for (std::int64_t r = 0; r < p.n; ++r)
+        for (std::int64_t j = 0; j < p.dim; ++j)
+          out[r * p.dim + j] = w[static_cast<std::int64_t>(ids[r]) * p.dim + j];
+    } else {
+      const T* dy = static_cast<const T*>(a.dy);
+      T* g = static_cast<T*>(a.grad);
+      for (std::int64_t i = 0; i < p.rows * p.dim; ++i) g[i] = T(0);
+      for (std::int64_t r = 0; r < p.n; ++r)
+        for (std::int64_t j = 0; j < p.dim; ++j)
+          g[static_cast<std::int64_t>(ids[r]) * p.dim + j] += dy[r * p.dim + j];
+    }
+  });
+}
+
+}  // namespace
+
+void register_embedding_cpu() {
+  embedding_table().add({.name = "cpu.omp",
+                         .device = DeviceType::cpu,
+                         .priority = 100,
+                         .supports = embedding_basic_support,
+                         .fn = run_omp,
+                         .description = "OpenMP row gather; scatter-add over column blocks"});
+  embedding_table().add({.name = "ref",
+                         .device = DeviceType::cpu,
+                         .priority = kRefPriority,
+                         .supports = embedding_basic_support,
+                         .fn = run_ref,
+                         .description = "serial loops"});
+}
+
+}  // namespace anvil::kernels
