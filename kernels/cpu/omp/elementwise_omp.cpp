@@ -48,11 +48,15 @@ __attribute__((always_inline)) inline void relu_backward_body(const float* x, co
   }
   for (; i < n; ++i) out[i] = x[i] > 0.0f ? dy[i] : 0.0f;
 }
+}  // namespace
+
 ANVIL_VEC_CLONES void relu_f32(const float* a, float* out, std::int64_t n) { relu_body(a, out, n); }
 ANVIL_VEC_CLONES void relu_backward_f32(const float* x, const float* dy, float* out,
                                         std::int64_t n) {
   relu_backward_body(x, dy, out, n);
 }
+
+namespace {
 
 // The dense f32 relu / relu_backward of Note [ReLU selects], in blocks over the threads; false
 // when the problem is not one of them. In place (out == a) is fine: each lane reads before it
