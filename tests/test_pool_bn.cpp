@@ -703,6 +703,15 @@ TEST_CASE("default selection follows the documented order", "[pool][batch_norm][
   const PoolProblem f64 = make_pool_problem(PoolKind::max, {1, 2, 9, 9}, {3, 3}, {2, 2}, {1, 1},
                                             false, true, DType::f64, Device::cpu(), "test");
   CHECK(max_pool2d_table().select(f64).name == "cpu.omp");
+  // Note [oneDNN max pooling and NaN]: f32 max pooling defaults to cpu.omp too; cpu.onednn
+  // runs only when forced.
+  const PoolProblem f32 = make_pool_problem(PoolKind::max, {2, 64, 56, 56}, {3, 3}, {2, 2}, {1, 1},
+                                            false, true, DType::f32, Device::cpu(), "test");
+  CHECK(max_pool2d_table().select(f32).name == "cpu.omp");
+  {
+    ForceVariant onednn("max_pool2d", "cpu.onednn");
+    CHECK(max_pool2d_table().select(f32).name == "cpu.onednn");
+  }
   ForceVariant force("max_pool2d", "ref");
   CHECK(max_pool2d_table().select(f64).name == "ref");
 }
