@@ -192,7 +192,11 @@ template <typename T>
 // The library is built for baseline x86-64 (SSE2; DESIGN.md: never -march=native). The f32 plane
 // kernels are cloned by GCC for AVX-512 and AVX2 (target_clones: one ifunc, resolved once at
 // load time from the running CPU), so the row sweeps use 16- or 8-wide vectors where available.
+#if defined(__SANITIZE_THREAD__)  // Note [No clones under TSan] (kernels/cpu/vec_math.h)
+#define ANVIL_POOL_CLONES
+#else
 #define ANVIL_POOL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 ANVIL_POOL_CLONES void max_plane_f32(const PoolProblem& p, const Axis& rows, const Axis& cols,
                                      const float* x, float* y, std::int32_t* idx) {
   max_plane<float>(p, rows, cols, x, y, idx);
