@@ -313,6 +313,22 @@ TEST_CASE("every gemm variant matches ref on larger shapes", "[gemm][variants][l
   tally.check();
 }
 
+// Above 2048 rows: M spans more than one row block of cpu.blocked (its mc and the balanced split
+// of M), which the shapes above never reach. Small N and K keep the ref cheap.
+TEST_CASE("every gemm variant matches ref with more than 2048 rows", "[gemm][variants][large]") {
+  Tally tally(gemm_table(), 8);  // all of the case's problems (all are f32)
+  std::uint64_t seed = 8500;
+  for (int mode = 0; mode < 4; ++mode)
+    for (auto [m, beta] :
+         {std::pair{std::int64_t{2100}, 0.0}, std::pair{std::int64_t{4099}, -1.5}}) {
+      GemmCase gc = make_case(m, 17, 33, mode);
+      gc.alpha = 0.5;
+      gc.beta = beta;
+      run_case(gc, tally, ++seed);
+    }
+  tally.check();
+}
+
 // Kernels may call GEMM from their own OpenMP threads (the batch-row-parallel LSTM recurrence,
 // Note [Batch-row-parallel recurrence]); each call then runs on its calling thread only. The
 // same problem is run outside a region first, so that a oneDNN primitive built for two threads
