@@ -4,6 +4,8 @@
 # and build build/ (Ninja, Release), run every
 # test, check the installed package with the example, then the sanitizer build.
 #   ANVIL_CI_SANITIZE=0   skip the ASan/UBSan stage (it rebuilds everything once more)
+#   ANVIL_CI_TSAN=0       skip the ThreadSanitizer stage (scripts/tsan.sh: libanvil and the
+#                         threaded tests only, CUDA off; killed after ANVIL_CI_TSAN_LIMIT s, 1800)
 #   ANVIL_CI_FUZZ=0       skip the bounded libFuzzer run of the dataset readers (scripts/fuzz.sh)
 #   ANVIL_JOBS=N          parallel build/test jobs (default: nproc)
 #   ANVIL_TEST_BUILD_DIR  build directory (default: build)
@@ -59,6 +61,11 @@ stage_done
 if [[ "${ANVIL_CI_SANITIZE:-1}" != 0 ]]; then
   stage "sanitize"
   bash scripts/sanitize.sh
+  stage_done
+fi
+if [[ "${ANVIL_CI_TSAN:-1}" != 0 ]]; then
+  stage "tsan (threaded tests under ThreadSanitizer)"
+  timeout "${ANVIL_CI_TSAN_LIMIT:-1800}" bash scripts/tsan.sh
   stage_done
 fi
 echo "=== all stages passed in $SECONDS s"

@@ -4,6 +4,7 @@
 // the same in every epoch after the first (memory stays flat), and the metrics are filled in.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -71,7 +72,10 @@ TEST_CASE("anvil train: metrics are reported and memory stays flat across epochs
   auto c = small_run("mlp_mnist");
   c.epochs = 4;
   c.target_accuracy = 0.5;
+  const auto wall0 = std::chrono::steady_clock::now();
   const auto r = tools::run_training(c, log);
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   std::printf(
       "anvil train (mlp_mnist, 960 Fashion-MNIST images, 4 epochs): test accuracy %.3f, "
       "allocator peak per epoch %.1f %.1f %.1f %.1f MB\n",
@@ -83,11 +87,28 @@ TEST_CASE("anvil train: metrics are reported and memory stays flat across epochs
   REQUIRE(r.test_samples == 1200);
   REQUIRE(r.test_metric > 0.6);  // well above chance (0.1) after 4 epochs on 960 images
   REQUIRE(r.epochs.back().train_loss < r.epochs.front().train_loss);
+  // The timings are parts of the call's own wall time, and each epoch's share adds up.
+  INFO("wall " << wall << " s, training " << r.training_seconds << " s, testing "
+               << r.testing_seconds << " s");
   REQUIRE(r.time_to_target_seconds.has_value());
+  REQUIRE(*r.time_to_target_seconds > 0);
+  REQUIRE(*r.time_to_target_seconds <= r.training_seconds);
   REQUIRE(r.training_seconds > 0);
   REQUIRE(r.testing_seconds > 0);
-  REQUIRE(r.peak_rss_bytes > 0);
-  REQUIRE(r.cpu_utilisation > 0);
+  REQUIRE(r.training_seconds + r.testing_seconds <= wall);
+  double epoch_sum = 0;
+  for (const auto& e : r.epochs) epoch_sum += e.train_seconds;
+  REQUIRE(epoch_sum == Approx(r.training_seconds).epsilon(1e-9));
+  // Resident peak: at least the allocator's peak (those bytes are written), below 4 GiB for
+  // a 960-image MLP run.
+  INFO("peak RSS " << r.peak_rss_bytes / 1048576.0 << " MB");
+  REQUIRE(r.peak_rss_bytes >= r.epochs.back().allocator_peak_bytes);
+  REQUIRE(r.peak_rss_bytes < 4.0 * (1ull << 30));
+  // CPU time / (wall x 1 thread): a working single-threaded run is busy most of its wall time
+  // (shared machines steal some), and cannot exceed one thread's worth by much.
+  INFO("cpu utilisation " << r.cpu_utilisation);
+  REQUIRE(r.cpu_utilisation > 0.05);
+  REQUIRE(r.cpu_utilisation <= 1.5);
   // The allocator's peak is exact (not sampled): from epoch 2 on (Adam's moments exist), every
   // epoch allocates the same, so any growth would be a leak.
   for (std::size_t e = 2; e < r.epochs.size(); ++e)

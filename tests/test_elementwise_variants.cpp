@@ -225,8 +225,9 @@ TEST_CASE("every elementwise variant writes into strided and aliased outputs",
 
 // The dense f32 relu and relu_backward run as vector selects (Note [ReLU selects],
 // kernels/cpu/omp/elementwise_omp.cpp): the special values keep the functors' meaning
-// (NaN -> 0, -0 -> 0, +inf stays; the gradient passes where x > 0 only), every length's
-// vector tail is right, and relu may write over its input.
+// (NaN stays NaN, -0 -> 0, +inf stays; the gradient is 0 where x <= 0 and passes elsewhere, NaN
+// included: Note [NaN propagation]), every length's vector tail is right, and relu may write
+// over its input.
 TEST_CASE(
     "relu and relu_backward keep special values and vector tails and work in place on every "
     "variant",
@@ -249,15 +250,21 @@ TEST_CASE(
       std::int64_t wrong = 0;
       for (std::int64_t i = 0; i < n; ++i) {
         const float xi = x.data<float>()[i];
-        const float want_y = xi > 0.0f ? xi : 0.0f;
-        const float want_dx = xi > 0.0f ? dy.data<float>()[i] : 0.0f;
+        const float want_y = std::isnan(xi) ? xi : xi > 0.0f ? xi : 0.0f;
+        const float want_dx = xi <= 0.0f ? 0.0f : dy.data<float>()[i];
         const float got_y = y.data<float>()[i];
-        wrong += !(got_y == want_y && std::signbit(got_y) == std::signbit(want_y));
+        wrong += std::isnan(want_y)
+                     ? !std::isnan(got_y)
+                     : !(got_y == want_y && std::signbit(got_y) == std::signbit(want_y));
         wrong += dx.data<float>()[i] != want_dx;
       }
       CHECK(wrong == 0);
       ops::unary_into(EwOp::relu, x, x);  // in place
-      CHECK(values_f64(x) == values_f64(y));
+      const auto xs = values_f64(x), ys = values_f64(y);
+      std::int64_t differ = 0;
+      for (std::size_t i = 0; i < xs.size(); ++i)
+        differ += std::isnan(ys[i]) ? !std::isnan(xs[i]) : xs[i] != ys[i];
+      CHECK(differ == 0);
     }
   }
 }

@@ -2,6 +2,7 @@
 // Variant selection, forcing and the autotune switch (engine/dispatch/selection.h).
 #include "engine/dispatch/selection.h"
 
+#include <atomic>
 #include <mutex>
 
 #include "engine/core/config.h"
@@ -49,10 +50,13 @@ std::mutex& global_mutex() {
   static std::mutex mu;
   return mu;
 }
-std::map<std::string, std::string>& global_forced() {
+std::map<std::string, std::string>& global_forced() {  // guarded by global_mutex()
   static std::map<std::string, std::string> m;
   return m;
 }
+// global_forced().size(), readable without the lock: selection skips the lock when nothing is
+// forced process-wide (the common case, and it runs on every op call).
+std::atomic<std::size_t> global_forced_count{0};
 const std::map<std::string, std::string>& env_forced() {
   static const std::map<std::string, std::string> m =
       parse_variant_spec(env_or_empty("ANVIL_VARIANT"));
@@ -80,7 +84,7 @@ std::map<std::string, std::string> parse_variant_spec(const std::string& spec) {
 
 std::string forced_variant(const std::string& op) {
   if (auto it = tls_forced.find(op); it != tls_forced.end()) return it->second;
-  {
+  if (global_forced_count.load(std::memory_order_acquire) != 0) {
     std::lock_guard<std::mutex> lock(global_mutex());
     if (auto it = global_forced().find(op); it != global_forced().end()) return it->second;
   }
@@ -94,6 +98,7 @@ void set_forced_variant(const std::string& op, const std::string& name) {
     global_forced().erase(op);
   else
     global_forced()[op] = name;
+  global_forced_count.store(global_forced().size(), std::memory_order_release);
 }
 
 ForceVariant::ForceVariant(std::string op, std::string name) : op_(std::move(op)) {
@@ -109,15 +114,16 @@ ForceVariant::~ForceVariant() {
 
 // ---- autotune ----------------------------------------------------------------------------------
 namespace {
-bool& autotune_flag() {
-  static bool on = [] {
+// Atomic: set_autotune() may run while other threads select.
+std::atomic<bool>& autotune_flag() {
+  static std::atomic<bool> on = [] {
     const std::string v = env_or_empty("ANVIL_AUTOTUNE");
     return !v.empty() && v != "0";
   }();
   return on;
 }
 }  // namespace
-bool autotune_enabled() { return autotune_flag(); }
-void set_autotune(bool on) { autotune_flag() = on; }
+bool autotune_enabled() { return autotune_flag().load(std::memory_order_relaxed); }
+void set_autotune(bool on) { autotune_flag().store(on, std::memory_order_relaxed); }
 
 }  // namespace anvil

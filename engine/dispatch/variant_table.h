@@ -8,9 +8,13 @@
 // Selection follows Note [Variant selection] (selection.h). Tables are filled by
 // register_builtin_kernels() (kernels/register.h), never by static initialisers.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstddef>
+#include <iterator>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -43,6 +47,20 @@ VariantTableBase* find_variant_table(const std::string& op);
 
 inline constexpr int kRefPriority = -1000000;  // `ref` sorts after everything
 
+// Note [Variant snapshots]
+// Variants are added while other threads select: the CUDA library registers its variants on the
+// first GPU use (kernels/cuda/cuda_backend_impl.cpp), whichever thread that is, and tests add
+// variants at run time. So readers never walk a container that a writer changes:
+//   - every Variant lives in its own heap node, never moved or freed before the table, so the
+//     `const Variant&` that select() returns stays valid whatever is added later;
+//   - the ordered list of variants and the heuristic form an immutable Snapshot; add() and
+//     set_heuristic() build a new one under mu_ and publish it with one release store;
+//   - a reader (select, find, candidates, variants, list) takes the current snapshot with one
+//     acquire load: no lock and no reference count on the per-op-call path;
+//   - replaced snapshots are kept until the table dies, since a reader may still be walking one
+//     (a table has a few dozen variants at most, so this is a few kilobytes).
+// The autotune cache (tuned_) is guarded by mu_; forcing is per thread or under its own lock
+// (selection.cpp).
 template <typename Problem, typename Args>
 class VariantTable final : public VariantTableBase {
  public:
@@ -62,64 +80,109 @@ class VariantTable final : public VariantTableBase {
   // Returns the name of the preferred variant for a problem, or "" for no preference.
   using Heuristic = std::function<std::string(const Problem&)>;
 
-  explicit VariantTable(std::string op) : op_(std::move(op)) { register_variant_table(this); }
+  // The variants of one snapshot in priority order (`ref` last): a cheap view that stays valid
+  // as long as the table, whatever is added later (Note [Variant snapshots]).
+  class VariantList {
+   public:
+    class iterator {
+     public:
+      using iterator_category = std::random_access_iterator_tag;
+      using value_type = Variant;
+      using difference_type = std::ptrdiff_t;
+      using pointer = const Variant*;
+      using reference = const Variant&;
+      iterator() = default;
+      explicit iterator(const Variant* const* p) : p_(p) {}
+      reference operator*() const { return **p_; }
+      pointer operator->() const { return *p_; }
+      iterator& operator++() {
+        ++p_;
+        return *this;
+      }
+      iterator operator++(int) { return iterator(p_++); }
+      difference_type operator-(const iterator& o) const { return p_ - o.p_; }
+      bool operator==(const iterator& o) const { return p_ == o.p_; }
+      bool operator!=(const iterator& o) const { return p_ != o.p_; }
+
+     private:
+      const Variant* const* p_ = nullptr;
+    };
+    explicit VariantList(const std::vector<const Variant*>* v) : v_(v) {}
+    iterator begin() const { return iterator(v_->data()); }
+    iterator end() const { return iterator(v_->data() + v_->size()); }
+    std::size_t size() const { return v_->size(); }
+    bool empty() const { return v_->empty(); }
+    const Variant& operator[](std::size_t i) const { return *(*v_)[i]; }
+    const Variant& front() const { return *v_->front(); }
+    const Variant& back() const { return *v_->back(); }
+
+   private:
+    const std::vector<const Variant*>* v_;
+  };
+
+  explicit VariantTable(std::string op) : op_(std::move(op)) {
+    publish(std::make_unique<Snapshot>());
+    register_variant_table(this);
+  }
+  VariantTable(const VariantTable&) = delete;
+  VariantTable& operator=(const VariantTable&) = delete;
 
   const std::string& op() const override { return op_; }
 
   // Adds a variant; names are unique; the table stays sorted by priority with `ref` last.
   void add(Variant v) {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& e : variants_)
-      ANVIL_CHECK(e.name != v.name, op_.c_str(), "variant '", v.name, "' registered twice");
+    const Snapshot& cur = snapshot();
+    for (const Variant* e : cur.variants)
+      ANVIL_CHECK(e->name != v.name, op_.c_str(), "variant '", v.name, "' registered twice");
     if (v.name == "ref") v.priority = kRefPriority;
-    variants_.push_back(std::move(v));
-    std::stable_sort(variants_.begin(), variants_.end(),
-                     [](const Variant& a, const Variant& b) { return a.priority > b.priority; });
+    nodes_.push_back(std::make_unique<const Variant>(std::move(v)));
+    auto next = std::make_unique<Snapshot>(cur);
+    next->variants.push_back(nodes_.back().get());
+    std::stable_sort(next->variants.begin(), next->variants.end(),
+                     [](const Variant* a, const Variant* b) { return a->priority > b->priority; });
+    publish(std::move(next));
   }
-  void set_heuristic(Heuristic h) { heuristic_ = std::move(h); }
+  void set_heuristic(Heuristic h) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto next = std::make_unique<Snapshot>(snapshot());
+    next->heuristic = std::move(h);
+    publish(std::move(next));
+  }
 
-  const std::vector<Variant>& variants() const { return variants_; }
+  VariantList variants() const { return VariantList(&snapshot().variants); }
   const Variant* find(const std::string& name) const {
-    for (const auto& v : variants_)
-      if (v.name == name) return &v;
+    for (const Variant* v : snapshot().variants)
+      if (v->name == name) return v;
     return nullptr;
   }
 
   std::vector<Info> list() const override {
     std::vector<Info> out;
-    for (const auto& v : variants_) out.push_back({v.name, v.device, v.priority, v.description});
+    for (const Variant* v : snapshot().variants)
+      out.push_back({v->name, v->device, v->priority, v->description});
     return out;
   }
 
   // Every variant with its answer for `p` (device mismatch is a reason too).
-  std::vector<Candidate> candidates(const Problem& p) const {
-    std::vector<Candidate> out;
-    for (const auto& v : variants_) {
-      Support s;
-      if (v.device != p.device_type())
-        s = Support::no(std::string("runs on ") + (v.device == DeviceType::cpu ? "cpu" : "cuda"));
-      else if (v.supports)
-        s = v.supports(p);
-      out.push_back({v.name, s});
-    }
-    return out;
-  }
+  std::vector<Candidate> candidates(const Problem& p) const { return candidates(snapshot(), p); }
 
   // The variant that runs `p` (Note [Variant selection]). With autotune on and no winner cached
   // for p.key(), `time_variant(v)` is called for every supporting variant (it must run v on
   // scratch outputs and return seconds) and the fastest is cached.
   const Variant& select(const Problem& p,
                         const std::function<double(const Variant&)>& time_variant = nullptr) {
-    auto cands = candidates(p);
+    const Snapshot& s = snapshot();  // one snapshot for the whole decision
+    auto cands = candidates(s, p);
     SelectionPolicy policy;
     policy.forced = forced_variant(op_);
     for (std::size_t i = 0; i < cands.size(); ++i)
-      if (variants_[i].opt_in && cands[i].support.ok && variants_[i].name != policy.forced)
+      if (s.variants[i]->opt_in && cands[i].support.ok && s.variants[i]->name != policy.forced)
         cands[i].support = Support::no("opt-in: runs only when forced by name");
     if (policy.forced.empty() && autotune_enabled() && time_variant)
-      policy.tuned_winner = tuned_winner(p, cands, time_variant);
-    if (heuristic_) policy.heuristic_pick = heuristic_(p);
-    return variants_[select_variant(op_, p.repr(), cands, policy)];
+      policy.tuned_winner = tuned_winner(s, p, cands, time_variant);
+    if (s.heuristic) policy.heuristic_pick = s.heuristic(p);
+    return *s.variants[select_variant(op_, p.repr(), cands, policy)];
   }
 
   // Runs `args` on the selected variant.
@@ -133,23 +196,52 @@ class VariantTable final : public VariantTableBase {
   }
 
  private:
-  std::string tuned_winner(const Problem& p, const std::vector<Candidate>& cands,
+  struct Snapshot {
+    std::vector<const Variant*> variants;  // priority order, `ref` last
+    Heuristic heuristic;
+  };
+
+  const Snapshot& snapshot() const { return *current_.load(std::memory_order_acquire); }
+  // Caller holds mu_ (or is the constructor).
+  void publish(std::unique_ptr<Snapshot> next) {
+    current_.store(next.get(), std::memory_order_release);
+    snapshots_.push_back(std::move(next));
+  }
+
+  static std::vector<Candidate> candidates(const Snapshot& s, const Problem& p) {
+    std::vector<Candidate> out;
+    out.reserve(s.variants.size());
+    for (const Variant* v : s.variants) {
+      Support sup;
+      if (v->device != p.device_type())
+        sup =
+            Support::no(std::string("runs on ") + (v->device == DeviceType::cpu ? "cpu" : "cuda"));
+      else if (v->supports)
+        sup = v->supports(p);
+      out.push_back({v->name, std::move(sup)});
+    }
+    return out;
+  }
+
+  std::string tuned_winner(const Snapshot& s, const Problem& p, const std::vector<Candidate>& cands,
                            const std::function<double(const Variant&)>& time_variant) {
     const std::string key = p.key();
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (auto it = tuned_.find(key); it != tuned_.end()) return it->second;
     }
+    // Timed outside the lock: two threads may time the same new problem; both store a winner.
     std::string best;
     double best_s = 0;
-    for (std::size_t i = 0; i < variants_.size(); ++i) {
-      if (!cands[i].support.ok || variants_[i].name == "ref") continue;
-      time_variant(variants_[i]);  // warm-up (primitive creation, page faults)
-      double s = time_variant(variants_[i]);
-      s = std::min(s, time_variant(variants_[i]));
-      if (best.empty() || s < best_s) {
-        best = variants_[i].name;
-        best_s = s;
+    for (std::size_t i = 0; i < s.variants.size(); ++i) {
+      const Variant& v = *s.variants[i];
+      if (!cands[i].support.ok || v.name == "ref") continue;
+      time_variant(v);  // warm-up (primitive creation, page faults)
+      double t = time_variant(v);
+      t = std::min(t, time_variant(v));
+      if (best.empty() || t < best_s) {
+        best = v.name;
+        best_s = t;
       }
     }
     std::lock_guard<std::mutex> lock(mu_);
@@ -158,10 +250,11 @@ class VariantTable final : public VariantTableBase {
   }
 
   std::string op_;
-  std::vector<Variant> variants_;
-  Heuristic heuristic_;
+  std::atomic<const Snapshot*> current_{nullptr};           // Note [Variant snapshots]
+  mutable std::mutex mu_;                                   // guards the members below and writers
+  std::vector<std::unique_ptr<const Variant>> nodes_;       // every variant, never moved
+  std::vector<std::unique_ptr<const Snapshot>> snapshots_;  // every snapshot published
   std::map<std::string, std::string> tuned_;  // problem key -> winner (autotune cache)
-  mutable std::mutex mu_;
 };
 
 // Wall-clock seconds of one call of fn (for autotune trials).

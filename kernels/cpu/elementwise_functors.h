@@ -13,6 +13,17 @@
 
 namespace anvil::kernels {
 
+// Note [NaN propagation]
+// A NaN must stay visible, as in PyTorch, or a diverging run looks finite:
+//   relu(NaN) = NaN: written `a <= 0 ? 0 : a` (the comparison is false for NaN), still one
+//     compare and one select, and relu(-0) = +0 as before;
+//   relu_backward(y, dy) = y <= 0 ? 0 : dy, PyTorch's threshold_backward on the output: where
+//     the output is NaN, dy passes;
+//   maximum(a, b) is NaN when a or b is;
+//   max pooling and max reductions return NaN when their window/extent holds one (pool_ref.cpp,
+//     pool_omp.cpp, reduce_*.cpp); a fused conv+relu keeps a NaN pre-activation (conv_ref.cpp,
+//     conv_im2col.cpp). The CUDA kernels follow the same rules (elementwise_kernels.cu).
+
 // The coalesced (out, a, b) layout of an elementwise call (b = out's strides for unary ops).
 inline StridedLayout<3> ew_layout(const ElementwiseArgs& args) {
   const std::vector<std::int64_t> sizes(args.sizes, args.sizes + args.ndim);
@@ -40,8 +51,8 @@ void with_ew_functor(EwOp op, Fn&& fn) {
       return fn([](T a, T b, S, S alpha) { return static_cast<T>(a - alpha * b); });
     case EwOp::mul:
       return fn([](T a, T b, S, S) { return static_cast<T>(a * b); });
-    case EwOp::maximum:
-      return fn([](T a, T b, S, S) { return a > b ? a : b; });
+    case EwOp::maximum:  // Note [NaN propagation]: NaN on either side gives NaN
+      return fn([](T a, T b, S, S) { return a > b || a != a ? a : b; });
     case EwOp::gt:
       return fn([](T a, T b, S, S) { return static_cast<T>(a > b ? 1 : 0); });
     case EwOp::add_scalar:
@@ -64,8 +75,8 @@ void with_ew_functor(EwOp op, Fn&& fn) {
         return fn([](T a, T, S, S) { return T(1) / (T(1) + std::exp(-a)); });
       case EwOp::tanh:
         return fn([](T a, T, S, S) { return std::tanh(a); });
-      case EwOp::relu:
-        return fn([](T a, T, S, S) { return a > T(0) ? a : T(0); });
+      case EwOp::relu:  // Note [NaN propagation]
+        return fn([](T a, T, S, S) { return a <= T(0) ? T(0) : a; });
       case EwOp::div:
         return fn([](T a, T b, S, S) { return a / b; });
       case EwOp::pow:
@@ -80,8 +91,8 @@ void with_ew_functor(EwOp op, Fn&& fn) {
         return fn([](T y, T dy, S, S) { return dy * y * (T(1) - y); });
       case EwOp::tanh_backward:
         return fn([](T y, T dy, S, S) { return dy * (T(1) - y * y); });
-      case EwOp::relu_backward:
-        return fn([](T x, T dy, S, S) { return x > T(0) ? dy : T(0); });
+      case EwOp::relu_backward:  // Note [NaN propagation]: a NaN output passes dy
+        return fn([](T x, T dy, S, S) { return x <= T(0) ? T(0) : dy; });
       case EwOp::pow_scalar_backward:
         return fn([](T x, T dy, S s, S) { return dy * s * std::pow(x, s - T(1)); });
       default:

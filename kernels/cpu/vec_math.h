@@ -40,8 +40,15 @@
 namespace anvil::kernels::vec {
 
 // AVX-512, AVX2+FMA and baseline clones of a function (one ifunc, resolved at load time).
+// Note [No clones under TSan]: ThreadSanitizer builds (scripts/tsan.sh) compile the baseline
+// only. There the ifunc resolvers are instrumented too, run while the dynamic loader relocates
+// libanvil (before the TSan runtime is set up) and crash the process at load (gcc 12).
+#if defined(__SANITIZE_THREAD__)
+#define ANVIL_VEC_CLONES
+#else
 #define ANVIL_VEC_CLONES \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
 
 constexpr int kLanes = 16;  // Note [Vector width]
 typedef float f32v __attribute__((vector_size(4 * kLanes)));

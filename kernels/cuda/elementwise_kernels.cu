@@ -97,8 +97,8 @@ __device__ __forceinline__ T apply(T a, T b, T s, T alpha) {
     return static_cast<T>(a - mul_rn(alpha, b));
   else if constexpr (Op == EwCode::mul)
     return static_cast<T>(a * b);
-  else if constexpr (Op == EwCode::maximum)
-    return a > b ? a : b;
+  else if constexpr (Op == EwCode::maximum)  // Note [NaN propagation] (elementwise_functors.h)
+    return a > b || a != a ? a : b;
   else if constexpr (Op == EwCode::gt)
     return static_cast<T>(a > b ? 1 : 0);
   else if constexpr (Op == EwCode::add_scalar)
@@ -115,8 +115,8 @@ __device__ __forceinline__ T apply(T a, T b, T s, T alpha) {
     return T(1) / (T(1) + m_exp(-a));
   else if constexpr (Op == EwCode::tanh)
     return m_tanh(a);
-  else if constexpr (Op == EwCode::relu)
-    return a > T(0) ? a : T(0);
+  else if constexpr (Op == EwCode::relu)  // NaN stays NaN
+    return a <= T(0) ? T(0) : a;
   else if constexpr (Op == EwCode::div)
     return a / b;
   else if constexpr (Op == EwCode::pow)
@@ -131,8 +131,8 @@ __device__ __forceinline__ T apply(T a, T b, T s, T alpha) {
     return b * a * (T(1) - a);
   else if constexpr (Op == EwCode::tanh_backward)
     return b * (T(1) - mul_rn(a, a));
-  else if constexpr (Op == EwCode::relu_backward)
-    return a > T(0) ? b : T(0);
+  else if constexpr (Op == EwCode::relu_backward)  // a NaN output passes the gradient
+    return a <= T(0) ? T(0) : b;
   else if constexpr (Op == EwCode::pow_scalar_backward)
     return b * s * m_pow(a, s - T(1));
   else

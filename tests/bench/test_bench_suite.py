@@ -118,19 +118,35 @@ check(bad.returncode != 0 and "nonsense" in bad.stderr and "deepbench" in bad.st
       f"an unknown GEMM shape group fails clearly (exit {bad.returncode}: {bad.stderr.strip()[-200:]})")
 
 # The model-step filters the scripts build select one benchmark, the default selection's step (not
-# the .../lstm:<variant> rows): compare_pytorch.sh's, read from the script itself, and bench.sh's
-# default per-process filter. Both broke once when the names' suffix changed.
+# the .../lstm:<variant> rows): compare_pytorch.sh's and bench.sh's default per-process filter. Both
+# broke once when the names' suffix changed. Each filter is taken from its script's own source line
+# (the template and, for bench.sh, its default variant_rows) and expanded by bash itself with the
+# loop variables set, so the test checks what the scripts would pass, not a copy of it.
 repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+def bash_expand(template, **env):
+    out = subprocess.run(["bash", "-c", 'printf %s "' + template + '"'], env={**os.environ, **env},
+                         capture_output=True, text=True)
+    check(out.returncode == 0, f"bash expands {template}: {out.stderr.strip()}")
+    return out.stdout
+
+
 compare_src = open(os.path.join(repo, "scripts", "compare_pytorch.sh")).read()
-found = re.search(r'filter="(\^model/\$m/\$\{ph\}_step/[^"]+)"', compare_src)
-check(found is not None, "compare_pytorch.sh builds its model filter as expected by this test")
+found = re.search(r'^\s*filter="(\^model/[^"]+)"\s*$', compare_src, re.M)
+check(found is not None, "compare_pytorch.sh has one filter=\"^model/...\" line")
 bench_src = open(os.path.join(repo, "scripts", "bench.sh")).read()
-check("threads:$t/$variant_rows" in bench_src and "variant_rows='iterations:'" in bench_src,
-      "bench.sh's per-process model filter is the one this test checks")
-filters = {"bench.sh": "^model/lstm32/train_step/batch:[0-9]+/threads:1/iterations:"}
+bench_line = re.search(r'^\s*bench "(\^model/[^"]+)" ', bench_src, re.M)
+rows = re.search(r"^\s*variant_rows='([^']*)'\s*$", bench_src, re.M)
+check(bench_line is not None and rows is not None,
+      "bench.sh has its per-process bench \"^model/...\" line and a default variant_rows")
+filters = {}
+if bench_line and rows:
+    filters["bench.sh"] = bash_expand(bench_line.group(1), m="lstm32", ph="train_step", t="1",
+                                      variant_rows=rows.group(1))
 if found:
-    filters["compare_pytorch.sh"] = (found.group(1).replace("$m", "lstm32").replace("${ph}", "train")
-                                     .replace("$t", "1").replace("\\$", "$"))
+    filters["compare_pytorch.sh"] = bash_expand(found.group(1), m="lstm32", ph="train", t="1")
+check(len(filters) == 2, f"both scripts' filters were found: {sorted(filters)}")
 for script, pattern in filters.items():
     hits = subprocess.run([bench, "--benchmark_list_tests", "--anvil_models=lstm32", "--anvil_threads=1",
                            "--benchmark_filter=" + pattern], capture_output=True, text=True).stdout.splitlines()

@@ -371,6 +371,33 @@ TEST_CASE("sum, mean and max over every dim combination match the CPU", "[cuda][
   }
 }
 
+// Note [NaN propagation] (kernels/cpu/elementwise_functors.h): relu, its backward and maximum
+// keep NaN on CUDA as on the CPU (checked there by tests/test_nan_propagation.cpp).
+TEST_CASE("relu, relu_backward and maximum on CUDA propagate NaN as the CPU does",
+          "[cuda][elementwise]") {
+  constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = Tensor::from_vector(std::vector<float>{nan, -1, 0, -0.0f, 2, nan, 3, -2}, {8});
+  const Tensor b = Tensor::from_vector(std::vector<float>{1, nan, -5, 4, nan, nan, 1, -3}, {8});
+  const Tensor dy = Tensor::full({8}, 2.0);
+  for (DType dt : {DType::f32, DType::f64}) {
+    const Tensor xc = raw::to_dtype(x, dt), bc = raw::to_dtype(b, dt), dyc = raw::to_dtype(dy, dt);
+    const Tensor y_gpu = ops::unary(EwOp::relu, gpu(xc));
+    const auto y = vals(y_gpu);
+    CHECK(std::isnan(y[0]));
+    CHECK(std::isnan(y[5]));
+    CHECK(y[1] == 0);
+    CHECK(y[4] == 2);
+    check_close(y_gpu, ops::unary(EwOp::relu, xc), "relu", 0, 0);
+    // The gradient passes where the output is NaN (PyTorch's threshold_backward on the output).
+    const Tensor g_gpu = ops::binary(EwOp::relu_backward, y_gpu, gpu(dyc));
+    CHECK(vals(g_gpu) == std::vector<double>{2, 0, 0, 0, 2, 2, 2, 0});
+    const Tensor m_gpu = ops::binary(EwOp::maximum, gpu(xc), gpu(bc));
+    const auto m = vals(m_gpu);
+    for (int i : {0, 1, 4, 5}) CHECK(std::isnan(m[static_cast<std::size_t>(i)]));
+    check_close(m_gpu, ops::binary(EwOp::maximum, xc, bc), "maximum", 0, 0);
+  }
+}
+
 TEST_CASE("max on CUDA keeps the first maximum and propagates NaN", "[cuda][reduce]") {
   constexpr float nan = std::numeric_limits<float>::quiet_NaN();
   constexpr float inf = std::numeric_limits<float>::infinity();

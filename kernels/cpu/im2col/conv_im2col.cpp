@@ -224,7 +224,7 @@ void forward(const ConvArgs& a) {
           const T bk = b ? b[k] : T(0);
           for (i64 j = 0; j < PQ; ++j) {
             T v = src[j] + bk;
-            dst[j] = relu && !(v > T(0)) ? T(0) : v;
+            dst[j] = relu && v <= T(0) ? T(0) : v;  // NaN stays
           }
         }
     }
@@ -260,7 +260,7 @@ void forward(const ConvArgs& a) {
           const T bk = b ? b[k] : T(0);
           for (i64 j = 0; j < cols; ++j) {
             T v = d[j] + bk;
-            d[j] = relu && !(v > T(0)) ? T(0) : v;
+            d[j] = relu && v <= T(0) ? T(0) : v;  // NaN stays
           }
         }
       }

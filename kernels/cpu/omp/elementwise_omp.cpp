@@ -21,12 +21,13 @@ namespace {
 constexpr std::int64_t kParallelGrain = 32768;
 
 // Note [ReLU selects]
-// GCC compiles the flat loop of relu (a > 0 ? a : 0) and relu_backward (x > 0 ? dy : 0) with
+// GCC compiles the flat loop of relu (a <= 0 ? 0 : a) and relu_backward (x <= 0 ? 0 : dy) with
 // branches instead of vector selects ("control flow in loop", -fopt-info-vec), and on
 // activations of random sign half of those branches mispredict: perf of a ResNet-50 training
 // step (batch 16, 1 thread) put 18 % of its CPU time in these two loops, ~10 cycles per
-// element. Dense f32 operands therefore take these vector selects (same results, NaN -> 0 as
-// in the functors), cloned for AVX-512 / AVX2 / baseline like the other vector kernels.
+// element. Dense f32 operands therefore take these vector selects (same results as the functors,
+// NaN propagated: Note [NaN propagation]), cloned for AVX-512 / AVX2 / baseline like the other
+// vector kernels.
 // ResNet-50 training step, batch 16, 1 thread (dev VM, 2026-11-22, 2 rounds of 3 steps, the
 // last two of each): 5.38-5.71 s before, 4.27-4.69 s with these.
 __attribute__((always_inline)) inline void relu_body(const float* a, float* out, std::int64_t n) {
@@ -34,9 +35,9 @@ __attribute__((always_inline)) inline void relu_body(const float* a, float* out,
   std::int64_t i = 0;
   for (; i + vec::kLanes <= n; i += vec::kLanes) {
     const vec::f32v v = vec::load(a + i);
-    vec::store(out + i, v > zero ? v : zero);
+    vec::store(out + i, v <= zero ? zero : v);
   }
-  for (; i < n; ++i) out[i] = a[i] > 0.0f ? a[i] : 0.0f;
+  for (; i < n; ++i) out[i] = a[i] <= 0.0f ? 0.0f : a[i];
 }
 __attribute__((always_inline)) inline void relu_backward_body(const float* x, const float* dy,
                                                               float* out, std::int64_t n) {
@@ -44,15 +45,19 @@ __attribute__((always_inline)) inline void relu_backward_body(const float* x, co
   std::int64_t i = 0;
   for (; i + vec::kLanes <= n; i += vec::kLanes) {
     const vec::f32v v = vec::load(x + i);
-    vec::store(out + i, v > zero ? vec::load(dy + i) : zero);
+    vec::store(out + i, v <= zero ? zero : vec::load(dy + i));
   }
-  for (; i < n; ++i) out[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+  for (; i < n; ++i) out[i] = x[i] <= 0.0f ? 0.0f : dy[i];
 }
+}  // namespace
+
 ANVIL_VEC_CLONES void relu_f32(const float* a, float* out, std::int64_t n) { relu_body(a, out, n); }
 ANVIL_VEC_CLONES void relu_backward_f32(const float* x, const float* dy, float* out,
                                         std::int64_t n) {
   relu_backward_body(x, dy, out, n);
 }
+
+namespace {
 
 // The dense f32 relu / relu_backward of Note [ReLU selects], in blocks over the threads; false
 // when the problem is not one of them. In place (out == a) is fine: each lane reads before it

@@ -200,15 +200,20 @@ __attribute__((always_inline)) inline void backward_rows_any(const T* gates, con
 
 // f32 entry points cloned for AVX-512 / AVX2+FMA / baseline (resolved once at load time), so the
 // library still runs on any x86-64 (never -march=native).
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void forward_rows_f32(
-    const float* bias, float* g, const float* c_prev, float* c, float* h, std::int64_t b0,
-    std::int64_t b1, std::int64_t H, bool store_gates) {
+#if defined(__SANITIZE_THREAD__)  // Note [No clones under TSan] (kernels/cpu/vec_math.h)
+#define ANVIL_LSTM_CLONES
+#else
+#define ANVIL_LSTM_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+ANVIL_LSTM_CLONES void forward_rows_f32(const float* bias, float* g, const float* c_prev, float* c,
+                                        float* h, std::int64_t b0, std::int64_t b1, std::int64_t H,
+                                        bool store_gates) {
   forward_rows_any<float>(bias, g, c_prev, c, h, b0, b1, H, store_gates);
 }
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void
-backward_rows_f32(const float* gates, const float* c, const float* c_prev, const float* dy,
-                  const float* dh, float* dc, float* dg, std::int64_t b0, std::int64_t b1,
-                  std::int64_t H) {
+ANVIL_LSTM_CLONES void backward_rows_f32(const float* gates, const float* c, const float* c_prev,
+                                         const float* dy, const float* dh, float* dc, float* dg,
+                                         std::int64_t b0, std::int64_t b1, std::int64_t H) {
   backward_rows_any<float>(gates, c, c_prev, dy, dh, dc, dg, b0, b1, H);
 }
 

@@ -12,6 +12,11 @@ void register_batch_norm_omp();  // batch_norm2d
 void register_reduce_omp();      // reduce (sum, max)
 void register_softmax_omp();     // softmax family and cross-entropy
 
+// The dense f32 relu and its backward of Note [ReLU selects] (elementwise_omp.cpp), one thread:
+// out = relu(a); out = dy where x > 0, else 0. Exposed for the micro-benchmarks.
+void relu_f32(const float* a, float* out, std::int64_t n);
+void relu_backward_f32(const float* x, const float* dy, float* out, std::int64_t n);
+
 // out[o, i] = scale * sum_r x[o, r, i]   (x viewed as [outer, reduce, inner])
 template <typename T>
 void reduce_sum(const T* x, T* out, std::int64_t outer, std::int64_t reduce, std::int64_t inner,

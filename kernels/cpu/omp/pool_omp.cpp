@@ -2,7 +2,8 @@
 // Pooling `cpu.omp`: max / average / adaptive-average 2-D pooling, forward and backward, f32 and
 // f64, OpenMP-parallel over the N*C planes (each thread owns whole planes: no write conflicts).
 // Layout: dense NCHW. Max workspace: int32 ih*W + iw per output, as `ref` (Note [Max-pool
-// workspace]); ties and NaN resolve as in `ref` (first maximum in window order wins, NaN never).
+// workspace]); ties and NaN resolve as in `ref` (first maximum in window order wins, a NaN
+// always wins, the last one in window order).
 //
 // Note [Row-sweep pooling]
 // A window-at-a-time loop has a 2..9-long inner loop: nothing to vectorise. Here an output row is
@@ -103,7 +104,7 @@ template <typename T>
         if (j == jlo) j = jhi;  // interior columns below
         if (j >= OW) break;
         for (std::int64_t w = cols.lo[j]; w < cols.hi[j]; ++w)
-          if (xr[w] > yr[j]) {
+          if (xr[w] > yr[j] || xr[w] != xr[w]) {
             yr[j] = xr[w];
             if (ir) ir[j] = static_cast<std::int32_t>(h * W + w);
           }
@@ -118,15 +119,16 @@ template <typename T>
           for (std::int64_t j = jlo; j < jhi; ++j) {
             const T v = xs[j * SW];
             const T cur = yr[j];
-            const std::int32_t m = -static_cast<std::int32_t>(v > cur);
-            yr[j] = v > cur ? v : cur;
+            const bool take = v > cur || v != v;  // NaN wins
+            const std::int32_t m = -static_cast<std::int32_t>(take);
+            yr[j] = take ? v : cur;
             ir[j] = ((base + static_cast<std::int32_t>(j * SW)) & m) | (ir[j] & ~m);
           }
         } else {
 #pragma omp simd
           for (std::int64_t j = jlo; j < jhi; ++j) {
             const T v = xs[j * SW];
-            yr[j] = v > yr[j] ? v : yr[j];
+            yr[j] = v > yr[j] || v != v ? v : yr[j];
           }
         }
       }
@@ -190,7 +192,11 @@ template <typename T>
 // The library is built for baseline x86-64 (SSE2; DESIGN.md: never -march=native). The f32 plane
 // kernels are cloned by GCC for AVX-512 and AVX2 (target_clones: one ifunc, resolved once at
 // load time from the running CPU), so the row sweeps use 16- or 8-wide vectors where available.
+#if defined(__SANITIZE_THREAD__)  // Note [No clones under TSan] (kernels/cpu/vec_math.h)
+#define ANVIL_POOL_CLONES
+#else
 #define ANVIL_POOL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 ANVIL_POOL_CLONES void max_plane_f32(const PoolProblem& p, const Axis& rows, const Axis& cols,
                                      const float* x, float* y, std::int32_t* idx) {
   max_plane<float>(p, rows, cols, x, y, idx);

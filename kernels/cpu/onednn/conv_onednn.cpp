@@ -120,12 +120,7 @@ std::shared_ptr<const ConvEntry> create_entry(const VariantSpec& v, const ConvPr
 
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  dnnl::primitive_attr fwd_attr = attr;
-  if (p.pass == ConvPass::forward && p.fuse_relu) {
-    dnnl::post_ops ops;
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    fwd_attr.set_post_ops(ops);
-  }
+  const dnnl::primitive_attr fwd_attr = attr;  // no relu post-op: see supports()
   const dnnl::convolution_forward::desc fwd_desc(dnnl::prop_kind::forward_training, v.algorithm,
                                                  src_any, wei_any, e->bias_md, dst_any, strides,
                                                  dil, pad, pad);
@@ -212,6 +207,11 @@ CacheValue lookup(const VariantSpec& v, const ConvProblem& p) {
 
 Support supports(const VariantSpec& v, const ConvProblem& p) {
   if (p.dtype != DType::f32) return Support::no("oneDNN conv2d variants handle f32 only");
+  // Note [NaN propagation] (kernels/cpu/elementwise_functors.h): oneDNN 2.6's relu post-op
+  // (eltwise_relu, alpha 0) maps a NaN pre-activation to 0 (tests/test_nan_propagation.cpp saw
+  // it), which would hide a diverging run; the relu then runs as anvil's own pass.
+  if (p.fuse_relu)
+    return Support::no("oneDNN's relu post-op maps NaN to 0; the relu runs as a separate pass");
   if (v.algorithm == dnnl::algorithm::convolution_winograd &&
       !(p.r == 3 && p.s == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dil_h == 1 && p.dil_w == 1))
     return Support::no("oneDNN winograd needs a 3x3 filter, stride 1, no dilation");

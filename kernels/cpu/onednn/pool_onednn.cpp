@@ -196,6 +196,12 @@ void run_onednn(const PoolArgs& a) {
 }  // namespace
 
 void register_pool_onednn() {
+  // Note [oneDNN max pooling and NaN]
+  // oneDNN 2.6's max pooling does not propagate NaN: a window holding numbers and a NaN gives
+  // the largest number, a window of NaNs gives -FLT_MAX (measured; tests/test_nan_propagation.cpp).
+  // That would let a diverging run look finite (Note [NaN propagation] in
+  // kernels/cpu/elementwise_functors.h), so for max pooling cpu.onednn is opt-in: it runs only
+  // when forced by name (ANVIL_VARIANT=max_pool2d=cpu.onednn), and the default is cpu.omp.
   for (PoolKind kind : {PoolKind::max, PoolKind::avg, PoolKind::adaptive_avg})
     pool_table(kind).add({
         .name = "cpu.onednn",
@@ -203,7 +209,10 @@ void register_pool_onednn() {
         .priority = 200,
         .supports = supports_onednn,
         .fn = run_onednn,
-        .description = "oneDNN 2.6 pooling primitives on plain NCHW, cached per problem",
+        .description = kind == PoolKind::max
+                           ? "oneDNN 2.6 max pooling, cached per problem; opt-in: drops NaN"
+                           : "oneDNN 2.6 pooling primitives on plain NCHW, cached per problem",
+        .opt_in = kind == PoolKind::max,
     });
   for (PoolKind kind : {PoolKind::max, PoolKind::avg, PoolKind::adaptive_avg})
     pool_table(kind).set_heuristic(pool_heuristic);  // Note [Pool default order]

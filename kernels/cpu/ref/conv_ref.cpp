@@ -46,7 +46,7 @@ void forward(const ConvArgs& a) {
                        static_cast<double>(w[((k * Cg + cg) * R + r) * S + s]);
               }
             }
-          if (pr.fuse_relu && !(acc > 0.0)) acc = 0.0;
+          if (pr.fuse_relu && acc <= 0.0) acc = 0.0;  // NaN stays (Note [NaN propagation])
           y[((n * K + k) * P + p) * Q + q] = static_cast<T>(acc);
         }
     }

@@ -3,7 +3,8 @@
 // the definitions read (one window at a time, serial), f32 and f64.
 // Layout: dense NCHW (engine/dispatch/pool_problem.h). Max workspace: int32 [N,C,OH,OW] holding
 // ih*W + iw of each maximum in its plane (Note [Max-pool workspace]); the first maximum in
-// row-major window order wins ties; NaN never wins.
+// row-major window order wins ties; a NaN always wins, the last one in window order (as in
+// PyTorch; Note [NaN propagation] in kernels/cpu/elementwise_functors.h).
 #include <limits>
 
 #include "engine/dispatch/pool_problem.h"
@@ -61,7 +62,7 @@ void forward(const PoolArgs& a) {
           std::int64_t at = win.h0 * p.w + win.w0;
           for (std::int64_t h = win.h0; h < win.h1; ++h)
             for (std::int64_t w = win.w0; w < win.w1; ++w)
-              if (xp[h * p.w + w] > best) {
+              if (xp[h * p.w + w] > best || xp[h * p.w + w] != xp[h * p.w + w]) {
                 best = xp[h * p.w + w];
                 at = h * p.w + w;
               }

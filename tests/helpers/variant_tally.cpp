@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// VariantTally::check() (tests/helpers/variant_tally.h).
+#include "helpers/variant_tally.h"
+
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+namespace anvil::test {
+
+int VariantTally::check() const {
+  int under = 0;
+  for (const auto& info : table_.list()) {
+    if (info.device != DeviceType::cpu) continue;  // GPU harnesses live in tests/cuda/
+    const auto r = ran.find(info.name);
+    const int n = r == ran.end() ? 0 : r->second;
+    std::ostringstream os;
+    os << table_.op() << " variant " << info.name << ": ran " << n << " problems";
+    if (auto s = seconds.find(info.name); s != seconds.end()) os << " in " << s->second << " s";
+    bool machine_only = false;
+    if (auto s = skipped.find(info.name); s != skipped.end()) {
+      machine_only = !s->second.empty();
+      for (const auto& [reason, count] : s->second) {
+        os << "; skipped " << count << " (" << reason << ")";
+        machine_only = machine_only && reason.find("this CPU") != std::string::npos;
+      }
+    }
+    WARN(os.str());
+    if (info.name == "ref" || n >= minimum_) continue;
+    if (n == 0 && machine_only) {
+      WARN(table_.op() << " variant " << info.name
+                       << " cannot run on this machine (reasons above): not counted");
+      continue;
+    }
+    ++under;
+    INFO(os.str());
+    INFO(table_.op() << " variant " << info.name << " ran " << n << " problems, fewer than the "
+                     << minimum_ << " this harness requires of every registered variant");
+    CHECK(n >= minimum_);
+  }
+  return under;
+}
+
+}  // namespace anvil::test

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// VariantTally: what a variant harness ran, per variant of one table, so that no variant can
+// pass by declining every problem. A harness counts each problem a variant ran (or skipped, with
+// the supports() reason); check() prints one line per variant and fails the test for every
+// registered CPU variant other than `ref` that ran fewer problems than the harness's stated
+// minimum. The one exemption: a variant that declined every problem it was offered for a reason
+// naming this machine ("... this CPU ...", e.g. no AVX-512), which it reports and the log shows.
+#include <map>
+#include <string>
+
+#include "engine/dispatch/variant_table.h"
+
+namespace anvil::test {
+
+class VariantTally {
+ public:
+  // `minimum`: problems every non-ref CPU variant of `table` must run.
+  VariantTally(const VariantTableBase& table, int minimum) : table_(table), minimum_(minimum) {}
+  VariantTally(const VariantTally&) = delete;
+  VariantTally& operator=(const VariantTally&) = delete;
+  // check() at the end of the harness: prints the tallies (Catch WARN) and fails (Catch CHECK)
+  // for each variant under the minimum. Returns the number of variants under it.
+  int check() const;
+
+  std::map<std::string, int> ran;                             // variant -> problems run
+  std::map<std::string, double> seconds;                      // variant -> time (optional)
+  std::map<std::string, std::map<std::string, int>> skipped;  // variant -> reason -> count
+
+ private:
+  const VariantTableBase& table_;
+  int minimum_;
+};
+
+}  // namespace anvil::test
