@@ -3,6 +3,8 @@
 // (Note [PTB batch layout] in ptb.h). Whole files are read into memory (ptb.train.txt is 5 MB).
 #include "data/ptb.h"
 
+#include "data/file_bytes.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -15,21 +17,6 @@ namespace anvil::data {
 namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-
-// Reads the whole file; throws naming `where` and the path when it cannot.
-std::string read_file(const std::string& path, const char* where) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (!std::filesystem::exists(status)) fail(where, "cannot open '", path, "': no such file");
-  if (std::filesystem::is_directory(status))
-    fail(where, "cannot read '", path, "': it is a directory, not a text file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(where, "cannot open '", path, "': ", std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail(where, "error while reading '", path, "'");
-  return std::move(ss).str();
-}
 
 // Length of the valid UTF-8 sequence at s[i], or 0 when it is invalid (truncated, overlong,
 // surrogate, above U+10FFFF, stray continuation byte).
@@ -108,7 +95,8 @@ std::int64_t tokenize(const std::string& text, OnWord&& on_word, OnEol&& on_eol)
 
 // Reads and checks a PTB text file; throws when it holds no word.
 std::string read_text(const std::string& path, const char* where) {
-  std::string text = read_file(path, where);
+  // Regular files only (a FIFO or /dev/zero is refused: Note [Bounded file reads]).
+  std::string text = detail::read_file_text(path, where);
   if (text.empty()) fail(where, "'", path, "' is empty (0 bytes)");
   check_text(text, path, where);
   return text;

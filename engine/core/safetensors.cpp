@@ -326,7 +326,12 @@ Header read_header(int fd, const std::string& path) {
   const char* where = "load_safetensors";
   struct stat st {};
   ANVIL_CHECK(::fstat(fd, &st) == 0, where, path, ": cannot stat: ", errno_text(errno));
-  ANVIL_CHECK(S_ISREG(st.st_mode), where, path, ": not a regular file");
+  ANVIL_CHECK(!S_ISDIR(st.st_mode), where, path, ": is a directory, not a file");
+  ANVIL_CHECK(S_ISREG(st.st_mode), where, path, ": not a regular file (",
+              S_ISFIFO(st.st_mode)  ? "a FIFO"
+              : S_ISCHR(st.st_mode) ? "a character device"
+                                    : "a device or socket",
+              ")");
   const auto file_size = static_cast<std::uint64_t>(st.st_size);
   ANVIL_CHECK(file_size >= 8, where, path, ": file is ", file_size,
               " bytes, shorter than the 8-byte header length");
@@ -380,8 +385,10 @@ Header read_header(int fd, const std::string& path) {
   return h;
 }
 
+// O_NONBLOCK: opening a FIFO must not wait for a writer; read_header then refuses anything
+// that is not a regular file (a FIFO, /dev/zero, a directory) before reading a byte.
 int open_for_reading(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   ANVIL_CHECK(fd >= 0, "load_safetensors", path, ": cannot open: ", errno_text(errno));
   return fd;
 }
