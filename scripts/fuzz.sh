@@ -38,7 +38,7 @@ while [[ $# -gt 0 ]]; do
     --build-dir=*) build=${1#*=}; shift ;;
     --keep-corpus) keep=1; shift ;;
     --long) long=1; shift ;;
-    -h|--help) sed -n '3,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,24p' "$0"; exit 0 ;;
     -*) echo "fuzz: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
