@@ -364,7 +364,9 @@ def run_cli(anvil, bases, base_rss_mb, rows, root):
 
 
 def run_measured(cmd, stem):
-    """Runs cmd; returns (exit code, stderr text, peak RSS in MB from wait4, timed out)."""
+    """Runs cmd; returns (exit code, stderr text, peak RSS in MB from wait4, timed out). The RSS
+    is an upper bound of the child's own peak: ru_maxrss counts the pages the child inherited
+    from this process until its exec (which is why the corpus is generated in other processes)."""
     with open(stem + ".out", "wb") as out, open(stem + ".err", "wb") as err:
         p = subprocess.Popen(cmd, stdout=out, stderr=err)
         timer = threading.Timer(60, p.kill)
