@@ -18,41 +18,17 @@
 namespace anvil::data {
 namespace fs = std::filesystem;
 
-namespace detail {
-
-std::vector<std::uint8_t> read_file_bytes(const std::string& path, const char* where) {
-  std::error_code ec;
-  const auto status = fs::status(path, ec);
-  if (!fs::exists(status)) fail(where, path, ": no such file");
-  if (fs::is_directory(status)) fail(where, path, ": is a directory, not a file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(where, path, ": cannot open: ", std::strerror(errno));
-  std::vector<std::uint8_t> bytes;
-  if (fs::is_regular_file(status)) {
-    const std::uintmax_t size = fs::file_size(path, ec);
-    if (ec) fail(where, path, ": cannot read its size: ", ec.message());
-    bytes.resize(static_cast<std::size_t>(size));
-    in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    if (static_cast<std::size_t>(in.gcount()) != bytes.size())
-      fail(where, path, ": read ", in.gcount(), " of its ", bytes.size(),
-           " bytes (changed while reading?)");
-  } else {  // a pipe or device: read until the end
-    std::array<char, 65536> chunk;
-    while (in.read(chunk.data(), chunk.size()) || in.gcount() > 0)
-      bytes.insert(bytes.end(), chunk.data(), chunk.data() + in.gcount());
-  }
-  if (in.bad()) fail(where, path, ": error while reading");
-  return bytes;
-}
-
-}  // namespace detail
-
 namespace {
 
 constexpr std::uint8_t kIdxUnsignedByte = 0x08;
-// Above this many payload bytes (1 TiB) a declaration is taken as corrupt, whatever the file
-// holds: it keeps every product far from int64 overflow in the tensor shapes.
-constexpr std::uint64_t kMaxIdxPayload = std::uint64_t{1} << 40;
+
+// The checked limit of `options` (in [1, kMaxIdxMaxBytes]).
+std::uint64_t max_bytes_of(const IdxOptions& options, const char* where) {
+  ANVIL_CHECK(options.max_bytes >= 1 && options.max_bytes <= kMaxIdxMaxBytes, where,
+              "IdxOptions::max_bytes must be in [1, ", kMaxIdxMaxBytes, "], got ",
+              options.max_bytes);
+  return options.max_bytes;
+}
 
 const char* idx_type_name(std::uint8_t t) {
   switch (t) {
@@ -129,7 +105,7 @@ std::size_t idx_header_length(const std::uint8_t* b) { return 4 + 4 * std::size_
 // `has` is how the message names what the payload was measured in ("file has" or, after gunzip,
 // "decompressed data has"); the payload length is checked by the caller.
 IdxHeader parse_idx_header(const std::uint8_t* b, std::size_t size, const std::string& name,
-                           const char* where) {
+                           const char* where, std::uint64_t max_bytes) {
   if (size == 0) fail(where, name, ": is empty (0 bytes)");
   if (size < 4)
     fail(where, name, ": is too short for an IDX header (", size,
@@ -164,16 +140,17 @@ IdxHeader parse_idx_header(const std::uint8_t* b, std::size_t size, const std::s
   if (overflow)
     fail(where, name, ": declares ", dims_text(h.dims),
          " elements: the product overflows 64 bits (corrupt header?)");
-  if (product > kMaxIdxPayload)
+  if (product > max_bytes || h.header_bytes + product > max_bytes)
     fail(where, name, ": declares ", dims_text(h.dims), " = ", product,
-         " bytes of data, more than the 1 TiB this reader accepts (corrupt header?)");
+         " bytes of data, more than the limit of ", max_bytes,
+         " bytes (IdxOptions::max_bytes; corrupt header?)");
   h.payload_bytes = product;
   return h;
 }
 
 IdxArray parse_idx_impl(const std::uint8_t* bytes, std::size_t size, const std::string& name,
-                        const char* where, const char* has) {
-  IdxHeader h = parse_idx_header(bytes, size, name, where);
+                        const char* where, const char* has, std::uint64_t max_bytes) {
+  IdxHeader h = parse_idx_header(bytes, size, name, where, max_bytes);
   const std::uint64_t have = size - h.header_bytes;
   if (have < h.payload_bytes)
     fail(where, name, ": declares ", dims_text(h.dims), " = ", h.payload_bytes, " bytes of data, ",
@@ -194,11 +171,15 @@ IdxArray parse_idx_impl(const std::uint8_t* bytes, std::size_t size, const std::
 // fills it: memory stays within twice what the data really decompresses to. As soon as the IDX
 // header is out, it is checked (parse_idx_header) and the buffer is capped at header + declared
 // payload + 1 byte: a stream that fills that last byte holds more than it declares and is
-// rejected without inflating the rest (a "zip bomb" behind a small header costs nothing). Several
+// rejected without inflating the rest (a "zip bomb" behind a small header costs nothing). A
+// header that declares more than IdxOptions::max_bytes is rejected as soon as it is out, and
+// until then (and whatever the header says) the output may never pass max_bytes: the check runs
+// on every inflate call, so a bomb is stopped after at most max_bytes + 1 bytes. Several
 // concatenated gzip members are one stream (as gzip -d and Python read them); anything else after
 // the last member is corrupt data.
 std::vector<std::uint8_t> gunzip_idx(const std::uint8_t* bytes, std::size_t size,
-                                     const std::string& name, const char* where) {
+                                     const std::string& name, const char* where,
+                                     std::uint64_t max_bytes) {
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)  // 16 +: gzip wrapper only
     fail(where, name, ": zlib inflateInit2 failed");
@@ -209,10 +190,14 @@ std::vector<std::uint8_t> gunzip_idx(const std::uint8_t* bytes, std::size_t size
 
   std::vector<std::uint8_t> out;
   std::size_t produced = 0;
-  std::size_t limit = SIZE_MAX;  // header + payload + 1, once the header is known
+  // max_bytes + 1 until the header is known, then header + payload + 1 (<= max_bytes + 1).
+  std::size_t limit = static_cast<std::size_t>(max_bytes) + 1;
   bool header_known = false;
   IdxHeader header;
   const auto fail_extra = [&] {
+    if (!header_known)
+      fail(where, name, ": decompresses to more than the limit of ", max_bytes,
+           " bytes (IdxOptions::max_bytes) before its IDX header ends");
     fail(where, name, ": declares ", dims_text(header.dims), " = ", header.payload_bytes,
          " bytes of data, the gzip stream holds more (extra data after the payload)");
   };
@@ -237,8 +222,9 @@ std::vector<std::uint8_t> gunzip_idx(const std::uint8_t* bytes, std::size_t size
     zs.avail_out = static_cast<uInt>(room);
     const int ret = inflate(&zs, Z_NO_FLUSH);
     produced += room - zs.avail_out;
+    if (produced >= limit) fail_extra();  // checked on every call: never past max_bytes + 1
     if (!header_known && produced >= 4 && produced >= idx_header_length(out.data())) {
-      header = parse_idx_header(out.data(), produced, name, where);
+      header = parse_idx_header(out.data(), produced, name, where, max_bytes);
       limit = header.header_bytes + header.payload_bytes + 1;
       header_known = true;
       if (produced >= limit) fail_extra();
@@ -264,7 +250,7 @@ std::vector<std::uint8_t> gunzip_idx(const std::uint8_t* bytes, std::size_t size
 }
 
 IdxArray decode_idx_impl(const std::uint8_t* bytes, std::size_t size, const std::string& name,
-                         const char* where) {
+                         const char* where, std::uint64_t max_bytes) {
   const bool gz_name = ends_with(name, ".gz");
   const bool gz_data = has_gzip_magic(bytes, size);
   if (size == 0) fail(where, name, ": is empty (0 bytes)");
@@ -274,14 +260,16 @@ IdxArray decode_idx_impl(const std::uint8_t* bytes, std::size_t size, const std:
          ", not the gzip magic 1f 8b); a name ending in .gz must hold gzip data");
   if (!gz_name && gz_data)
     fail(where, name, ": is gzip-compressed (starts with 1f 8b); its name must end in .gz");
-  if (!gz_name) return parse_idx_impl(bytes, size, name, where, "file has");
-  const std::vector<std::uint8_t> raw = gunzip_idx(bytes, size, name, where);
-  return parse_idx_impl(raw.data(), raw.size(), name, where, "gunzipped data has");
+  if (!gz_name) return parse_idx_impl(bytes, size, name, where, "file has", max_bytes);
+  const std::vector<std::uint8_t> raw = gunzip_idx(bytes, size, name, where, max_bytes);
+  return parse_idx_impl(raw.data(), raw.size(), name, where, "gunzipped data has", max_bytes);
 }
 
-IdxArray read_idx_impl(const std::string& path, const char* where) {
-  const std::vector<std::uint8_t> bytes = detail::read_file_bytes(path, where);
-  return decode_idx_impl(bytes.data(), bytes.size(), path, where);
+IdxArray read_idx_impl(const std::string& path, const char* where, std::uint64_t max_bytes) {
+  // A compressed file is never larger than max_bytes either (gzip adds 18 bytes + 5 per 64 KiB
+  // block to incompressible data, far below the 1 KiB IDX header that max_bytes must hold).
+  const std::vector<std::uint8_t> bytes = detail::read_file_bytes(path, where, max_bytes);
+  return decode_idx_impl(bytes.data(), bytes.size(), path, where, max_bytes);
 }
 
 void check_consistent(const IdxArray& a, const std::string& name, const char* where) {
@@ -338,30 +326,41 @@ ImageDataset mnist_from_idx_impl(const IdxArray& images, const IdxArray& labels,
 
 }  // namespace
 
-IdxArray parse_idx(const std::uint8_t* bytes, std::size_t size, const std::string& name) {
-  return parse_idx_impl(bytes, size, name, "parse_idx", "file has");
+IdxArray parse_idx(const std::uint8_t* bytes, std::size_t size, const std::string& name,
+                   const IdxOptions& options) {
+  const char* where = "parse_idx";
+  return parse_idx_impl(bytes, size, name, where, "file has", max_bytes_of(options, where));
 }
 
-IdxArray decode_idx(const std::uint8_t* bytes, std::size_t size, const std::string& name) {
-  return decode_idx_impl(bytes, size, name, "decode_idx");
+IdxArray decode_idx(const std::uint8_t* bytes, std::size_t size, const std::string& name,
+                    const IdxOptions& options) {
+  const char* where = "decode_idx";
+  return decode_idx_impl(bytes, size, name, where, max_bytes_of(options, where));
 }
 
-IdxArray read_idx(const std::string& path) { return read_idx_impl(path, "read_idx"); }
+IdxArray read_idx(const std::string& path, const IdxOptions& options) {
+  const char* where = "read_idx";
+  return read_idx_impl(path, where, max_bytes_of(options, where));
+}
 
 ImageDataset mnist_from_idx(const IdxArray& images, const IdxArray& labels,
                             const std::string& images_name, const std::string& labels_name) {
   return mnist_from_idx_impl(images, labels, images_name, labels_name, "mnist_from_idx");
 }
 
-ImageDataset read_mnist(const std::string& images_path, const std::string& labels_path) {
+ImageDataset read_mnist(const std::string& images_path, const std::string& labels_path,
+                        const IdxOptions& options) {
   const char* where = "read_mnist";
-  const IdxArray labels = read_idx_impl(labels_path, where);
-  const IdxArray images = read_idx_impl(images_path, where);
+  const std::uint64_t max_bytes = max_bytes_of(options, where);
+  const IdxArray labels = read_idx_impl(labels_path, where, max_bytes);
+  const IdxArray images = read_idx_impl(images_path, where, max_bytes);
   return mnist_from_idx_impl(images, labels, images_path, labels_path, where);
 }
 
-ImageDataset read_mnist_dir(const std::string& dir, const std::string& split) {
+ImageDataset read_mnist_dir(const std::string& dir, const std::string& split,
+                            const IdxOptions& options) {
   const char* where = "read_mnist_dir";
+  const std::uint64_t max_bytes = max_bytes_of(options, where);
   std::string prefix;
   if (split == "train")
     prefix = "train";
@@ -381,8 +380,8 @@ ImageDataset read_mnist_dir(const std::string& dir, const std::string& split) {
   };
   const std::string labels = pick(prefix + "-labels-idx1-ubyte");
   const std::string images = pick(prefix + "-images-idx3-ubyte");
-  const IdxArray l = read_idx_impl(labels, where);
-  const IdxArray i = read_idx_impl(images, where);
+  const IdxArray l = read_idx_impl(labels, where, max_bytes);
+  const IdxArray i = read_idx_impl(images, where, max_bytes);
   return mnist_from_idx_impl(i, l, images, labels, where);
 }
 

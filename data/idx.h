@@ -22,6 +22,12 @@
 // inflated into a buffer that grows with what the stream really produces and stops at the size
 // its IDX header declares (plus one byte, to detect extra data): a small .gz cannot make the
 // reader allocate more than it decompresses (Note [Bounded gunzip] in idx.cpp).
+//
+// Every read is bounded by IdxOptions::max_bytes (default 1 GiB, 20x the largest MNIST-family
+// file): a raw file larger than that is refused before it is read, a header declaring more is
+// refused as soon as it is decompressed, and the gunzip output is checked against the limit
+// while inflating, so a gzip bomb costs at most max_bytes of memory and the time to inflate
+// them. Only regular files are read (a FIFO or /dev/zero is refused, data/file_bytes.h).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -30,6 +36,17 @@
 #include "data/image_dataset.h"
 
 namespace anvil::data {
+
+// Default IdxOptions::max_bytes: 1 GiB (train-images-idx3-ubyte of MNIST is 47 MB).
+inline constexpr std::uint64_t kDefaultIdxMaxBytes = std::uint64_t{1} << 30;
+// Above this (1 TiB) no limit is accepted: it keeps every size product far from overflow.
+inline constexpr std::uint64_t kMaxIdxMaxBytes = std::uint64_t{1} << 40;
+
+struct IdxOptions {
+  // The most bytes of IDX data (header + payload) read from a raw file or decompressed from a
+  // gzip stream; in [1, kMaxIdxMaxBytes].
+  std::uint64_t max_bytes = kDefaultIdxMaxBytes;
+};
 
 // One IDX file: the element type code (always 0x08 here), the sizes and the raw elements.
 struct IdxArray {
@@ -40,23 +57,27 @@ struct IdxArray {
 
 // Reads an IDX file (gunzipped when the name ends in ".gz"). Throws anvil::Error naming the path
 // for a missing or unreadable file, a compression that does not match the name, corrupt or
-// truncated gzip data and everything parse_idx() rejects.
-IdxArray read_idx(const std::string& path);
+// truncated gzip data, a file that is not a regular file, more data than options.max_bytes and
+// everything parse_idx() rejects.
+IdxArray read_idx(const std::string& path, const IdxOptions& options = {});
 
 // What read_idx() does after reading the file, on bytes in memory: checks the gzip magic against
 // `name`, gunzips "*.gz" and parses. Pure (no I/O); the IDX fuzz target calls it.
-IdxArray decode_idx(const std::uint8_t* bytes, std::size_t size, const std::string& name);
+IdxArray decode_idx(const std::uint8_t* bytes, std::size_t size, const std::string& name,
+                    const IdxOptions& options = {});
 
 // Parses uncompressed IDX bytes; `name` is only used in messages. Pure (no I/O); the IDX fuzz
 // target calls it. Throws for a short header, a bad magic, a type other than 0x08, 0 dimensions,
-// a size product that overflows or is absurd (> 2^40 bytes), and a payload shorter or longer
+// a size product that overflows or exceeds options.max_bytes, and a payload shorter or longer
 // than the product of the sizes.
-IdxArray parse_idx(const std::uint8_t* bytes, std::size_t size, const std::string& name);
+IdxArray parse_idx(const std::uint8_t* bytes, std::size_t size, const std::string& name,
+                   const IdxOptions& options = {});
 
 // MNIST-format images + labels: images [N, 1, rows, cols] f32 in [0, 1] (byte / 255), labels
 // [N] i64, num_classes = 10. The images file must be 3-D (N, rows, cols) with no zero size, the
 // labels file 1-D (N) with the same N, every label < 10.
-ImageDataset read_mnist(const std::string& images_path, const std::string& labels_path);
+ImageDataset read_mnist(const std::string& images_path, const std::string& labels_path,
+                        const IdxOptions& options = {});
 
 // The same from already parsed arrays; the names are only used in messages.
 ImageDataset mnist_from_idx(const IdxArray& images, const IdxArray& labels,
@@ -65,6 +86,7 @@ ImageDataset mnist_from_idx(const IdxArray& images, const IdxArray& labels,
 // A folder in the layout of the MNIST / Fashion-MNIST downloads: <split>-images-idx3-ubyte and
 // <split>-labels-idx1-ubyte, each uncompressed or with ".gz" (the uncompressed one is taken when
 // both exist). split: "train", or "t10k" / "test" for the test set.
-ImageDataset read_mnist_dir(const std::string& dir, const std::string& split);
+ImageDataset read_mnist_dir(const std::string& dir, const std::string& split,
+                            const IdxOptions& options = {});
 
 }  // namespace anvil::data

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "data/file_bytes.h"  // detail::read_file_bytes, for the readers
 #include "engine/core/tensor.h"
 
 namespace anvil::data {
@@ -23,11 +24,5 @@ struct ImageDataset {
 
   std::int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
 };
-
-namespace detail {
-// The whole file as bytes, for the dataset readers (defined in idx.cpp). Throws
-// "<where>: <path>: no such file" / "is a directory, not a file" / "cannot open: <errno text>".
-std::vector<std::uint8_t> read_file_bytes(const std::string& path, const char* where);
-}  // namespace detail
 
 }  // namespace anvil::data

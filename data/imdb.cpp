@@ -46,10 +46,8 @@ std::size_t utf8_length(std::string_view s, std::size_t i) {
 }
 
 // The file as text; throws for a missing or empty file, a NUL byte or invalid UTF-8.
-std::string read_text(const std::string& path, const char* where) {
-  const std::vector<std::uint8_t> bytes = detail::read_file_bytes(path, where);
-  if (bytes.empty()) fail(where, path, ": is empty (0 bytes)");
-  std::string text(bytes.begin(), bytes.end());
+void check_text(const std::string& text, const std::string& path, const char* where) {
+  if (text.empty()) fail(where, path, ": is empty (0 bytes)");
   std::int64_t line = 1;
   for (std::size_t i = 0; i < text.size();) {
     if (text[i] == '\0')
@@ -61,6 +59,11 @@ std::string read_text(const std::string& path, const char* where) {
            ")");
     i += n;
   }
+}
+
+std::string read_text(const std::string& path, const char* where) {
+  std::string text = detail::read_file_text(path, where);
+  check_text(text, path, where);
   return text;
 }
 
@@ -123,6 +126,9 @@ void encode_into(std::string_view text, const ImdbWordIndex& index, std::int64_t
   });
 }
 
+// Parses and checks a word index (defined below, after the public readers that use it).
+ImdbWordIndex word_index_from(const std::string& text, const std::string& path, const char* where);
+
 void check_num_words(std::int64_t num_words, const char* where) {
   ANVIL_CHECK(num_words >= 3, where, "num_words must be at least 3 (ids 0 = padding, 1 = start, ",
               "2 = out of vocabulary), got ", num_words);
@@ -148,7 +154,18 @@ std::vector<std::int64_t> imdb_encode(std::string_view text, const ImdbWordIndex
 
 ImdbWordIndex read_imdb_word_index(const std::string& path) {
   const char* where = "read_imdb_word_index";
-  const std::string text = read_text(path, where);
+  return word_index_from(read_text(path, where), path, where);
+}
+
+ImdbWordIndex parse_imdb_word_index(const std::string& text, const std::string& name) {
+  const char* where = "parse_imdb_word_index";
+  check_text(text, name, where);
+  return word_index_from(text, name, where);
+}
+
+namespace {
+
+ImdbWordIndex word_index_from(const std::string& text, const std::string& path, const char* where) {
   // The parser keeps the last of two equal keys; the callback sees every key of the top-level
   // object and rejects a repeated one.
   std::unordered_set<std::string> keys;
@@ -193,13 +210,19 @@ ImdbWordIndex read_imdb_word_index(const std::string& path) {
   return index;
 }
 
-SequenceDataset read_imdb(const std::string& reviews_path, const std::string& word_index_path,
-                          std::int64_t num_words, std::int64_t maxlen) {
-  const char* where = "read_imdb";
+// read_imdb and parse_imdb; the texts are read from the paths when null (the reviews first:
+// their problems, a path mix-up or a bad line, show before the index is read).
+SequenceDataset imdb_from(const std::string* reviews, const std::string* word_index,
+                          const std::string& reviews_path, const std::string& word_index_path,
+                          std::int64_t num_words, std::int64_t maxlen, const char* where) {
   check_num_words(num_words, where);
   ANVIL_CHECK(maxlen >= 1, where, "maxlen must be at least 1, got ", maxlen);
-  // The reviews first: their problems (a path mix-up, a bad line) show before the index is parsed.
-  const std::string text = read_text(reviews_path, where);
+  std::string read;
+  if (reviews == nullptr)
+    read = read_text(reviews_path, where);
+  else
+    check_text(*reviews, reviews_path, where);
+  const std::string& text = reviews != nullptr ? *reviews : read;
 
   struct Line {
     std::string_view text;
@@ -227,7 +250,9 @@ SequenceDataset read_imdb(const std::string& reviews_path, const std::string& wo
   }
   if (lines.empty()) fail(where, reviews_path, ": has no reviews");
 
-  const ImdbWordIndex index = read_imdb_word_index(word_index_path);
+  const ImdbWordIndex index = word_index != nullptr
+                                  ? parse_imdb_word_index(*word_index, word_index_path)
+                                  : read_imdb_word_index(word_index_path);
   const auto n = static_cast<std::int64_t>(lines.size());
   SequenceDataset ds;
   ds.vocab_size = num_words;
@@ -247,6 +272,20 @@ SequenceDataset read_imdb(const std::string& reviews_path, const std::string& wo
   }
   ds.source = reviews_path + ", " + word_index_path;
   return ds;
+}
+
+}  // namespace
+
+SequenceDataset read_imdb(const std::string& reviews_path, const std::string& word_index_path,
+                          std::int64_t num_words, std::int64_t maxlen) {
+  return imdb_from(nullptr, nullptr, reviews_path, word_index_path, num_words, maxlen, "read_imdb");
+}
+
+SequenceDataset parse_imdb(const std::string& reviews, const std::string& word_index,
+                           const std::string& reviews_name, const std::string& word_index_name,
+                           std::int64_t num_words, std::int64_t maxlen) {
+  return imdb_from(&reviews, &word_index, reviews_name, word_index_name, num_words, maxlen,
+                   "parse_imdb");
 }
 
 }  // namespace anvil::data

@@ -60,6 +60,13 @@ SequenceDataset read_imdb(const std::string& reviews_path, const std::string& wo
 // or too large for an id, and two words with the same rank.
 ImdbWordIndex read_imdb_word_index(const std::string& path);
 
+// read_imdb and read_imdb_word_index on text in memory (the names only for messages): the same
+// checks and results. Pure (no I/O); the IMDB fuzz target calls them.
+SequenceDataset parse_imdb(const std::string& reviews, const std::string& word_index,
+                           const std::string& reviews_name, const std::string& word_index_name,
+                           std::int64_t num_words = 5000, std::int64_t maxlen = 500);
+ImdbWordIndex parse_imdb_word_index(const std::string& text, const std::string& name);
+
 // The words of a review text (Note [IMDB encoding]).
 std::vector<std::string> imdb_tokenize(std::string_view text);
 

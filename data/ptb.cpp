@@ -3,6 +3,8 @@
 // (Note [PTB batch layout] in ptb.h). Whole files are read into memory (ptb.train.txt is 5 MB).
 #include "data/ptb.h"
 
+#include "data/file_bytes.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -15,21 +17,6 @@ namespace anvil::data {
 namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-
-// Reads the whole file; throws naming `where` and the path when it cannot.
-std::string read_file(const std::string& path, const char* where) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (!std::filesystem::exists(status)) fail(where, "cannot open '", path, "': no such file");
-  if (std::filesystem::is_directory(status))
-    fail(where, "cannot read '", path, "': it is a directory, not a text file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(where, "cannot open '", path, "': ", std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail(where, "error while reading '", path, "'");
-  return std::move(ss).str();
-}
 
 // Length of the valid UTF-8 sequence at s[i], or 0 when it is invalid (truncated, overlong,
 // surrogate, above U+10FFFF, stray continuation byte).
@@ -106,11 +93,17 @@ std::int64_t tokenize(const std::string& text, OnWord&& on_word, OnEol&& on_eol)
   return words;
 }
 
-// Reads and checks a PTB text file; throws when it holds no word.
-std::string read_text(const std::string& path, const char* where) {
-  std::string text = read_file(path, where);
+// Checks text read from `path`: not empty, no NUL, valid UTF-8.
+void check_content(const std::string& text, const std::string& path, const char* where) {
   if (text.empty()) fail(where, "'", path, "' is empty (0 bytes)");
   check_text(text, path, where);
+}
+
+// Reads and checks a PTB text file.
+std::string read_text(const std::string& path, const char* where) {
+  // Regular files only (a FIFO or /dev/zero is refused: Note [Bounded file reads]).
+  std::string text = detail::read_file_text(path, where);
+  check_content(text, path, where);
   return text;
 }
 
@@ -161,8 +154,16 @@ Vocabulary Vocabulary::build(const std::vector<std::string>& paths) {
 }
 
 Vocabulary Vocabulary::load(const std::string& path) {
-  const char* where = "Vocabulary::load";
-  const std::string text = read_text(path, where);
+  return load_text(read_text(path, "Vocabulary::load"), path, "Vocabulary::load");
+}
+
+Vocabulary Vocabulary::parse(const std::string& text, const std::string& name) {
+  check_content(text, name, "Vocabulary::parse");
+  return load_text(text, name, "Vocabulary::parse");
+}
+
+Vocabulary Vocabulary::load_text(const std::string& text, const std::string& path,
+                                 const char* where) {
   std::vector<std::string> words;
   std::unordered_map<std::string, std::int64_t, WordHash, std::equal_to<>> first_line;
   std::int64_t line = 1;
@@ -217,9 +218,13 @@ const std::string& Vocabulary::word(std::int64_t id) const {
 
 // ---- reader -----------------------------------------------------------------------------------
 
-std::vector<std::int64_t> read_ptb_ids(const std::string& path, const Vocabulary& vocab,
-                                       UnknownWords unknown) {
-  const char* where = "read_ptb_ids";
+namespace {
+
+// read_ptb_ids and parse_ptb_ids: `text` (read from `path` only once the vocabulary passed its
+// checks, when `text` is null) to ids.
+std::vector<std::int64_t> ptb_ids(const std::string* given, const std::string& path,
+                                  const Vocabulary& vocab, UnknownWords unknown,
+                                  const char* where) {
   ANVIL_CHECK(vocab.size() > 0, where, "the vocabulary is empty (reading '", path, "')");
   const std::int64_t eos = vocab.find(kEos);
   ANVIL_CHECK(eos >= 0, where, "the vocabulary (", vocab.size(), " words) has no ", kEos,
@@ -230,7 +235,12 @@ std::vector<std::int64_t> read_ptb_ids(const std::string& path, const Vocabulary
     ANVIL_CHECK(unk >= 0, where, "UnknownWords::kMapToUnk needs ", kUnk, " in the vocabulary (",
                 vocab.size(), " words; reading '", path, "')");
   }
-  const std::string text = read_text(path, where);
+  std::string read;
+  if (given == nullptr)
+    read = read_text(path, where);
+  else
+    check_content(*given, path, where);
+  const std::string& text = given != nullptr ? *given : read;
   std::vector<std::int64_t> ids;
   ids.reserve(text.size() / 5);
   const std::int64_t words = tokenize(
@@ -250,21 +260,45 @@ std::vector<std::int64_t> read_ptb_ids(const std::string& path, const Vocabulary
   return ids;
 }
 
+}  // namespace
+
+std::vector<std::int64_t> read_ptb_ids(const std::string& path, const Vocabulary& vocab,
+                                       UnknownWords unknown) {
+  return ptb_ids(nullptr, path, vocab, unknown, "read_ptb_ids");
+}
+
+std::vector<std::int64_t> parse_ptb_ids(const std::string& text, const std::string& name,
+                                        const Vocabulary& vocab, UnknownWords unknown) {
+  return ptb_ids(&text, name, vocab, unknown, "parse_ptb_ids");
+}
+
 Tensor read_ptb_tensor(const std::string& path, const Vocabulary& vocab, UnknownWords unknown) {
   std::vector<std::int64_t> ids = read_ptb_ids(path, vocab, unknown);
   const Shape shape{static_cast<std::int64_t>(ids.size())};
   return Tensor::from_vector(ids, shape);
 }
 
-std::vector<std::string> read_ptb_words(const std::string& path) {
-  const char* where = "read_ptb_words";
-  const std::string text = read_text(path, where);
+namespace {
+
+std::vector<std::string> parse_ptb_words_impl(const std::string& text, const std::string& path,
+                                              const char* where) {
   std::vector<std::string> out;
   const std::int64_t words = tokenize(
       text, [&](std::string_view w, std::int64_t) { out.emplace_back(w); },
       [&](std::int64_t) { out.emplace_back(kEos); });
   if (words == 0) fail_no_words(path, where);
   return out;
+}
+
+}  // namespace
+
+std::vector<std::string> read_ptb_words(const std::string& path) {
+  return parse_ptb_words_impl(read_text(path, "read_ptb_words"), path, "read_ptb_words");
+}
+
+std::vector<std::string> parse_ptb_words(const std::string& text, const std::string& name) {
+  check_content(text, name, "parse_ptb_words");
+  return parse_ptb_words_impl(text, name, "parse_ptb_words");
 }
 
 // ---- batcher ----------------------------------------------------------------------------------

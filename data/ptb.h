@@ -53,6 +53,8 @@ class Vocabulary {
   // One word per line, line i = id i (a trailing '\r' is ignored). Throws on a missing, empty or
   // binary file, a blank line, a word with inner whitespace and a duplicate (naming both lines).
   static Vocabulary load(const std::string& path);
+  // The same from text in memory (`name` only for messages); the PTB fuzz target calls it.
+  static Vocabulary parse(const std::string& text, const std::string& name);
   // Writes the format load() reads.
   void save(const std::string& path) const;
 
@@ -67,6 +69,7 @@ class Vocabulary {
   const std::vector<std::string>& words() const { return words_; }
 
  private:
+  static Vocabulary load_text(const std::string& text, const std::string& path, const char* where);
   std::vector<std::string> words_;
   std::unordered_map<std::string, std::int64_t, WordHash, std::equal_to<>> ids_;
 };
@@ -87,6 +90,12 @@ Tensor read_ptb_tensor(const std::string& path, const Vocabulary& vocab,
                        UnknownWords unknown = UnknownWords::kReject);
 // The tokens of a file as words (with "<eos>" per line), the same checks except the vocabulary.
 std::vector<std::string> read_ptb_words(const std::string& path);
+// read_ptb_ids and read_ptb_words on text in memory (`name` only for messages): the same checks
+// and results. Pure (no I/O); the PTB fuzz target calls them.
+std::vector<std::int64_t> parse_ptb_ids(const std::string& text, const std::string& name,
+                                        const Vocabulary& vocab,
+                                        UnknownWords unknown = UnknownWords::kReject);
+std::vector<std::string> parse_ptb_words(const std::string& text, const std::string& name);
 
 // One mini-batch of PtbBatcher: inputs and targets [B, t] int64 (t <= T), row b = stream b.
 struct PtbBatch {

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Builds the libFuzzer targets of the dataset readers (tests/fuzz/fuzz_<target>.cpp) with clang,
-# AddressSanitizer and UndefinedBehaviorSanitizer, and runs each for a bounded time over a copy
-# of its committed seed corpus (tests/fuzz/corpus/<target>/), so new inputs never dirty the
-# repository. Exits non-zero when a target crashes, leaks, trips a sanitizer, throws anything
-# but anvil::Error, or hangs; the input that did it is kept in <build>/artifacts/<target>/.
+# Builds the libFuzzer targets of every reader (tests/fuzz/fuzz_<target>.cpp: IDX raw and gzip,
+# CIFAR-10, safetensors/checkpoint, PTB, IMDB) with clang, AddressSanitizer and
+# UndefinedBehaviorSanitizer, and runs each for a bounded time over a copy of its committed seed
+# corpus (tests/fuzz/corpus/<target>/), so new inputs never dirty the repository. Exits non-zero
+# when a target crashes, leaks, trips a sanitizer, throws anything but anvil::Error, or hangs;
+# the input that did it is kept in <build>/artifacts/<target>/.
 #
-#   scripts/fuzz.sh [--seconds N] [--build-dir DIR] [--keep-corpus] [TARGET ...]
+#   scripts/fuzz.sh [--seconds N | --long] [--build-dir DIR] [--keep-corpus] [TARGET ...]
 #     --seconds N     fuzzing time per target (default 30)
+#     --long          10 million executions per target (-runs=10000000, no time limit), for the
+#                     periodic long run recorded in docs/testing.md; prints a summary table
 #     --build-dir DIR where the binaries and artifacts go (default build-fuzz)
 #     --keep-corpus   keep the working corpus (printed) instead of deleting it
-#     TARGET          idx, cifar (default: all)
+#     TARGET          idx, cifar, safetensors, ptb, imdb (default: all)
 #   ANVIL_FUZZ_CXX    the compiler (default: clang++, else the newest clang++-N found)
 #
 # Reproduce a finding:  <build>/fuzz_<target> <build>/artifacts/<target>/crash-...
@@ -23,6 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=30
+long=0
 build=build-fuzz
 keep=0
 targets=()
@@ -33,12 +37,13 @@ while [[ $# -gt 0 ]]; do
     --build-dir) build=$2; shift 2 ;;
     --build-dir=*) build=${1#*=}; shift ;;
     --keep-corpus) keep=1; shift ;;
-    -h|--help) sed -n '3,25p' "$0"; exit 0 ;;
+    --long) long=1; shift ;;
+    -h|--help) sed -n '3,24p' "$0"; exit 0 ;;
     -*) echo "fuzz: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
-[[ ${#targets[@]} -gt 0 ]] || targets=(idx cifar)
+[[ ${#targets[@]} -gt 0 ]] || targets=(idx cifar safetensors ptb imdb)
 [[ "$seconds" =~ ^[0-9]+$ && "$seconds" -ge 1 ]] || { echo "fuzz: --seconds must be a positive integer" >&2; exit 2; }
 for t in "${targets[@]}"; do
   [[ -f tests/fuzz/fuzz_$t.cpp ]] || { echo "fuzz: no target '$t' (tests/fuzz/fuzz_$t.cpp)" >&2; exit 2; }
@@ -69,8 +74,10 @@ flags=(-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
        -fno-sanitize-recover=undefined -I.)
 # Everything but the targets' entry files is compiled once, instrumented for coverage
 # (fuzzer-no-link), and linked into each target.
-sources=(data/idx.cpp data/cifar.cpp engine/core/tensor.cpp engine/core/transpose.cpp engine/core/cpu_allocator.cpp
-         engine/core/views.cpp tests/fuzz/fuzz_support.cpp)
+sources=(data/idx.cpp data/cifar.cpp data/file_bytes.cpp data/ptb.cpp data/imdb.cpp
+         engine/core/safetensors.cpp engine/core/random.cpp engine/core/tensor.cpp
+         engine/core/transpose.cpp engine/core/cpu_allocator.cpp engine/core/views.cpp
+         tests/fuzz/fuzz_support.cpp)
 echo "=== fuzz: building with $cxx ($("$cxx" --version | head -1))"
 objects=()
 for src in "${sources[@]}"; do
@@ -87,29 +94,59 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 work=$(mktemp -d "${TMPDIR:-/tmp}/anvil_fuzz.XXXXXX")
 [[ $keep == 1 ]] || trap 'rm -rf "$work"' EXIT
 
+# Inputs up to this many bytes per target. The compressed reader (IDX, which gunzips) gets more
+# room, so that a gzip stream can carry a real header and several deflate blocks; a checkpoint
+# header with a generator text (6 KB) needs more than the plain-text readers.
+max_len_of() {
+  case "$1" in
+    idx) echo 262144 ;;
+    safetensors) echo 65536 ;;
+    *) echo 16384 ;;
+  esac
+}
+
 failed=()
+summary="$build/fuzz_summary.txt"
+printf '%-12s %12s %8s %10s %8s\n' target executions crashes seconds peak_MB >"$summary"
 for t in "${targets[@]}"; do
   corpus="$work/$t"
   artifacts="$build/artifacts/$t"
   mkdir -p "$corpus" "$artifacts"
   if [[ -d tests/fuzz/corpus/$t ]]; then cp tests/fuzz/corpus/"$t"/* "$corpus"/; fi
-  echo "=== fuzz: $t for ${seconds} s over $(ls "$corpus" | wc -l) seed inputs"
-  # -max_len 16384: room for a multi-record CIFAR batch and a gzip stream with a real header;
+  if [[ $long == 1 ]]; then
+    budget=(-runs=10000000)
+    echo "=== fuzz: $t for 10000000 executions over $(ls "$corpus" | wc -l) seed inputs"
+  else
+    budget=(-max_total_time="$seconds")
+    echo "=== fuzz: $t for ${seconds} s over $(ls "$corpus" | wc -l) seed inputs"
+  fi
   # -timeout 10: an input that takes 10 s is a hang (the readers are linear in the input).
-  if "$build/fuzz_$t" "$corpus" -max_total_time="$seconds" -max_len=16384 -timeout=10 \
+  start=$(date +%s)
+  if "$build/fuzz_$t" "$corpus" "${budget[@]}" -max_len="$(max_len_of "$t")" -timeout=10 \
        -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/" \
        >"$build/fuzz_$t.log" 2>&1; then
+    crashes=0
     grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ +DONE)' "$build/fuzz_$t.log" || true
     echo "=== fuzz: $t passed (corpus now $(ls "$corpus" | wc -l) inputs)"
   else
+    crashes=1
     tail -n 60 "$build/fuzz_$t.log"
     echo "=== fuzz: $t FAILED: log $build/fuzz_$t.log, input in $artifacts/" >&2
     failed+=("$t")
   fi
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$build/fuzz_$t.log" | tail -1)
+  peak=$(sed -n 's/^stat::peak_rss_mb: *//p' "$build/fuzz_$t.log" | tail -1)
+  printf '%-12s %12s %8s %10s %8s\n' "$t" "${execs:-?}" "$crashes" "$(($(date +%s) - start))" \
+    "${peak:-?}" >>"$summary"
 done
+cat "$summary"
 [[ $keep == 1 ]] && echo "fuzz: working corpus kept in $work"
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "fuzz: FAILED: ${failed[*]}" >&2
   exit 1
 fi
-echo "fuzz: all targets passed (${targets[*]}, ${seconds} s each)"
+if [[ $long == 1 ]]; then
+  echo "fuzz: all targets passed (${targets[*]}, 10000000 executions each)"
+else
+  echo "fuzz: all targets passed (${targets[*]}, ${seconds} s each)"
+fi

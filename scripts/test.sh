@@ -6,7 +6,7 @@
 #   ANVIL_CI_SANITIZE=0   skip the ASan/UBSan stage (it rebuilds everything once more)
 #   ANVIL_CI_TSAN=0       skip the ThreadSanitizer stage (scripts/tsan.sh: libanvil and the
 #                         threaded tests only, CUDA off; killed after ANVIL_CI_TSAN_LIMIT s, 1800)
-#   ANVIL_CI_FUZZ=0       skip the bounded libFuzzer run of the dataset readers (scripts/fuzz.sh)
+#   ANVIL_CI_FUZZ=0       skip the bounded libFuzzer run of the file readers (scripts/fuzz.sh)
 #   ANVIL_JOBS=N          parallel build/test jobs (default: nproc)
 #   ANVIL_TEST_BUILD_DIR  build directory (default: build)
 #   --dry-run             print the stages these settings run, and exit
@@ -49,8 +49,8 @@ ctest --test-dir "$build" --output-on-failure -j "$jobs"
 stage_done
 
 if [[ "${ANVIL_CI_FUZZ:-1}" != 0 ]]; then
-  stage "fuzz (IDX and CIFAR readers, 30 s each)"
-  bash scripts/fuzz.sh --seconds 30
+  stage "fuzz (IDX, CIFAR, safetensors, PTB and IMDB readers, 12 s each)"
+  bash scripts/fuzz.sh --seconds 12
   stage_done
 fi
 

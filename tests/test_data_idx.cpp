@@ -351,16 +351,20 @@ TEST_CASE("IDX malformed: absurd sizes are rejected before any allocation",
       dir.write("absurd-idx3-ubyte", idx_bytes(0x08, {1u << 20, 1u << 20, 2}, {}));
   REQUIRE_THROWS_WITH(
       read_idx(path),
-      Contains(path) && Contains("= 2199023255552 bytes of data, more than the 1 TiB"));
-  // Just under the limit it is an ordinary truncation (nothing of that size is allocated either).
+      Contains(path) && Contains("= 2199023255552 bytes of data, more than the limit of "
+                                 "1073741824 bytes (IdxOptions::max_bytes"));
+  // Under a raised limit (the largest allowed, 1 TiB) it is an ordinary truncation (nothing of
+  // that size is allocated either).
+  const IdxOptions tib{kMaxIdxMaxBytes};
   const std::string big =
-      dir.write("big-idx3-ubyte", idx_bytes(0x08, {1u << 20, 1u << 20, 1}, {1, 2}));
-  REQUIRE_THROWS_WITH(read_idx(big),
-                      Contains("= 1099511627776 bytes of data, file has 2 (truncated)"));
+      dir.write("big-idx3-ubyte", idx_bytes(0x08, {1u << 20, 1u << 19, 1}, {1, 2}));
+  REQUIRE_THROWS_WITH(read_idx(big, tib),
+                      Contains("= 549755813888 bytes of data, file has 2 (truncated)"));
   // The same header gzipped: the gunzip buffer stays small and the payload is reported short.
   const std::string gz =
-      dir.write("big-idx3-ubyte.gz", gzip_stored(idx_bytes(0x08, {1u << 20, 1u << 20, 1}, {1, 2})));
-  REQUIRE_THROWS_WITH(read_idx(gz), Contains(gz) && Contains("gunzipped data has 2 (truncated)"));
+      dir.write("big-idx3-ubyte.gz", gzip_stored(idx_bytes(0x08, {1u << 20, 1u << 19, 1}, {1, 2})));
+  REQUIRE_THROWS_WITH(read_idx(gz, tib),
+                      Contains(gz) && Contains("gunzipped data has 2 (truncated)"));
 }
 
 TEST_CASE("IDX malformed: gzip data under a raw name", "[data][idx][malformed]") {

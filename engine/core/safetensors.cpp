@@ -322,22 +322,47 @@ struct Header {
   std::uint64_t data_begin = 0;  // file offset of the data section
 };
 
-Header read_header(int fd, const std::string& path) {
+// Where the bytes come from: an open file (read with pread) or memory (parse_safetensors).
+struct Source {
+  std::uint64_t size = 0;
+  std::function<void(void* dst, std::uint64_t bytes, std::uint64_t offset)> read;
+};
+
+Source file_source(int fd, const std::string& path) {
   const char* where = "load_safetensors";
   struct stat st {};
   ANVIL_CHECK(::fstat(fd, &st) == 0, where, path, ": cannot stat: ", errno_text(errno));
-  ANVIL_CHECK(S_ISREG(st.st_mode), where, path, ": not a regular file");
-  const auto file_size = static_cast<std::uint64_t>(st.st_size);
+  ANVIL_CHECK(!S_ISDIR(st.st_mode), where, path, ": is a directory, not a regular file");
+  ANVIL_CHECK(S_ISREG(st.st_mode), where, path, ": not a regular file (",
+              S_ISFIFO(st.st_mode)  ? "a FIFO"
+              : S_ISCHR(st.st_mode) ? "a character device"
+                                    : "a device or socket",
+              ")");
+  return {static_cast<std::uint64_t>(st.st_size),
+          [fd, &path](void* dst, std::uint64_t bytes, std::uint64_t offset) {
+            read_exact(fd, dst, bytes, offset, path);
+          }};
+}
+
+Source memory_source(const std::uint8_t* bytes, std::size_t size) {
+  return {size, [bytes](void* dst, std::uint64_t n, std::uint64_t offset) {
+            if (n > 0) std::memcpy(dst, bytes + offset, static_cast<std::size_t>(n));
+          }};
+}
+
+Header read_header(const Source& src, const std::string& path) {
+  const char* where = "load_safetensors";
+  const std::uint64_t file_size = src.size;
   ANVIL_CHECK(file_size >= 8, where, path, ": file is ", file_size,
               " bytes, shorter than the 8-byte header length");
   std::uint64_t n = 0;
-  read_exact(fd, &n, 8, 0, path);  // little-endian host (static_assert above)
+  src.read(&n, 8, 0);  // little-endian host (static_assert above)
   ANVIL_CHECK(n <= file_size - 8, where, path, ": header length ", n,
               " is larger than the rest of the file (", file_size - 8, " bytes)");
   ANVIL_CHECK(n <= kMaxHeaderBytes, where, path, ": header length ", n, " exceeds the limit of ",
               kMaxHeaderBytes, " bytes");
   std::string text(static_cast<std::size_t>(n), '\0');
-  read_exact(fd, text.data(), n, 8, path);
+  src.read(text.data(), n, 8);
   ANVIL_CHECK(!text.empty() && text[0] == '{', where, path,
               ": header does not start with '{' (not a safetensors file?)");
   const Json json = parse_header(path, text);
@@ -380,32 +405,46 @@ Header read_header(int fd, const std::string& path) {
   return h;
 }
 
+// O_NONBLOCK: opening a FIFO must not wait for a writer; read_header then refuses anything
+// that is not a regular file (a FIFO, /dev/zero, a directory) before reading a byte.
 int open_for_reading(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   ANVIL_CHECK(fd >= 0, "load_safetensors", path, ": cannot open: ", errno_text(errno));
   return fd;
 }
 
 }  // namespace
 
-SafetensorsFile load_safetensors(const std::string& path) {
-  Fd fd(open_for_reading(path));
-  Header h = read_header(fd.fd, path);
+namespace {
+
+SafetensorsFile load_from(const Source& src, const std::string& path) {
+  Header h = read_header(src, path);
   SafetensorsFile out;
   out.metadata = std::move(h.metadata);
   out.tensors.reserve(h.entries.size());
   for (const Entry& e : h.entries) {
     Tensor t = Tensor::empty(e.shape, e.dtype);
-    if (e.end > e.begin)
-      read_exact(fd.fd, t.data_ptr(), e.end - e.begin, h.data_begin + e.begin, path);
+    if (e.end > e.begin) src.read(t.data_ptr(), e.end - e.begin, h.data_begin + e.begin);
     out.tensors.emplace_back(e.name, std::move(t));
   }
   return out;
 }
 
+}  // namespace
+
+SafetensorsFile load_safetensors(const std::string& path) {
+  Fd fd(open_for_reading(path));
+  return load_from(file_source(fd.fd, path), path);
+}
+
 std::map<std::string, std::string> load_safetensors_metadata(const std::string& path) {
   Fd fd(open_for_reading(path));
-  return read_header(fd.fd, path).metadata;
+  return read_header(file_source(fd.fd, path), path).metadata;
+}
+
+SafetensorsFile parse_safetensors(const std::uint8_t* bytes, std::size_t size,
+                                  const std::string& name) {
+  return load_from(memory_source(bytes, size), name);
 }
 
 namespace detail {

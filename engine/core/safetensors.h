@@ -44,6 +44,10 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 SafetensorsFile load_safetensors(const std::string& path);
 // The header's "__metadata__" alone, with the same validation, without reading the data.
 std::map<std::string, std::string> load_safetensors_metadata(const std::string& path);
+// load_safetensors on bytes in memory (`name` only for messages, which start
+// "load_safetensors: <name>: "). Pure (no I/O); the safetensors fuzz target calls it.
+SafetensorsFile parse_safetensors(const std::uint8_t* bytes, std::size_t size,
+                                  const std::string& name);
 
 namespace detail {
 // Test-only hook (tests/test_checkpoint.cpp): when set, save_safetensors calls it after each

@@ -90,8 +90,13 @@ std::vector<std::pair<std::string, std::string>> Dropout::extra_state() const {
   if (!gen_) return {};
   return {{"generator", gen_->state()}};
 }
-void Dropout::set_extra_state(const std::string& key, const std::string& value) {
+void Dropout::validate_extra_state(const std::string& key, const std::string& value) const {
   ANVIL_CHECK(gen_ && key == "generator", "Dropout::set_extra_state", "unknown state '", key, "'");
+  Generator probe;
+  probe.set_state(value);  // throws for a text that is not a generator state
+}
+void Dropout::set_extra_state(const std::string& key, const std::string& value) {
+  validate_extra_state(key, value);
   gen_->set_state(value);
 }
 

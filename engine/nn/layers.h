@@ -71,6 +71,7 @@ class Dropout final : public Module {
  protected:
   // "generator": the mask generator's state, when the layer has its own (resume, checkpoints).
   std::vector<std::pair<std::string, std::string>> extra_state() const override;
+  void validate_extra_state(const std::string& key, const std::string& value) const override;
   void set_extra_state(const std::string& key, const std::string& value) override;
 
  private:

@@ -47,24 +47,54 @@ std::vector<std::pair<std::string, std::string>> Module::named_extra_state() con
   return out;
 }
 
-void Module::load_extra_state(const std::map<std::string, std::string>& state) {
+namespace {
+// The entries of `state` under "<child>.", without the prefix.
+std::map<std::string, std::string> child_state(const std::map<std::string, std::string>& state,
+                                               const std::string& child) {
+  std::map<std::string, std::string> sub;
+  const std::string prefix = child + ".";
+  for (auto it = state.lower_bound(prefix); it != state.end() && it->first.rfind(prefix, 0) == 0;
+       ++it)
+    sub.emplace(it->first.substr(prefix.size()), it->second);
+  return sub;
+}
+}  // namespace
+
+void Module::check_extra_state(const std::map<std::string, std::string>& state) const {
   for (const auto& [key, value] : named_extra_state()) {
     (void)value;
     ANVIL_CHECK(state.count(key) != 0, "Module::load_extra_state", "no entry for ", key);
   }
-  // Restore only after every entry was found, so that a failure changes nothing.
+  check_extra_state_values(state, "");
+}
+
+void Module::check_extra_state_values(const std::map<std::string, std::string>& state,
+                                      const std::string& prefix) const {
+  for (const auto& [k, v] : extra_state()) {
+    (void)v;
+    try {
+      validate_extra_state(k, state.at(k));
+    } catch (const Error& e) {
+      fail("Module::load_extra_state", "entry ", prefix, k, ": ", e.what());
+    }
+  }
+  for (const auto& [n, m] : children_)
+    m->check_extra_state_values(child_state(state, n), prefix + n + ".");
+}
+
+void Module::load_extra_state(const std::map<std::string, std::string>& state) {
+  check_extra_state(state);
+  // Validated: nothing below can fail, so a failure above changed nothing.
   for (const auto& [k, v] : extra_state()) {
     (void)v;
     set_extra_state(k, state.at(k));
   }
-  for (const auto& [n, m] : children_) {
-    std::map<std::string, std::string> sub;
-    const std::string prefix = n + ".";
-    for (auto it = state.lower_bound(prefix); it != state.end() && it->first.rfind(prefix, 0) == 0;
-         ++it)
-      sub.emplace(it->first.substr(prefix.size()), it->second);
-    m->load_extra_state(sub);
-  }
+  for (const auto& [n, m] : children_) m->load_extra_state(child_state(state, n));
+}
+
+void Module::validate_extra_state(const std::string& key, const std::string& value) const {
+  (void)value;
+  fail("Module::set_extra_state", type_name(), " has no extra state '", key, "'");
 }
 
 void Module::set_extra_state(const std::string& key, const std::string& value) {

@@ -74,8 +74,12 @@ class Module {
   // State beyond tensors that an exact resume needs (a Dropout layer's own generator), as text,
   // named like parameters ("drop1.generator"); checkpoints store it as metadata.
   std::vector<std::pair<std::string, std::string>> named_extra_state() const;
-  // Restores every entry of named_extra_state() from `state` (name -> text); throws naming the
-  // first missing entry. Entries of `state` the model does not have are ignored here.
+  // Checks that `state` (name -> text) holds a valid entry for every name of
+  // named_extra_state() (e.g. a parsable generator text) without changing anything; throws
+  // naming the first missing or invalid entry. Entries the model does not have are ignored.
+  void check_extra_state(const std::map<std::string, std::string>& state) const;
+  // Restores every entry of named_extra_state() from `state`. Calls check_extra_state first, so
+  // on an error nothing is changed (Note [Transactional checkpoint load] in checkpoint.cpp).
   void load_extra_state(const std::map<std::string, std::string>& state);
 
   // Training mode (dropout active) for this module and its children.
@@ -101,7 +105,10 @@ class Module {
   Tensor& buffer(const std::string& name);
   // This module's own extra state (not its children's): key -> text, and its restore. Modules
   // with such state override both; the default has none.
+  // validate_extra_state throws when set_extra_state(key, value) would (changing nothing), so
+  // that set_extra_state cannot fail once every entry was validated.
   virtual std::vector<std::pair<std::string, std::string>> extra_state() const { return {}; }
+  virtual void validate_extra_state(const std::string& key, const std::string& value) const;
   virtual void set_extra_state(const std::string& key, const std::string& value);
   template <typename M>
   std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
@@ -114,6 +121,9 @@ class Module {
   void collect_buffers(const std::string& prefix,
                        std::vector<std::pair<std::string, Tensor>>& out) const;
   void describe(std::string& out, const std::string& name, int depth) const;
+  // check_extra_state's second half: every entry's text, named "<prefix><key>" in messages.
+  void check_extra_state_values(const std::map<std::string, std::string>& state,
+                                const std::string& prefix) const;
 
   std::vector<std::pair<std::string, Tensor>> params_;
   std::vector<std::pair<std::string, Tensor>> buffers_;

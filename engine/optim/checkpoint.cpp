@@ -72,6 +72,16 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Opt
   save_safetensors(path, tensors, metadata);
 }
 
+// Note [Transactional checkpoint load]
+// load_checkpoint changes the model, the optimizer and the default generator only when the
+// whole file fits: it parses and checks everything first (the file's format, every model
+// tensor's name, shape and dtype, the generator text, every module's extra state such as a
+// Dropout generator, and - inside Optimizer::load_state, which checks before it commits - the
+// optimizer's options and state tensors), and only then writes. The one fallible step that
+// writes is Optimizer::load_state, so it runs last of all checks; after it returns, the copies
+// into the model (same shape, dtype and device: staged above) and the generator assignments
+// cannot fail. tests/test_checkpoint.cpp corrupts each part of a checkpoint in turn and checks
+// that the model, its buffers, the optimizer and both kinds of generator are bitwise unchanged.
 CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optimizer* opt) {
   const char* where = "load_checkpoint";
   SafetensorsFile file = load_safetensors(path);
@@ -114,7 +124,7 @@ CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optim
   try {
     restored.set_state(rng->second);
   } catch (const Error& e) {
-    fail(where, path, ": ", e.what());
+    fail(where, path, ": '", kRngKey, "': ", e.what());
   }
 
   std::map<std::string, std::string> module_states;
@@ -126,7 +136,30 @@ CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optim
     ANVIL_CHECK(module_states.count(name) != 0, where, path, ": no '", kModuleStatePrefix, name,
                 "' in its metadata (the state of the model's module ", name, ")");
   }
+  try {
+    model.check_extra_state(module_states);  // e.g. every Dropout generator text parses
+  } catch (const Error& e) {
+    fail(where, path, ": ", e.what());
+  }
 
+  // Staging: a model tensor on another device gets its new value there first, so that a failed
+  // transfer (device out of memory) happens before the commit below.
+  std::vector<Tensor> sources;
+  sources.reserve(targets.size());
+  for (const auto& [name, t] : targets) {
+    const Tensor& s = saved.at(name);
+    if (t.device() == s.device()) {
+      sources.push_back(s);
+    } else {
+      Tensor staged = Tensor::empty(t.sizes(), t.dtype(), t.device());
+      staged.copy_(s);
+      sources.push_back(std::move(staged));
+    }
+  }
+
+  // The optimizer last among the steps that can fail: load_state checks everything and then
+  // commits, so when it throws the optimizer is unchanged, and when it returns nothing
+  // else can fail (Note [Transactional checkpoint load]).
   if (opt != nullptr) {
     ANVIL_CHECK(!info.optimizer.empty(), where, path,
                 ": the checkpoint holds no optimizer state (saved without an optimizer)");
@@ -134,25 +167,21 @@ CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optim
     for (const auto& [k, v] : info.metadata)
       if (starts_with(k, kOptimPrefix)) optim_metadata.emplace(k.substr(kOptimPrefix.size()), v);
     try {
-      opt->load_state(optim_tensors, optim_metadata);  // checks everything before changing
+      opt->load_state(optim_tensors, optim_metadata);
     } catch (const Error& e) {
       fail(where, path, ": ", e.what());
     }
   }
 
-  // Nothing can fail from here on. In place: optimizers hold these same tensors.
+  // Commit. In place: optimizers hold these same tensors. Same device and shape, so the copies
+  // cannot fail; the extra state was validated above.
   NoGradGuard no_grad;
-  for (const auto& [name, t] : targets) {
-    Tensor dst = t;
-    dst.copy_(saved.at(name));
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    Tensor dst = targets[i].second;
+    dst.copy_(sources[i]);
   }
   default_generator() = restored;
-  // Present (checked above); only a corrupted generator text could still throw here.
-  try {
-    model.load_extra_state(module_states);
-  } catch (const Error& e) {
-    fail(where, path, ": ", e.what());
-  }
+  model.load_extra_state(module_states);
   return info;
 }
 

@@ -148,10 +148,10 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   train_cmd->add_option("--checkpoint", c.checkpoint,
                         "save a checkpoint here at the end of every epoch");
-  train_cmd
-      ->add_option("--resume", c.resume,
-                   "continue from this checkpoint (same options, more --epochs)")
-      ->check(CLI::ExistingFile);
+  // No CLI::ExistingFile check: the checkpoint reader refuses a missing file, a directory or a
+  // FIFO itself, with the one-line "anvil: error: ..." of every other bad input.
+  train_cmd->add_option("--resume", c.resume,
+                        "continue from this checkpoint (same options, more --epochs)");
   train_cmd->add_option("--json-log", c.json_log, "write the run's metrics as JSON here");
   train_cmd->add_flag("--no-loader-thread", no_loader_thread,
                       "prepare batches inline instead of in a thread");
