@@ -2,19 +2,21 @@
 # SPDX-License-Identifier: Apache-2.0
 # anvil's GPU model steps beside PyTorch's on the same GPU, per model, phase, batch, step
 # definition and math (issue 20):
-#   anvil   model/<m>/<train_step|inference_step>/batch:<b>[/resident][/tf32]/device:cuda
-#           (bench/model_bench.cpp; gpu_alloc_peak_MB)
+#   anvil   model/<m>/<train_step|inference_step>/batch:<b>/device:cuda/input:<src>[/tf32]
+#           (bench/model_bench.cpp, src = pinned | resident | pageable; gpu_alloc_peak_MB)
 #   PyTorch bench/peers/pytorch_gpu_models.py lines (step copied|resident, math fp32|tf32;
 #           gpu_peak_alloc_MB)
-# Step definitions: "copied" = the batch copied from pageable host memory inside every step,
+# Step definitions: "copied" = the batch copied from pageable host memory inside every step
+# (anvil's input:pageable), "pinned" = page-locked batches copied one step ahead (anvil only),
 # "resident" = the batch already on the GPU. Ratio = anvil ms / PyTorch ms (< 1: anvil faster).
 #   python3 scripts/report_gpu_steps.py anvil_bench_model_gpu.json peer_pytorch_cuda_steps.jsonl
 import json
 import re
 import sys
 
-NAME = re.compile(r"model/([^/]+)/(train_step|inference_step)/batch:(\d+)/"
-                  r"(resident/)?(tf32/)?device:cuda$")
+NAME = re.compile(r"model/([^/]+)/(train_step|inference_step)/batch:(\d+)/device:cuda/"
+                  r"input:(pinned|resident|pageable)(/tf32)?$")
+STEP = {"pageable": "copied", "pinned": "pinned", "resident": "resident"}
 TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
@@ -25,7 +27,7 @@ def anvil_rows(path):
             m = NAME.match(b.get("name", ""))
             if not m or b.get("run_type", "iteration") == "aggregate":
                 continue
-            key = (m[1], m[2], int(m[3]), "resident" if m[4] else "copied", "tf32" if m[5] else "fp32")
+            key = (m[1], m[2], int(m[3]), STEP[m[4]], "tf32" if m[5] else "fp32")
             if b.get("error_occurred"):
                 rows[key] = {"error": b.get("error_message", "error")}
             else:

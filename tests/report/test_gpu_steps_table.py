@@ -18,11 +18,11 @@ import tempfile
 def main():
     script = sys.argv[1]
     anvil = {"benchmarks": [
-        {"name": "model/alexnet/train_step/batch:128/device:cuda", "real_time": 30.0,
+        {"name": "model/alexnet/train_step/batch:128/device:cuda/input:pageable", "real_time": 30.0,
          "time_unit": "ms", "gpu_alloc_peak_MB": 1500.0},
-        {"name": "model/alexnet/train_step/batch:128/resident/device:cuda", "real_time": 15.0,
+        {"name": "model/alexnet/train_step/batch:128/device:cuda/input:resident", "real_time": 15.0,
          "time_unit": "ms", "gpu_alloc_peak_MB": 1400.0},
-        {"name": "model/alexnet/train_step/batch:128/resident/tf32/device:cuda",
+        {"name": "model/alexnet/train_step/batch:128/device:cuda/input:resident/tf32",
          "error_occurred": True, "error_message": "conv2d variant cuda.cudnn.tf32 failed"},
         {"name": "model/alexnet/train_step/batch:128/threads:2", "real_time": 900.0},
     ]}
