@@ -72,7 +72,7 @@ struct CudnnPoolPlan {
 //   cudnnPoolingBackward instead recomputes the argmax from x and y, and the cuDNN documentation
 //   does not say which of several equal elements receives the gradient (ties are common: the
 //   zeros after a ReLU). So cuda.cudnn runs max pooling for inference only, with
-//   CUDNN_POOLING_MAX_DETERMINISTIC and CUDNN_NOT_PROPAGATE_NAN (ref lets NaN never win); the
+//   CUDNN_POOLING_MAX_DETERMINISTIC and CUDNN_PROPAGATE_NAN (in ref a NaN always wins); the
 //   value of a window does not depend on which tied element wins. cuda.custom trains.
 // - ceil_mode, when it adds an output row or column: cuDNN computes floor((H + 2*PH - KH)/SH) + 1
 //   and pads both sides equally; the extra ceil window, and PyTorch's divisor for it, have no

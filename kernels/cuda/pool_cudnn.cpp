@@ -57,11 +57,11 @@ void run_pool_cudnn(const PoolArgs& a) {
   x_desc.set_nchw(dt, plan.n, plan.c, plan.h, plan.w);
   y_desc.set_nchw(dt, plan.n, plan.c, plan.oh, plan.ow);
   PoolingDesc pool;
-  // NaN option: CUDNN_NOT_PROPAGATE_NAN, since ref lets NaN never win a max window (ignored by
-  // the average modes).
-  ANVIL_CUDNN_CHECK(cudnnSetPooling2dDescriptor(
-      pool.get(), mode_of(plan.mode), CUDNN_NOT_PROPAGATE_NAN, plan.window_h, plan.window_w,
-      plan.pad_h, plan.pad_w, plan.stride_h, plan.stride_w));
+  // NaN option: CUDNN_PROPAGATE_NAN, since in ref a NaN always wins a max window (Note [NaN
+  // propagation]; ignored by the average modes).
+  ANVIL_CUDNN_CHECK(cudnnSetPooling2dDescriptor(pool.get(), mode_of(plan.mode), CUDNN_PROPAGATE_NAN,
+                                                plan.window_h, plan.window_w, plan.pad_h,
+                                                plan.pad_w, plan.stride_h, plan.stride_w));
   const ScalingFactors one_zero(p.dtype);  // alpha = 1, beta = 0 in the data type's width
   if (p.pass != PoolPass::backward) {
     // y = 1 * pool(x) + 0 * y. Max runs here for inference only (the plan declines training).

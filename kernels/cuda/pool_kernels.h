@@ -14,8 +14,8 @@
 namespace anvil::cuda {
 
 // y[p, i, j] = the window's max / average. For max, index (may be null: inference) receives
-// ih*W + iw of the first maximum in row-major window order (NaN never wins; a window of only NaN
-// and -inf gives -inf and its first element), as `ref` does. Nothing is launched when the output
+// ih*W + iw of the first maximum in row-major window order (a NaN always wins, the last one in
+// window order: Note [NaN propagation]), as `ref` does. Nothing is launched when the output
 // has no elements.
 void pool_forward(cudaStream_t stream, DType dtype, const PoolGeometry& g, const void* x, void* y,
                   std::int32_t* index);

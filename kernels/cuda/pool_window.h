@@ -74,8 +74,9 @@ ANVIL_HOST_DEVICE Win window_of(const PoolGeometry& g, std::int64_t i, std::int6
 }
 
 // Output o (flat over [planes, OH, OW]) of the forward. Max: the first maximum in row-major
-// window order (NaN never compares greater; starts from neg_inf = -infinity, so a window of only
-// NaN and -inf gives -inf at its first element); index (may be null) gets ih*W + iw.
+// window order, except that a NaN always wins, the last one in window order (as ref and PyTorch:
+// Note [NaN propagation]); starts from neg_inf = -infinity, so a window of only -inf gives -inf
+// at its first element; index (may be null) gets ih*W + iw.
 template <typename T>
 ANVIL_HOST_DEVICE void forward_element(const PoolGeometry& g, const T* x, T* y, std::int32_t* index,
                                        std::int64_t o, T neg_inf) {
@@ -88,7 +89,7 @@ ANVIL_HOST_DEVICE void forward_element(const PoolGeometry& g, const T* x, T* y, 
     for (std::int64_t h = win.h0; h < win.h1; ++h)
       for (std::int64_t w = win.w0; w < win.w1; ++w) {
         const T v = xp[h * g.w + w];
-        if (v > best) {
+        if (v > best || v != v) {
           best = v;
           at = h * g.w + w;
         }
