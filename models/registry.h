@@ -50,8 +50,8 @@ struct ModelInfo {
   LossKind loss = LossKind::cross_entropy;  // the training loss (models/training_step.h)
   std::int64_t vocab_size = 0;              // token models: ids are in [0, vocab_size)
   // Every op the model runs (forward, loss, backward, update) has a CUDA variant, so it trains
-  // and infers on a GPU (TrainingStep, `anvil train --device cuda`, the GPU benchmarks). The
-  // convolution, pooling, batch-norm, embedding and LSTM ops have CPU kernels only so far.
+  // and infers on a GPU (TrainingStep, `anvil train --device cuda`, the GPU benchmarks). True for
+  // every built-in model since conv, pooling, batch norm, embedding and LSTM have CUDA variants.
   bool gpu_path = false;
 };
 

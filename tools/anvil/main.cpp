@@ -125,8 +125,8 @@ int main(int argc, char** argv) {
   train_cmd
       ->add_option(
           "--device", c.device,
-          "cpu, or cuda (cuda:0) for the models with a GPU path: fcn5, fcn8, fcn_r, mlp_mnist, "
-          "lstm32, lstm64, ptb_small, lstm_imdb")
+          "cpu, or cuda (cuda:0) for the models with a GPU path (the `gpu` column of `anvil "
+          "models`)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
   train_cmd->add_option("--seed", c.seed, "seed of initialisation, data order and dropout")

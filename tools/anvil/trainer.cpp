@@ -158,9 +158,8 @@ void check_config(const TrainConfig& c) {
     // Before the GPU check, so that the answer does not depend on the machine.
     ANVIL_CHECK(
         models::info(c.model).gpu_path, kWhere, "--device cuda: ", c.model,
-        " has no GPU path yet (some of its ops have CPU kernels only; the GPU models are those "
-        "with ModelInfo::gpu_path: fcn5, fcn8, fcn_r, mlp_mnist, lstm32, lstm64, ptb_small, "
-        "lstm_imdb); train it on cpu");
+        " has no GPU path (some of its ops have CPU kernels only; ModelInfo::gpu_path); train it "
+        "on cpu");
     require_cuda(kWhere);  // throws with the reason when there is no usable GPU
   }
 }
