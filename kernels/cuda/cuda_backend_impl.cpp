@@ -19,6 +19,7 @@
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/host_staging.h"
+#include "kernels/cuda/nccl_collectives.h"
 #include "kernels/cuda/register_cuda.h"
 
 #ifndef ANVIL_CUDA_ARCHS
@@ -193,6 +194,14 @@ class CudaBackendImpl final : public CudaBackend {
     cudaStream_t s = get_stream(device, "CudaBackend::fill_on_device");
     DeviceGuard guard(device);
     strided_fill(s, sizes, ndim, {dst.data, dst.strides, dst.dtype}, value);
+  }
+
+  // NCCL (kernels/cuda/nccl_collectives.cpp).
+  std::string nccl_unique_id() override { return nccl::unique_id(); }
+  std::unique_ptr<DeviceCollectives> create_collectives(int device, int rank, int size,
+                                                        const std::string& unique_id) override {
+    return nccl::create_collectives(get_stream(device, "CudaBackend::create_collectives"), device,
+                                    rank, size, unique_id);
   }
 
   // The device's stream (cuda_context.h), created with the first use of the device.
