@@ -106,11 +106,12 @@ run() {
   cat "$root/KIT.txt" | tee -a "$summary"
 
   # cudart and cuBLAS 13 of the machine: the toolkit's, else PyTorch's nvidia-* wheels.
+  # (and NCCL, dlopen()ed by the nccl communicator: Note [Lazy NCCL loading])
   local cuda_dirs=""
   for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
            $(python3 - 2>/dev/null <<'PY'
 import importlib, os
-for mod in ("nvidia.cublas", "nvidia.cuda_runtime", "nvidia.cu13"):
+for mod in ("nvidia.cublas", "nvidia.cuda_runtime", "nvidia.cu13", "nvidia.nccl"):
     try:
         m = importlib.import_module(mod)
     except Exception:

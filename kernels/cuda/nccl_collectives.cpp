@@ -6,6 +6,8 @@
 #include "kernels/cuda/nccl_collectives.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <type_traits>
 #include <cstring>
 #include <thread>
 #include <unordered_map>
@@ -16,7 +18,10 @@
 #include "kernels/cuda/device_guard.h"
 
 #if ANVIL_HAVE_NCCL
+#include <dlfcn.h>
 #include <nccl.h>
+
+#include <mutex>
 #endif
 
 namespace anvil::cuda::nccl {
@@ -24,11 +29,64 @@ namespace anvil::cuda::nccl {
 #if ANVIL_HAVE_NCCL
 namespace {
 
+// Note [Lazy NCCL loading]
+// libnccl.so.2 is dlopen()ed on the first NCCL call, not linked: a GPU machine whose NCCL comes
+// from elsewhere (PyTorch's nvidia-nccl wheel, ../shared/gpu/README.md) or is missing still loads
+// libanvil_cuda.so for everything else, and only the nccl backend says what is missing. The
+// header gives the function types; ANVIL_NCCL_LIBRARY overrides the file name.
+struct NcclApi {
+  decltype(&::ncclGetErrorString) get_error_string = nullptr;
+  decltype(&::ncclGetLastError) get_last_error = nullptr;
+  decltype(&::ncclGetUniqueId) get_unique_id = nullptr;
+  decltype(&::ncclGetVersion) get_version = nullptr;
+  decltype(&::ncclCommInitRank) comm_init_rank = nullptr;
+  decltype(&::ncclCommDestroy) comm_destroy = nullptr;
+  decltype(&::ncclCommAbort) comm_abort = nullptr;
+  decltype(&::ncclCommGetAsyncError) comm_get_async_error = nullptr;
+  decltype(&::ncclAllReduce) all_reduce = nullptr;
+  decltype(&::ncclBroadcast) broadcast = nullptr;
+  decltype(&::ncclAllGather) all_gather = nullptr;
+};
+
+const NcclApi& api() {
+  static std::once_flag once;
+  static NcclApi a;
+  static std::string failure;
+  std::call_once(once, [] {
+    const char* env = std::getenv("ANVIL_NCCL_LIBRARY");
+    const std::string name = env != nullptr && *env != '\0' ? env : "libnccl.so.2";
+    void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) {
+      const char* err = dlerror();
+      failure = "cannot load " + name + " (" + (err ? err : "?") +
+                "); put NCCL 2 on LD_LIBRARY_PATH or set ANVIL_NCCL_LIBRARY";
+      return;
+    }
+    auto sym = [&](auto& fn, const char* symbol) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, symbol));
+      if (fn == nullptr && failure.empty()) failure = name + " has no " + symbol;
+    };
+    sym(a.get_error_string, "ncclGetErrorString");
+    sym(a.get_last_error, "ncclGetLastError");
+    sym(a.get_unique_id, "ncclGetUniqueId");
+    sym(a.get_version, "ncclGetVersion");
+    sym(a.comm_init_rank, "ncclCommInitRank");
+    sym(a.comm_destroy, "ncclCommDestroy");
+    sym(a.comm_abort, "ncclCommAbort");
+    sym(a.comm_get_async_error, "ncclCommGetAsyncError");
+    sym(a.all_reduce, "ncclAllReduce");
+    sym(a.broadcast, "ncclBroadcast");
+    sym(a.all_gather, "ncclAllGather");
+  });
+  ANVIL_CHECK(failure.empty(), "nccl", failure);
+  return a;
+}
+
 void check_nccl(ncclResult_t r, const char* call, const char* file, int line) {
   if (r == ncclSuccess) return;
-  throw Error(detail::str_cat("nccl: ", call, " failed with ", ncclGetErrorString(r), " (",
+  throw Error(detail::str_cat("nccl: ", call, " failed with ", api().get_error_string(r), " (",
                               static_cast<int>(r), ") at ", short_path(file), ":", line, ": ",
-                              ncclGetLastError(nullptr)));
+                              api().get_last_error(nullptr)));
 }
 #define ANVIL_NCCL_CHECK(call) check_nccl((call), #call, __FILE__, __LINE__)
 
@@ -67,7 +125,7 @@ class NcclCollectives final : public DeviceCollectives {
     DeviceGuard guard(device);
     ncclUniqueId uid;
     std::memcpy(&uid, id.data(), sizeof uid);
-    ANVIL_NCCL_CHECK(ncclCommInitRank(&comm_, size, uid, rank));
+    ANVIL_NCCL_CHECK(api().comm_init_rank(&comm_, size, uid, rank));
     ANVIL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     ANVIL_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
   }
@@ -76,26 +134,26 @@ class NcclCollectives final : public DeviceCollectives {
     for (cudaEvent_t e : free_) (void)cudaEventDestroy(e);
     for (auto& [ticket, e] : pending_) (void)cudaEventDestroy(e);
     (void)cudaEventDestroy(ready_);
-    if (!aborted_) (void)ncclCommDestroy(comm_);
+    if (!aborted_) (void)api().comm_destroy(comm_);
     (void)cudaStreamDestroy(stream_);
   }
 
   std::uint64_t all_reduce(void* data, std::int64_t count, DType dtype, Op op) override {
     begin();
-    ANVIL_NCCL_CHECK(ncclAllReduce(data, data, static_cast<std::size_t>(count), nccl_type(dtype),
-                                   nccl_op(op), comm_, stream_));
+    ANVIL_NCCL_CHECK(api().all_reduce(data, data, static_cast<std::size_t>(count), nccl_type(dtype),
+                                      nccl_op(op), comm_, stream_));
     return end();
   }
   std::uint64_t broadcast(void* data, std::int64_t count, DType dtype, int root) override {
     begin();
-    ANVIL_NCCL_CHECK(ncclBroadcast(data, data, static_cast<std::size_t>(count), nccl_type(dtype),
-                                   root, comm_, stream_));
+    ANVIL_NCCL_CHECK(api().broadcast(data, data, static_cast<std::size_t>(count), nccl_type(dtype),
+                                     root, comm_, stream_));
     return end();
   }
   std::uint64_t all_gather(const void* in, void* out, std::int64_t count, DType dtype) override {
     begin();
-    ANVIL_NCCL_CHECK(
-        ncclAllGather(in, out, static_cast<std::size_t>(count), nccl_type(dtype), comm_, stream_));
+    ANVIL_NCCL_CHECK(api().all_gather(in, out, static_cast<std::size_t>(count), nccl_type(dtype),
+                                      comm_, stream_));
     return end();
   }
   bool query(std::uint64_t ticket) override {
@@ -115,11 +173,11 @@ class NcclCollectives final : public DeviceCollectives {
         std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
     while (!query(ticket)) {
       ncclResult_t async = ncclSuccess;
-      ANVIL_NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
+      ANVIL_NCCL_CHECK(api().comm_get_async_error(comm_, &async));
       if (async != ncclSuccess && async != ncclInProgress) {
         abort();
         throw Error(detail::str_cat("nccl wait: rank ", rank_, ": asynchronous NCCL error ",
-                                    ncclGetErrorString(async), "; communicator aborted"));
+                                    api().get_error_string(async), "; communicator aborted"));
       }
       if (std::chrono::steady_clock::now() > deadline) {
         abort();
@@ -139,7 +197,7 @@ class NcclCollectives final : public DeviceCollectives {
   }
   std::string version() const override {
     int v = 0;
-    ncclGetVersion(&v);
+    api().get_version(&v);
     // 2.28.9 is 22809 (NCCL_VERSION's encoding from 2.9 on).
     return detail::str_cat("NCCL ", v / 10000, ".", (v / 100) % 100, ".", v % 100);
   }
@@ -167,7 +225,7 @@ class NcclCollectives final : public DeviceCollectives {
     return next_ticket_++;
   }
   void abort() {
-    if (!aborted_) (void)ncclCommAbort(comm_);
+    if (!aborted_) (void)api().comm_abort(comm_);
     aborted_ = true;
   }
 
@@ -186,7 +244,7 @@ class NcclCollectives final : public DeviceCollectives {
 
 std::string unique_id() {
   ncclUniqueId uid;
-  ANVIL_NCCL_CHECK(ncclGetUniqueId(&uid));
+  ANVIL_NCCL_CHECK(api().get_unique_id(&uid));
   return std::string(uid.internal, sizeof uid.internal);
 }
 
