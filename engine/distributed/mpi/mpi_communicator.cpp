@@ -183,6 +183,17 @@ class MpiCommunicator final : public Communicator {
   std::string version_;
 };
 
+// sched_yield between MPI_Test polls: ranks sharing a few cores give the core to the peer they
+// wait for. On the 2-core development machine (heavily shared) this was 2-10x faster for
+// 8 KiB..2 MiB all-reduces than spinning (docs/distributed.md); ANVIL_MPI_YIELD=0 spins.
+bool yield_between_polls() {
+  static const bool on = [] {
+    const char* v = std::getenv("ANVIL_MPI_YIELD");
+    return v == nullptr || v[0] != '0';
+  }();
+  return on;
+}
+
 void MpiWork::complete() {
   done_ = true;
   if (!scaled_.defined() || scaled_.numel() == 0) return;
@@ -211,8 +222,7 @@ void MpiWork::wait() {
   const auto start = std::chrono::steady_clock::now();
   for (std::uint64_t spins = 0;; ++spins) {
     if (test()) return;
-    // Two ranks on two cores: give the core away between polls rather than spin on it.
-    std::this_thread::yield();
+    if (yield_between_polls()) std::this_thread::yield();
     if ((spins & 1023) == 0 &&
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout) {
       comm_.mark_broken();
