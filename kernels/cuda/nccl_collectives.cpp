@@ -175,12 +175,12 @@ class NcclCollectives final : public DeviceCollectives {
       ncclResult_t async = ncclSuccess;
       ANVIL_NCCL_CHECK(api().comm_get_async_error(comm_, &async));
       if (async != ncclSuccess && async != ncclInProgress) {
-        abort();
+        abort_comm();
         throw Error(detail::str_cat("nccl wait: rank ", rank_, ": asynchronous NCCL error ",
                                     api().get_error_string(async), "; communicator aborted"));
       }
       if (std::chrono::steady_clock::now() > deadline) {
-        abort();
+        abort_comm();
         throw Error(detail::str_cat("nccl wait: rank ", rank_, ": collective not complete after ",
                                     timeout_seconds,
                                     " s (ANVIL_DIST_TIMEOUT); a peer rank may have died or "
@@ -224,7 +224,7 @@ class NcclCollectives final : public DeviceCollectives {
     pending_.emplace(next_ticket_, e);
     return next_ticket_++;
   }
-  void abort() {
+  void abort_comm() {
     if (!aborted_) (void)api().comm_abort(comm_);
     aborted_ = true;
   }

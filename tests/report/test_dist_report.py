@@ -41,9 +41,10 @@ with tempfile.TemporaryDirectory() as d:
 
 assert "### All-reduce (sum, f32), 2 ranks" in text
 assert "alpha = 20.00 us" in text, text
-# strong 1 / (2 * 0.625) = 80 %, weak 1 / 1.25 = 80 %, share 0.05 / 1.25 = 4 %, hidden 1 - 0.05/0.2.
+# strong 1 / (2 * 0.625) = 80 %, weak 1 / 1.25 = 80 %, share 0.05 / 1.25 = 4 %, hidden 1 - 0.05/0.2,
+# step time saved (1.3 - 1.25) / 0.2 = 25 %.
 line = next(l for l in text.splitlines() if l.startswith("| m | 8 |"))
-assert "| 80 % | 1.250 | 80 % | 4 % | 0.2000 | 0.0500 | 75 % |" in line, line
+assert "| 80 % | 1.250 | 80 % | 4 % | 0.2000 | 0.0500 | 75 % | 25 % |" in line, line
 tar = dr.t_allreduce(256, s, alpha, beta)
 proj = next(l for l in text.splitlines() if "this machine (fitted)" in l)
 lo, hi = 1 / (1 + dr.t_allreduce(8, s, alpha, beta)), 1 / (1 + max(0, dr.t_allreduce(8, s, alpha, beta) - 0.5))
