@@ -6,10 +6,11 @@
 # ANVIL_DIST_TIMEOUT=3 s with anvil's message. Usage: test_dist_fault.sh MPIRUN DIST_FAULT
 set -uo pipefail
 mpirun=$1 prog=$2
+lsan=(); [[ -n ${LSAN_OPTIONS:-} ]] && lsan=(-x LSAN_OPTIONS)  # sanitizer builds
 fail() { echo "FAIL: $*"; exit 1; }
 run() {  # mode, bound in seconds -> sets out, rc, secs
   local t0=$SECONDS
-  out=$(timeout "$2" "$mpirun" --allow-run-as-root --oversubscribe --bind-to none -np 2 \
+  out=$(timeout "$2" "$mpirun" --allow-run-as-root --oversubscribe --bind-to none "${lsan[@]}" -np 2 \
         -x ANVIL_DIST_TIMEOUT=3 -x OMP_NUM_THREADS=1 "$prog" "$1" 2>&1)
   rc=$? secs=$((SECONDS - t0))
   echo "--- $1: exit $rc after $secs s"; echo "$out" | tail -n 15
