@@ -33,11 +33,13 @@ mkdir -p "$out"
 mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 -x OMP_WAIT_POLICY=PASSIVE)
 half=$(python3 -c "print(','.join(str(int(b)//2) for b in '$batches'.split(',')))")
 lscpu > "$out/lscpu.txt"
+uptime > "$out/load.txt"  # a shared machine: the load average says how much of it was ours
 run() { echo "+ $*" | tee -a "$out/commands.txt"; "$@"; }
 run "${mpi[@]}" -np 2 "$bench" allreduce --max-bytes "$max_bytes" --out "$out/allreduce_np2.json"
 run "${mpi[@]}" -np 1 "$bench" steps --models "$models" --batches "$batches" --reps "$reps" --out "$out/steps_np1.json"
 run "${mpi[@]}" -np 2 "$bench" steps --models "$models" --batches "$half" --reps "$reps" --out "$out/steps_np2_strong.json"
 run "${mpi[@]}" -np 2 "$bench" steps --models "$models" --batches "$batches" --reps "$reps" --out "$out/steps_np2_weak.json"
 run "${mpi[@]}" -np 2 "$bench" steps --models "$models" --batches "$batches" --reps "$reps" --no-overlap --out "$out/steps_np2_weak_nooverlap.json"
+uptime >> "$out/load.txt"
 python3 "$root/scripts/dist_report.py" "$out" > "$out/report.md"
 echo "dist_bench.sh: wrote $out/report.md"

@@ -18,7 +18,7 @@ import sys
 # (weak scaling) costs T_c (the measured one-rank step) plus the part of T_ar that backward does
 # not hide: without overlap T_c + T_ar, with perfect overlap T_c + max(0, T_ar - T_bwd).
 # Efficiency = T_c / T_step. The measured 2-rank all-reduce gives this machine's alpha and beta
-# (weighted least squares on relative error, 2 (n - 1) = 2 and 2 (n - 1) / n = 1 at n = 2).
+# (fit_alpha_beta; 2 (n - 1) = 2 and 2 (n - 1) / n = 1 at n = 2).
 RANKS = [8, 16, 64, 256]
 BUCKET_BYTES = 25 * 1048576
 # Stated cluster parameters (alpha, beta) with their sources.
@@ -45,22 +45,22 @@ def load(folder, name):
 
 
 def fit_alpha_beta(rows):
-    """alpha, beta of T = 2 alpha + S beta (n = 2) minimising the relative error."""
-    # Weighted normal equations with weights 1 / T^2.
-    a11 = a12 = a22 = b1 = b2 = 0.0
-    for r in rows:
-        t, s = r["time_us"] * 1e-6, float(r["bytes"])
-        w = 1.0 / (t * t)
-        x1, x2 = 2.0, s
-        a11 += w * x1 * x1
-        a12 += w * x1 * x2
-        a22 += w * x2 * x2
-        b1 += w * x1 * t
-        b2 += w * x2 * t
-    det = a11 * a22 - a12 * a12
-    alpha = (b1 * a22 - b2 * a12) / det
-    beta = (a11 * b2 - a12 * b1) / det
-    return max(alpha, 0.0), max(beta, 1e-15)
+    """alpha, beta of T = 2 alpha + S beta (n = 2): alpha from the small messages (S <= 1 KiB,
+    median of T / 2), beta from the large ones (S >= 1 MiB, median of (T - 2 alpha) / S).
+    Medians, because a shared machine adds outliers; the two ends separately, because one
+    least-squares line over 4 B .. 256 MiB follows the mid sizes (which stay in cache) and
+    understates the per-byte cost of the large gradients the projection is about."""
+    def median(v):
+        v = sorted(v)
+        n = len(v)
+        return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+    small = [(r["time_us"] * 1e-6, r["bytes"]) for r in rows if r["bytes"] <= 1024]
+    large = [(r["time_us"] * 1e-6, r["bytes"]) for r in rows if r["bytes"] >= 1 << 20]
+    alpha, beta = 0.0, 0.0
+    for _ in range(4):  # each end corrected for the other's term; converges in two rounds
+        alpha = max(median([(t - s * beta) / 2 for t, s in small]), 0.0) if small else 0.0
+        beta = median([(t - 2 * alpha) / s for t, s in large]) if large else 0.0
+    return alpha, max(beta, 1e-15)
 
 
 def t_allreduce(n, size, alpha, beta):
