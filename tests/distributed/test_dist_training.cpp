@@ -116,7 +116,7 @@ std::string shared_temp_path(dist::Communicator& comm, const char* name) {
 
 // Note [Data-parallel tolerance]: the only difference from one process is where the rounding of
 // the batch mean happens (Note [Data-parallel determinism]); after 10 SGD-momentum steps the
-// parameters (|p| < 1) agree within 1e-5 (measured: printed below, about 1e-7).
+// parameters (|p| < 1) agree within 1e-5 (measured: printed below, 2.98e-08 on 2026-11-25).
 TEST_CASE("data parallel on 2 ranks equals one process on the global batch", "[dist]") {
   auto comm = world();
   REQUIRE(comm->size() == 2);
