@@ -19,6 +19,17 @@ run() {  # name, extra options...
 }
 field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
+# Refused before any work: nccl without a GPU (checked where there is none), a batch 2 ranks do
+# not divide (both print one clear line and exit 1).
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  "$anvil" train --model mlp_mnist --dataset /nonexistent --dist nccl > "$tmp/nccl.out" 2>&1 &&
+    fail "--dist nccl without a GPU succeeded"
+  grep -q "the nccl backend needs a CUDA GPU" "$tmp/nccl.out" || { cat "$tmp/nccl.out"; fail "nccl refusal unclear"; }
+fi
+"$mpirun" --allow-run-as-root --oversubscribe --bind-to none "${lsan[@]}" -np 2 "$anvil" train \
+  --model mlp_mnist --dataset /nonexistent --batch 81 > "$tmp/odd.out" 2>&1 && fail "batch 81 on 2 ranks ran"
+grep -q "batch 81 is not divisible by the 2 ranks" "$tmp/odd.out" || { cat "$tmp/odd.out"; fail "odd batch refusal unclear"; }
+
 run whole --epochs 2 --json-log "$tmp/whole.json"
 [[ $(grep -c '^test accuracy' "$tmp/whole.out") == 1 ]] || fail "expected one summary (rank 0)"
 grep -q '^distributed: mpi backend, 2 rank(s), 40 samples per rank per step' "$tmp/whole.out" ||
