@@ -84,9 +84,11 @@ const NcclApi& api() {
 
 void check_nccl(ncclResult_t r, const char* call, const char* file, int line) {
   if (r == ncclSuccess) return;
+  // ncclGetLastError ignores its argument (the last error is per process) and may return null.
+  const char* last = api().get_last_error(nullptr);
   throw Error(detail::str_cat("nccl: ", call, " failed with ", api().get_error_string(r), " (",
                               static_cast<int>(r), ") at ", short_path(file), ":", line, ": ",
-                              api().get_last_error(nullptr)));
+                              last != nullptr ? last : ""));
 }
 #define ANVIL_NCCL_CHECK(call) check_nccl((call), #call, __FILE__, __LINE__)
 
