@@ -15,7 +15,7 @@
 
 namespace anvil::dist {
 
-CommunicatorPtr create_nccl_communicator(CommunicatorPtr bootstrap);  // nccl_communicator.cpp
+CommunicatorPtr create_nccl_communicator();  // nccl_communicator.cpp
 
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {
@@ -158,7 +158,7 @@ CommunicatorPtr create_communicator(const std::string& name) {
   if (name == "single") return std::make_shared<SingleCommunicator>();
   if (name == "auto") return create_communicator(launcher_world_size() > 1 ? "mpi" : "single");
   if (name == "mpi") return load_mpi();
-  if (name == "nccl") return create_nccl_communicator(nullptr);
+  if (name == "nccl") return create_nccl_communicator();
   ANVIL_CHECK(false, "create_communicator", "unknown backend '", name,
               "'; expected single, mpi, nccl or auto");
   return nullptr;

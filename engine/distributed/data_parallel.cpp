@@ -54,7 +54,7 @@ DataParallel::DataParallel(CommunicatorPtr comm, std::vector<Tensor> params,
     b.flat = Tensor::zeros({g.elements}, first.dtype(), first.device());
     std::int64_t off = 0;
     for (std::size_t k : g.members) {
-      b.slots.push_back({params_[k], off, false});
+      b.slots.push_back({params_[k], k, off, false});
       off += params_[k].numel();
     }
     b.pending = static_cast<std::int64_t>(b.slots.size());
@@ -62,11 +62,9 @@ DataParallel::DataParallel(CommunicatorPtr comm, std::vector<Tensor> params,
   }
   for (std::size_t bi = 0; bi < buckets_.size(); ++bi)
     for (std::size_t si = 0; si < buckets_[bi].slots.size(); ++si) {
-      const Tensor& p = buckets_[bi].slots[si].param;
-      for (std::size_t k = 0; k < params_.size(); ++k)
-        if (params_[k].impl_ptr() == p.impl_ptr())
-          hook_ids_[k] = register_post_accumulate_grad_hook(
-              p, [this, bi, si](const Tensor&) { on_gradient(bi, si); });
+      const Slot& slot = buckets_[bi].slots[si];
+      hook_ids_[slot.index] = register_post_accumulate_grad_hook(
+          slot.param, [this, bi, si](const Tensor&) { on_gradient(bi, si); });
     }
   for (const Tensor& p : params_) {
     AutogradMeta* m = autograd_meta(p);

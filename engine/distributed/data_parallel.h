@@ -76,6 +76,7 @@ class DataParallel {
  private:
   struct Slot {
     Tensor param;
+    std::size_t index = 0;    // in params_
     std::int64_t offset = 0;  // elements into the bucket
     bool ready = false;
   };

@@ -91,7 +91,7 @@ class NcclCommunicator final : public Communicator {
 
 }  // namespace
 
-CommunicatorPtr create_nccl_communicator(CommunicatorPtr) {
+CommunicatorPtr create_nccl_communicator() {
   constexpr const char* kWhere = "create_communicator(\"nccl\")";
   // The GPU check comes first, so a machine without one refuses before MPI starts.
   CudaBackend* cuda = cuda_backend();
