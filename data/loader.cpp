@@ -127,6 +127,11 @@ DataLoader::DataLoader(TensorDataset dataset, LoaderOptions options)
   ANVIL_CHECK(opt_.prefetch >= 1, "DataLoader", "prefetch must be at least 1, got ", opt_.prefetch);
   ANVIL_CHECK(opt_.normalization.std > 0, "DataLoader", "normalization std must be positive, got ",
               opt_.normalization.std);
+  ANVIL_CHECK(opt_.num_shards >= 1 && opt_.shard >= 0 && opt_.shard < opt_.num_shards, "DataLoader",
+              "shard ", opt_.shard, " of ", opt_.num_shards, " is not a shard");
+  ANVIL_CHECK(size_ >= opt_.batch * opt_.num_shards || opt_.num_shards == 1, "DataLoader",
+              opt_.num_shards, " shards of batch ", opt_.batch, " leave no batch of the ", size_,
+              " samples");
   ANVIL_CHECK(!opt_.drop_last || size_ >= opt_.batch, "DataLoader", "drop_last with batch ",
               opt_.batch, " leaves no batch of the ", size_, " samples");
   const bool normalises = opt_.normalization.mean != 0.0 || opt_.normalization.std != 1.0;
@@ -147,6 +152,10 @@ DataLoader::DataLoader(TensorDataset dataset, LoaderOptions options)
 DataLoader::~DataLoader() { stop_producer(); }
 
 std::int64_t DataLoader::batches_per_epoch() const {
+  if (opt_.num_shards > 1) {  // Note [Sharded epochs]
+    const std::int64_t global = opt_.batch * opt_.num_shards, rest = size_ % global;
+    return size_ / global + (!opt_.drop_last && rest > 0 && rest % opt_.num_shards == 0 ? 1 : 0);
+  }
   return opt_.drop_last ? size_ / opt_.batch : (size_ + opt_.batch - 1) / opt_.batch;
 }
 
@@ -173,8 +182,14 @@ void DataLoader::start_epoch(std::int64_t epoch, std::int64_t skip_batches) {
 }
 
 LoadedBatch DataLoader::gather(std::int64_t batch_index) const {
-  const std::int64_t begin = batch_index * opt_.batch;
-  const std::int64_t count = std::min(opt_.batch, size_ - begin);
+  std::int64_t begin = batch_index * opt_.batch;
+  std::int64_t count = std::min(opt_.batch, size_ - begin);
+  if (opt_.num_shards > 1) {  // Note [Sharded epochs]
+    const std::int64_t global_begin = batch_index * opt_.batch * opt_.num_shards;
+    const std::int64_t global_count = std::min(opt_.batch * opt_.num_shards, size_ - global_begin);
+    count = global_count / opt_.num_shards;
+    begin = global_begin + opt_.shard * count;
+  }
   const std::int64_t* rows = order_.data() + begin;
   LoadedBatch b{gather_rows(ds_.inputs, rows, count, batch_allocator_),
                 gather_rows(ds_.targets, rows, count, batch_allocator_)};

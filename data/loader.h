@@ -85,7 +85,18 @@ struct LoaderOptions {
   // backend; the constructor throws without it), or into `batch_allocator` when that is set.
   bool pin_memory = false;
   Allocator* batch_allocator = nullptr;
+  // Distributed sampler (Note [Sharded epochs]): this loader is shard `shard` of `num_shards`.
+  std::int64_t num_shards = 1;
+  std::int64_t shard = 0;
 };
+
+// Note [Sharded epochs]
+// With num_shards = S > 1 every rank draws the same permutation of epoch e (Note [Reproducible
+// data order]) and cuts it into global batches of S x batch samples; rank r's batch i is the r-th
+// block of `batch` samples of global batch i. So S ranks at batch b see, step by step, exactly
+// the samples one process sees at batch S x b, and the mean of their gradients is that
+// process's gradient. A last, smaller global batch is split evenly when S divides it, and left
+// out otherwise (every rank must take the same number of steps).
 
 struct LoadedBatch {
   Tensor inputs;   // [b, ...], float inputs normalised

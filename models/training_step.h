@@ -101,6 +101,7 @@ class TrainingStep {
   // Forward FLOPs of one step's batch (2 per multiply-add).
   double forward_flops() const;
   bool sgd_folded() const { return optimizer_->folded(); }
+  optim::SGD& optimizer() { return *optimizer_; }  // data parallelism turns folding off
 
  private:
   const ModelInfo* info_;

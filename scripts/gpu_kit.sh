@@ -147,6 +147,7 @@ run() {
 
   # cudart, cuBLAS 13 and cuDNN 9 of the machine: the toolkit's, else PyTorch's nvidia-* wheels
   # (the H100 machine has cuDNN only in /opt/torch/.venv/.../site-packages/nvidia/cudnn/lib).
+  # NCCL too (dlopen()ed by the nccl communicator: Note [Lazy NCCL loading]).
   local cuda_dirs=""
   for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
            /opt/torch/.venv/lib/python3*/site-packages/nvidia/*/lib \

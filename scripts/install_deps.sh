@@ -17,6 +17,7 @@ packages=(
   clang libclang-rt-14-dev              # libFuzzer for the dataset readers (scripts/fuzz.sh)
   dataset-fashion-mnist                 # loader tests and the training CLI
   xz-utils                              # scripts/gpu_kit.sh archives (CTest gpu_kit)
+  libopenmpi-dev openmpi-bin            # distributed training: the mpi backend, mpirun (docs/distributed.md)
 )
 
 missing=()

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Per-tensor autograd state, hung off TensorImpl::autograd (null when not needed).
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "engine/autograd/node.h"
 #include "engine/core/tensor.h"
@@ -15,6 +19,8 @@ struct AutogradMeta final : AutogradMetaBase {
   std::uint32_t output_nr = 0;      // which output of grad_fn
   std::weak_ptr<Node> accumulator;  // leaves: their AccumulateGrad, while a graph uses it
   double folded_sgd_lr = 0.0;       // leaves: > 0 = SGD folded into backward (Note [Folded SGD])
+  // leaves: called after a backward pass accumulated into `grad` (engine/autograd/hooks.h)
+  std::vector<std::pair<std::uint64_t, std::function<void(const Tensor&)>>> post_accumulate_hooks;
 };
 
 // The tensor's meta, or nullptr.

@@ -66,6 +66,9 @@ std::vector<Tensor> AccumulateGrad::apply(const std::vector<Tensor>& grad_output
   } else {
     ops::add_(meta.grad, g);
   }
+  // Note [Post-accumulate hooks]: the engine runs this node once per backward, after all the
+  // gradient edges into the leaf were summed, so the gradient is final for this pass here.
+  for (const auto& [id, hook] : meta.post_accumulate_hooks) hook(leaf);
   return {};
 }
 

@@ -11,9 +11,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "engine/core/allocator.h"
+#include "engine/core/device_collectives.h"
 #include "engine/core/dtype.h"
 
 namespace anvil {
@@ -71,6 +73,13 @@ class CudaBackend {
   // Makes the work queued on the device's stream from now on wait for every
   // copy_to_device_async() issued so far (a device-side wait; the host does not block).
   virtual void wait_for_copies(int device) = 0;
+
+  // NCCL (engine/core/device_collectives.h): the 128-byte unique id rank 0 creates and every
+  // rank receives over MPI, then one communicator per rank on `device`. Throw anvil::Error when
+  // the library was built without NCCL or NCCL fails.
+  virtual std::string nccl_unique_id() = 0;
+  virtual std::unique_ptr<DeviceCollectives> create_collectives(int device, int rank, int size,
+                                                                const std::string& unique_id) = 0;
 };
 
 // Name of the C entry point the backend library exports: `anvil::CudaBackend*

@@ -21,6 +21,7 @@
 #include "kernels/cuda/host_staging.h"
 #include "kernels/cuda/host_waits.h"
 #include "kernels/cuda/pinned_host_allocator.h"
+#include "kernels/cuda/nccl_collectives.h"
 #include "kernels/cuda/register_cuda.h"
 
 #ifndef ANVIL_CUDA_ARCHS
@@ -241,6 +242,14 @@ class CudaBackendImpl final : public CudaBackend {
     DeviceGuard guard(device);
     // An event never recorded counts as complete, so a wait before the first copy is a no-op.
     ANVIL_CUDA_CHECK(cudaStreamWaitEvent(s, st.copies_done, 0));
+  }
+
+  // NCCL (kernels/cuda/nccl_collectives.cpp).
+  std::string nccl_unique_id() override { return nccl::unique_id(); }
+  std::unique_ptr<DeviceCollectives> create_collectives(int device, int rank, int size,
+                                                        const std::string& unique_id) override {
+    return nccl::create_collectives(get_stream(device, "CudaBackend::create_collectives"), device,
+                                    rank, size, unique_id);
   }
 
   // The device's stream (cuda_context.h), created with the first use of the device.

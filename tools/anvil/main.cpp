@@ -156,6 +156,15 @@ int main(int argc, char** argv) {
   train_cmd->add_flag("--no-loader-thread", no_loader_thread,
                       "prepare batches inline instead of in a thread");
   train_cmd->add_flag("--no-normalize", no_normalize, "do not standardise the inputs");
+  // Data parallelism under mpirun (docs/distributed.md).
+  bool no_overlap = false;
+  train_cmd
+      ->add_option("--dist", c.dist,
+                   "communicator: auto (mpi under mpirun -np N > 1), single, mpi or nccl")
+      ->check(CLI::IsMember({"auto", "single", "mpi", "nccl"}));
+  train_cmd->add_option("--bucket-mb", c.bucket_mb, "gradient bucket cap in MiB (default 25)");
+  train_cmd->add_flag("--no-overlap", no_overlap,
+                      "all-reduce the gradients after backward instead of during it");
 
   try {
     app.parse(argc, argv);
@@ -172,13 +181,14 @@ int main(int argc, char** argv) {
       if (*target_opt) c.target_accuracy = target;
       c.loader_thread = !no_loader_thread;
       c.normalize = !no_normalize;
+      c.overlap = !no_overlap;
       c.progress_bar = isatty(STDOUT_FILENO) != 0;
       const auto report = tools::run_training(c, std::cout);
-      tools::print_summary(report, std::cout);
+      if (report.rank == 0) tools::print_summary(report, std::cout);  // rank 0 prints
     }
   } catch (const std::exception& e) {
     std::cout << std::flush;
-    std::cerr << "anvil: error: " << e.what() << "\n";
+    std::cerr << "anvil: error: " << e.what() << "\n" << std::flush;
     return 1;
   }
   return 0;

@@ -19,6 +19,7 @@
 #include "data/ptb.h"
 #include "engine/anvil/anvil.h"
 #include "engine/core/process_stats.h"
+#include "engine/distributed/data_parallel.h"
 #include "engine/optim/checkpoint.h"
 #include "models/training_step.h"
 #include "tools/anvil/progress.h"
@@ -72,11 +73,18 @@ std::int64_t count_correct(const models::ModelInfo& info, const Tensor& logits,
 }
 
 EvalResult evaluate_classifier(nn::Module& net, const models::ModelInfo& info,
-                               const data::TensorDataset& ds, const data::LoaderOptions& options,
-                               Device device) {
+                               const data::TensorDataset& full, const data::LoaderOptions& options,
+                               Device device, dist::Communicator& comm) {
   NoGradGuard no_grad;
   net.eval();
+  // Under data parallelism each rank evaluates a contiguous share of the set and the sums are
+  // reduced over the ranks (Note [Distributed anvil train]).
+  const std::int64_t total = full.size(), ranks = comm.size();
+  const std::int64_t begin = total * comm.rank() / ranks, end = total * (comm.rank() + 1) / ranks;
+  const data::TensorDataset ds = ranks == 1 ? full : data::take(full, begin, end);
   data::LoaderOptions o = options;
+  o.num_shards = 1;
+  o.shard = 0;
   o.shuffle = false;
   o.drop_last = false;
   o.background = false;
@@ -91,6 +99,14 @@ EvalResult evaluate_classifier(nn::Module& net, const models::ModelInfo& info,
         models::model_loss(info, out, on(b->targets, device)).item() * static_cast<double>(rows);
     correct += count_correct(info, out, b->targets);
     n += rows;
+  }
+  if (ranks > 1) {
+    Tensor sums = Tensor::from_vector(
+        std::vector<double>{loss_sum, static_cast<double>(correct), static_cast<double>(n)}, {3});
+    comm.all_reduce(sums, dist::ReduceOp::sum);
+    loss_sum = sums.data<double>()[0];
+    correct = static_cast<std::int64_t>(std::llround(sums.data<double>()[1]));
+    n = static_cast<std::int64_t>(std::llround(sums.data<double>()[2]));
   }
   return {loss_sum / static_cast<double>(n), static_cast<double>(correct) / static_cast<double>(n)};
 }
@@ -239,7 +255,10 @@ nlohmann::json report_json(const TrainConfig& c, const TrainReport& r) {
                  {"loader_thread", c.loader_thread},
                  {"normalize", c.normalize},
                  {"checkpoint", c.checkpoint},
-                 {"resume", c.resume}};
+                 {"resume", c.resume},
+                 {"dist", c.dist},
+                 {"bucket_mb", c.bucket_mb},
+                 {"overlap", c.overlap}};
   if (c.target_accuracy) config["target_accuracy"] = *c.target_accuracy;
   json result = {{"training_seconds", r.training_seconds},
                  {"testing_seconds", r.testing_seconds},
@@ -249,7 +268,10 @@ nlohmann::json report_json(const TrainConfig& c, const TrainReport& r) {
                  {"allocator_peak_MB", r.allocator_peak_bytes / 1048576.0},
                  {"gpu_allocator_peak_MB", r.gpu_allocator_peak_bytes / 1048576.0},
                  {"cpu_utilisation_pct", r.cpu_utilisation * 100.0},
-                 {"loader_wait_pct", r.loader_wait_fraction * 100.0}};
+                 {"loader_wait_pct", r.loader_wait_fraction * 100.0},
+                 {"samples_per_second_total", r.samples_per_second_total},
+                 {"samples_per_second_per_rank", r.samples_per_second_per_rank},
+                 {"comm_wait_pct", r.comm_wait_fraction * 100.0}};
   result["time_to_target_seconds"] =
       r.time_to_target_seconds ? json(*r.time_to_target_seconds) : json(nullptr);
   return {
@@ -258,6 +280,8 @@ nlohmann::json report_json(const TrainConfig& c, const TrainReport& r) {
       {"model", r.model},
       {"dataset", r.dataset},
       {"device", r.device},
+      {"distributed",
+       {{"backend", r.dist_backend}, {"ranks", r.ranks}, {"version", r.dist_version}}},
       {"parameters", r.parameters},
       {"metric", r.metric},
       {"samples", {{"train", r.train_samples}, {"val", r.val_samples}, {"test", r.test_samples}}},
@@ -283,11 +307,9 @@ void write_json_log(const TrainConfig& c, const TrainReport& r) {
 }
 
 // One epoch's training loop over the classifier's loader; returns (mean loss, samples).
-std::pair<double, std::int64_t> train_classifier_epoch(const TrainConfig& c,
-                                                       const models::ModelInfo& info,
-                                                       nn::Module& net, optim::Optimizer& opt,
-                                                       data::DataLoader& loader, int epoch,
-                                                       Device device, std::ostream& out) {
+std::pair<double, std::int64_t> train_classifier_epoch(
+    const TrainConfig& c, const models::ModelInfo& info, nn::Module& net, optim::Optimizer& opt,
+    data::DataLoader& loader, int epoch, Device device, std::ostream& out, dist::DataParallel* dp) {
   net.train();
   loader.start_epoch(epoch);
   Progress progress(out, c.progress_bar, fmt::format("epoch {}/{}", epoch + 1, c.epochs),
@@ -299,6 +321,7 @@ std::pair<double, std::int64_t> train_classifier_epoch(const TrainConfig& c,
     Tensor loss =
         models::model_forward_loss(info, net, on(b->inputs, device), on(b->targets, device));
     loss.backward();
+    if (dp != nullptr) dp->finish_gradients();  // averaged over the ranks before clipping
     if (c.clip_norm > 0) (void)optim::clip_grad_norm_async_(opt.params(), c.clip_norm);
     opt.step();
     const std::int64_t rows = b->inputs.sizes()[0];
@@ -307,6 +330,12 @@ std::pair<double, std::int64_t> train_classifier_epoch(const TrainConfig& c,
     progress.update(++step, loss_sum / static_cast<double>(n));
   }
   progress.finish();
+  if (dp != nullptr) {  // the epoch's loss over all ranks' samples
+    Tensor sums = Tensor::from_vector(std::vector<double>{loss_sum, static_cast<double>(n)}, {2});
+    dp->comm().all_reduce(sums, dist::ReduceOp::sum);
+    loss_sum = sums.data<double>()[0];
+    n = static_cast<std::int64_t>(std::llround(sums.data<double>()[1]));
+  }
   return {loss_sum / static_cast<double>(n), n};
 }
 
@@ -347,13 +376,32 @@ std::pair<double, std::int64_t> train_language_model_epoch(const TrainConfig& c,
 
 }  // namespace
 
-TrainReport run_training(const TrainConfig& config, std::ostream& out) {
+TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
   check_config(config);
   const models::ModelInfo& info = models::info(config.model);  // throws listing the models
   const std::int64_t batch = config.batch > 0 ? config.batch : info.cpu_batch;
+  // Note [Distributed anvil train]: the communicator and the checks that depend on the rank
+  // count come before any data is read or model built.
+  ANVIL_CHECK(config.bucket_mb > 0, kWhere, "--bucket-mb must be positive, got ", config.bucket_mb);
+  const dist::CommunicatorPtr comm = dist::create_communicator(config.dist);
+  const int ranks = comm->size();
+  ANVIL_CHECK(batch % ranks == 0, kWhere, "--batch ", batch, " is not divisible by the ", ranks,
+              " ranks (", comm->backend(), "); the global batch is split evenly over the ranks");
+  ANVIL_CHECK(ranks == 1 || info.loss != models::LossKind::sequence_cross_entropy, kWhere,
+              "data parallelism supports the classifiers; ", config.model,
+              " (a language model) runs on one rank");
+  ANVIL_CHECK(ranks == 1 || config.device == "cpu" || comm->backend() == "nccl", kWhere,
+              "--device cuda on ", ranks, " ranks needs --dist nccl, got ", comm->backend());
+  const std::int64_t rank_batch = batch / ranks;
+  std::ostream null_stream(nullptr);
+  std::ostream& out = comm->rank() == 0 ? out_all : null_stream;  // rank 0 prints
   if (config.threads > 0) set_num_threads(config.threads);
 
   TrainReport r;
+  r.dist_backend = comm->backend();
+  r.dist_version = comm->version();
+  r.rank = comm->rank();
+  r.ranks = ranks;
   r.model = config.model;
   r.threads = get_num_threads();
   const Device device = training_device(config);
@@ -382,6 +430,16 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
   // optimizer takes the parameter handles; its state is then created on the same device.
   if (device.is_cuda()) net->to(device);
   auto opt = make_optimizer(config, net->parameters());
+  std::unique_ptr<dist::DataParallel> dp;
+  if (ranks > 1) {
+    dp = std::make_unique<dist::DataParallel>(
+        comm, net->parameters(),
+        dist::DataParallelOptions{.bucket_cap_mb = config.bucket_mb, .overlap = config.overlap});
+    std::vector<Tensor> state = net->parameters();
+    for (auto& [name, b] : net->named_buffers()) state.push_back(b);
+    dp->broadcast_from_root(state);  // every rank starts from rank 0's model
+    dp->prepare_optimizer(*opt);
+  }
 
   ResumeState resumed;
   if (!config.resume.empty()) resumed = resume_from(config, batch, *net, *opt);
@@ -392,8 +450,12 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
   r.training_seconds = resumed.training_seconds;
   r.time_to_target_seconds = resumed.time_to_target;
 
-  data::LoaderOptions loader_options{
-      .batch = batch, .shuffle = true, .seed = config.seed, .background = config.loader_thread};
+  data::LoaderOptions loader_options{.batch = rank_batch,
+                                     .shuffle = true,
+                                     .seed = config.seed,
+                                     .background = config.loader_thread,
+                                     .num_shards = ranks,
+                                     .shard = comm->rank()};
   if (!lm && config.normalize && task.train.inputs.dtype() == DType::f32)
     loader_options.normalization = data::Normalization::from_data(task.train.inputs);
   // On a GPU the batches are gathered straight into page-locked memory, so each copy to the
@@ -407,8 +469,16 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
       "{} lr {}, {} thread(s), {}\n",
       config.model, r.parameters, r.dataset, r.train_samples, r.val_samples, r.test_samples,
       lm ? "tokens" : "samples", batch, config.optimizer, config.lr, r.threads, r.device);
+  out << fmt::format("distributed: {} backend, {} rank(s){} ({})\n", r.dist_backend, ranks,
+                     ranks > 1 ? fmt::format(", {} samples per rank per step", rank_batch) : "",
+                     r.dist_version);
+  if (dp) {
+    out << "data parallel: " << dp->describe() << "\n";
+    for (const std::string& note : dp->notes()) out << "data parallel: " << note << "\n";
+  }
 
-  double wall_this_run = 0, cpu_this_run = 0, wait_this_run = 0;
+  double wall_this_run = 0, cpu_this_run = 0, wait_this_run = 0, comm_wait_this_run = 0;
+  std::int64_t samples_this_run = 0;
   for (int epoch = resumed.epochs_done; epoch < config.epochs; ++epoch) {
     EpochReport e;
     e.epoch = epoch + 1;
@@ -425,10 +495,18 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
           config, info, *net, *opt, task.lm_train, batch, epoch, device, out);
     } else {
       std::tie(e.train_loss, samples) =
-          train_classifier_epoch(config, info, *net, *opt, *loader, epoch, device, out);
+          train_classifier_epoch(config, info, *net, *opt, *loader, epoch, device, out, dp.get());
       e.loader_wait_seconds = loader->wait_seconds();
     }
     e.train_seconds = seconds_since(t0);
+    if (ranks > 1) {  // the slowest rank's time; waits averaged over the ranks
+      const double comm_wait0 = dp->wait_seconds_total();  // this run's epochs so far
+      e.train_seconds = comm->all_reduce_scalar(e.train_seconds, dist::ReduceOp::max);
+      e.loader_wait_seconds =
+          comm->all_reduce_scalar(e.loader_wait_seconds, dist::ReduceOp::average);
+      comm_wait_this_run = comm->all_reduce_scalar(comm_wait0, dist::ReduceOp::average);
+    }
+    samples_this_run += samples;
     cpu_this_run += process_cpu_seconds() - cpu0;
     wall_this_run += e.train_seconds;
     wait_this_run += e.loader_wait_seconds;
@@ -443,7 +521,7 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
     if (r.val_samples > 0) {
       const EvalResult v =
           lm ? evaluate_language_model(*net, task.lm_val, batch, info.sample_shape.at(0), device)
-             : evaluate_classifier(*net, info, task.val, loader_options, device);
+             : evaluate_classifier(*net, info, task.val, loader_options, device, *comm);
       e.val_loss = v.loss;
       e.val_metric = v.metric;
       if (config.target_accuracy && !r.time_to_target_seconds &&
@@ -464,7 +542,7 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
                e.loader_wait_seconds, e.rss_end_bytes / 1048576.0, e.rss_peak_bytes / 1048576.0)
         << std::flush;
 
-    if (!config.checkpoint.empty()) {
+    if (!config.checkpoint.empty() && comm->rank() == 0) {  // rank 0 writes
       auto meta = run_metadata(config, batch);
       meta["anvil_train.epochs_done"] = std::to_string(epoch + 1);
       meta["anvil_train.training_seconds"] = fmt::format("{}", r.training_seconds);
@@ -472,19 +550,24 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out) {
         meta["anvil_train.time_to_target"] = fmt::format("{}", *r.time_to_target_seconds);
       optim::save_checkpoint(config.checkpoint, *net, opt.get(), meta);
     }
-    write_json_log(config, r);
+    if (comm->rank() == 0) write_json_log(config, r);
+    if (ranks > 1) comm->barrier();  // the checkpoint exists before any rank goes on
   }
   r.cpu_utilisation = cpu_this_run / (wall_this_run * r.threads);
   r.loader_wait_fraction = wait_this_run / wall_this_run;
+  r.samples_per_second_total =
+      static_cast<double>(samples_this_run) / std::max(wall_this_run, 1e-12);
+  r.samples_per_second_per_rank = r.samples_per_second_total / ranks;
+  r.comm_wait_fraction = comm_wait_this_run / std::max(wall_this_run, 1e-12);
 
   const auto t_test = Clock::now();
   const EvalResult test =
       lm ? evaluate_language_model(*net, task.lm_test, batch, info.sample_shape.at(0), device)
-         : evaluate_classifier(*net, info, task.test, loader_options, device);
+         : evaluate_classifier(*net, info, task.test, loader_options, device, *comm);
   r.testing_seconds = seconds_since(t_test);
   r.test_loss = test.loss;
   r.test_metric = test.metric;
-  write_json_log(config, r);
+  if (comm->rank() == 0) write_json_log(config, r);
   return r;
 }
 
@@ -513,6 +596,13 @@ void print_summary(const TrainReport& r, std::ostream& out) {
                      r.threads);
   out << fmt::format("data loader wait   {:.2f} % of training time\n",
                      r.loader_wait_fraction * 100.0);
+  out << fmt::format("distributed        {} backend, {} rank(s) ({})\n", r.dist_backend, r.ranks,
+                     r.dist_version);
+  out << fmt::format("throughput         {:.0f} samples/s total, {:.0f} per rank\n",
+                     r.samples_per_second_total, r.samples_per_second_per_rank);
+  if (r.ranks > 1)
+    out << fmt::format("communication wait {:.2f} % of training time (gradient all-reduce)\n",
+                       r.comm_wait_fraction * 100.0);
 }
 
 }  // namespace anvil::tools

@@ -49,6 +49,12 @@ struct TrainConfig {
   std::string resume;         // a checkpoint of the same configuration to continue from
   std::string json_log;       // a JSON document rewritten after every epoch when set
   bool progress_bar = false;  // redraw one line (a terminal) instead of printing lines
+  // Data parallelism (docs/distributed.md): the communicator backend (auto = mpi under mpirun
+  // with more than one rank, else single), the gradient bucket cap and whether bucket
+  // all-reduces overlap backward. `batch` is the global batch, split evenly over the ranks.
+  std::string dist = "auto";
+  double bucket_mb = 25.0;
+  bool overlap = true;
 };
 
 struct EpochReport {
@@ -84,9 +90,19 @@ struct TrainReport {
   double gpu_allocator_peak_bytes = 0.0;  // the GPU caching allocator's peak over the epochs
   double cpu_utilisation = 0.0;           // process CPU time / (training wall time x threads)
   double loader_wait_fraction = 0.0;      // loader wait / training time (this run's epochs)
+  // Data parallelism: backend ("single", "mpi", "nccl"), this rank and the rank count; samples/s
+  // over all ranks and per rank (this run's epochs, slowest rank's time); the share of training
+  // time spent waiting for gradient all-reduces (mean over ranks).
+  std::string dist_backend = "single";
+  std::string dist_version;
+  int rank = 0, ranks = 1;
+  double samples_per_second_total = 0.0;
+  double samples_per_second_per_rank = 0.0;
+  double comm_wait_fraction = 0.0;
 };
 
-// Runs the whole configuration, printing progress and per-epoch lines to `out`. Throws
+// Runs the whole configuration, printing progress and per-epoch lines to `out` (rank 0 only under
+// data parallelism; the other ranks print nothing and write no files). Throws
 // anvil::Error for a bad configuration, dataset or checkpoint.
 TrainReport run_training(const TrainConfig& config, std::ostream& out);
 

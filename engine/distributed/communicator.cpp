@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: Apache-2.0
+// The parts of the communicator layer every backend shares (argument checks, blocking helpers,
+// the timeout), the "single" backend, and create_communicator(): "mpi" dlopen()s
+// libanvil_mpi.so (Note [Communicator layering]), "nccl" is nccl_communicator.cpp.
+#include "engine/distributed/communicator.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "engine/core/config.h"
+#include "engine/core/error.h"
+
+namespace anvil::dist {
+
+CommunicatorPtr create_nccl_communicator();  // nccl_communicator.cpp
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum:
+      return "sum";
+    case ReduceOp::average:
+      return "average";
+    case ReduceOp::max:
+      return "max";
+  }
+  return "?";
+}
+
+void check_collective(const char* op, const Tensor& t, ReduceOp reduce, bool reducing) {
+  ANVIL_CHECK(t.defined(), op, "undefined tensor");
+  ANVIL_CHECK(t.is_contiguous(), op, "tensor ", shape_str(t.sizes()), " is not contiguous");
+  const DType d = t.dtype();
+  ANVIL_CHECK(d == DType::f32 || d == DType::f64 || d == DType::i64, op, "dtype ", dtype_name(d),
+              " is not supported (f32, f64, i64)");
+  ANVIL_CHECK(!(reducing && reduce == ReduceOp::average && !is_floating(d)), op,
+              "average needs a floating dtype, got ", dtype_name(d));
+}
+
+Tensor Communicator::all_gather(const Tensor& in) {
+  Tensor out = Tensor::empty({in.numel() * size()}, in.dtype(), in.device());
+  all_gather_async(in, out)->wait();
+  return out;
+}
+
+double Communicator::all_reduce_scalar(double value, ReduceOp op) {
+  Tensor t = Tensor::from_vector(std::vector<double>{value}, {1});
+  all_reduce(t, op);
+  return t.data<double>()[0];
+}
+
+std::string Communicator::describe() const {
+  return backend() + " rank " + std::to_string(rank()) + "/" + std::to_string(size());
+}
+
+double collective_timeout_seconds() {
+  const std::string v = env_or_empty("ANVIL_DIST_TIMEOUT");
+  if (v.empty()) return 300.0;
+  char* end = nullptr;
+  const double s = std::strtod(v.c_str(), &end);
+  ANVIL_CHECK(end != v.c_str() && *end == '\0' && s > 0, "ANVIL_DIST_TIMEOUT",
+              "expected a positive number of seconds, got '", v, "'");
+  return s;
+}
+
+int launcher_world_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"}) {
+    const std::string v = env_or_empty(name);
+    if (!v.empty()) return std::atoi(v.c_str());
+  }
+  return 1;
+}
+
+namespace {
+
+// A finished operation.
+class DoneWork final : public Work {
+ public:
+  bool test() override { return true; }
+  void wait() override {}
+};
+
+// One process: every collective is the identity (average of one value is the value).
+class SingleCommunicator final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string backend() const override { return "single"; }
+  std::string version() const override { return "single process"; }
+  WorkPtr all_reduce_async(Tensor& t, ReduceOp op) override {
+    check_collective("single all_reduce", t, op, true);
+    return std::make_shared<DoneWork>();
+  }
+  WorkPtr broadcast_async(Tensor& t, int root) override {
+    check_collective("single broadcast", t, ReduceOp::sum, false);
+    ANVIL_CHECK(root == 0, "single broadcast", "root ", root, " outside [0, 1)");
+    return std::make_shared<DoneWork>();
+  }
+  WorkPtr all_gather_async(const Tensor& in, Tensor& out) override {
+    check_collective("single all_gather", in, ReduceOp::sum, false);
+    check_collective("single all_gather", out, ReduceOp::sum, false);
+    ANVIL_CHECK(out.numel() == in.numel() && out.dtype() == in.dtype(), "single all_gather",
+                "output of ", out.numel(), " ", dtype_name(out.dtype()), " elements, expected ",
+                in.numel(), " ", dtype_name(in.dtype()));
+    if (in.numel() > 0 && out.data_ptr() != in.data_ptr()) out.copy_(in);
+    return std::make_shared<DoneWork>();
+  }
+  void barrier() override {}
+};
+
+// libanvil_mpi.so, from the directory of libanvil (as libanvil_cuda.so) or ANVIL_MPI_LIBRARY.
+CommunicatorPtr load_mpi() {
+  static std::mutex mu;
+  static CommunicatorPtr world;
+  static std::string failure;
+  std::lock_guard<std::mutex> lock(mu);
+  if (world) return world;
+  ANVIL_CHECK(failure.empty(), "create_communicator(\"mpi\")", failure);
+  std::string path = env_or_empty("ANVIL_MPI_LIBRARY");
+  if (path.empty()) {
+    Dl_info info{};
+    std::string dir;
+    if (dladdr(reinterpret_cast<void*>(&load_mpi), &info) != 0 && info.dli_fname != nullptr) {
+      dir = info.dli_fname;
+      dir = dir.substr(0, dir.rfind('/') + 1);
+    }
+    path = dir + "libanvil_mpi.so";
+  }
+  // RTLD_GLOBAL: Open MPI's own plugins (mca_*.so) resolve symbols of libmpi.
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (handle == nullptr) {
+    const char* err = dlerror();
+    failure = "the MPI backend library is not loadable (" + path + "): " + (err ? err : "?") +
+              "; build anvil with Open MPI (libopenmpi-dev, -DANVIL_WITH_MPI=ON)";
+    ANVIL_CHECK(false, "create_communicator(\"mpi\")", failure);
+  }
+  using Entry = Communicator* (*)(char* error, int error_size);
+  auto entry = reinterpret_cast<Entry>(dlsym(handle, "anvil_mpi_communicator"));
+  ANVIL_CHECK(entry != nullptr, "create_communicator(\"mpi\")", path,
+              " has no entry point anvil_mpi_communicator");
+  char error[1024] = {0};
+  Communicator* c = entry(error, sizeof error);
+  if (c == nullptr) {
+    failure = error;
+    ANVIL_CHECK(false, "create_communicator(\"mpi\")", failure);
+  }
+  // The module owns the world communicator for the life of the process (MPI cannot be
+  // initialised twice): a non-owning shared_ptr.
+  world = CommunicatorPtr(c, [](Communicator*) {});
+  return world;
+}
+
+}  // namespace
+
+CommunicatorPtr create_communicator(const std::string& name) {
+  if (name == "single") return std::make_shared<SingleCommunicator>();
+  if (name == "auto") return create_communicator(launcher_world_size() > 1 ? "mpi" : "single");
+  if (name == "mpi") return load_mpi();
+  if (name == "nccl") return create_nccl_communicator();
+  ANVIL_CHECK(false, "create_communicator", "unknown backend '", name,
+              "'; expected single, mpi, nccl or auto");
+  return nullptr;
+}
+
+CommunicatorPtr create_mpi_for_bootstrap() { return load_mpi(); }
+
+}  // namespace anvil::dist

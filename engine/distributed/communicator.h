@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// The communicator layer of data-parallel training: one interface (rank, size, all-reduce,
+// broadcast, all-gather, barrier; asynchronous forms return a Work handle to wait on) and three
+// backends chosen by name: "single" (one process, no MPI), "mpi" (Open MPI's non-blocking
+// collectives, in the lazily loaded libanvil_mpi.so) and "nccl" (NCCL inside libanvil_cuda.so,
+// bootstrapped over MPI). No MPI or NCCL type appears here (Note [Communicator layering]).
+//
+// Note [Communicator layering]
+// engine/distributed/ sits beside engine/autograd: communicator.h needs only engine/core
+// (Tensor), data_parallel.h adds autograd/nn. The MPI backend is a module of its own that the
+// engine dlopen()s on first use, as it does libanvil_cuda.so (Note [Lazy CUDA loading]), so a
+// process that never asks for "mpi" neither links nor loads Open MPI; a build without MPI simply
+// has no module and create_communicator("mpi") says so. NCCL lives in libanvil_cuda.so behind
+// the DeviceCollectives seam (engine/core/device_collectives.h), which kernels/cuda/ may
+// implement without seeing this header.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/core/tensor.h"
+
+namespace anvil::dist {
+
+enum class ReduceOp { sum, average, max };
+const char* reduce_op_name(ReduceOp op);
+
+// An operation in flight. wait() returns when the result is in place, or throws anvil::Error
+// when it failed or did not complete within the communicator's timeout
+// (Note [Collective timeout]). Waiting twice is allowed.
+class Work {
+ public:
+  virtual ~Work() = default;
+  virtual bool test() = 0;  // true when complete (never blocks)
+  virtual void wait() = 0;
+};
+using WorkPtr = std::shared_ptr<Work>;
+
+// Note [Collective timeout]
+// A collective whose peer died or stalls never completes. Open MPI's mpirun kills the whole job
+// when a rank is killed; when a peer is alive but stuck (or the launcher does not notice),
+// wait() polls the operation and throws after `timeout_seconds` without completion, naming the
+// operation, the rank and the timeout, so the process exits with a clear error instead of
+// hanging. The communicator is then broken: every later call throws at once. The timeout comes
+// from ANVIL_DIST_TIMEOUT (seconds, default 300).
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string backend() const = 0;  // "single", "mpi", "nccl"
+  virtual std::string version() const = 0;  // "Open MPI v4.1.4", "NCCL 2.28.3", ...
+  // In place on a contiguous tensor of f32, f64 or i64 (average: floating types only), of any
+  // size including 0. The tensor must stay alive and untouched until the Work completes.
+  virtual WorkPtr all_reduce_async(Tensor& t, ReduceOp op) = 0;
+  virtual WorkPtr broadcast_async(Tensor& t, int root) = 0;
+  // out (contiguous, size() * in.numel() elements of in's dtype) = every rank's `in`, rank by rank.
+  virtual WorkPtr all_gather_async(const Tensor& in, Tensor& out) = 0;
+  virtual void barrier() = 0;
+  // Lets operations in flight advance. MPI progresses non-blocking collectives only inside MPI
+  // calls, so data parallelism calls this between backward nodes (Note [Gradient buckets]).
+  virtual void progress() {}
+
+  // Blocking forms.
+  void all_reduce(Tensor& t, ReduceOp op = ReduceOp::sum) { all_reduce_async(t, op)->wait(); }
+  void broadcast(Tensor& t, int root = 0) { broadcast_async(t, root)->wait(); }
+  Tensor all_gather(const Tensor& in);  // a new [size * in.numel()] tensor
+  // One double reduced over the ranks (metrics, timings).
+  double all_reduce_scalar(double value, ReduceOp op = ReduceOp::sum);
+
+  // "mpi rank 1/2" etc., for logs and results' context.
+  std::string describe() const;
+};
+using CommunicatorPtr = std::shared_ptr<Communicator>;
+
+// Seconds a wait may last (ANVIL_DIST_TIMEOUT, default 300; Note [Collective timeout]).
+double collective_timeout_seconds();
+
+// True when this process was started by mpirun with more than one rank (OMPI_COMM_WORLD_SIZE,
+// PMI_SIZE, PMIX_RANK...), without loading MPI.
+int launcher_world_size();
+
+// The backend named `name`: "single", "mpi", "nccl" or "auto" (mpi when launcher_world_size() > 1,
+// else single). "mpi" loads libanvil_mpi.so and initialises MPI once per process (the same
+// world communicator is returned on every call); "nccl" first checks for a GPU and throws
+// "... nccl backend needs a CUDA GPU: <reason>" before touching MPI. Throws anvil::Error naming
+// the backend and the reason when it cannot be created.
+CommunicatorPtr create_communicator(const std::string& name);
+
+// Checks the arguments every backend checks the same way (contiguity, dtype, sizes).
+void check_collective(const char* op, const Tensor& t, ReduceOp reduce, bool reducing);
+
+}  // namespace anvil::dist

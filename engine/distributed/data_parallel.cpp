@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: Apache-2.0
+// Gradient buckets and their overlapped all-reduce (Note [Gradient buckets] in data_parallel.h).
+#include "engine/distributed/data_parallel.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "engine/autograd/autograd_meta.h"
+#include "engine/autograd/grad_mode.h"
+#include "engine/autograd/hooks.h"
+#include "engine/core/error.h"
+
+namespace anvil::dist {
+
+namespace {
+constexpr const char* kWhere = "DataParallel";
+}
+
+DataParallel::DataParallel(CommunicatorPtr comm, std::vector<Tensor> params,
+                           DataParallelOptions options)
+    : comm_(std::move(comm)), options_(options), params_(std::move(params)) {
+  ANVIL_CHECK(comm_ != nullptr, kWhere, "no communicator");
+  ANVIL_CHECK(options_.bucket_cap_mb > 0, kWhere, "bucket_cap_mb must be positive, got ",
+              options_.bucket_cap_mb);
+  const double cap_bytes = options_.bucket_cap_mb * 1048576.0;
+  // Reverse registration order: the last layers' gradients are final first.
+  struct Pending {
+    std::vector<std::size_t> members;
+    std::int64_t elements = 0;
+  };
+  std::vector<Pending> groups;
+  for (std::size_t k = params_.size(); k-- > 0;) {
+    const Tensor& p = params_[k];
+    ANVIL_CHECK(p.defined() && p.requires_grad(), kWhere, "parameter ", k,
+                " is not a tensor that requires grad");
+    ANVIL_CHECK(is_floating(p.dtype()), kWhere, "parameter ", k, " has dtype ",
+                dtype_name(p.dtype()));
+    bool fresh = groups.empty();
+    if (!fresh) {
+      const Tensor& first = params_[groups.back().members.front()];
+      const double bytes = static_cast<double>((groups.back().elements + p.numel()) *
+                                               static_cast<std::int64_t>(p.element_size()));
+      fresh = first.dtype() != p.dtype() || first.device() != p.device() ||
+              (bytes > cap_bytes && groups.back().elements > 0);
+    }
+    if (fresh) groups.emplace_back();
+    groups.back().members.push_back(k);
+    groups.back().elements += p.numel();
+  }
+  hook_ids_.assign(params_.size(), 0);
+  for (auto& g : groups) {
+    Bucket b;
+    const Tensor& first = params_[g.members.front()];
+    b.flat = Tensor::zeros({g.elements}, first.dtype(), first.device());
+    std::int64_t off = 0;
+    for (std::size_t k : g.members) {
+      b.slots.push_back({params_[k], k, off, false});
+      off += params_[k].numel();
+    }
+    b.pending = static_cast<std::int64_t>(b.slots.size());
+    buckets_.push_back(std::move(b));
+  }
+  for (std::size_t bi = 0; bi < buckets_.size(); ++bi)
+    for (std::size_t si = 0; si < buckets_[bi].slots.size(); ++si) {
+      const Slot& slot = buckets_[bi].slots[si];
+      hook_ids_[slot.index] = register_post_accumulate_grad_hook(
+          slot.param, [this, bi, si](const Tensor&) { on_gradient(bi, si); });
+    }
+  for (const Tensor& p : params_) {
+    AutogradMeta* m = autograd_meta(p);
+    if (m != nullptr && m->folded_sgd_lr > 0) {
+      m->folded_sgd_lr = 0;
+      if (notes_.empty() || notes_.back().find("folded SGD") == std::string::npos)
+        notes_.push_back(
+            "folded SGD off: under data parallelism the update must wait for the averaged "
+            "gradient, so it cannot be folded into the local weight-gradient GEMM");
+    }
+  }
+}
+
+DataParallel::~DataParallel() {
+  for (std::size_t k = 0; k < params_.size(); ++k)
+    if (hook_ids_[k] != 0) remove_post_accumulate_grad_hook(params_[k], hook_ids_[k]);
+}
+
+std::int64_t DataParallel::bucket_bytes(std::size_t i) const {
+  return static_cast<std::int64_t>(buckets_.at(i).flat.nbytes());
+}
+
+std::string DataParallel::describe() const {
+  std::string s = std::to_string(buckets_.size()) + " bucket(s) (cap " +
+                  std::to_string(options_.bucket_cap_mb) + " MiB" +
+                  (options_.overlap ? ", overlapped" : ", after backward") + "):";
+  for (std::size_t i = 0; i < buckets_.size(); ++i) {
+    char mb[32];
+    std::snprintf(mb, sizeof mb, " %.2f MiB", static_cast<double>(bucket_bytes(i)) / 1048576.0);
+    s += mb;
+  }
+  return s;
+}
+
+void DataParallel::broadcast_from_root(const std::vector<Tensor>& tensors) {
+  NoGradGuard no_grad;
+  for (const Tensor& t : tensors) {
+    Tensor view = t.detach();
+    ANVIL_CHECK(view.is_contiguous(), kWhere, "broadcast of a non-contiguous tensor ",
+                shape_str(view.sizes()));
+    comm_->broadcast(view, 0);
+  }
+}
+
+void DataParallel::prepare_optimizer(optim::Optimizer& opt) {
+  auto* sgd = dynamic_cast<optim::SGD*>(&opt);
+  if (sgd != nullptr && sgd->folded()) {
+    sgd->fold_into_backward(false);
+    notes_.push_back(
+        "folded SGD off: under data parallelism the update must wait for the averaged gradient, "
+        "so it cannot be folded into the local weight-gradient GEMM");
+  }
+}
+
+void DataParallel::on_gradient(std::size_t bi, std::size_t si) {
+  Bucket& b = buckets_[bi];
+  Slot& s = b.slots[si];
+  if (!s.ready) {
+    const Tensor& g = s.param.grad();
+    Tensor dst = b.flat.slice(0, s.offset, s.offset + s.param.numel()).view(s.param.sizes());
+    if (g.data_ptr() != dst.data_ptr()) dst.copy_(g);
+    s.ready = true;
+    --b.pending;
+  }
+  if (options_.overlap) launch_ready();
+  comm_->progress();
+}
+
+void DataParallel::launch(Bucket& b) {
+  b.work = comm_->all_reduce_async(b.flat, ReduceOp::average);
+}
+
+void DataParallel::launch_ready() {
+  while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0)
+    launch(buckets_[next_launch_++]);
+}
+
+void DataParallel::finish_gradients() {
+  NoGradGuard no_grad;
+  // Parameters that got no gradient this step contribute zeros.
+  for (Bucket& b : buckets_)
+    for (Slot& s : b.slots)
+      if (!s.ready) {
+        b.flat.slice(0, s.offset, s.offset + s.param.numel()).fill_(0.0);
+        s.ready = true;
+        --b.pending;
+      }
+  launch_ready();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (Bucket& b : buckets_) b.work->wait();
+  wait_last_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  wait_total_ += wait_last_;
+  ++steps_;
+  // Gradients become views of the averaged buckets (no copy; the next step's hooks copy new
+  // gradients in before the bucket is reduced again).
+  for (Bucket& b : buckets_) {
+    for (Slot& s : b.slots) {
+      s.param.mutable_grad() =
+          b.flat.slice(0, s.offset, s.offset + s.param.numel()).view(s.param.sizes());
+      s.ready = false;
+    }
+    b.pending = static_cast<std::int64_t>(b.slots.size());
+    b.work.reset();
+  }
+  next_launch_ = 0;
+}
+
+}  // namespace anvil::dist

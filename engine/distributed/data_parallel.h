@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// Data-parallel training in the spirit of PyTorch's DistributedDataParallel and Horovod: every
+// rank holds the whole model, trains on its shard of each global batch (data/loader.h, Note
+// [Sharded epochs]), and averages gradients over the ranks before the optimizer step.
+//
+//   auto comm = dist::create_communicator("auto");
+//   dist::DataParallel dp(comm, net->parameters());
+//   dp.broadcast_from_root(net->parameters());  // and the buffers
+//   dp.prepare_optimizer(opt);                  // turns folded SGD off, with a note
+//   per step: opt.zero_grad(); loss.backward(); dp.finish_gradients(); opt.step();
+//
+// Note [Gradient buckets]
+// Parameters are grouped, in reverse registration order (roughly the order backward finishes
+// their gradients), into buckets of at most `bucket_cap_mb` (one flat buffer per bucket, of one
+// dtype and device). A post-accumulate hook (engine/autograd/hooks.h) copies each gradient into
+// its bucket when backward has made it final; when a bucket's last gradient arrives its
+// all-reduce (average) starts at once, while backward goes on with earlier layers, so the
+// communication overlaps the rest of backward. Buckets start strictly in index order on every
+// rank (an MPI requirement: collectives must be issued in the same order everywhere), and every
+// hook call also advances the collectives in flight (Communicator::progress). finish_gradients()
+// starts any bucket not yet started (parameters that got no gradient contribute zeros), waits
+// for all of them and points each parameter's gradient at its slice of the averaged bucket.
+// With overlap off, all buckets start only in finish_gradients(): the "all-reduce after
+// backward" baseline of the benchmarks.
+//
+// Note [Data-parallel determinism]
+// Each rank's gradients are a deterministic function of its samples; the all-reduce sums the
+// same buckets in the same order on every run (MPI's algorithm depends only on sizes and the
+// rank count), so a run is bitwise reproducible and all ranks hold bitwise equal parameters.
+// Against one process on the global batch the result differs by rounding only: the global mean
+// is formed as (mean over rank 0's half + mean over rank 1's half) / 2 instead of one sum.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/distributed/communicator.h"
+#include "engine/optim/optimizer.h"
+
+namespace anvil::dist {
+
+struct DataParallelOptions {
+  double bucket_cap_mb = 25.0;  // MiB per bucket (PyTorch DDP's default)
+  bool overlap = true;          // false: all buckets start after backward (baseline)
+};
+
+class DataParallel {
+ public:
+  DataParallel(CommunicatorPtr comm, std::vector<Tensor> params, DataParallelOptions options = {});
+  ~DataParallel();
+  DataParallel(const DataParallel&) = delete;
+  DataParallel& operator=(const DataParallel&) = delete;
+
+  // Makes `tensors` (parameters, buffers) on every rank equal to rank 0's.
+  void broadcast_from_root(const std::vector<Tensor>& tensors);
+  // Folded SGD (Note [Folded SGD]) updates parameters inside backward, before their gradients
+  // could be averaged: it is turned off here, and the reason is added to notes().
+  void prepare_optimizer(optim::Optimizer& opt);
+  // After backward: starts the remaining buckets, waits for all, leaves averaged gradients.
+  void finish_gradients();
+
+  Communicator& comm() { return *comm_; }
+  std::size_t num_buckets() const { return buckets_.size(); }
+  std::int64_t bucket_bytes(std::size_t i) const;
+  // Reasons for changes made to the training setup, for the log.
+  const std::vector<std::string>& notes() const { return notes_; }
+  // Seconds finish_gradients() spent waiting for the collectives (total, and the last step),
+  // and the number of steps.
+  double wait_seconds_total() const { return wait_total_; }
+  double last_wait_seconds() const { return wait_last_; }
+  std::int64_t steps() const { return steps_; }
+  // "2 buckets (cap 25 MiB): 0.4 MiB, 1.2 MiB"
+  std::string describe() const;
+
+ private:
+  struct Slot {
+    Tensor param;
+    std::size_t index = 0;    // in params_
+    std::int64_t offset = 0;  // elements into the bucket
+    bool ready = false;
+  };
+  struct Bucket {
+    Tensor flat;  // [elements] of the bucket's dtype and device
+    std::vector<Slot> slots;
+    std::int64_t pending = 0;  // slots not yet ready this step
+    WorkPtr work;
+  };
+  void on_gradient(std::size_t bucket, std::size_t slot);
+  void launch_ready();
+  void launch(Bucket& b);
+
+  CommunicatorPtr comm_;
+  DataParallelOptions options_;
+  std::vector<Tensor> params_;
+  std::vector<Bucket> buckets_;
+  std::vector<std::uint64_t> hook_ids_;  // one per parameter, same order as params_
+  std::size_t next_launch_ = 0;
+  std::vector<std::string> notes_;
+  double wait_total_ = 0.0, wait_last_ = 0.0;
+  std::int64_t steps_ = 0;
+};
+
+}  // namespace anvil::dist

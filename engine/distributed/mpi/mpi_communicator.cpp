@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: Apache-2.0
+// The "mpi" communicator (libanvil_mpi.so, dlopen()ed by create_communicator, Note
+// [Communicator layering]): MPI_COMM_WORLD duplicated once per process, errors returned instead
+// of aborting (MPI_ERRORS_RETURN), non-blocking collectives (MPI_Iallreduce, MPI_Ibcast,
+// MPI_Iallgather, MPI_Ibarrier) whose Work polls MPI_Test until done or the timeout
+// (Note [Collective timeout]). Average = MPI sum, then a scale by 1/size on completion.
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "engine/core/error.h"
+#include "engine/distributed/communicator.h"
+
+namespace anvil::dist {
+namespace {
+
+std::string mpi_error_text(int code) {
+  char text[MPI_MAX_ERROR_STRING] = {0};
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  return std::string(text, static_cast<std::size_t>(len));
+}
+
+MPI_Datatype mpi_type(DType d) {
+  switch (d) {
+    case DType::f32:
+      return MPI_FLOAT;
+    case DType::f64:
+      return MPI_DOUBLE;
+    case DType::i64:
+      return MPI_INT64_T;
+    case DType::i32:
+      return MPI_INT32_T;
+  }
+  return MPI_BYTE;
+}
+
+int mpi_count(const char* op, std::int64_t n) {
+  ANVIL_CHECK(n <= INT_MAX, op, n, " elements exceed MPI's int count");
+  return static_cast<int>(n);
+}
+
+class MpiCommunicator;
+
+class MpiWork final : public Work {
+ public:
+  MpiWork(MpiCommunicator& comm, MPI_Request req, std::string what, Tensor scaled, double scale)
+      : comm_(comm), req_(req), what_(std::move(what)), scaled_(std::move(scaled)), scale_(scale) {}
+  bool test() override;
+  void wait() override;
+
+ private:
+  void complete();
+  MpiCommunicator& comm_;
+  MPI_Request req_;
+  std::string what_;  // "all_reduce sum f32 x 1000" for errors
+  Tensor scaled_;     // average: the tensor to scale by scale_ on completion
+  double scale_ = 1.0;
+  bool done_ = false;
+};
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator() {
+    int initialised = 0;
+    MPI_Initialized(&initialised);
+    if (!initialised) {
+      int provided = 0;
+      // FUNNELED: only the thread that runs training (and its backward hooks) calls MPI.
+      check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+      owns_mpi_ = true;
+    }
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+    check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+    int len = 0;
+    MPI_Get_library_version(lib, &len);
+    version_ = std::string(lib, static_cast<std::size_t>(len));
+    version_ = version_.substr(0, version_.find(','));  // "Open MPI v4.1.4"
+    while (!version_.empty() && (version_.back() == '\n' || version_.back() == ' '))
+      version_.pop_back();
+  }
+  // At process exit (a static in the module): MPI_Finalize, unless a collective timed out, in
+  // which case the process leaves without it (finalizing with a dead peer can hang) and mpirun
+  // reports the job as failed.
+  ~MpiCommunicator() override {
+    if (broken_ || !owns_mpi_) return;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    MPI_Comm_free(&comm_);
+    MPI_Finalize();
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backend() const override { return "mpi"; }
+  std::string version() const override { return version_; }
+
+  WorkPtr all_reduce_async(Tensor& t, ReduceOp op) override {
+    check_collective("mpi all_reduce", t, op, true);
+    check_host("mpi all_reduce", t);
+    const MPI_Op mop = op == ReduceOp::max ? MPI_MAX : MPI_SUM;
+    MPI_Request req = MPI_REQUEST_NULL;
+    check(MPI_Iallreduce(MPI_IN_PLACE, t.data_ptr(), mpi_count("mpi all_reduce", t.numel()),
+                         mpi_type(t.dtype()), mop, comm_, &req),
+          "MPI_Iallreduce");
+    const bool avg = op == ReduceOp::average && size_ > 1;
+    return std::make_shared<MpiWork>(*this, req, describe_op("all_reduce", t, reduce_op_name(op)),
+                                     avg ? t : Tensor(), 1.0 / size_);
+  }
+  WorkPtr broadcast_async(Tensor& t, int root) override {
+    check_collective("mpi broadcast", t, ReduceOp::sum, false);
+    check_host("mpi broadcast", t);
+    ANVIL_CHECK(root >= 0 && root < size_, "mpi broadcast", "root ", root, " outside [0, ", size_,
+                ")");
+    MPI_Request req = MPI_REQUEST_NULL;
+    check(MPI_Ibcast(t.data_ptr(), mpi_count("mpi broadcast", t.numel()), mpi_type(t.dtype()), root,
+                     comm_, &req),
+          "MPI_Ibcast");
+    return std::make_shared<MpiWork>(*this, req, describe_op("broadcast", t, ""), Tensor(), 1.0);
+  }
+  WorkPtr all_gather_async(const Tensor& in, Tensor& out) override {
+    check_collective("mpi all_gather", in, ReduceOp::sum, false);
+    check_collective("mpi all_gather", out, ReduceOp::sum, false);
+    check_host("mpi all_gather", in);
+    check_host("mpi all_gather", out);
+    ANVIL_CHECK(out.dtype() == in.dtype() && out.numel() == in.numel() * size_, "mpi all_gather",
+                "output must hold ", in.numel() * size_, " ", dtype_name(in.dtype()),
+                " elements, got ", out.numel(), " ", dtype_name(out.dtype()));
+    MPI_Request req = MPI_REQUEST_NULL;
+    const int n = mpi_count("mpi all_gather", in.numel());
+    check(MPI_Iallgather(in.data_ptr(), n, mpi_type(in.dtype()), out.data_ptr(), n,
+                         mpi_type(in.dtype()), comm_, &req),
+          "MPI_Iallgather");
+    return std::make_shared<MpiWork>(*this, req, describe_op("all_gather", in, ""), Tensor(), 1.0);
+  }
+  void barrier() override {
+    MPI_Request req = MPI_REQUEST_NULL;
+    check(MPI_Ibarrier(comm_, &req), "MPI_Ibarrier");
+    MpiWork(*this, req, "barrier", Tensor(), 1.0).wait();
+  }
+  void progress() override {
+    // Any MPI call drives Open MPI's progress engine (libnbc schedules advance in it).
+    int flag = 0;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE);
+  }
+
+  void check(int code, const char* call) {
+    if (code == MPI_SUCCESS) return;
+    broken_ = true;
+    throw Error(detail::str_cat("mpi: ", call, " failed on rank ", rank_, " of ", size_, ": ",
+                                mpi_error_text(code)));
+  }
+  void mark_broken() { broken_ = true; }
+  bool broken() const { return broken_; }
+
+ private:
+  void check_host(const char* op, const Tensor& t) const {
+    ANVIL_CHECK(!broken_, op, "rank ", rank_,
+                ": the communicator is broken after an earlier failure or timeout");
+    ANVIL_CHECK(t.device().is_cpu(), op, "the mpi backend takes host tensors, got one on ",
+                t.device(), " (use --dist nccl for GPU tensors)");
+  }
+  std::string describe_op(const char* op, const Tensor& t, const char* reduce) const {
+    return detail::str_cat(op, reduce[0] ? " " : "", reduce, " ", dtype_name(t.dtype()), " x ",
+                           t.numel());
+  }
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+  bool owns_mpi_ = false;
+  bool broken_ = false;
+  std::string version_;
+};
+
+// sched_yield between MPI_Test polls: ranks sharing a few cores give the core to the peer they
+// wait for. On the 2-core development machine (heavily shared) this was 2-10x faster for
+// 8 KiB..2 MiB all-reduces than spinning (docs/distributed.md); ANVIL_MPI_YIELD=0 spins.
+bool yield_between_polls() {
+  static const bool on = [] {
+    const char* v = std::getenv("ANVIL_MPI_YIELD");
+    return v == nullptr || v[0] != '0';
+  }();
+  return on;
+}
+
+void MpiWork::complete() {
+  done_ = true;
+  if (!scaled_.defined() || scaled_.numel() == 0) return;
+  const std::int64_t n = scaled_.numel();
+  if (scaled_.dtype() == DType::f32) {
+    float* p = scaled_.data<float>();
+    const float s = static_cast<float>(scale_);
+    for (std::int64_t i = 0; i < n; ++i) p[i] *= s;
+  } else {
+    double* p = scaled_.data<double>();
+    for (std::int64_t i = 0; i < n; ++i) p[i] *= scale_;
+  }
+}
+
+bool MpiWork::test() {
+  if (done_) return true;
+  int flag = 0;
+  comm_.check(MPI_Test(&req_, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+  if (flag) complete();
+  return done_;
+}
+
+void MpiWork::wait() {
+  if (done_) return;
+  const double timeout = collective_timeout_seconds();
+  const auto start = std::chrono::steady_clock::now();
+  for (std::uint64_t spins = 0;; ++spins) {
+    if (test()) return;
+    if (yield_between_polls()) std::this_thread::yield();
+    if ((spins & 1023) == 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout) {
+      comm_.mark_broken();
+      throw Error(detail::str_cat("mpi ", what_, ": rank ", comm_.rank(), " of ", comm_.size(),
+                                  " waited ", timeout,
+                                  " s without completion (ANVIL_DIST_TIMEOUT); a peer rank "
+                                  "probably died or stalled"));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace anvil::dist
+
+// The world communicator, created on the first call and destroyed (MPI_Finalize) at process exit.
+// Returns nullptr and writes the reason into `error` when MPI cannot start.
+extern "C" __attribute__((visibility("default"))) anvil::dist::Communicator* anvil_mpi_communicator(
+    char* error, int error_size) {
+  try {
+    static anvil::dist::MpiCommunicator world;
+    return &world;
+  } catch (const std::exception& e) {
+    std::snprintf(error, static_cast<std::size_t>(error_size), "%s", e.what());
+    return nullptr;
+  }
+}

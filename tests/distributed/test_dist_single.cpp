@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: Apache-2.0
+// The distributed layer in one process (no mpirun): the single backend, backend selection and
+// its errors (nccl without a GPU), post-accumulate-grad hooks, the sharded loader, and data
+// parallelism over one rank being plain training.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "data/loader.h"
+#include "engine/autograd/hooks.h"
+#include "engine/core/cuda_backend.h"
+#include "tests/distributed/dist_test_util.h"
+
+using namespace anvil;
+
+namespace {
+bool mapped(const std::string& name) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line))
+    if (line.find(name) != std::string::npos) return true;
+  return false;
+}
+}  // namespace
+
+TEST_CASE("single communicator: identity collectives, no MPI loaded", "[dist]") {
+  auto c = dist::create_communicator("auto");  // not under mpirun: single
+  REQUIRE(c->backend() == "single");
+  REQUIRE(c->describe() == "single rank 0/1");
+  Tensor t = Tensor::from_vector(std::vector<float>{1, 2, 3}, {3});
+  c->all_reduce(t, dist::ReduceOp::average);
+  c->broadcast(t, 0);
+  REQUIRE(t.data<float>()[2] == 3.0f);
+  const Tensor g = c->all_gather(t);
+  REQUIRE(g.numel() == 3);
+  REQUIRE(g.data<float>()[1] == 2.0f);
+  Tensor e = Tensor::empty({0});
+  c->all_reduce(e);
+  Tensor i = Tensor::zeros({2}, DType::i64);
+  REQUIRE_THROWS_WITH(c->all_reduce(i, dist::ReduceOp::average),
+                      Catch::Contains("average needs a floating dtype"));
+  REQUIRE_FALSE(mapped("libmpi"));
+  REQUIRE_FALSE(mapped("libanvil_mpi"));
+}
+
+TEST_CASE("create_communicator: unknown backend and nccl without a GPU are refused", "[dist]") {
+  REQUIRE_THROWS_WITH(dist::create_communicator("gloo"),
+                      Catch::Contains("unknown backend 'gloo'; expected single, mpi, nccl"));
+  if (cuda_available()) {
+    WARN("a GPU is present: the no-GPU refusal of the nccl backend is not checked here");
+    return;
+  }
+  REQUIRE_THROWS_WITH(dist::create_communicator("nccl"),
+                      Catch::Contains("the nccl backend needs a CUDA GPU"));
+  REQUIRE_FALSE(mapped("libanvil_mpi"));  // refused before MPI was touched
+}
+
+TEST_CASE("post-accumulate-grad hook: once per backward, with the final gradient", "[dist]") {
+  Tensor w = Tensor::from_vector(std::vector<float>{2, 3}, {2}).set_requires_grad();
+  int calls = 0;
+  std::vector<float> seen;
+  const auto id = register_post_accumulate_grad_hook(w, [&](const Tensor& leaf) {
+    ++calls;
+    seen.assign(leaf.grad().data<float>(), leaf.grad().data<float>() + 2);
+  });
+  // w used twice: d/dw sum(w*w + 3w) = 2w + 3, summed from both uses before the hook runs.
+  sum(w * w + w * 3.0).backward();
+  REQUIRE(calls == 1);
+  REQUIRE(seen == std::vector<float>{7, 9});
+  remove_post_accumulate_grad_hook(w, id);
+  sum(w * 2.0).backward();
+  REQUIRE(calls == 1);
+  Tensor y = w * 2.0;
+  REQUIRE_THROWS_WITH(register_post_accumulate_grad_hook(y, [](const Tensor&) {}),
+                      Catch::Contains("not a leaf"));
+}
+
+TEST_CASE("sharded loader: the shards of a global batch are that batch of one loader", "[dist]") {
+  const std::int64_t n = 70;  // 4 global batches of 16, then 6 (split 3 + 3)
+  Tensor x = Tensor::arange(static_cast<double>(n), DType::i64).reshape({n, 1});
+  data::TensorDataset ds{x, x.flatten()};
+  data::DataLoader whole(ds, {.batch = 16, .seed = 9, .background = false});
+  data::DataLoader s0(ds,
+                      {.batch = 8, .seed = 9, .background = false, .num_shards = 2, .shard = 0});
+  data::DataLoader s1(ds, {.batch = 8, .seed = 9, .background = true, .num_shards = 2, .shard = 1});
+  REQUIRE(s0.batches_per_epoch() == 5);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    whole.start_epoch(epoch);
+    s0.start_epoch(epoch);
+    s1.start_epoch(epoch);
+    while (auto w = whole.next()) {
+      auto a = s0.next(), b = s1.next();
+      REQUIRE(a);
+      REQUIRE(b);
+      REQUIRE(a->targets.numel() == b->targets.numel());
+      std::vector<std::int64_t> joined(a->targets.data<std::int64_t>(),
+                                       a->targets.data<std::int64_t>() + a->targets.numel());
+      joined.insert(joined.end(), b->targets.data<std::int64_t>(),
+                    b->targets.data<std::int64_t>() + b->targets.numel());
+      REQUIRE(joined ==
+              std::vector<std::int64_t>(w->targets.data<std::int64_t>(),
+                                        w->targets.data<std::int64_t>() + w->targets.numel()));
+    }
+    REQUIRE_FALSE(s0.next());
+    REQUIRE_FALSE(s1.next());
+  }
+  // 69 samples: the last global batch of 5 cannot be split evenly and is left out.
+  data::TensorDataset odd{x.slice(0, 0, 69).clone(), x.flatten().slice(0, 0, 69).clone()};
+  data::DataLoader o(odd, {.batch = 8, .background = false, .num_shards = 2, .shard = 1});
+  REQUIRE(o.batches_per_epoch() == 4);
+  REQUIRE_THROWS_WITH(data::DataLoader(ds, {.batch = 8, .num_shards = 2, .shard = 2}),
+                      Catch::Contains("shard 2 of 2 is not a shard"));
+}
+
+TEST_CASE("data parallel over one rank is plain training, bit for bit", "[dist]") {
+  const auto d = test::synthetic_data(32, 3);
+  auto run = [&](bool dp_on) {
+    auto net = test::small_mlp(7);
+    optim::SGD opt(net->parameters(), {.lr = 0.1, .momentum = 0.9});
+    std::unique_ptr<dist::DataParallel> dp;
+    if (dp_on)
+      dp = std::make_unique<dist::DataParallel>(dist::create_communicator("single"),
+                                                net->parameters(),
+                                                dist::DataParallelOptions{.bucket_cap_mb = 0.001});
+    for (int step = 0; step < 4; ++step) {
+      opt.zero_grad();
+      cross_entropy(net->forward(test::rows(d.x, step * 8, 8)), test::rows(d.y, step * 8, 8))
+          .backward();
+      if (dp) dp->finish_gradients();
+      opt.step();
+    }
+    return test::flat_values(*net);
+  };
+  REQUIRE(run(true) == run(false));
+}
