@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "kernels/cpu/peak/machine_peak.h"
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 
 namespace anvil::bench {
 namespace {

@@ -7,7 +7,7 @@
 #include <any>
 #include <map>
 
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "engine/dispatch/batch_norm_problem.h"
 #include "engine/dispatch/conv_problem.h"
 #include "engine/dispatch/pool_problem.h"

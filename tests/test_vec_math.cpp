@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "engine/ops/softmax.h"
 #include "kernels/cpu/vec_math.h"
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 
 namespace {
 
