@@ -14,7 +14,7 @@ jobs=${ANVIL_JOBS:-$(nproc)}
 all=0
 dry_run=0
 # The folders that pass in full today; the rest is checked where it changes.
-dirs=${ANVIL_TIDY_DIRS:-"engine/core engine/dispatch data"}
+dirs=${ANVIL_TIDY_DIRS:-"engine/core engine/dispatch engine/optim data"}
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --all) all=1 ;;
