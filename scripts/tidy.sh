@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # clang-tidy (the root .clang-tidy: bugprone-*, performance-*, the house naming) over the C++
 # sources of a build's compile_commands.json. By default only the .cpp files changed against the
-# base (plus the .cpp beside a changed header) and every .cpp under ANVIL_TIDY_DIRS; --all checks
-# every file. CI (scripts/test.sh) runs the default; docs/style.md says why.
-#   scripts/tidy.sh [--all] [--build DIR] [--base REF] [--jobs N] [--dry-run]
+# base (plus the .cpp beside a changed header) and every .cpp under ANVIL_TIDY_DIRS; --dirs checks
+# only those folders (what CI runs, scripts/test.sh: they pass today, the rest of the tree does
+# not yet, docs/style.md); --all checks every file.
+#   scripts/tidy.sh [--all|--dirs] [--build DIR] [--base REF] [--jobs N] [--dry-run]
 #   ANVIL_TIDY_DIRS   folders always checked in full (default: the ones that pass today)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,30 +13,34 @@ build=${ANVIL_TEST_BUILD_DIR:-build}
 base=${ANVIL_TIDY_BASE:-}
 jobs=${ANVIL_JOBS:-$(nproc)}
 all=0
+dirs_only=0
 dry_run=0
 # The folders that pass in full today; the rest is checked where it changes.
 dirs=${ANVIL_TIDY_DIRS:-"engine/core engine/dispatch engine/optim data"}
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --all) all=1 ;;
+    --dirs) dirs_only=1 ;;
     --build) build=$2; shift ;;
     --base) base=$2; shift ;;
     --jobs) jobs=$2; shift ;;
     --dry-run) dry_run=1 ;;
-    -h|--help) sed -n '3,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,9p' "$0"; exit 0 ;;
     *) echo "tidy.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
 
-if [[ -z "$base" ]]; then
+if [[ "$dirs_only" = 1 ]]; then
+  base=""
+elif [[ -z "$base" ]]; then
   for ref in origin/main main; do
     if git rev-parse -q --verify "$ref^{commit}" >/dev/null; then base=$ref; break; fi
   done
 fi
 if [[ "$dry_run" = 1 ]]; then
   echo "tidy.sh plan (--dry-run): clang-tidy over $([[ $all = 1 ]] && echo "every file" ||
-    echo "the files changed against ${base:-<no base>} and $dirs") of $build/compile_commands.json"
+    echo "$([[ -n $base ]] && echo "the files changed against $base and ")$dirs") of $build/compile_commands.json"
   exit 0
 fi
 command -v clang-tidy >/dev/null ||
@@ -67,7 +72,7 @@ else
     done < <(git diff --name-only --diff-filter=d "$(git merge-base HEAD "$base")" -- \
                '*.cpp' '*.h'; git ls-files --others --exclude-standard -- '*.cpp' '*.h')
   else
-    echo "tidy.sh: no base branch (origin/main, main): checking only $dirs"
+    echo "tidy.sh: checking $dirs$([[ $dirs_only = 1 ]] || echo " (no base branch: origin/main, main)")"
   fi
   files=()
   for f in "${known[@]}"; do
