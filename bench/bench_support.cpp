@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "kernels/cpu/peak/machine_peak.h"
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 
 namespace anvil::bench {
 namespace {
@@ -51,7 +51,10 @@ std::vector<std::int64_t> positive_list(const char* flag, const std::string& v) 
 
 std::string join(const std::vector<std::int64_t>& v) {
   std::string s;
-  for (auto x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  for (auto x : v) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(x);
+  }
   return s;
 }
 
@@ -68,12 +71,19 @@ bool on_off(const char* flag, const std::string& v) {
 
 }  // namespace
 
+// The flag chain below declares `v` in each `else if (const char* v = ...)`, which -Wshadow flags
+// although each `v` is used only in its own branch: the idiom is kept, the warning is not.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wshadow"
 Options parse_options(int& argc, char** argv) {
   Options& o = mutable_options();
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int t = 1; t <= hw; t *= 2) o.threads.push_back(t);  // 1, 2, 4, ... up to the hardware
   o.models = {"fcn5"};
-  for (int i = 0; i < argc; ++i) command_line() += (i ? " " : "") + std::string(argv[i]);
+  for (int i = 0; i < argc; ++i) {
+    if (i) command_line() += ' ';
+    command_line() += argv[i];
+  }
   int out = 1;
   bool listing = false;  // --benchmark_list_tests: no peak measurement (0.3 s) for a listing
   for (int i = 1; i < argc; ++i) {
@@ -133,6 +143,7 @@ Options parse_options(int& argc, char** argv) {
   }
   return o;
 }
+#pragma GCC diagnostic pop
 
 const Options& options() { return mutable_options(); }
 

@@ -32,7 +32,7 @@ struct Options {
   bool kernels = true;
   double kernel_min_time = 0.3;
   // --anvil_test_broken_variant=on registers `test.broken`, a GEMM variant that is wrong on
-  // purpose (bench/test_variants.cpp), to show that validation skips it instead of timing it.
+  // purpose (bench/broken_gemm_variant.cpp), to show that validation skips it instead of timing it.
   bool test_broken_variant = false;
   // GPU benchmarks (bench/gpu_gemm_bench.h): "auto" registers them when an NVIDIA driver is
   // present and the CUDA backend reports a device (a machine without a driver never loads the

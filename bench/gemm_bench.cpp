@@ -22,7 +22,7 @@
 #include "bench/gemm_bench.h"
 #include "bench/gpu_gemm_bench.h"
 #include "bench/registrations.h"
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "engine/core/views.h"
 #include "engine/dispatch/lstm_problem.h"
 #include "engine/ops/gemm.h"

@@ -38,7 +38,7 @@
 #include "bench/gemm_bench.h"
 #include "bench/gpu_gemm_bench.h"
 #include "bench/registrations.h"
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "engine/ops/elementwise.h"
 #include "engine/ops/gemm.h"
 #include "kernels/cpu/omp/omp_kernels.h"

@@ -36,7 +36,7 @@
 
 #include "bench/bench_support.h"
 #include "bench/registrations.h"
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "engine/dispatch/batch_norm_problem.h"
 #include "engine/dispatch/conv_problem.h"
 #include "engine/dispatch/lstm_problem.h"

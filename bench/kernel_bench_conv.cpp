@@ -16,7 +16,7 @@
 #include "bench/bench_support.h"
 #include "bench/conv_reference.h"
 #include "bench/kernel_bench.h"
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "engine/dispatch/conv_problem.h"
 #include "engine/ops/elementwise.h"
 

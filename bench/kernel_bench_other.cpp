@@ -22,7 +22,7 @@
 
 #include "bench/bench_support.h"
 #include "bench/kernel_bench.h"
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "engine/dispatch/batch_norm_problem.h"
 #include "engine/dispatch/lstm_problem.h"
 #include "engine/dispatch/pool_problem.h"

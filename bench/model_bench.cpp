@@ -23,7 +23,7 @@
 #include "bench/bench_support.h"
 #include "bench/gpu_gemm_bench.h"
 #include "bench/registrations.h"
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "engine/core/cuda_backend.h"
 #include "engine/dispatch/lstm_problem.h"
 #include "engine/dispatch/selection.h"

@@ -7,7 +7,7 @@
 
 #include "bench/bench_support.h"
 #include "bench/registrations.h"
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 
 namespace anvil::bench {
 

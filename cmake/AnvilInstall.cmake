@@ -5,8 +5,9 @@
 # Layout under the prefix:
 #   lib/libanvil.so*, lib/libanvil_cuda.so      the backend beside libanvil: the engine dlopen()s
 #                                               <dir of libanvil>/libanvil_cuda.so
-#   include/anvil/anvil.h                       umbrella: #include <anvil/anvil.h>
-#   include/anvil/engine/**.h, kernels/register.h, models/*.h, data/*.h
+#   include/anvil/anvil.h                       umbrella (include/anvil/anvil.h in the source tree):
+#                                               #include <anvil/anvil.h>
+#   include/anvil/engine/**.h, models/*.h, data/*.h
 #                                               the public headers at their source-relative
 #                                               paths, which is how they include each other
 #                                               ("engine/core/tensor.h") given include/anvil
@@ -36,20 +37,12 @@ file(GLOB_RECURSE _anvil_public_headers CONFIGURE_DEPENDS
   ${PROJECT_SOURCE_DIR}/engine/*.h
   ${PROJECT_SOURCE_DIR}/models/*.h
   ${PROJECT_SOURCE_DIR}/data/*.h)
-if(EXISTS ${PROJECT_SOURCE_DIR}/kernels/register.h)
-  list(APPEND _anvil_public_headers kernels/register.h)
-endif()
 foreach(_header IN LISTS _anvil_public_headers)
   get_filename_component(_dir ${_header} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${_header}
           DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/anvil/${_dir})
 endforeach()
-if(EXISTS ${PROJECT_SOURCE_DIR}/engine/anvil/anvil.h)
-  install(FILES ${PROJECT_SOURCE_DIR}/engine/anvil/anvil.h
-          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/anvil)
-else()
-  message(WARNING "anvil: engine/anvil/anvil.h is missing; <anvil/anvil.h> will not be installed")
-endif()
+install(FILES ${PROJECT_SOURCE_DIR}/include/anvil/anvil.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/anvil)
 
 install(EXPORT anvilTargets
   NAMESPACE anvil::

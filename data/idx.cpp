@@ -371,9 +371,10 @@ ImageDataset read_mnist_dir(const std::string& dir, const std::string& split,
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) fail(where, dir, ": no such directory");
   const auto pick = [&](const std::string& base) {
-    const std::string raw = (fs::path(dir) / base).string();
+    // raw and gz are not const, so that returning them moves them.
+    std::string raw = (fs::path(dir) / base).string();
     if (fs::exists(raw, ec)) return raw;
-    const std::string gz = raw + ".gz";
+    std::string gz = raw + ".gz";
     if (fs::exists(gz, ec)) return gz;
     fail(where, dir, ": has neither ", base, " nor ", base, ".gz (the ", split,
          " split of an MNIST-format dataset)");

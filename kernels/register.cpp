@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// register_builtin_kernels(): the one place that knows every built-in kernel family.
-#include "kernels/register.h"
-
-#include <mutex>
-
+// detail::fill_builtin_kernel_tables(): the one place that knows every built-in kernel family;
+// register_builtin_kernels() (engine/dispatch/registration.cpp) calls it once, on first use of
+// any table (Note [Kernel registration]).
+#include "engine/dispatch/registration.h"
 #include "kernels/cpu/blocked/gemm_blocked.h"
 #include "kernels/cpu/eigen/gemm_eigen.h"
 #include "kernels/cpu/conv_heuristic.h"
@@ -24,9 +23,8 @@
 
 namespace anvil {
 
-void register_builtin_kernels() {
-  static std::once_flag once;
-  std::call_once(once, [] {
+void detail::fill_builtin_kernel_tables() {
+  {
     // GEMM: own blocked kernel, Eigen, oneDNN (sgemm and matmul), the reference; then the
     // per-shape default choice (Note [GEMM heuristic]).
     kernels::register_gemm_ref();
@@ -68,7 +66,7 @@ void register_builtin_kernels() {
     kernels::register_dropout_cpu();
     // embedding lookup and its backward (cpu.omp, ref).
     kernels::register_embedding_cpu();
-  });
+  }
 }
 
 }  // namespace anvil

@@ -15,6 +15,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
   python3-matplotlib python3-scipy      # report plots, compare.py statistics
   clang libclang-rt-14-dev              # libFuzzer for the dataset readers (scripts/fuzz.sh)
+  clang-format clang-tidy               # format_check (CTest) and the clang-tidy stage (scripts/test.sh)
   dataset-fashion-mnist                 # loader tests and the training CLI
   xz-utils                              # scripts/gpu_kit.sh archives (CTest gpu_kit)
   libopenmpi-dev openmpi-bin            # distributed training: the mpi backend, mpirun (docs/distributed.md)

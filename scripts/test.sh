@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The project's test command (README): install the Debian dependencies (idempotent), configure
-# and build build/ (Ninja, Release), run every
-# test, check the installed package with the example, then the sanitizer build.
+# and build build/ (Ninja, Release, warnings as errors), run clang-tidy on the folders that
+# pass it (scripts/tidy.sh --dirs), run every test (format and layering checks included),
+# check the installed package with the example, then the sanitizer build.
 #   ANVIL_CI_SANITIZE=0   skip the ASan/UBSan stage (it rebuilds everything once more)
 #   ANVIL_CI_TSAN=0       skip the ThreadSanitizer stage (scripts/tsan.sh: libanvil and the
 #                         threaded tests only, CUDA off; killed after ANVIL_CI_TSAN_LIMIT s, 1800)
 #   ANVIL_CI_FUZZ=0       skip the bounded libFuzzer run of the file readers (scripts/fuzz.sh)
+#   ANVIL_CI_TIDY=0       skip the clang-tidy stage
 #   ANVIL_JOBS=N          parallel build/test jobs (default: nproc)
 #   ANVIL_TEST_BUILD_DIR  build directory (default: build)
 #   --dry-run             print the stages these settings run, and exit
@@ -18,12 +20,13 @@ dry_run=0
 for arg in "$@"; do
   case "$arg" in
     --dry-run) dry_run=1 ;;
-    -h|--help) sed -n '3,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,12p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done
 if [ "$dry_run" = 1 ]; then
-  echo "test.sh plan (--dry-run): install_deps, configure $build/, build (-j $jobs), ctest," \
+  echo "test.sh plan (--dry-run): install_deps, configure $build/ (-Werror), build (-j $jobs)," \
+    "$([[ "${ANVIL_CI_TIDY:-1}" != 0 ]] && echo "clang-tidy (folders that pass), ")ctest," \
     "$([[ "${ANVIL_CI_FUZZ:-1}" != 0 ]] && echo "fuzz, ")check_install$([[ "${ANVIL_CI_SANITIZE:-1}" != 0 ]] && echo ", sanitize")"
   exit 0
 fi
@@ -37,12 +40,18 @@ bash scripts/install_deps.sh
 stage_done
 
 stage "configure $build/"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DANVIL_WERROR=ON
 stage_done
 
 stage "build"
 cmake --build "$build" -j "$jobs"
 stage_done
+
+if [[ "${ANVIL_CI_TIDY:-1}" != 0 ]]; then
+  stage "clang-tidy (scripts/tidy.sh --dirs: the folders that pass in full)"
+  bash scripts/tidy.sh --dirs --build "$build" --jobs "$jobs"
+  stage_done
+fi
 
 stage "ctest"
 ctest --test-dir "$build" --output-on-failure -j "$jobs"

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "helpers/datasets.h"
 #include "tools/anvil/trainer.h"
 

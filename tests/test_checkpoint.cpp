@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "engine/core/views.h"
 
 using namespace anvil;

@@ -14,7 +14,7 @@
 #include <functional>
 #include <set>
 
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "engine/core/views.h"
 
 using namespace anvil;

@@ -19,7 +19,7 @@
 #include "data/idx.h"
 #include "data/imdb.h"
 #include "data/ptb.h"
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "engine/core/process_stats.h"
 #include "helpers/datasets.h"
 

@@ -15,7 +15,7 @@
 
 #include <unistd.h>
 
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "helpers/datasets.h"
 
 using namespace anvil;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "engine/dispatch/elementwise_problem.h"
 #include "engine/dispatch/variant_table.h"
 #include "engine/ops/elementwise.h"

@@ -36,7 +36,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 
 using namespace anvil;
 

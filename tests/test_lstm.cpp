@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "engine/dispatch/lstm_problem.h"
 #include "engine/nn/recurrent.h"
 #include "helpers/gradcheck.h"

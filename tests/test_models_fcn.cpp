@@ -3,7 +3,7 @@
 // training runs that must lower the loss (SGD on fcn5, Adam on mlp_mnist).
 #include <catch2/catch.hpp>
 
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 
 using namespace anvil;
 

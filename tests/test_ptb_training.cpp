@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "helpers/datasets.h"
 
 using namespace anvil;

@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "engine/ops/softmax.h"
 #include "kernels/cpu/vec_math.h"
 
@@ -115,10 +115,10 @@ TEST_CASE("f32 softmax and cross-entropy kernels against float64", "[vec_math][s
     Tensor b32 = ops::softmax_backward(ls32, g32, true);
     Tensor b64 = ops::softmax_backward(ls32.to(DType::f64), g32.to(DType::f64), true);
     auto max_diff = [](const Tensor& a, const Tensor& b) {
-      Tensor a64 = a.to(DType::f64).contiguous(), b64 = b.contiguous();
+      Tensor ad = a.to(DType::f64).contiguous(), bd = b.contiguous();
       double m = 0;
-      for (std::int64_t i = 0; i < a64.numel(); ++i)
-        m = std::max(m, std::fabs(a64.data<double>()[i] - b64.data<double>()[i]));
+      for (std::int64_t i = 0; i < ad.numel(); ++i)
+        m = std::max(m, std::fabs(ad.data<double>()[i] - bd.data<double>()[i]));
       return m;
     };
     INFO("cols = " << cols);

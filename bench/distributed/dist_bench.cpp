@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "anvil_git_rev.h"
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "engine/core/cuda_backend.h"
 #include "engine/distributed/data_parallel.h"
 #include "models/training_step.h"

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "engine/dispatch/elementwise_problem.h"
 #include "engine/dispatch/gemm_problem.h"
 #include "engine/ops/elementwise.h"

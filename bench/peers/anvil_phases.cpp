@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Where anvil's training step spends its time: the step of bench/model_bench.cpp (zero_grad +
 // forward + cross-entropy + backward + SGD), each part timed on its own, so that it can be set
-// beside the PyTorch peer's `--breakdown` (bench/peers/pytorch_models.py). Not part of the CMake
-// build (a diagnostic); build it against an existing build directory:
-//   g++ -O2 -std=c++20 -fopenmp -I. bench/peers/anvil_phases.cpp -Lbuild-peer/lib -lanvil \
-//       -Wl,-rpath,$PWD/build-peer/lib -o /tmp/anvil_phases
-//   OMP_WAIT_POLICY=PASSIVE /tmp/anvil_phases fcn5 1 10      (model, threads, timed steps)
+// beside the PyTorch peer's `--breakdown` (bench/peers/pytorch_models.py). A diagnostic, built
+// as build/bench/anvil_phases (bench/CMakeLists.txt):
+//   OMP_WAIT_POLICY=PASSIVE build/bench/anvil_phases fcn5 1 10   (model, threads, timed steps)
 // Prints one JSON object: the median seconds of each part.
 #include <algorithm>
 #include <chrono>
@@ -14,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 
 namespace {
 

@@ -61,6 +61,7 @@ void record(const char* name, const std::vector<Tensor>& inputs, const std::vect
   next.reserve(inputs.size());
   for (const Tensor& in : inputs) next.push_back(in.defined() ? gradient_edge(in) : Edge{});
   std::vector<OutputInfo> infos;
+  infos.reserve(outputs.size());
   for (const Tensor& out : outputs) infos.push_back({out.sizes(), out.dtype(), out.device()});
   auto node = std::make_shared<Node>(name, std::move(next), std::move(infos), std::move(fn));
   for (std::size_t i = 0; i < outputs.size(); ++i) {

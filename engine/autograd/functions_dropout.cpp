@@ -7,7 +7,6 @@
 #include "engine/autograd/functions.h"
 #include "engine/dispatch/dropout_problem.h"
 #include "engine/ops/elementwise.h"
-#include "kernels/register.h"
 
 namespace anvil {
 
@@ -17,7 +16,6 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   if (!training || p == 0.0) return x;
   ANVIL_CHECK(is_floating(x.dtype()), "dropout", "needs a floating-point tensor, got ",
               dtype_name(x.dtype()));
-  register_builtin_kernels();
   const Tensor xc = x.detach().contiguous();
   Tensor mask = Tensor::empty(x.sizes(), x.dtype(), x.device());
   Tensor out = Tensor::empty(x.sizes(), x.dtype(), x.device());

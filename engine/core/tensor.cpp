@@ -18,7 +18,10 @@ namespace anvil {
 
 std::string shape_str(const Shape& s) {
   std::string out = "[";
-  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(s[i]);
+  }
   return out + "]";
 }
 

@@ -147,7 +147,7 @@ class Tensor {
   // The single value of a one-element tensor, converted to double.
   double item() const;
 
-  // ---- views and copies (differentiable; see engine/autograd/view_functions.cpp) -------
+  // ---- views and copies (differentiable; see engine/autograd/tensor_methods.cpp) -------
   Tensor transpose(std::int64_t d0, std::int64_t d1) const;
   Tensor t() const;  // transpose of a 2-D tensor
   Tensor permute(const Shape& order) const;

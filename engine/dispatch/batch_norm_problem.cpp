@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "engine/core/error.h"
+#include "engine/dispatch/registration.h"
 
 namespace anvil {
 namespace {
@@ -83,6 +84,7 @@ BatchNormProblem make_batch_norm_problem(const Shape& x, bool training, double m
 
 BatchNormTable& batch_norm2d_table() {
   static BatchNormTable table("batch_norm2d");
+  register_builtin_kernels();  // fills the table on first use
   return table;
 }
 

@@ -3,6 +3,7 @@
 #include "engine/dispatch/conv_problem.h"
 
 #include "engine/core/error.h"
+#include "engine/dispatch/registration.h"
 
 namespace anvil {
 
@@ -78,6 +79,7 @@ void ConvProblem::validate(const char* where) const {
 
 ConvTable& conv_table() {
   static ConvTable table("conv2d");
+  register_builtin_kernels();  // fills the table on first use
   return table;
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "engine/core/error.h"
+#include "engine/dispatch/registration.h"
 
 namespace anvil {
 
@@ -27,6 +28,7 @@ std::uint64_t dropout_keep_threshold(double p) {
 
 DropoutTable& dropout_table() {
   static DropoutTable table("dropout");
+  register_builtin_kernels();  // fills the table on first use
   return table;
 }
 

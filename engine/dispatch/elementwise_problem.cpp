@@ -3,6 +3,7 @@
 #include "engine/dispatch/elementwise_problem.h"
 
 #include "engine/core/error.h"
+#include "engine/dispatch/registration.h"
 
 namespace anvil {
 
@@ -111,6 +112,7 @@ std::string ElementwiseProblem::repr() const {
 
 ElementwiseTable& elementwise_table() {
   static ElementwiseTable table("elementwise");
+  register_builtin_kernels();  // fills the table on first use
   return table;
 }
 

@@ -5,7 +5,8 @@
 // already broadcast to the output shape (stride-0 dims), so kernels only walk strides.
 //   unary:  out = f(a)            binary: out = f(a, b)         scalar forms use `scalar`
 //   backward forms take (y or x, dy) as (a, b).
-// Variants: cpu.omp (parallel, contiguous fast path), ref (serial strided loop); cuda later.
+// Variants: cpu.omp (parallel, contiguous fast path), ref (serial strided loop), and
+// cuda.custom.elementwise once the CUDA backend is loaded (kernels/cuda/pointwise_register.cpp).
 #include <cstdint>
 #include <string>
 

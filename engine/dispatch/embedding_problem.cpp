@@ -4,6 +4,7 @@
 #include "engine/dispatch/embedding_problem.h"
 
 #include "engine/core/error.h"
+#include "engine/dispatch/registration.h"
 
 namespace anvil {
 
@@ -26,6 +27,7 @@ std::string EmbeddingProblem::repr() const {
 
 EmbeddingTable& embedding_table() {
   static EmbeddingTable table("embedding");
+  register_builtin_kernels();  // fills the table on first use
   return table;
 }
 

@@ -3,6 +3,7 @@
 #include "engine/dispatch/gemm_problem.h"
 
 #include "engine/core/error.h"
+#include "engine/dispatch/registration.h"
 
 namespace anvil {
 
@@ -60,6 +61,7 @@ void GemmProblem::validate(const char* where) const {
 
 GemmTable& gemm_table() {
   static GemmTable table("gemm");
+  register_builtin_kernels();  // fills the table on first use
   return table;
 }
 

@@ -3,6 +3,7 @@
 #include "engine/dispatch/lstm_problem.h"
 
 #include "engine/core/error.h"
+#include "engine/dispatch/registration.h"
 
 namespace anvil {
 
@@ -46,6 +47,7 @@ double LstmProblem::bytes() const {
 
 LstmTable& lstm_table() {
   static LstmTable table("lstm");
+  register_builtin_kernels();  // fills the table on first use
   return table;
 }
 

@@ -3,6 +3,7 @@
 #include "engine/dispatch/optimizer_problem.h"
 
 #include "engine/core/error.h"
+#include "engine/dispatch/registration.h"
 
 namespace anvil {
 
@@ -53,18 +54,22 @@ double OptimizerProblem::bytes() const {
 
 OptimizerTable& sgd_update_table() {
   static OptimizerTable table("sgd_update");
+  register_builtin_kernels();  // fills the table on first use
   return table;
 }
 OptimizerTable& adam_update_table() {
   static OptimizerTable table("adam_update");
+  register_builtin_kernels();  // fills the table on first use
   return table;
 }
 OptimizerTable& grad_norm_table() {
   static OptimizerTable table("grad_norm");
+  register_builtin_kernels();  // fills the table on first use
   return table;
 }
 OptimizerTable& grad_scale_table() {
   static OptimizerTable table("grad_scale");
+  register_builtin_kernels();  // fills the table on first use
   return table;
 }
 

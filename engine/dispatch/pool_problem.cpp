@@ -11,6 +11,7 @@
 #include "engine/dispatch/pool_problem.h"
 
 #include "engine/core/error.h"
+#include "engine/dispatch/registration.h"
 
 namespace anvil {
 
@@ -159,14 +160,17 @@ PoolProblem make_adaptive_pool_problem(const Shape& x, std::array<std::int64_t, 
 
 PoolTable& max_pool2d_table() {
   static PoolTable table("max_pool2d");
+  register_builtin_kernels();  // fills the table on first use
   return table;
 }
 PoolTable& avg_pool2d_table() {
   static PoolTable table("avg_pool2d");
+  register_builtin_kernels();  // fills the table on first use
   return table;
 }
 PoolTable& adaptive_avg_pool2d_table() {
   static PoolTable table("adaptive_avg_pool2d");
+  register_builtin_kernels();  // fills the table on first use
   return table;
 }
 PoolTable& pool_table(PoolKind kind) {

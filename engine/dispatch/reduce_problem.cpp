@@ -3,6 +3,7 @@
 #include "engine/dispatch/reduce_problem.h"
 
 #include "engine/core/error.h"
+#include "engine/dispatch/registration.h"
 
 namespace anvil {
 
@@ -28,6 +29,7 @@ std::string ReduceProblem::repr() const {
 
 ReduceTable& reduce_table() {
   static ReduceTable table("reduce");
+  register_builtin_kernels();  // fills the table on first use
   return table;
 }
 

@@ -3,6 +3,7 @@
 #include "engine/dispatch/softmax_problem.h"
 
 #include "engine/core/error.h"
+#include "engine/dispatch/registration.h"
 
 namespace anvil {
 
@@ -41,6 +42,7 @@ std::string SoftmaxProblem::repr() const {
 
 SoftmaxTable& softmax_table() {
   static SoftmaxTable table("softmax");
+  register_builtin_kernels();  // fills the table on first use
   return table;
 }
 

@@ -2,6 +2,7 @@
 // The global index of variant tables (engine/dispatch/variant_table.h).
 #include <mutex>
 
+#include "engine/dispatch/registration.h"
 #include "engine/dispatch/variant_table.h"
 
 namespace anvil {
@@ -21,10 +22,12 @@ void register_variant_table(VariantTableBase* table) {
   tables().push_back(table);
 }
 std::vector<VariantTableBase*> variant_tables() {
+  register_builtin_kernels();  // the built-in tables exist once filled (Note [Kernel registration])
   std::lock_guard<std::mutex> lock(mu());
   return tables();
 }
 VariantTableBase* find_variant_table(const std::string& op) {
+  register_builtin_kernels();
   std::lock_guard<std::mutex> lock(mu());
   for (auto* t : tables())
     if (t->op() == op) return t;

@@ -8,7 +8,6 @@
 #include "engine/core/cuda_backend.h"
 #include "engine/core/views.h"
 #include "engine/ops/elementwise.h"
-#include "kernels/register.h"
 
 namespace anvil::ops {
 namespace {
@@ -62,7 +61,6 @@ void update_running_on_device(const Tensor& running, const Tensor& batch, double
 BatchNormForward batch_norm2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
                                       const Tensor& running_mean, const Tensor& running_var,
                                       bool training, double momentum, double eps) {
-  register_builtin_kernels();
   check_defined(x, kWhere, "input");
   BatchNormForward f;
   f.problem =
@@ -128,7 +126,6 @@ BatchNormForward batch_norm2d_forward(const Tensor& x, const Tensor& weight, con
 
 BatchNormGrads batch_norm2d_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
                                      const BatchNormForward& fwd) {
-  register_builtin_kernels();
   check_defined(dy, kWhere, "grad_output");
   ANVIL_CHECK(dy.sizes() == x.sizes() && dy.dtype() == x.dtype(), kWhere, "grad_output ",
               shape_str(dy.sizes()), " ", dtype_name(dy.dtype()), " does not match the input ",

@@ -4,7 +4,6 @@
 
 #include "engine/core/views.h"
 #include "engine/ops/elementwise.h"
-#include "kernels/register.h"
 
 namespace anvil::ops {
 namespace {
@@ -90,7 +89,6 @@ ConvProblem conv2d_problem(const Tensor& x, const Tensor& weight, const Tensor& 
 
 Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
                       const ConvParams& params, bool relu, bool* fused) {
-  register_builtin_kernels();
   ConvProblem p = conv2d_problem(x, weight, bias, params);
   if (fused) *fused = false;
   Tensor y = Tensor::empty({p.n, p.k, p.p(), p.q()}, x.dtype(), x.device());
@@ -122,7 +120,6 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
 
 Tensor conv2d_backward_data(const Tensor& dy, const Tensor& weight, const Shape& x_shape,
                             const ConvParams& params) {
-  register_builtin_kernels();
   const char* where = "conv2d backward";
   ConvProblem p = conv2d_problem(x_shape, weight.sizes(), false, params, weight.dtype(), where);
   check_same_device(weight, dy, where);  // the variants read dy on the problem's device
@@ -147,7 +144,6 @@ Tensor conv2d_backward_data(const Tensor& dy, const Tensor& weight, const Shape&
 std::pair<Tensor, Tensor> conv2d_backward_weights(const Tensor& x, const Tensor& dy,
                                                   const Shape& weight_shape, bool with_bias,
                                                   const ConvParams& params) {
-  register_builtin_kernels();
   const char* where = "conv2d backward";
   ConvProblem p = conv2d_problem(x.sizes(), weight_shape, with_bias, params, x.dtype(), where);
   check_same_device(x, dy, where);  // the variants read dy on the problem's device

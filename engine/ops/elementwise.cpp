@@ -3,7 +3,6 @@
 #include "engine/ops/elementwise.h"
 
 #include "engine/core/views.h"
-#include "kernels/register.h"
 
 namespace anvil::ops {
 namespace {
@@ -17,7 +16,6 @@ void check_operand(EwOp op, const Tensor& out, const Tensor& t, const char* name
 
 void run(EwOp op, const Tensor& out, const Tensor& a, const Tensor* b, double alpha,
          double scalar) {
-  register_builtin_kernels();
   ANVIL_CHECK(is_floating(out.dtype()) || ew_allows_integers(op), ew_name(op),
               "needs a floating-point tensor, got ", dtype_name(out.dtype()));
   check_operand(op, out, a, "input");

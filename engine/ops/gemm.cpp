@@ -10,7 +10,6 @@
 #include "engine/core/cuda_backend.h"
 #include "engine/core/views.h"
 #include "engine/ops/elementwise.h"
-#include "kernels/register.h"
 
 namespace anvil::ops {
 namespace {
@@ -125,7 +124,6 @@ GemmProblem gemm_problem_for(const Tensor& a, bool ta, const Tensor& b, bool tb,
 
 void gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const Tensor& c, double alpha,
           double beta) {
-  register_builtin_kernels();
   check_args(a, ta, b, tb, c);
   const std::int64_t nd = a.dim();
   const Operand A = as_operand(a, ta), B = as_operand(b, tb);

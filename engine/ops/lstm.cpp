@@ -4,7 +4,6 @@
 
 #include "engine/core/views.h"
 #include "engine/dispatch/embedding_problem.h"
-#include "kernels/register.h"
 
 namespace anvil::ops {
 namespace {
@@ -176,7 +175,6 @@ LstmProblem lstm_problem_for(const LstmInputs& in, LstmPass pass, const char* wh
 }
 
 const LstmTable::Variant& select_lstm_variant(const LstmProblem& p, const LstmInputs* in) {
-  register_builtin_kernels();
   if (!in) return lstm_table().select(p);
   const LstmInputs d = dense_inputs(*in);
   auto trial = [&](const LstmTable::Variant& v) {
@@ -191,7 +189,6 @@ const LstmTable::Variant& select_lstm_variant(const LstmProblem& p, const LstmIn
 
 LstmForwardResult lstm_forward(const LstmTable::Variant& variant, const LstmInputs& in,
                                bool training) {
-  register_builtin_kernels();
   const LstmProblem p =
       lstm_problem_for(in, training ? LstmPass::forward_training : LstmPass::forward_inference);
   check_variant_device(variant, p, "lstm_forward");

@@ -5,7 +5,6 @@
 
 #include "engine/core/cuda_backend.h"
 #include "engine/core/views.h"
-#include "kernels/register.h"
 
 namespace anvil::ops {
 namespace {
@@ -49,7 +48,6 @@ PoolProblem adaptive_avg_pool2d_problem(const Tensor& x, std::array<std::int64_t
 }
 
 PoolForward pool2d_forward(const Tensor& x, const PoolProblem& problem, bool training) {
-  register_builtin_kernels();
   const char* where = pool_op_name(problem.kind);
   check_defined(x, where, "input");
   check_matches(x, problem, where);
@@ -80,7 +78,6 @@ PoolForward pool2d_forward(const Tensor& x, const PoolProblem& problem, bool tra
 }
 
 Tensor pool2d_backward(const Tensor& dy, const PoolForward& fwd) {
-  register_builtin_kernels();
   const PoolProblem& fp = fwd.problem;
   const char* where = pool_op_name(fp.kind);
   check_defined(dy, where, "grad_output");

@@ -9,7 +9,6 @@
 
 #include "engine/core/views.h"
 #include "engine/dispatch/reduce_problem.h"
-#include "kernels/register.h"
 
 namespace anvil::ops {
 namespace {
@@ -79,7 +78,6 @@ Plan plan(const Tensor& x, const std::vector<std::int64_t>& dims, const char* wh
 // One table call; an empty output needs none.
 void run(const Plan& p, ReduceOp op, const Tensor& out, std::int64_t* index, double scale) {
   if (out.numel() == 0) return;
-  register_builtin_kernels();
   ReduceArgs args;
   args.problem.op = op;
   args.problem.dtype = p.x.dtype();

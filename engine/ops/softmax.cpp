@@ -5,7 +5,6 @@
 
 #include "engine/core/views.h"
 #include "engine/dispatch/softmax_problem.h"
-#include "kernels/register.h"
 
 namespace anvil::ops {
 namespace {
@@ -30,7 +29,6 @@ SoftmaxArgs make_args(SoftmaxOp op, const Tensor& x, std::int64_t rows, std::int
 
 void run(const SoftmaxArgs& args) {
   if (args.problem.rows == 0) return;  // nothing to compute (and possibly no buffers)
-  register_builtin_kernels();
   softmax_table().run(args);
 }
 }  // namespace

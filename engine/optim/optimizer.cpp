@@ -12,7 +12,6 @@
 #include "engine/core/views.h"
 #include "engine/dispatch/optimizer_problem.h"
 #include "engine/ops/elementwise.h"
-#include "kernels/register.h"
 
 namespace anvil::optim {
 namespace {
@@ -59,7 +58,6 @@ void add_tensor(Group& g, const OptimTensor& t) {
 
 // Runs `args` (problem and hyper-parameters filled) once per group.
 void run_groups(std::vector<Group>& groups, OptimizerArgs args) {
-  register_builtin_kernels();
   for (auto& g : groups) {
     if (g.tensors.empty()) continue;
     args.problem = g.problem;
@@ -416,7 +414,6 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
       strided.push_back(g);
     }
   }
-  register_builtin_kernels();
   double total = 0.0;
   for (auto& grp : norm_groups) {
     double sum = 0.0;

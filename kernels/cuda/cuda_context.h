@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Per-device execution context shared by everything in libanvil_cuda: the one stream on which
-// all anvil work for a device runs (copies now, cuBLAS/cuDNN/custom kernels later). One stream
+// all anvil work for a device runs (copies, cuBLAS, cuDNN and the custom kernels). One stream
 // per device is what makes the block cache's reuse safe (Note [CUDA block cache]).
 // C++17-clean (usable from .cu files).
 #include <cuda_runtime_api.h>

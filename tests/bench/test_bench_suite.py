@@ -16,7 +16,7 @@ Usage: test_bench_suite.py path/to/anvil_bench path/to/anvil   (a CTest entry, b
 2. Smoke: one short benchmark of each family (peak, gemm, model, kernel) runs and writes JSON
    with its counters, without an error.
 3. A variant that disagrees with `ref` is skipped with an error, never timed: the test-only GEMM
-   variant `test.broken` (bench/test_variants.cpp, --anvil_test_broken_variant=on) must come out
+   variant `test.broken` (bench/broken_gemm_variant.cpp, --anvil_test_broken_variant=on) must come out
    with error_occurred and a validation message, in every transpose mode and every GEMM remedy.
 """
 import json

@@ -262,7 +262,7 @@ TEST_CASE("ops::mm on CUDA tensors runs the forced variant and the default", "[c
   const Tensor ag = a.to(Device::cuda()), bg = b.to(Device::cuda());
   // A transposed view of a GPU tensor becomes a transpose mode, not a copy.
   const Tensor bt_g = b.t().contiguous().to(Device::cuda());
-  for (const std::string name :
+  for (const std::string& name :
        {std::string("default"), kCudaVariants[0], kCudaVariants[1], kCudaVariants[2]}) {
     INFO(name);
     std::unique_ptr<ForceVariant> force;

@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "helpers/gradcheck.h"
 #include "models/training_step.h"
 

@@ -310,7 +310,7 @@ TEST_CASE("arithmetic-only EwOps on CUDA equal the CPU bit for bit", "[cuda][ele
   const double alpha = 0.3, s = 1.7;
   for (DType dt : {DType::f32, DType::f64}) {
     const Tensor a = rnd({37, 53}, -2, 2, 120, dt), b = rnd({37, 53}, -2, 2, 121, dt);
-    const std::string tag = " " + std::string(dtype_name(dt));
+    const std::string tag = std::string(" ").append(dtype_name(dt));
     for (EwOp op : {EwOp::add, EwOp::sub, EwOp::mul, EwOp::div, EwOp::maximum,
                     EwOp::sigmoid_backward, EwOp::tanh_backward, EwOp::relu_backward}) {
       check_close(ops::binary(op, gpu(a), gpu(b), alpha, s), ops::binary(op, a, b, alpha, s),

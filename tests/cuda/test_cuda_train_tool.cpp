@@ -16,7 +16,7 @@
 
 #include <unistd.h>
 
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "engine/dispatch/gemm_problem.h"
 #include "kernels/register.h"
 #include "tools/anvil/trainer.h"

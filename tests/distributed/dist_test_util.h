@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "engine/distributed/data_parallel.h"
 
 namespace anvil::test {

@@ -13,7 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "engine/core/process_stats.h"
 #include "kernels/cpu/peak/machine_peak.h"
 #include "tools/anvil/trainer.h"

@@ -17,7 +17,7 @@
 
 #include "data/loader.h"
 #include "data/ptb.h"
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "engine/core/process_stats.h"
 #include "engine/distributed/data_parallel.h"
 #include "engine/optim/checkpoint.h"

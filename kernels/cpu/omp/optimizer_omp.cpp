@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The cpu.omp variants of the optimizer tables: the fused OpenMP kernels of optim_omp.cpp
+// The cpu.omp variants of the optimizer tables: the fused OpenMP kernels of optimizer_loops_omp.cpp
 // (sgd_update, adam_update, sum_squares), one parallel pass per tensor of the list, exactly what
 // optim::SGD/Adam and clip_grad_norm_ ran before the tables existed (same order, same sums).
 // grad_scale multiplies in the parameter's type as ops::mul_scalar_ did.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The FMA throughput loop for AVX-512, compiled with -mavx512f -mfma (bench/CMakeLists.txt):
+// The FMA throughput loop for AVX-512, compiled with -mavx512f -mfma (kernels/CMakeLists.txt):
 // 12 independent accumulator chains (FMA latency 4 x 2 pipes needs at least 8), 8 iterations
 // unrolled; only this translation unit contains AVX-512 code.
 #include <immintrin.h>
@@ -20,7 +20,12 @@ float fma_loop_avx512(std::int64_t iters) {
   }
   __m512 s = acc[0];
   for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, acc[i]);
-  return _mm512_reduce_add_ps(s);
+  // Not _mm512_reduce_add_ps: GCC 12's header for it trips -Wuninitialized (GCC bug 105593).
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, s);
+  float sum = 0.0f;
+  for (float v : lanes) sum += v;
+  return sum;
 }
 
 }  // namespace anvil::detail

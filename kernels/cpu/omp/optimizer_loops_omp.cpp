@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Fused optimizer updates (SGD, Adam) and the squared norm used by gradient clipping:
-// one parallel pass per parameter tensor, f32/f64.
+// one parallel pass per parameter tensor, f32/f64. The loops only: optimizer_omp.cpp registers
+// them as the cpu.omp variants of the optimizer tables.
 #include <omp.h>
 
 #include <cmath>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The umbrella header: everything a library user needs. It only includes.
+// The umbrella header, #include <anvil/anvil.h>: everything a library user needs. It only
+// includes. It lives outside engine/ because it spans every layer (and data/, models/).
 #include "data/cifar.h"
 #include "data/idx.h"
 #include "data/imdb.h"
@@ -20,15 +21,15 @@
 #include "engine/core/safetensors.h"
 #include "engine/core/tensor.h"
 #include "engine/dispatch/gemm_problem.h"
+#include "engine/dispatch/registration.h"
 #include "engine/dispatch/selection.h"
-#include "engine/nn/init.h"
 #include "engine/nn/batch_norm.h"
 #include "engine/nn/conv.h"
+#include "engine/nn/init.h"
 #include "engine/nn/layers.h"
 #include "engine/nn/module.h"
 #include "engine/nn/pooling.h"
 #include "engine/nn/recurrent.h"
 #include "engine/optim/checkpoint.h"
 #include "engine/optim/optimizer.h"
-#include "kernels/register.h"
 #include "models/registry.h"

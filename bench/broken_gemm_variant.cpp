@@ -5,7 +5,7 @@
 // benchmark shapes), so every benchmark of it must fail validation against `ref` and be reported
 // with SkipWithError, never timed (tests/bench/test_bench_suite.py checks this).
 #include "bench/registrations.h"
-#include "engine/anvil/anvil.h"
+#include "anvil/anvil.h"
 #include "engine/dispatch/gemm_problem.h"
 
 namespace anvil::bench {

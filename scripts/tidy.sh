@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# clang-tidy (the root .clang-tidy: bugprone-*, performance-*, the house naming) over the C++
+# sources of a build's compile_commands.json. By default only the .cpp files changed against the
+# base (plus the .cpp beside a changed header) and every .cpp under ANVIL_TIDY_DIRS; --dirs checks
+# only those folders (what CI runs, scripts/test.sh: they pass today, the rest of the tree does
+# not yet, docs/style.md); --all checks every file.
+#   scripts/tidy.sh [--all|--dirs] [--build DIR] [--base REF] [--jobs N] [--dry-run]
+#   ANVIL_TIDY_DIRS   folders always checked in full (default: the ones that pass today)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${ANVIL_TEST_BUILD_DIR:-build}
+base=${ANVIL_TIDY_BASE:-}
+jobs=${ANVIL_JOBS:-$(nproc)}
+all=0
+dirs_only=0
+dry_run=0
+# The folders that pass in full today; the rest is checked where it changes.
+dirs=${ANVIL_TIDY_DIRS:-"engine/core engine/dispatch engine/optim data"}
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --all) all=1 ;;
+    --dirs) dirs_only=1 ;;
+    --build) build=$2; shift ;;
+    --base) base=$2; shift ;;
+    --jobs) jobs=$2; shift ;;
+    --dry-run) dry_run=1 ;;
+    -h|--help) sed -n '3,9p' "$0"; exit 0 ;;
+    *) echo "tidy.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+if [[ "$dirs_only" = 1 ]]; then
+  base=""
+elif [[ -z "$base" ]]; then
+  for ref in origin/main main; do
+    if git rev-parse -q --verify "$ref^{commit}" >/dev/null; then base=$ref; break; fi
+  done
+fi
+if [[ "$dry_run" = 1 ]]; then
+  echo "tidy.sh plan (--dry-run): clang-tidy over $([[ $all = 1 ]] && echo "every file" ||
+    echo "$([[ -n $base ]] && echo "the files changed against $base and ")$dirs") of $build/compile_commands.json"
+  exit 0
+fi
+command -v clang-tidy >/dev/null ||
+  { echo "tidy.sh: clang-tidy is not installed (scripts/install_deps.sh)" >&2; exit 2; }
+db="$build/compile_commands.json"
+[[ -f "$db" ]] || { echo "tidy.sh: $db is missing: configure $build/ first" >&2; exit 2; }
+
+# Every .cpp of the compilation database, relative to the repository.
+mapfile -t known < <(python3 -c '
+import json, os, sys
+root = os.getcwd()
+for e in json.load(open(sys.argv[1])):
+    f = os.path.relpath(os.path.join(e["directory"], e["file"]), root)
+    if f.endswith(".cpp") and not f.startswith(".."):
+        print(f)' "$db" | sort -u)
+
+if [[ "$all" = 1 ]]; then
+  files=("${known[@]}")
+else
+  want=()
+  for d in $dirs; do want+=("$d/"); done
+  if [[ -n "$base" ]]; then
+    echo "tidy.sh: files changed against $base ($(git rev-parse --short "$(git merge-base HEAD "$base")"))"
+    while IFS= read -r f; do
+      case "$f" in
+        *.cpp) want+=("$f") ;;
+        *.h) want+=("${f%.h}.cpp") ;;
+      esac
+    done < <(git diff --name-only --diff-filter=d "$(git merge-base HEAD "$base")" -- \
+               '*.cpp' '*.h'; git ls-files --others --exclude-standard -- '*.cpp' '*.h')
+  else
+    echo "tidy.sh: checking $dirs$([[ $dirs_only = 1 ]] || echo " (no base branch: origin/main, main)")"
+  fi
+  files=()
+  for f in "${known[@]}"; do
+    for w in "${want[@]}"; do
+      if [[ "$f" == "$w" || ( "$w" == */ && "$f" == "$w"* ) ]]; then files+=("$f"); break; fi
+    done
+  done
+fi
+echo "tidy.sh: ${#files[@]} files, $jobs jobs ($(clang-tidy --version | grep -o 'version [0-9.]*'))"
+[[ ${#files[@]} -gt 0 ]] || exit 0
+start=$SECONDS
+if printf '%s\n' "${files[@]}" |
+   xargs -P "$jobs" -n 1 clang-tidy -p "$build" --quiet --extra-arg=-Wno-error \
+     --extra-arg=-Wno-unknown-warning-option 2>/dev/null; then
+  echo "tidy.sh: clean, $((SECONDS - start)) s"
+else
+  echo "tidy.sh: clang-tidy found problems (above), $((SECONDS - start)) s" >&2
+  exit 1
+fi

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+// The registration seam (Note [Kernel registration], engine/dispatch/registration.h): a variant
+// table is complete the first time anything uses it, without a call to
+// register_builtin_kernels(), also when several threads reach different tables at once. Each
+// test case runs in its own process (catch_discover_tests), so nothing has registered before.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/dispatch/conv_problem.h"
+#include "engine/dispatch/elementwise_problem.h"
+#include "engine/dispatch/gemm_problem.h"
+#include "engine/dispatch/optimizer_problem.h"
+#include "engine/dispatch/variant_table.h"
+
+namespace {
+
+template <typename Table>
+bool has_variant(const Table& table, const std::string& name) {
+  return table.find(name) != nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("a table accessor fills the tables on first use", "[dispatch][registration]") {
+  // No register_builtin_kernels() call anywhere in this process.
+  const auto& gemm = anvil::gemm_table();
+  CHECK(has_variant(gemm, "ref"));
+  CHECK(has_variant(gemm, "cpu.blocked"));
+  CHECK(gemm.variants().back().name == "ref");
+  CHECK(has_variant(anvil::conv_table(), "ref"));
+  CHECK(has_variant(anvil::sgd_update_table(), "cpu.omp"));
+}
+
+TEST_CASE("the table index lists every built-in table on first use", "[dispatch][registration]") {
+  std::vector<std::string> ops;
+  for (const auto* t : anvil::variant_tables()) ops.push_back(t->op());
+  for (const char* op : {"gemm", "elementwise", "conv2d", "sgd_update", "dropout"})
+    CHECK(std::find(ops.begin(), ops.end(), op) != ops.end());
+  CHECK(anvil::find_variant_table("softmax") != nullptr);
+}
+
+TEST_CASE("threads reaching different tables first all see them complete",
+          "[dispatch][registration]") {
+  constexpr int kThreads = 8;
+  std::vector<int> sizes(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([i, &sizes] {
+      if (i % 2 == 0)
+        sizes[i] = static_cast<int>(anvil::gemm_table().variants().size());
+      else
+        sizes[i] = static_cast<int>(anvil::elementwise_table().variants().size());
+    });
+  for (auto& t : threads) t.join();
+  const int gemm_size = static_cast<int>(anvil::gemm_table().variants().size());
+  const int ew_size = static_cast<int>(anvil::elementwise_table().variants().size());
+  CHECK(gemm_size >= 2);  // at least ref and the own blocked kernel
+  CHECK(ew_size >= 2);    // ref and cpu.omp
+  for (int i = 0; i < kThreads; ++i) CHECK(sizes[i] == (i % 2 == 0 ? gemm_size : ew_size));
+}
