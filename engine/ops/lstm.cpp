@@ -90,7 +90,6 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
       embedding_args(EmbeddingPass::forward, id, V, D, weight.dtype(), weight.device());
   a.weight = w.data_ptr();
   a.out = out.data_ptr();
-  register_builtin_kernels();
   embedding_table().run(a);
   return out;
 }
@@ -112,7 +111,6 @@ Tensor embedding_backward(const Tensor& dy, const Tensor& ids, std::int64_t num_
       embedding_args(EmbeddingPass::backward, id, num_rows, D, dy.dtype(), dy.device());
   a.dy = g.data_ptr();
   a.grad = grad.data_ptr();
-  register_builtin_kernels();
   embedding_table().run(a);
   return grad;
 }

@@ -370,7 +370,6 @@ Tensor clip_grad_norm_async_(const std::vector<Tensor>& params, double max_norm)
   }
   if (!device_path || !device.is_cuda())
     return Tensor::scalar(clip_grad_norm_(params, max_norm), DType::f64);
-  register_builtin_kernels();
   // One f64 accumulator on the device; each (dtype) group adds its sum of squares to it.
   Tensor sum = Tensor::zeros({}, DType::f64, device);
   for (auto& grp : norm_groups) {
