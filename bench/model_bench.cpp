@@ -320,7 +320,6 @@ void register_gpu_model_benchmarks() {
     }
   }
 }
-}
 
 }  // namespace
 
