@@ -40,7 +40,7 @@ expect_error() {
 }
 
 expect_ok "models lists the zoo" 'mlp_mnist +669706' 'cnn_mnist +1199882' 'resnet50 +25557032' -- "$anvil" models
-expect_ok "models shows which models have a GPU path" ' gpu +description' '^fcn5 .* yes  DLBench' '^mlp_mnist .* yes  ' '^lstm32 .* no  ' -- "$anvil" models
+expect_ok "models shows which models have a GPU path" ' gpu +description' '^fcn5 .* yes  DLBench' '^mlp_mnist .* yes  ' '^lstm32 .* yes  ' -- "$anvil" models
 expect_ok "models NAME prints the layer table" '1199882 parameters' 'Conv2d' -- "$anvil" models cnn_mnist
 expect_ok "info" 'variant tables' 'gemm' 'oneDNN' 'cpu ' -- "$anvil" info --no-peak
 

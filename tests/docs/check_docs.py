@@ -171,7 +171,7 @@ class Checker:
         files = [f for f in self.tracked_files()
                  if (f.suffix in CODE_EXT + (".md",) or f.name == "CMakeLists.txt")
                  and f.resolve() != pathlib.Path(__file__).resolve()]
-        definition = re.compile(r"^\s*(?://+|#+|\*)?\s*Note \[([^\]]+)\]\s*$")
+        definition = re.compile(r"^\s*(?://+|#+|\*)?\s*Note \[([^\]]+)\](?:\s*$|:)")
         for f in files:
             try:
                 text = f.read_text(encoding="utf-8")
