@@ -84,6 +84,8 @@ class VariantTable final : public VariantTableBase {
   // as long as the table, whatever is added later (Note [Variant snapshots]).
   class VariantList {
    public:
+    // The standard iterator interface spells these names in lower case.
+    // NOLINTBEGIN(readability-identifier-naming)
     class iterator {
      public:
       using iterator_category = std::random_access_iterator_tag;
@@ -107,6 +109,7 @@ class VariantTable final : public VariantTableBase {
      private:
       const Variant* const* p_ = nullptr;
     };
+    // NOLINTEND(readability-identifier-naming)
     explicit VariantList(const std::vector<const Variant*>* v) : v_(v) {}
     iterator begin() const { return iterator(v_->data()); }
     iterator end() const { return iterator(v_->data() + v_->size()); }
