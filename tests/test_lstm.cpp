@@ -12,11 +12,17 @@
 #include "engine/dispatch/lstm_problem.h"
 #include "engine/nn/recurrent.h"
 #include "helpers/gradcheck.h"
+#include "helpers/lstm_layer_case.h"
 
 using namespace anvil;
 using anvil::test::gradcheck;
+using anvil::test::kLeafNames;
+using anvil::test::layer_leaves;
+using anvil::test::LayerCase;
 using anvil::test::max_abs_diff;
+using anvil::test::run_layer;
 using anvil::test::uniform_leaf;
+using anvil::test::weighted_loss;
 
 namespace {
 
@@ -42,45 +48,6 @@ std::string unsupported_reason(const std::string& variant, LstmProblem p) {
   }
   return "";
 }
-
-struct LayerCase {
-  std::int64_t T, B, I, H;
-  bool state, two_biases;
-};
-
-// Leaves of one LSTM layer: x, h0, c0, w_ih, w_hh, b_ih, b_hh (undefined where absent).
-std::vector<Tensor> layer_leaves(const LayerCase& c, DType dt, std::uint64_t seed) {
-  Generator g(seed);
-  auto leaf = [&](const Shape& s, double a) {
-    return uniform(s, -a, a, dt, &g).set_requires_grad(true);
-  };
-  const double k = 1.0 / std::sqrt(static_cast<double>(c.H));
-  std::vector<Tensor> v;
-  v.push_back(leaf({c.T, c.B, c.I}, 1.0));
-  v.push_back(c.state ? leaf({c.B, c.H}, 0.5) : Tensor());
-  v.push_back(c.state ? leaf({c.B, c.H}, 0.5) : Tensor());
-  v.push_back(leaf({4 * c.H, c.I}, 2 * k));
-  v.push_back(leaf({4 * c.H, c.H}, 2 * k));
-  v.push_back(leaf({4 * c.H}, k));
-  v.push_back(c.two_biases ? leaf({4 * c.H}, k) : Tensor());
-  return v;
-}
-
-// A scalar that weighs every output with fixed random values (y, h_n and c_n all matter).
-Tensor weighted_loss(const LstmLayerOutput& o, std::uint64_t seed) {
-  Generator g(seed);
-  const DType dt = o.y.dtype();
-  Tensor ry = uniform(o.y.sizes(), -1, 1, dt, &g);
-  Tensor rh = uniform(o.h_n.sizes(), -1, 1, dt, &g);
-  Tensor rc = uniform(o.c_n.sizes(), -1, 1, dt, &g);
-  return sum(o.y * ry) + sum(o.h_n * rh) + sum(o.c_n * rc);
-}
-
-LstmLayerOutput run_layer(const std::vector<Tensor>& in) {
-  return lstm_layer(in[0], in[1], in[2], in[3], in[4], in[5], in[6]);
-}
-
-const char* kLeafNames[] = {"x", "h0", "c0", "w_ih", "w_hh", "b_ih", "b_hh"};
 
 // Runs one f32 layer case with `ref` and with `variant` (forward, backward of a weighted loss,
 // then inference) and checks outputs, final states and every gradient against ref.

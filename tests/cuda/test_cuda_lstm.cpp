@@ -24,21 +24,22 @@
 #include "engine/dispatch/selection.h"
 #include "engine/nn/init.h"
 #include "engine/nn/recurrent.h"
+#include "helpers/lstm_layer_case.h"
 #include "engine/optim/optimizer.h"
 #include "kernels/register.h"
 #include "models/training_step.h"
 
 using namespace anvil;
+using anvil::test::kLeafNames;
+using anvil::test::layer_leaves;
+using anvil::test::LayerCase;
+using anvil::test::run_layer;
+using anvil::test::weighted_loss;
 
 namespace {
 
 const Device kGpu = Device::cuda(0);
 constexpr int kMinProblems = 12;
-
-struct LayerCase {
-  std::int64_t T, B, I, H;
-  bool state, two_biases;
-};
 
 double max_abs_diff(const Tensor& a, const Tensor& b) {
   const Tensor x = a.to(Device::cpu()).to(DType::f64).contiguous();
@@ -54,47 +55,11 @@ double max_abs(const Tensor& a) {
   return max_abs_diff(a, Tensor::zeros(a.sizes(), a.dtype(), a.device()));
 }
 
-// Leaves x, h0, c0, w_ih, w_hh, b_ih, b_hh (undefined where absent) on `device`.
-std::vector<Tensor> leaves(const LayerCase& c, DType dt, std::uint64_t seed, Device device) {
-  Generator g(seed);
-  auto leaf = [&](const Shape& s, double a) {
-    Tensor t = uniform(s, -a, a, dt, &g);
-    if (device.is_cuda()) t = t.to(device);
-    return t.set_requires_grad(true);
-  };
-  const double k = 1.0 / std::sqrt(static_cast<double>(c.H));
-  std::vector<Tensor> v;
-  v.push_back(leaf({c.T, c.B, c.I}, 1.0));
-  v.push_back(c.state ? leaf({c.B, c.H}, 0.5) : Tensor());
-  v.push_back(c.state ? leaf({c.B, c.H}, 0.5) : Tensor());
-  v.push_back(leaf({4 * c.H, c.I}, 2 * k));
-  v.push_back(leaf({4 * c.H, c.H}, 2 * k));
-  v.push_back(leaf({4 * c.H}, k));
-  v.push_back(c.two_biases ? leaf({4 * c.H}, k) : Tensor());
-  return v;
-}
-
-Tensor weighted_loss(const LstmLayerOutput& o, std::uint64_t seed) {
-  Generator g(seed);
-  const DType dt = o.y.dtype();
-  const Device d = o.y.device();
-  Tensor ry = uniform(o.y.sizes(), -1, 1, dt, &g).to(d);
-  Tensor rh = uniform(o.h_n.sizes(), -1, 1, dt, &g).to(d);
-  Tensor rc = uniform(o.c_n.sizes(), -1, 1, dt, &g).to(d);
-  return sum(o.y * ry) + sum(o.h_n * rh) + sum(o.c_n * rc);
-}
-
-LstmLayerOutput run_layer(const std::vector<Tensor>& in) {
-  return lstm_layer(in[0], in[1], in[2], in[3], in[4], in[5], in[6]);
-}
-
-const char* kLeafNames[] = {"x", "h0", "c0", "w_ih", "w_hh", "b_ih", "b_hh"};
-
 // One case with ref on the CPU and `variant` on the GPU; tolerances relative to the sizes.
 void check_case(const std::string& variant, const LayerCase& c, DType dt, double out_tol,
                 double grad_tol) {
-  std::vector<Tensor> ref_in = leaves(c, dt, 5 + c.H, Device::cpu());
-  std::vector<Tensor> gpu_in = leaves(c, dt, 5 + c.H, kGpu);
+  std::vector<Tensor> ref_in = layer_leaves(c, dt, 5 + c.H, Device::cpu());
+  std::vector<Tensor> gpu_in = layer_leaves(c, dt, 5 + c.H, kGpu);
   LstmLayerOutput r, v;
   {
     ForceVariant force("lstm", "ref");
