@@ -24,7 +24,8 @@
 #include "engine/nn/conv.h"
 #include "engine/ops/conv.h"
 #include "helpers/gradcheck.h"
-#include "helpers/variant_tally.h"
+#include "helpers/conv_cases.h"
+#include "helpers/variant_harness.h"
 #include "kernels/register.h"
 
 using namespace anvil;
@@ -35,11 +36,9 @@ using V = std::vector<Tensor>;
 
 namespace {
 
-struct ConvCase {
-  const char* name;
-  std::int64_t n, c, h, w, k, r, s;
-  std::int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
-};
+using anvil::test::ConvCase;
+using anvil::test::max_abs;
+using anvil::test::VariantHarness;
 
 Conv2dOptions options_of(const ConvCase& cc) {
   Conv2dOptions o;
@@ -51,43 +50,8 @@ Conv2dOptions options_of(const ConvCase& cc) {
 }
 
 ConvProblem problem_of(const ConvCase& cc, ConvPass pass, DType dtype, bool bias, bool relu) {
-  ConvProblem p;
-  p.pass = pass;
-  p.dtype = dtype;
-  p.n = cc.n;
-  p.c = cc.c;
-  p.h = cc.h;
-  p.w = cc.w;
-  p.k = cc.k;
-  p.r = cc.r;
-  p.s = cc.s;
-  p.stride_h = cc.sh;
-  p.stride_w = cc.sw;
-  p.pad_h = cc.ph;
-  p.pad_w = cc.pw;
-  p.dil_h = cc.dh;
-  p.dil_w = cc.dw;
-  p.groups = cc.groups;
-  p.has_bias = bias;
-  p.fuse_relu = relu && pass == ConvPass::forward;
-  return p;
+  return anvil::test::conv_problem_of(cc, pass, dtype, bias, relu);
 }
-
-// Small shapes with odd sizes that exercise every code path (wide and direct chunks, 1x1,
-// groups, depthwise, asymmetric stride/padding/dilation, winograd-eligible).
-const std::vector<ConvCase> kSmallCases = {
-    {"odd3x3", 2, 3, 7, 5, 4, 3, 3, 1, 1, 1, 1},
-    {"stride2 R3S2", 2, 5, 9, 8, 6, 3, 2, 2, 2, 0, 0},
-    {"dilation2", 1, 4, 9, 9, 5, 3, 3, 1, 1, 2, 2, 2, 2},
-    {"groups2", 2, 4, 6, 7, 6, 3, 3, 1, 1, 1, 1, 1, 1, 2},
-    {"depthwise", 2, 8, 6, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8},
-    {"pointwise", 3, 6, 5, 4, 7, 1, 1},
-    {"1x1 stride2", 2, 8, 7, 7, 16, 1, 1, 2, 2},
-    {"asymmetric", 2, 3, 10, 7, 4, 3, 1, 1, 2, 1, 0, 2, 1},
-    {"winograd-able", 2, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1},
-    {"batch1 5x5 pad2", 1, 6, 11, 13, 5, 5, 5, 1, 1, 2, 2},
-    {"kernel equals input", 2, 3, 4, 5, 2, 4, 5},
-};
 
 // Real layers at batch 1-2 (VGG16 cropped to 32x32 for the ref comparison, channels kept).
 const std::vector<ConvCase> kLayerCases = {
@@ -106,143 +70,30 @@ const std::vector<ConvCase> kLayerCases = {
 
 Tensor rand_f32(const Shape& s, Generator& gen) { return uniform(s, -1.0, 1.0, DType::f32, &gen); }
 
-// Per-variant tallies (tests/helpers/variant_tally.h): check() fails the case when a variant
-// ran fewer problems than it states.
-using Tally = anvil::test::VariantTally;
-
-double max_abs(const Tensor& t) {
-  double m = 0;
-  for (double v : values_f64(t)) m = std::max(m, std::fabs(v));
-  return m;
-}
-
-// Compares got (f32) with want (f64); returns "" or a description of the worst element.
-std::string compare(const char* what, const Tensor& got, const Tensor& want, double tol) {
-  const auto g = values_f64(got), w = values_f64(want);
-  if (g.size() != w.size()) return std::string(what) + ": size mismatch";
-  double worst = -1;
-  std::size_t at = 0;
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    double e = std::fabs(g[i] - w[i]);
-    if (std::isnan(e)) e = INFINITY;
-    if (e > worst) {
-      worst = e;
-      at = i;
-    }
-  }
-  if (worst <= tol) return {};
-  std::ostringstream os;
-  os << what << ": worst |got - ref| = " << worst << " > tol " << tol << " at flat index " << at
-     << " (got " << g[at] << ", ref " << w[at] << ")";
-  return os.str();
-}
-
-// Tolerance scale by variant: winograd's transforms lose a few more bits than direct sums.
-double tol_scale(const std::string& variant) {
-  return variant.find("winograd") != std::string::npos ? 16.0 : 1.0;
-}
-
-void run_case(const ConvCase& cc, bool bias, bool relu, Tally& tally, std::uint64_t seed) {
-  register_builtin_kernels();
-  Generator gen(seed);
-  const ConvProblem fp = problem_of(cc, ConvPass::forward, DType::f32, bias, relu);
-  const Shape xs{cc.n, cc.c, cc.h, cc.w}, ws{cc.k, cc.c / cc.groups, cc.r, cc.s};
-  const Shape ys{cc.n, cc.k, fp.p(), fp.q()};
-  const Tensor x = rand_f32(xs, gen), w = rand_f32(ws, gen), b = rand_f32({cc.k}, gen);
-  const Tensor dy = rand_f32(ys, gen);
-  const Tensor x64 = raw::to_dtype(x, DType::f64), w64 = raw::to_dtype(w, DType::f64);
-  const Tensor b64 = raw::to_dtype(b, DType::f64), dy64 = raw::to_dtype(dy, DType::f64);
-  const ConvTable::Variant* ref = conv_table().find("ref");
-  REQUIRE(ref != nullptr);
+// The CPU bound: 32 eps sqrt(reduction length) times the operands' magnitudes, 4x for the
+// weight gradient (the longest sums), 16x for winograd (its transforms lose a few more bits than
+// direct sums); a bias adds 2 eps to y; db: 4 x 32 eps sqrt(len) max|dy|.
+double cpu_tolerance(bool bias, const std::string& variant, ConvPass pass,
+                     const std::string& output, double len, double scale) {
   constexpr double kEps = std::numeric_limits<float>::epsilon();
-  const double cg = static_cast<double>(cc.c / cc.groups),
-               kg = static_cast<double>(cc.k / cc.groups);
+  if (output == "db") return 32.0 * kEps * std::sqrt(len) * scale * 4.0;
+  const double tol_scale = variant.find("winograd") != std::string::npos ? 16.0 : 1.0;
+  const double tol = tol_scale * 32.0 * kEps * std::sqrt(std::max(len, 1.0)) * scale *
+                         (pass == ConvPass::backward_weights ? 4.0 : 1.0) +
+                     1e-30;
+  return output == "y" && bias ? tol + 2 * kEps : tol;
+}
 
-  for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
-    if (pass == ConvPass::backward_data && relu) continue;  // relu changes only the forward
-    if (pass == ConvPass::backward_weights && relu) continue;
-    const ConvProblem p = problem_of(cc, pass, DType::f32, bias, relu);
-    ConvProblem p64 = p;
-    p64.dtype = DType::f64;
-    // Reference outputs in f64.
-    Tensor y64 = Tensor::empty(ys, DType::f64), dx64 = Tensor::empty(xs, DType::f64);
-    Tensor dw64 = Tensor::empty(ws, DType::f64), db64 = Tensor::empty({cc.k}, DType::f64);
-    ConvArgs ra;
-    ra.problem = p64;
-    ra.x = x64.data_ptr();
-    ra.w = w64.data_ptr();
-    ra.b = b64.data_ptr();
-    ra.y = y64.data_ptr();
-    ra.dy = dy64.data_ptr();
-    ra.dx = dx64.data_ptr();
-    ra.dw = dw64.data_ptr();
-    ra.db = db64.data_ptr();
-    ref->fn(ra);
-    // Error scales: reduction length times the operands' magnitudes.
-    double len = 0, scale = 0;
-    switch (pass) {
-      case ConvPass::forward:
-        len = cg * cc.r * cc.s;
-        scale = max_abs(x) * max_abs(w);
-        break;
-      case ConvPass::backward_data:
-        len = kg * cc.r * cc.s;
-        scale = max_abs(dy) * max_abs(w);
-        break;
-      case ConvPass::backward_weights:
-        len = static_cast<double>(cc.n) * fp.p() * fp.q();
-        scale = max_abs(dy) * max_abs(x);
-        break;
-    }
-
-    const auto cands = conv_table().candidates(p);
-    const auto& variants = conv_table().variants();
-    REQUIRE(cands.size() == variants.size());
-    for (std::size_t vi = 0; vi < variants.size(); ++vi) {
-      const std::string& name = variants[vi].name;
-      INFO("variant " << name << " on " << p.repr() << " (" << cc.name << ")");
-      if (!cands[vi].support.ok) {
-        CHECK_FALSE(cands[vi].support.reason.empty());
-        CHECK(name != "ref");
-        ++tally.skipped[name][cands[vi].support.reason];
-        continue;
-      }
-      ++tally.ran[name];
-      const double nan = std::numeric_limits<double>::quiet_NaN();
-      Tensor y = Tensor::full(ys, nan), dx = Tensor::full(xs, nan);
-      Tensor dw = Tensor::full(ws, nan), db = Tensor::full({cc.k}, nan);
-      ConvArgs a;
-      a.problem = p;
-      a.x = x.data_ptr();
-      a.w = w.data_ptr();
-      a.b = bias ? b.data_ptr() : nullptr;
-      a.y = y.data_ptr();
-      a.dy = dy.data_ptr();
-      a.dx = dx.data_ptr();
-      a.dw = dw.data_ptr();
-      a.db = bias ? db.data_ptr() : nullptr;
-      REQUIRE_NOTHROW(variants[vi].fn(a));
-      const double tol = tol_scale(name) * 32.0 * kEps * std::sqrt(std::max(len, 1.0)) * scale *
-                             (pass == ConvPass::backward_weights ? 4.0 : 1.0) +
-                         1e-30;
-      std::string bad;
-      switch (pass) {
-        case ConvPass::forward:
-          bad = compare("y", y, y64, tol + (bias ? 2 * kEps : 0));
-          break;
-        case ConvPass::backward_data:
-          bad = compare("dx", dx, dx64, tol);
-          break;
-        case ConvPass::backward_weights:
-          bad = compare("dw", dw, dw64, tol);
-          if (bias && bad.empty())
-            bad = compare("db", db, db64, 32.0 * kEps * std::sqrt(len) * max_abs(dy) * 4.0);
-          break;
-      }
-      INFO(bad);
-      CHECK(bad.empty());
-    }
-  }
+// Every CPU variant on the passes of `cc` (tests/helpers/conv_cases.h), f32, against ref in f64.
+void run_case(const ConvCase& cc, bool bias, bool relu, VariantHarness& harness,
+              std::uint64_t seed) {
+  register_builtin_kernels();
+  anvil::test::check_conv_variants(
+      harness, problem_of(cc, ConvPass::forward, DType::f32, bias, relu), DType::f32, bias, relu,
+      seed,
+      [bias](const std::string& v, ConvPass pass, const std::string& out, double len,
+             double scale) { return cpu_tolerance(bias, v, pass, out, len, scale); },
+      cc.name);
 }
 
 }  // namespace
@@ -328,23 +179,25 @@ TEST_CASE("conv2d gradients reach only the inputs that require grad", "[conv][au
 // ---- every variant against ref ----------------------------------------------------------------
 
 TEST_CASE("conv2d variants match ref on small odd shapes", "[conv][variants]") {
-  Tally tally(conv_table(), 8);  // problems per variant (winograd takes only 3x3 stride 1)
+  // Problems per variant (winograd takes only 3x3 stride 1).
+  VariantHarness harness(conv_table(), DeviceType::cpu, 8);
   std::uint64_t seed = 1;
-  for (const auto& cc : kSmallCases)
+  for (const auto& cc : anvil::test::odd_conv_cases())
     for (bool bias : {false, true})
-      for (bool relu : {false, true}) run_case(cc, bias, relu, tally, ++seed);
-  tally.check();
+      for (bool relu : {false, true}) run_case(cc, bias, relu, harness, ++seed);
+  harness.finish();
 }
 
 // Two halves of the layer list, so that CTest can run them side by side.
 void run_layers(std::size_t begin, std::size_t end) {
-  Tally tally(conv_table(), 3);  // problems per variant (each half has one winograd-able layer)
+  // Problems per variant (each half has one winograd-able layer).
+  VariantHarness harness(conv_table(), DeviceType::cpu, 3);
   std::uint64_t seed = 1000 + 2 * begin;
   for (std::size_t i = begin; i < std::min(end, kLayerCases.size()); ++i) {
-    run_case(kLayerCases[i], true, false, tally, ++seed);
-    run_case(kLayerCases[i], true, true, tally, ++seed);
+    run_case(kLayerCases[i], true, false, harness, ++seed);
+    run_case(kLayerCases[i], true, true, harness, ++seed);
   }
-  tally.check();
+  harness.finish();
 }
 
 TEST_CASE("conv2d variants match ref on AlexNet and ResNet-50 stem layers", "[conv][variants]") {

@@ -25,7 +25,7 @@
 #include "engine/dispatch/selection.h"
 #include "engine/ops/gemm.h"
 #include "helpers/gradcheck.h"
-#include "helpers/variant_tally.h"
+#include "helpers/variant_harness.h"
 #include "kernels/register.h"
 
 using namespace anvil;
@@ -95,12 +95,11 @@ struct GemmCase {
   }
 };
 
-// Per-variant tallies (tests/helpers/variant_tally.h): check() at the end of each test case
-// fails it when a variant ran fewer problems than the case states.
-using Tally = anvil::test::VariantTally;
+using anvil::test::VariantHarness;
 
-// Runs one case on every registered variant and checks each result.
-void run_case(const GemmCase& gc, Tally& tally, std::uint64_t seed) {
+// Runs one case on every registered CPU variant (tests/helpers/variant_harness.h) and checks each
+// result against the f64 product by `ref`.
+void run_case(const GemmCase& gc, VariantHarness& harness, std::uint64_t seed) {
   register_builtin_kernels();
   Generator gen(seed);
   const std::int64_t bt = gc.batch;
@@ -121,10 +120,7 @@ void run_case(const GemmCase& gc, Tally& tally, std::uint64_t seed) {
     ForceVariant force("gemm", "ref");
     ops::gemm(A.logical64, false, B.logical64, false, ref, gc.alpha, gc.beta);
   }
-  const std::vector<double> want = values_f64(ref);
-  double max_c0 = 0.0;
-  if (!gc.nan_c)
-    for (double v : values_f64(c0)) max_c0 = std::max(max_c0, std::fabs(v));
+  const double max_c0 = gc.nan_c ? 0.0 : anvil::test::max_abs(c0);
   constexpr double kEps32 = std::numeric_limits<float>::epsilon();
   const double tol = 32.0 * kEps32 *
                          std::sqrt(static_cast<double>(std::max<std::int64_t>(gc.k, 1))) *
@@ -132,35 +128,10 @@ void run_case(const GemmCase& gc, Tally& tally, std::uint64_t seed) {
                      8.0 * kEps32 * std::fabs(gc.beta) * max_c0 + 1e-30;
 
   const GemmProblem problem = ops::gemm_problem_for(A.arg, A.flag, B.arg, B.flag, c, gc.beta);
-  const auto cands = gemm_table().candidates(problem);
-  const auto& variants = gemm_table().variants();
-  REQUIRE(cands.size() == variants.size());
-  for (std::size_t vi = 0; vi < variants.size(); ++vi) {
-    const std::string& name = variants[vi].name;
-    if (!cands[vi].support.ok) {
-      ++tally.skipped[name][cands[vi].support.reason];
-      INFO("skipped " << name << " for " << problem.repr() << ": " << cands[vi].support.reason);
-      CHECK(name != "ref");  // ref computes every f32/f64 problem
-      continue;
-    }
-    ++tally.ran[name];
+  harness.run(gemm_table(), problem, gc.describe(), [&](const GemmTable::Variant&) {
     c_full.copy_(c_full_init);
-    {
-      ForceVariant force("gemm", name);
-      tally.seconds[name] +=
-          time_seconds([&] { ops::gemm(A.arg, A.flag, B.arg, B.flag, c, gc.alpha, gc.beta); });
-    }
-    const std::vector<double> got = values_f64(c);
-    double worst = -1.0;
-    std::size_t worst_at = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-      double err = std::fabs(got[i] - want[i]);
-      if (std::isnan(err)) err = INFINITY;
-      if (err > worst) {
-        worst = err;
-        worst_at = i;
-      }
-    }
+    ops::gemm(A.arg, A.flag, B.arg, B.flag, c, gc.alpha, gc.beta);  // forced by the harness
+    std::string bad = anvil::test::compare("C", c, ref, tol);
     // Memory outside C's view (the padding columns) is untouched.
     std::int64_t clobbered = 0;
     if (gc.pad_c > 0) {
@@ -169,13 +140,10 @@ void run_case(const GemmCase& gc, Tally& tally, std::uint64_t seed) {
       for (std::size_t i = 0; i < full_vals.size(); ++i)
         if (static_cast<std::int64_t>(i) % w >= gc.n && full_vals[i] != kSentinel) ++clobbered;
     }
-    INFO("variant " << name << " on " << problem.repr() << " [" << gc.describe() << "]");
-    INFO("worst |C - ref| = " << worst << " at flat index " << worst_at << " (got "
-                              << (got.empty() ? 0.0 : got[worst_at]) << ", want "
-                              << (want.empty() ? 0.0 : want[worst_at]) << "), tolerance " << tol);
-    CHECK(worst <= tol);
-    CHECK(clobbered == 0);
-  }
+    if (clobbered > 0)
+      bad += std::to_string(clobbered) + " elements of C's padding columns were written";
+    return bad;
+  });
 }
 
 const std::vector<std::int64_t> kOdd = {1, 7, 33, 129};
@@ -214,7 +182,8 @@ TEST_CASE("ref gemm matches hand-computed products in all modes", "[gemm][varian
 
 TEST_CASE("every gemm variant matches ref on odd shapes in all transpose modes",
           "[gemm][variants]") {
-  Tally tally(gemm_table(), 512);  // all of the case's problems (all are f32)
+  VariantHarness harness(gemm_table(), DeviceType::cpu,
+                         512);  // all of the case's problems (all are f32)
   std::uint64_t seed = 1;
   for (std::int64_t m : kOdd)
     for (std::int64_t n : kOdd)
@@ -224,13 +193,14 @@ TEST_CASE("every gemm variant matches ref on odd shapes in all transpose modes",
             GemmCase gc = make_case(m, n, k, mode);
             gc.alpha = alpha;
             gc.beta = beta;
-            run_case(gc, tally, ++seed);
+            run_case(gc, harness, ++seed);
           }
-  tally.check();
+  harness.finish();
 }
 
 TEST_CASE("every gemm variant ignores NaN in C when beta is 0", "[gemm][variants]") {
-  Tally tally(gemm_table(), 40);  // all of the case's problems (all are f32)
+  VariantHarness harness(gemm_table(), DeviceType::cpu,
+                         40);  // all of the case's problems (all are f32)
   std::uint64_t seed = 5000;
   for (auto [m, n, k] : {std::tuple{7, 33, 129}, std::tuple{129, 1, 7}, std::tuple{33, 129, 33},
                          std::tuple{1, 7, 1}, std::tuple{64, 48, 300}})
@@ -240,14 +210,15 @@ TEST_CASE("every gemm variant ignores NaN in C when beta is 0", "[gemm][variants
         gc.alpha = alpha;
         gc.beta = 0.0;
         gc.nan_c = true;
-        run_case(gc, tally, ++seed);
+        run_case(gc, harness, ++seed);
       }
-  tally.check();
+  harness.finish();
 }
 
 TEST_CASE("every gemm variant handles views: transposed, padded leading dims, padded C",
           "[gemm][variants][views]") {
-  Tally tally(gemm_table(), 80);  // all of the case's problems (all are f32)
+  VariantHarness harness(gemm_table(), DeviceType::cpu,
+                         80);  // all of the case's problems (all are f32)
   std::uint64_t seed = 6000;
   for (auto [m, n, k] : {std::tuple{7, 33, 129}, std::tuple{33, 7, 1}, std::tuple{129, 129, 33},
                          std::tuple{1, 7, 33}, std::tuple{33, 1, 7}})
@@ -261,13 +232,14 @@ TEST_CASE("every gemm variant handles views: transposed, padded leading dims, pa
         gc.pad_c = layout >= 2 ? 4 : 0;
         gc.alpha = layout == 2 ? -2.0 : 0.5;
         gc.beta = layout == 1 ? 1.0 : -1.5;
-        run_case(gc, tally, ++seed);
+        run_case(gc, harness, ++seed);
       }
-  tally.check();
+  harness.finish();
 }
 
 TEST_CASE("every gemm variant handles batched 3-D operands", "[gemm][variants][batched]") {
-  Tally tally(gemm_table(), 48);  // all of the case's problems (all are f32)
+  VariantHarness harness(gemm_table(), DeviceType::cpu,
+                         48);  // all of the case's problems (all are f32)
   std::uint64_t seed = 7000;
   for (auto [m, n, k] :
        {std::tuple{7, 33, 129}, std::tuple{33, 7, 1}, std::tuple{1, 33, 7}, std::tuple{33, 33, 33}})
@@ -283,13 +255,14 @@ TEST_CASE("every gemm variant handles batched 3-D operands", "[gemm][variants][b
         gc.alpha = layout == 0 ? 1.0 : 0.5;
         gc.beta = layout == 0 ? 0.0 : -1.5;
         gc.nan_c = layout == 0;
-        run_case(gc, tally, ++seed);
+        run_case(gc, harness, ++seed);
       }
-  tally.check();
+  harness.finish();
 }
 
 TEST_CASE("every gemm variant matches ref on larger shapes", "[gemm][variants][large]") {
-  Tally tally(gemm_table(), 8);  // all of the case's problems (all are f32)
+  VariantHarness harness(gemm_table(), DeviceType::cpu,
+                         8);  // all of the case's problems (all are f32)
   std::uint64_t seed = 8000;
   for (int mode = 0; mode < 4; ++mode) {
     GemmCase gc;
@@ -298,7 +271,7 @@ TEST_CASE("every gemm variant matches ref on larger shapes", "[gemm][variants][l
     gc.k = 300;
     gc.a.stored_trans = mode & 1;
     gc.b.stored_trans = mode & 2;
-    run_case(gc, tally, ++seed);
+    run_case(gc, harness, ++seed);
     GemmCase gc2;
     gc2.m = 200;
     gc2.n = 96;
@@ -308,15 +281,16 @@ TEST_CASE("every gemm variant matches ref on larger shapes", "[gemm][variants][l
     gc2.alpha = 0.5;
     gc2.beta = -1.5;
     gc2.b.pad = 16;
-    run_case(gc2, tally, ++seed);
+    run_case(gc2, harness, ++seed);
   }
-  tally.check();
+  harness.finish();
 }
 
 // Above 2048 rows: M spans more than one row block of cpu.blocked (its mc and the balanced split
 // of M), which the shapes above never reach. Small N and K keep the ref cheap.
 TEST_CASE("every gemm variant matches ref with more than 2048 rows", "[gemm][variants][large]") {
-  Tally tally(gemm_table(), 8);  // all of the case's problems (all are f32)
+  VariantHarness harness(gemm_table(), DeviceType::cpu,
+                         8);  // all of the case's problems (all are f32)
   std::uint64_t seed = 8500;
   for (int mode = 0; mode < 4; ++mode)
     for (auto [m, beta] :
@@ -324,9 +298,9 @@ TEST_CASE("every gemm variant matches ref with more than 2048 rows", "[gemm][var
       GemmCase gc = make_case(m, 17, 33, mode);
       gc.alpha = 0.5;
       gc.beta = beta;
-      run_case(gc, tally, ++seed);
+      run_case(gc, harness, ++seed);
     }
-  tally.check();
+  harness.finish();
 }
 
 // Kernels may call GEMM from their own OpenMP threads (the batch-row-parallel LSTM recurrence,

@@ -13,35 +13,16 @@
 
 #include "engine/core/random.h"
 #include "engine/dispatch/conv_problem.h"
+#include "helpers/conv_cases.h"
+#include "helpers/variant_harness.h"
 #include "kernels/cuda/conv_im2col_index.h"
 #include "kernels/register.h"
 
 using namespace anvil;
 using anvil::cuda::Im2colGeometry;
+using anvil::test::max_diff;
 
 namespace {
-
-ConvProblem make(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
-                 std::int64_t r, std::int64_t s, std::int64_t sh, std::int64_t sw, std::int64_t ph,
-                 std::int64_t pw, std::int64_t dh, std::int64_t dw, std::int64_t groups) {
-  ConvProblem p;
-  p.dtype = DType::f64;
-  p.n = n;
-  p.c = c;
-  p.h = h;
-  p.w = w;
-  p.k = k;
-  p.r = r;
-  p.s = s;
-  p.stride_h = sh;
-  p.stride_w = sw;
-  p.pad_h = ph;
-  p.pad_w = pw;
-  p.dil_h = dh;
-  p.dil_w = dw;
-  p.groups = groups;
-  return p;
-}
 
 std::vector<double> rnd(std::int64_t n, std::uint64_t seed) {
   Generator gen(seed);
@@ -60,12 +41,6 @@ void matmul(std::int64_t m, std::int64_t n, std::int64_t k, FA a, FB b, double* 
     }
 }
 
-double max_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  double m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
-  return m;
-}
-
 }  // namespace
 
 TEST_CASE("cuda.custom.im2col's index arithmetic computes the three conv passes of ref",
@@ -73,18 +48,11 @@ TEST_CASE("cuda.custom.im2col's index arithmetic computes the three conv passes 
   register_builtin_kernels();
   const ConvTable::Variant* ref = conv_table().find("ref");
   REQUIRE(ref != nullptr);
-  const std::vector<ConvProblem> problems = {
-      make(2, 3, 7, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1),
-      make(2, 5, 9, 8, 6, 3, 2, 2, 2, 0, 0, 1, 1, 1),
-      make(1, 4, 9, 9, 5, 3, 3, 1, 1, 2, 2, 2, 2, 1),
-      make(2, 4, 6, 7, 6, 3, 3, 1, 1, 1, 1, 1, 1, 2),
-      make(2, 8, 6, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8),
-      make(3, 6, 5, 4, 7, 1, 1, 1, 1, 0, 0, 1, 1, 1),
-      make(2, 8, 7, 7, 16, 1, 1, 2, 2, 0, 0, 1, 1, 1),
-      make(2, 3, 10, 7, 4, 3, 1, 1, 2, 1, 0, 2, 1, 1),
-      make(1, 6, 11, 13, 5, 5, 5, 3, 2, 2, 1, 1, 2, 1),
-      make(2, 3, 4, 5, 2, 4, 5, 1, 1, 0, 0, 1, 1, 1),
-  };
+  // The odd shapes of the conv tests (tests/helpers/conv_cases.h), in f64.
+  std::vector<ConvProblem> problems;
+  for (const auto& cc : anvil::test::odd_conv_cases())
+    problems.push_back(
+        anvil::test::conv_problem_of(cc, ConvPass::forward, DType::f64, false, false));
   for (const ConvProblem& base : problems) {
     INFO(base.repr());
     Im2colGeometry g;

@@ -15,6 +15,8 @@
 #include "engine/dispatch/dropout_problem.h"
 #include "engine/dispatch/optimizer_problem.h"
 #include "engine/optim/optimizer.h"
+#include "helpers/optimizer_cases.h"
+#include "helpers/variant_harness.h"
 #include "kernels/dropout_philox.h"
 #include "kernels/register.h"
 
@@ -23,59 +25,8 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-// A list of parameter/gradient/state tensors of mixed sizes (one bigger than a CUDA chunk).
-struct TensorList {
-  std::vector<Tensor> p, g, s1, s2;
-  TensorList clone() const {
-    TensorList c;
-    for (std::size_t i = 0; i < p.size(); ++i) {
-      c.p.push_back(p[i].clone());
-      c.g.push_back(g[i].clone());
-      c.s1.push_back(s1[i].clone());
-      c.s2.push_back(s2[i].clone());
-    }
-    return c;
-  }
-  std::vector<OptimTensor> entries(bool first) const {
-    std::vector<OptimTensor> e;
-    for (std::size_t i = 0; i < p.size(); ++i)
-      e.push_back({p[i].data_ptr(), g[i].data_ptr(), s1[i].data_ptr(), s2[i].data_ptr(),
-                   p[i].numel(), first});
-    return e;
-  }
-};
-
-TensorList make_list(DType dtype, std::uint64_t seed) {
-  Generator gen(seed);
-  TensorList l;
-  for (std::int64_t n : {1, 7, 1000, 70001, 16384}) {
-    l.p.push_back(normal({n}, 0, 1, dtype, &gen));
-    l.g.push_back(normal({n}, 0, 1, dtype, &gen));
-    l.s1.push_back(normal({n}, 0, 0.1, dtype, &gen));
-    l.s2.push_back(uniform({n}, 0.0, 0.1, dtype, &gen));  // Adam's v must be >= 0
-  }
-  return l;
-}
-
-OptimizerArgs args_for(OptimOp op, DType dtype, const std::vector<OptimTensor>& e) {
-  OptimizerArgs a;
-  a.problem.op = op;
-  a.problem.dtype = dtype;
-  a.problem.tensors = static_cast<std::int64_t>(e.size());
-  for (const auto& t : e) a.problem.numel += t.numel;
-  a.tensors = e.data();
-  return a;
-}
-
-double max_diff(const Tensor& a, const Tensor& b) {
-  const Tensor da = a.to(DType::f64).contiguous(), db = b.to(DType::f64).contiguous();
-  REQUIRE(da.numel() == db.numel());
-  double m = 0;
-  const double* pa = da.data<double>();
-  const double* pb = db.data<double>();
-  for (std::int64_t i = 0; i < da.numel(); ++i) m = std::max(m, std::abs(pa[i] - pb[i]));
-  return m;
-}
+using anvil::test::max_diff;
+using anvil::test::VariantHarness;
 
 double sum_sq(const Tensor& t) {
   const Tensor d = t.to(DType::f64).contiguous();
@@ -83,21 +34,6 @@ double sum_sq(const Tensor& t) {
   const double* p = d.data<double>();
   for (std::int64_t i = 0; i < d.numel(); ++i) s += p[i] * p[i];
   return s;
-}
-
-void check_close(const TensorList& a, const TensorList& b, double tol) {
-  for (std::size_t i = 0; i < a.p.size(); ++i) {
-    INFO("tensor " << i << " of " << a.p[i].numel());
-    CHECK(max_diff(a.p[i], b.p[i]) <= tol);
-    CHECK(max_diff(a.s1[i], b.s1[i]) <= tol);
-    CHECK(max_diff(a.s2[i], b.s2[i]) <= tol);
-  }
-}
-
-const OptimizerTable::Variant& variant(OptimizerTable& t, const char* name) {
-  const auto* v = t.find(name);
-  REQUIRE(v != nullptr);
-  return *v;
 }
 
 }  // namespace
@@ -119,80 +55,53 @@ TEST_CASE("optimizer tables list cpu.omp before ref", "[optim][variants]") {
   CHECK(find_variant_table("dropout") == &dropout_table());
 }
 
+// Every CPU variant of the optimizer tables against ref (tests/helpers/optimizer_cases.h).
 TEST_CASE("sgd_update: cpu.omp matches ref", "[optim][variants]") {
   register_builtin_kernels();
   const DType dtype = GENERATE(DType::f32, DType::f64);
-  struct Case {
-    SgdHyper h;
-    const char* name;
-  };
-  const std::vector<Case> cases = {
-      {{0.1, 0.0, 0.0, 0.0, false}, "plain"},
-      {{0.1, 0.0, 0.0, 0.01, false}, "weight decay"},
-      {{0.05, 0.9, 0.0, 0.0, false}, "momentum"},
-      {{0.05, 0.9, 0.1, 0.01, false}, "momentum dampening decay"},
-      {{0.05, 0.9, 0.0, 0.001, true}, "nesterov"},
+  const std::vector<SgdHyper> cases = {
+      {0.1, 0.0, 0.0, 0.0, false},    // plain
+      {0.1, 0.0, 0.0, 0.01, false},   // weight decay
+      {0.05, 0.9, 0.0, 0.0, false},   // momentum
+      {0.05, 0.9, 0.1, 0.01, false},  // momentum, dampening, decay
+      {0.05, 0.9, 0.0, 0.001, true},  // nesterov
   };
   const double tol = dtype == DType::f32 ? 1e-5 : 1e-12;
-  for (const auto& c : cases) {
-    INFO(c.name << " " << dtype_name(dtype));
-    TensorList a = make_list(dtype, 3), b = a.clone();
-    for (bool first : {true, false}) {  // the buffer's creation step, then a blending step
-      for (TensorList* l : {&a, &b}) {
-        auto e = l->entries(first);
-        if (c.h.momentum == 0)
-          for (auto& t : e) t.state1 = nullptr;
-        OptimizerArgs args = args_for(OptimOp::sgd, dtype, e);
-        args.problem.momentum = c.h.momentum != 0;
-        args.sgd = c.h;
-        variant(sgd_update_table(), l == &a ? "ref" : "cpu.omp").fn(args);
-      }
-      check_close(a, b, tol);
-    }
-  }
+  VariantHarness harness(sgd_update_table(), DeviceType::cpu, static_cast<int>(cases.size()));
+  for (const auto& h : cases)
+    anvil::test::check_sgd_variants(harness, dtype, Device::cpu(), h, tol, 3);
+  harness.finish();
 }
 
 TEST_CASE("adam_update: cpu.omp matches ref", "[optim][variants]") {
   register_builtin_kernels();
   const DType dtype = GENERATE(DType::f32, DType::f64);
   const double wd = GENERATE(0.0, 0.01);
-  TensorList a = make_list(dtype, 5), b = a.clone();
-  for (int t = 1; t <= 3; ++t) {
-    AdamHyper h{1e-2, 0.9, 0.999, 1e-8, wd, 1 - std::pow(0.9, t), 1 - std::pow(0.999, t)};
-    for (TensorList* l : {&a, &b}) {
-      auto e = l->entries(false);
-      OptimizerArgs args = args_for(OptimOp::adam, dtype, e);
-      args.adam = h;
-      variant(adam_update_table(), l == &a ? "ref" : "cpu.omp").fn(args);
-    }
-    INFO("step " << t << " " << dtype_name(dtype));
-    check_close(a, b, dtype == DType::f32 ? 1e-5 : 1e-12);
-  }
+  VariantHarness harness(adam_update_table(), DeviceType::cpu, 1);
+  anvil::test::check_adam_variants(harness, dtype, Device::cpu(), wd,
+                                   dtype == DType::f32 ? 1e-5 : 1e-12, 5);
+  harness.finish();
 }
 
 TEST_CASE("grad_norm and grad_scale: cpu.omp matches ref", "[optim][variants]") {
   register_builtin_kernels();
   const DType dtype = GENERATE(DType::f32, DType::f64);
-  TensorList a = make_list(dtype, 7), b = a.clone();
-  double ra = -1, rb = -1;
-  auto ea = a.entries(false), eb = b.entries(false);
-  OptimizerArgs na = args_for(OptimOp::grad_norm, dtype, ea),
-                nb = args_for(OptimOp::grad_norm, dtype, eb);
+  VariantHarness norm(grad_norm_table(), DeviceType::cpu, 1);
+  anvil::test::check_grad_norm_variants(norm, dtype, Device::cpu(), 1e-12, false, 7);
+  norm.finish();
+  // ref's squared norm is the sum of the squared gradients.
+  const anvil::test::TensorList a = anvil::test::make_list(dtype, 7);
+  auto ea = a.entries(false);
+  double ra = -1;
+  OptimizerArgs na = anvil::test::args_for(OptimOp::grad_norm, dtype, Device::cpu(), ea);
   na.result = &ra;
-  nb.result = &rb;
-  variant(grad_norm_table(), "ref").fn(na);
-  variant(grad_norm_table(), "cpu.omp").fn(nb);
-  CHECK(rb == Approx(ra).epsilon(1e-12));
+  anvil::test::variant(grad_norm_table(), "ref").fn(na);
   double expect = 0;
   for (const auto& g : a.g) expect += sum_sq(g);
   CHECK(ra == Approx(expect).epsilon(1e-10));
-
-  OptimizerArgs sa = args_for(OptimOp::grad_scale, dtype, ea),
-                sb = args_for(OptimOp::grad_scale, dtype, eb);
-  sa.scale = sb.scale = 0.37;
-  variant(grad_scale_table(), "ref").fn(sa);
-  variant(grad_scale_table(), "cpu.omp").fn(sb);
-  for (std::size_t i = 0; i < a.g.size(); ++i) CHECK(max_diff(a.g[i], b.g[i]) == 0.0);
+  VariantHarness scale(grad_scale_table(), DeviceType::cpu, 1);
+  anvil::test::check_grad_scale_variants(scale, dtype, Device::cpu(), 7);
+  scale.finish();
 }
 
 TEST_CASE("SGD and clip_grad_norm_ dispatch through the tables", "[optim][variants]") {

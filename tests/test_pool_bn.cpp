@@ -26,11 +26,16 @@
 #include "engine/ops/elementwise.h"
 #include "engine/ops/pool.h"
 #include "helpers/gradcheck.h"
-#include "helpers/variant_tally.h"
+#include "helpers/batch_norm_case.h"
+#include "helpers/variant_harness.h"
 #include "kernels/register.h"
 
 using namespace anvil;
+using anvil::test::batch_norm_passes;
+using anvil::test::BnOutputs;
+using anvil::test::compare_scaled;
 using anvil::test::values_f64;
+using anvil::test::VariantHarness;
 
 namespace {
 
@@ -41,20 +46,6 @@ void check_values(const Tensor& got, const std::vector<double>& want, double tol
     INFO("element " << i);
     CHECK(g[i] == Approx(want[i]).margin(tol));
   }
-}
-
-// max |got - want| / max(1, max |want|): a scale-aware worst error.
-double scaled_error(const Tensor& got, const Tensor& want) {
-  const auto g = values_f64(got), w = values_f64(want);
-  if (g.size() != w.size()) return INFINITY;
-  double scale = 1.0, worst = 0.0;
-  for (double v : w) scale = std::max(scale, std::fabs(v));
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    double e = std::fabs(g[i] - w[i]);
-    if (std::isnan(e)) e = INFINITY;
-    worst = std::max(worst, e);
-  }
-  return worst / scale;
 }
 
 Pool2dOptions opts(std::int64_t k, std::int64_t s, std::int64_t p = 0, bool ceil = false,
@@ -312,11 +303,13 @@ PoolProblem problem_of(const PoolCase& c, const Tensor& x) {
 
 TEST_CASE("every pooling variant matches ref on every pass and shape", "[pool][variants]") {
   register_builtin_kernels();
-  // Every non-ref variant must run at least this many of the cases of its kind
-  // (tests/helpers/variant_tally.h); oneDNN declines some ceil_mode / adaptive shapes.
-  std::map<PoolKind, std::unique_ptr<anvil::test::VariantTally>> tally;
-  for (PoolKind k : {PoolKind::max, PoolKind::avg, PoolKind::adaptive_avg})
-    tally[k] = std::make_unique<anvil::test::VariantTally>(pool_table(k), 3);
+  // Every non-ref variant must run at least this many of the cases of its kind, all three passes
+  // (tests/helpers/variant_harness.h); oneDNN declines some ceil_mode / adaptive shapes.
+  std::map<PoolKind, std::unique_ptr<VariantHarness>> harness;
+  for (PoolKind k : {PoolKind::max, PoolKind::avg, PoolKind::adaptive_avg}) {
+    harness[k] = std::make_unique<VariantHarness>(pool_table(k), DeviceType::cpu, 3);
+    harness[k]->skip_ref();  // ref is the oracle
+  }
   std::uint64_t seed = 100;
   for (const PoolCase& c : pool_cases()) {
     Generator gen(++seed);
@@ -324,41 +317,31 @@ TEST_CASE("every pooling variant matches ref on every pass and shape", "[pool][v
     const PoolProblem p = problem_of(c, x);
     Tensor dy = uniform({p.n, p.c, p.oh, p.ow}, -1, 1, DType::f32, &gen);
     PoolTable& table = pool_table(c.kind);
-    const std::string op = table.op();
     Tensor y_ref, dx_ref;
     {
-      ForceVariant force(op, "ref");
+      ForceVariant force(table.op(), "ref");
       y_ref = ops::pool2d_forward(x, p, false).y;
       dx_ref = ops::pool2d_backward(dy, ops::pool2d_forward(x, p, true));
     }
-    for (const auto& v : table.variants()) {
-      if (v.name == "ref") continue;
-      INFO("variant " << v.name << " on " << c.name << ": " << p.repr());
-      bool all_ok = true;
-      for (PoolPass pass :
-           {PoolPass::forward_inference, PoolPass::forward_training, PoolPass::backward}) {
-        const Support s = v.supports ? v.supports(p.with_pass(pass)) : Support::yes();
-        if (!s.ok) {
-          CHECK(!s.reason.empty());
-          ++tally[c.kind]->skipped[v.name][std::string(pool_pass_name(pass)) + ": " + s.reason];
-          all_ok = false;
-        }
-      }
-      if (!all_ok) continue;
-      ++tally[c.kind]->ran[v.name];
-      ForceVariant force(op, v.name);
+    std::vector<std::pair<std::string, PoolProblem>> passes;
+    for (PoolPass pass :
+         {PoolPass::forward_inference, PoolPass::forward_training, PoolPass::backward})
+      passes.emplace_back(pool_pass_name(pass), p.with_pass(pass));
+    harness[c.kind]->run(table, passes, c.name, [&](const PoolTable::Variant& v) {
+      std::string bad;
       const ops::PoolForward inf = ops::pool2d_forward(x, p, false);
       const ops::PoolForward tr = ops::pool2d_forward(x, p, true);
-      CHECK(inf.variant == v.name);
-      CHECK(tr.variant == v.name);
-      if (c.kind == PoolKind::max) CHECK(tr.workspace.defined());
-      CHECK(scaled_error(inf.y, y_ref) <= 1e-6);
-      CHECK(scaled_error(tr.y, y_ref) <= 1e-6);
+      if (inf.variant != v.name || tr.variant != v.name)
+        bad += "ran " + inf.variant + " / " + tr.variant + " when forced; ";
+      if (c.kind == PoolKind::max && !tr.workspace.defined()) bad += "no max workspace; ";
+      bad += compare_scaled("inference y", inf.y, y_ref, 1e-6);
+      bad += compare_scaled("training y", tr.y, y_ref, 1e-6);
       const Tensor dx = ops::pool2d_backward(dy, tr);
-      CHECK(scaled_error(dx, dx_ref) <= 1e-5);
-    }
+      bad += compare_scaled("dx", dx, dx_ref, 1e-5);
+      return bad;
+    });
   }
-  for (auto& [kind, t] : tally) t->check();
+  for (auto& [kind, h] : harness) h->finish();
 }
 
 namespace {
@@ -385,8 +368,10 @@ std::vector<BnCase> bn_cases() {
 TEST_CASE("every batch-norm variant matches ref on every pass and shape",
           "[batch_norm][variants]") {
   register_builtin_kernels();
-  // Every non-ref variant runs every case (tests/helpers/variant_tally.h).
-  anvil::test::VariantTally tally(batch_norm2d_table(), static_cast<int>(bn_cases().size()));
+  // Every non-ref variant runs every case (tests/helpers/variant_harness.h).
+  VariantHarness harness(batch_norm2d_table(), DeviceType::cpu,
+                         static_cast<int>(bn_cases().size()));
+  harness.skip_ref();  // ref is the oracle
   std::uint64_t seed = 300;
   for (const BnCase& c : bn_cases()) {
     Generator gen(++seed);
@@ -397,65 +382,34 @@ TEST_CASE("every batch-norm variant matches ref on every pass and shape",
     Tensor rm0 = uniform({C}, -0.5, 0.5, DType::f32, &gen),
            rv0 = uniform({C}, 0.5, 2, DType::f32, &gen);
     Tensor dy = uniform(c.shape, -1, 1, DType::f32, &gen);
-    struct Out {
-      Tensor y, mean, var, rm, rv, dx, dw, db, y_eval, dx_eval, dw_eval, db_eval;
-    };
-    auto run_all = [&](const std::string& variant) {
-      ForceVariant force("batch_norm2d", variant);
-      Out o;
-      o.rm = rm0.clone();
-      o.rv = rv0.clone();
-      const auto tr = ops::batch_norm2d_forward(x, w, b, o.rm, o.rv, true, 0.1, 1e-5);
-      o.y = tr.y;
-      o.mean = tr.mean;
-      o.var = tr.var;
-      const auto g = ops::batch_norm2d_backward(dy, x, w, tr);
-      o.dx = g.dx;
-      o.dw = g.dweight;
-      o.db = g.dbias;
-      const auto ev = ops::batch_norm2d_forward(x, w, b, rm0, rv0, false, 0.1, 1e-5);
-      o.y_eval = ev.y;
-      const auto ge = ops::batch_norm2d_backward(dy, x, w, ev);
-      o.dx_eval = ge.dx;
-      o.dw_eval = ge.dweight;
-      o.db_eval = ge.dbias;
-      return o;
-    };
-    const Out ref = run_all("ref");
+    BnOutputs ref;
+    {
+      ForceVariant force("batch_norm2d", "ref");
+      ref = batch_norm_passes(x, w, b, rm0, rv0, dy, Device::cpu(), true);
+    }
     const BatchNormProblem p =
         make_batch_norm_problem(c.shape, true, 0.1, 1e-5, DType::f32, Device::cpu(), "test");
-    for (const auto& v : batch_norm2d_table().variants()) {
-      if (v.name == "ref") continue;
-      INFO("variant " << v.name << " on " << c.name << ": " << p.repr());
-      bool all_ok = true;
-      for (auto q : {p, p.with_pass(BatchNormPass::forward_inference),
-                     p.with_pass(BatchNormPass::backward)}) {
-        const Support s = v.supports ? v.supports(q) : Support::yes();
-        if (!s.ok) {
-          CHECK(!s.reason.empty());
-          ++tally.skipped[v.name][s.reason];
-          all_ok = false;
-        }
-      }
-      if (!all_ok) continue;
-      ++tally.ran[v.name];
-      const Out o = run_all(v.name);
-      const double fwd_tol = c.name.rfind("offset", 0) == 0 ? 1e-3 : 1e-5;  // f32 input at 100 +- 2
-      CHECK(scaled_error(o.y, ref.y) <= fwd_tol);
-      CHECK(scaled_error(o.mean, ref.mean) <= 1e-6);
-      CHECK(scaled_error(o.var, ref.var) <= 1e-5);
-      CHECK(scaled_error(o.rm, ref.rm) <= 1e-6);
-      CHECK(scaled_error(o.rv, ref.rv) <= 1e-5);
-      CHECK(scaled_error(o.dx, ref.dx) <= fwd_tol * 10);
-      CHECK(scaled_error(o.dw, ref.dw) <= 1e-4);
-      CHECK(scaled_error(o.db, ref.db) <= 1e-5);
-      CHECK(scaled_error(o.y_eval, ref.y_eval) <= 1e-5);
-      CHECK(scaled_error(o.dx_eval, ref.dx_eval) <= 1e-5);
-      CHECK(scaled_error(o.dw_eval, ref.dw_eval) <= 1e-4);
-      CHECK(scaled_error(o.db_eval, ref.db_eval) <= 1e-5);
-    }
+    const std::vector<std::pair<std::string, BatchNormProblem>> passes = {
+        {"training", p},
+        {"inference", p.with_pass(BatchNormPass::forward_inference)},
+        {"backward", p.with_pass(BatchNormPass::backward)}};
+    const double fwd_tol = c.name.rfind("offset", 0) == 0 ? 1e-3 : 1e-5;  // f32 input at 100 +- 2
+    harness.run(batch_norm2d_table(), passes, c.name, [&](const BatchNormTable::Variant&) {
+      const BnOutputs o = batch_norm_passes(x, w, b, rm0, rv0, dy, Device::cpu(), true);
+      return compare_scaled("y", o.y, ref.y, fwd_tol) +
+             compare_scaled("mean", o.mean, ref.mean, 1e-6) +
+             compare_scaled("var", o.var, ref.var, 1e-5) +
+             compare_scaled("running mean", o.rm, ref.rm, 1e-6) +
+             compare_scaled("running var", o.rv, ref.rv, 1e-5) +
+             compare_scaled("dx", o.dx, ref.dx, fwd_tol * 10) +
+             compare_scaled("dw", o.dw, ref.dw, 1e-4) + compare_scaled("db", o.db, ref.db, 1e-5) +
+             compare_scaled("eval y", o.y_eval, ref.y_eval, 1e-5) +
+             compare_scaled("eval dx", o.dx_eval, ref.dx_eval, 1e-5) +
+             compare_scaled("eval dw", o.dw_eval, ref.dw_eval, 1e-4) +
+             compare_scaled("eval db", o.db_eval, ref.db_eval, 1e-5);
+    });
   }
-  CHECK(tally.check() == 0);
+  CHECK(harness.finish() == 0);
 }
 
 TEST_CASE("unsupported variants give reasons", "[pool][variants]") {

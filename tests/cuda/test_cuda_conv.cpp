@@ -30,7 +30,9 @@
 #include "engine/nn/conv.h"
 #include "engine/nn/layers.h"
 #include "engine/optim/optimizer.h"
+#include "helpers/conv_cases.h"
 #include "helpers/gradcheck.h"
+#include "helpers/variant_harness.h"
 #include "kernels/cudnn_conv_plan.h"
 #include "kernels/register.h"
 #include "models/registry.h"
@@ -48,38 +50,13 @@ void setup() {
   register_builtin_kernels();
 }
 
-ConvProblem make(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
-                 std::int64_t r, std::int64_t s, std::int64_t st = 1, std::int64_t pad = 0,
-                 std::int64_t dil = 1, std::int64_t groups = 1) {
-  ConvProblem p;
-  p.n = n;
-  p.c = c;
-  p.h = h;
-  p.w = w;
-  p.k = k;
-  p.r = r;
-  p.s = s;
-  p.stride_h = p.stride_w = st;
-  p.pad_h = p.pad_w = pad;
-  p.dil_h = p.dil_w = dil;
-  p.groups = groups;
-  return p;
-}
+using anvil::test::VariantHarness;
 
-// Odd shapes: asymmetric sizes, strides, padding, dilation, groups, depthwise, 1x1, 5x5.
+// The odd shapes of the CPU suite (tests/helpers/conv_cases.h) on the GPU.
 std::vector<ConvProblem> small_problems() {
-  std::vector<ConvProblem> v = {
-      make(2, 3, 7, 5, 4, 3, 3, 1, 1),       make(2, 5, 9, 8, 6, 3, 2, 2, 0),
-      make(1, 4, 9, 9, 5, 3, 3, 1, 2, 2),    make(2, 4, 6, 7, 6, 3, 3, 1, 1, 1, 2),
-      make(2, 8, 6, 6, 8, 3, 3, 1, 1, 1, 8), make(3, 6, 5, 4, 7, 1, 1),
-      make(2, 8, 7, 7, 16, 1, 1, 2),         make(2, 16, 8, 8, 16, 3, 3, 1, 1),
-      make(1, 6, 11, 13, 5, 5, 5, 1, 2),     make(2, 3, 4, 5, 2, 4, 5),
-  };
-  ConvProblem asym = make(2, 3, 10, 7, 4, 3, 1);
-  asym.stride_w = 2;
-  asym.pad_h = 1;
-  asym.dil_h = 2;
-  v.push_back(asym);
+  std::vector<ConvProblem> v;
+  for (const auto& cc : anvil::test::odd_conv_cases())
+    v.push_back(anvil::test::conv_problem_of(cc, ConvPass::forward, DType::f32, false, false));
   return v;
 }
 
@@ -102,139 +79,25 @@ std::vector<ConvProblem> layer_problems() {
   return out;
 }
 
-std::string compare(const char* what, const Tensor& got, const Tensor& want, double tol) {
-  const auto g = values_f64(raw::to_device(got, Device::cpu())), w = values_f64(want);
-  if (g.size() != w.size()) return std::string(what) + ": size mismatch";
-  double worst = -1;
-  std::size_t at = 0;
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    double e = std::fabs(g[i] - w[i]);
-    if (std::isnan(e)) e = INFINITY;
-    if (e > worst) {
-      worst = e;
-      at = i;
-    }
-  }
-  if (worst <= tol) return {};
-  std::ostringstream os;
-  os << what << ": worst |got - ref| = " << worst << " > tol " << tol << " at " << at << " (got "
-     << g[at] << ", ref " << w[at] << ")";
-  return os.str();
-}
-
-struct Tally {
-  std::map<std::string, int> ran;
-  std::map<std::string, std::map<std::string, int>> declined;
-};
-
 // Runs every CUDA conv2d variant on the passes of `base` (dtype, bias, relu applied) and compares
-// with ref in f64 on the CPU.
-void check_problem(ConvProblem base, DType dtype, bool bias, bool relu, Tally& tally,
+// with ref in f64 on the CPU (tests/helpers/conv_cases.h). Error bound: sqrt(reduction length)
+// rounding steps of eps on |values| <= 1; TF32 rounds the operands to 10 mantissa bits (2^13 x
+// FP32's eps); Winograd/FFT transforms lose a few more bits than direct sums.
+void check_problem(ConvProblem base, DType dtype, bool bias, bool relu, VariantHarness& harness,
                    std::uint64_t seed) {
-  Generator gen(seed);
-  base.dtype = dtype;
   base.device = kGpu;
-  base.has_bias = bias;
-  const Shape xs{base.n, base.c, base.h, base.w}, ws{base.k, base.c_per_group(), base.r, base.s};
-  const Shape ys{base.n, base.k, base.p(), base.q()};
-  const Tensor x64 = uniform(xs, -1, 1, DType::f64, &gen),
-               w64 = uniform(ws, -1, 1, DType::f64, &gen);
-  const Tensor b64 = uniform({base.k}, -1, 1, DType::f64, &gen);
-  const Tensor dy64 = uniform(ys, -1, 1, DType::f64, &gen);
-  // The GPU operands hold the same values, rounded to dtype; ref runs on those rounded values.
-  const Tensor xd = raw::to_dtype(x64, dtype), wd = raw::to_dtype(w64, dtype);
-  const Tensor bd = raw::to_dtype(b64, dtype), dyd = raw::to_dtype(dy64, dtype);
-  const Tensor xr = raw::to_dtype(xd, DType::f64), wr = raw::to_dtype(wd, DType::f64);
-  const Tensor br = raw::to_dtype(bd, DType::f64), dyr = raw::to_dtype(dyd, DType::f64);
-  const Tensor xg = raw::to_device(xd, kGpu), wg = raw::to_device(wd, kGpu);
-  const Tensor bg = raw::to_device(bd, kGpu), dyg = raw::to_device(dyd, kGpu);
-  const ConvTable::Variant* ref = conv_table().find("ref");
-  REQUIRE(ref != nullptr);
-  const double eps = dtype == DType::f64 ? std::numeric_limits<double>::epsilon()
-                                         : std::numeric_limits<float>::epsilon();
-  for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
-    if (relu && pass != ConvPass::forward) continue;
-    ConvProblem p = base;
-    p.pass = pass;
-    p.fuse_relu = relu && pass == ConvPass::forward;
-    ConvProblem pr = p;
-    pr.dtype = DType::f64;
-    pr.device = Device::cpu();
-    Tensor y64 = Tensor::empty(ys, DType::f64), dx64 = Tensor::empty(xs, DType::f64);
-    Tensor dw64 = Tensor::empty(ws, DType::f64), db64 = Tensor::empty({p.k}, DType::f64);
-    ConvArgs ra;
-    ra.problem = pr;
-    ra.x = xr.data_ptr();
-    ra.w = wr.data_ptr();
-    ra.b = br.data_ptr();
-    ra.y = y64.data_ptr();
-    ra.dy = dyr.data_ptr();
-    ra.dx = dx64.data_ptr();
-    ra.dw = dw64.data_ptr();
-    ra.db = db64.data_ptr();
-    ref->fn(ra);
-    const double len = pass == ConvPass::forward         ? double(p.c_per_group()) * p.r * p.s
-                       : pass == ConvPass::backward_data ? double(p.k_per_group()) * p.r * p.s
-                                                         : double(p.n) * p.p() * p.q();
-    for (const auto& v : conv_table().variants()) {
-      if (v.device != DeviceType::cuda) continue;
-      INFO("variant " << v.name << " on " << p.repr());
-      const Support s = v.supports ? v.supports(p) : Support::yes();
-      if (!s.ok) {
-        CHECK_FALSE(s.reason.empty());
-        ++tally.declined[v.name][s.reason.substr(0, 120)];
-        continue;
-      }
-      ++tally.ran[v.name];
-      const double nan = std::numeric_limits<double>::quiet_NaN();
-      Tensor y = raw::to_device(Tensor::full(ys, nan, dtype), kGpu);
-      Tensor dx = raw::to_device(Tensor::full(xs, nan, dtype), kGpu);
-      Tensor dw = raw::to_device(Tensor::full(ws, nan, dtype), kGpu);
-      Tensor db = raw::to_device(Tensor::full({p.k}, nan, dtype), kGpu);
-      ConvArgs a;
-      a.problem = p;
-      a.x = xg.data_ptr();
-      a.w = wg.data_ptr();
-      a.b = bias ? bg.data_ptr() : nullptr;
-      a.y = y.data_ptr();
-      a.dy = dyg.data_ptr();
-      a.dx = dx.data_ptr();
-      a.dw = dw.data_ptr();
-      a.db = bias ? db.data_ptr() : nullptr;
-      REQUIRE_NOTHROW(v.fn(a));
-      // Error bound: sqrt(reduction length) rounding steps of eps on |values| <= 1; TF32 rounds
-      // the operands to 10 mantissa bits (2^13 x FP32's eps); Winograd/FFT transforms lose a few
-      // more bits than direct sums.
-      double scale = 32.0 * std::sqrt(std::max(len, 1.0)) * (bias ? 2.0 : 1.0);
-      if (v.name == kernels::kCudnnTf32Variant) scale *= 8192.0;
-      if (v.name.find("winograd") != std::string::npos || v.name.find("fft") != std::string::npos ||
-          v.name == kernels::kCudnnDefaultVariant)
-        scale *= 64.0;  // the default may pick either
-      const double tol = scale * eps * (pass == ConvPass::backward_weights ? 4.0 : 1.0);
-      std::string bad;
-      if (pass == ConvPass::forward) bad = compare("y", y, y64, tol);
-      if (pass == ConvPass::backward_data) bad = compare("dx", dx, dx64, tol);
-      if (pass == ConvPass::backward_weights) {
-        bad = compare("dw", dw, dw64, tol);
-        if (bias && bad.empty()) bad = compare("db", db, db64, tol);
-      }
-      INFO(bad);
-      CHECK(bad.empty());
-    }
-  }
-}
-
-void report(Tally& tally, bool require_min) {
-  for (const auto& v : conv_table().variants()) {
-    if (v.device != DeviceType::cuda) continue;
-    std::ostringstream os;
-    os << "conv2d variant " << v.name << ": ran " << tally.ran[v.name] << " problem-passes";
-    for (const auto& [reason, count] : tally.declined[v.name])
-      os << "; declined " << count << " (" << reason << ")";
-    INFO(os.str());
-    WARN(os.str());
-    if (require_min) CHECK(tally.ran[v.name] >= kMinRuns);
-  }
+  const double eps = anvil::test::dtype_eps(dtype);
+  anvil::test::check_conv_variants(
+      harness, base, dtype, bias, relu, seed,
+      [eps, bias](const std::string& variant, ConvPass pass, const std::string&, double len,
+                  double) {
+        double scale = 32.0 * std::sqrt(std::max(len, 1.0)) * (bias ? 2.0 : 1.0);
+        if (variant == kernels::kCudnnTf32Variant) scale *= 8192.0;
+        if (variant.find("winograd") != std::string::npos ||
+            variant.find("fft") != std::string::npos || variant == kernels::kCudnnDefaultVariant)
+          scale *= 64.0;  // the default may pick either
+        return scale * eps * (pass == ConvPass::backward_weights ? 4.0 : 1.0);
+      });
 }
 
 }  // namespace
@@ -248,7 +111,8 @@ TEST_CASE("the CUDA conv2d variants are registered", "[cuda][conv]") {
     INFO(name);
     CHECK(conv_table().find(name) != nullptr);
   }
-  ConvProblem p = make(2, 3, 8, 8, 4, 3, 3, 1, 1);
+  ConvProblem p = anvil::test::conv_problem_of({"", 2, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1},
+                                               ConvPass::forward, DType::f32, false, false);
   p.device = kGpu;
   CHECK(conv_table().select(p).name == "cuda.cudnn");  // the default; TF32 never by default
   CHECK_FALSE(conv_table().find("cuda.cudnn.tf32")->supports == nullptr);
@@ -258,29 +122,30 @@ TEST_CASE("the CUDA conv2d variants are registered", "[cuda][conv]") {
 TEST_CASE("CUDA conv2d variants match ref on odd shapes, f32 and f64", "[cuda][conv]") {
   setup();
   // The variants' functions are called directly, so the opt-in TF32 variant runs too.
-  Tally tally;
+  VariantHarness harness(conv_table(), DeviceType::cuda, kMinRuns);
   std::uint64_t seed = 1;
   for (const ConvProblem& p : small_problems()) {
-    check_problem(p, DType::f32, false, false, tally, seed++);
-    check_problem(p, DType::f32, true, false, tally, seed++);
-    check_problem(p, DType::f32, true, true, tally, seed++);
+    check_problem(p, DType::f32, false, false, harness, seed++);
+    check_problem(p, DType::f32, true, false, harness, seed++);
+    check_problem(p, DType::f32, true, true, harness, seed++);
   }
-  report(tally, true);
-  Tally t64;
+  harness.finish();
+  // f64: cuDNN supports only some algorithms; counted, not required, but for the default.
+  VariantHarness h64(conv_table(), DeviceType::cuda, 0);
   for (const ConvProblem& p : small_problems())
-    check_problem(p, DType::f64, true, false, t64, seed++);
-  report(t64, false);  // f64: cuDNN supports only some algorithms; counted, not required
-  CHECK(t64.ran["cuda.cudnn"] >= kMinRuns);
+    check_problem(p, DType::f64, true, false, h64, seed++);
+  h64.finish();
+  CHECK(h64.ran("cuda.cudnn") >= kMinRuns);
 }
 
 TEST_CASE("CUDA conv2d variants match ref on the CNNs' conv layers", "[cuda][conv]") {
   setup();
-  Tally tally;
+  VariantHarness harness(conv_table(), DeviceType::cuda, kMinRuns);
   std::uint64_t seed = 1000;
   const auto layers = layer_problems();
   REQUIRE(layers.size() >= 10);
-  for (const ConvProblem& p : layers) check_problem(p, DType::f32, true, false, tally, seed++);
-  report(tally, true);
+  for (const ConvProblem& p : layers) check_problem(p, DType::f32, true, false, harness, seed++);
+  harness.finish();
 }
 
 TEST_CASE("cuda.cudnn names the algorithm it chose and caches it", "[cuda][conv]") {

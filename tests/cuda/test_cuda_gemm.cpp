@@ -21,12 +21,15 @@
 #include "engine/dispatch/gemm_problem.h"
 #include "engine/dispatch/selection.h"
 #include "engine/ops/gemm.h"
+#include "helpers/variant_harness.h"
 #include "kernels/register.h"
 
 using namespace anvil;
 using Catch::Matchers::Contains;
 
 namespace {
+
+using anvil::test::VariantHarness;
 
 const std::vector<std::string> kCudaVariants = {"cuda.cublas", "cuda.cublas.tf32",
                                                 "cuda.custom.gemm_tiled"};
@@ -41,12 +44,6 @@ std::vector<double> host_f64(const Tensor& t) {
   return std::vector<double>(p, p + c.numel());
 }
 
-double max_abs(const std::vector<double>& v) {
-  double m = 0;
-  for (double x : v) m = std::max(m, std::fabs(x));
-  return m;
-}
-
 struct GemmCase {
   std::int64_t m, n, k;
   std::int64_t batch = 0;  // 0: 2-D operands; else 3-D with this batch
@@ -56,8 +53,8 @@ struct GemmCase {
   bool broadcast_a = false;  // A is one matrix expanded over the batch (batch stride 0)
 };
 
-std::string describe(const std::string& variant, const GemmCase& c, bool ta, bool tb) {
-  return variant + " " + (ta ? "T" : "N") + (tb ? "T" : "N") + " M=" + std::to_string(c.m) +
+std::string describe(const GemmCase& c, bool ta, bool tb) {
+  return std::string(ta ? "T" : "N") + (tb ? "T" : "N") + " M=" + std::to_string(c.m) +
          " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k) +
          " batch=" + std::to_string(c.batch) + " alpha=" + std::to_string(c.alpha) +
          " beta=" + std::to_string(c.beta) + " pad=" + std::to_string(c.pad) +
@@ -83,10 +80,9 @@ Operand make_operand(std::int64_t batch, std::int64_t rows, std::int64_t cols, s
   return o;
 }
 
-// Runs the case on `variant` (forced) and on `ref` (f64, CPU) and compares.
-void check_case(const std::string& variant, const GemmCase& gc, bool ta, bool tb,
-                std::uint64_t seed) {
-  INFO(describe(variant, gc, ta, tb));
+// Runs the case on every CUDA variant (tests/helpers/variant_harness.h: each forced by name, the
+// opt-in TF32 one too) and compares with `ref` (f64, CPU) on the same values.
+void check_case(const GemmCase& gc, bool ta, bool tb, VariantHarness& harness, std::uint64_t seed) {
   Generator gen(seed);
   const std::int64_t bt = gc.batch;
   const Operand A = ta ? make_operand(bt, gc.k, gc.m, gc.pad, gc.broadcast_a, gen)
@@ -104,8 +100,6 @@ void check_case(const std::string& variant, const GemmCase& gc, bool ta, bool tb
   if (gc.nan_c) c0.fill_(std::numeric_limits<double>::quiet_NaN());
   Tensor c_full_host = Tensor::full(c_full_shape, kSentinel);
   c_full_host.slice(-1, 0, gc.n).copy_(c0);
-  Tensor c_full_gpu = c_full_host.to(Device::cuda());
-  Tensor c_gpu = c_full_gpu.slice(-1, 0, gc.n);
 
   // Reference: ref in double on the same f32 values.
   Tensor want = gc.nan_c ? Tensor::zeros(c_shape, DType::f64) : c0.to(DType::f64);
@@ -113,42 +107,44 @@ void check_case(const std::string& variant, const GemmCase& gc, bool ta, bool tb
     ForceVariant force("gemm", "ref");
     ops::gemm(A.host.to(DType::f64), ta, B.host.to(DType::f64), tb, want, gc.alpha, gc.beta);
   }
-  {
-    ForceVariant force("gemm", variant);
-    const GemmProblem p = ops::gemm_problem_for(A.gpu, ta, B.gpu, tb, c_gpu, gc.beta);
-    REQUIRE(gemm_table().select(p).name == variant);
-    // A single-row C gets ldc = N whatever its row stride (ops::gemm's make_problem).
-    if (gc.pad > 0 && gc.m > 1) CHECK(p.ldc == gc.n + gc.pad);
-    ops::gemm(A.gpu, ta, B.gpu, tb, c_gpu, gc.alpha, gc.beta);
-  }
-  const std::vector<double> full = host_f64(c_full_gpu);
   const std::vector<double> ref = host_f64(want);
-  const double a_max = max_abs(host_f64(A.host)), b_max = max_abs(host_f64(B.host));
-  const double c_max = gc.nan_c ? 0.0 : max_abs(host_f64(c0));
+  const double a_max = anvil::test::max_abs(A.host), b_max = anvil::test::max_abs(B.host);
+  const double c_max = gc.nan_c ? 0.0 : anvil::test::max_abs(c0);
   const double k = static_cast<double>(std::max<std::int64_t>(gc.k, 1));
-  // FP32: the CPU suite's bound (tests/test_gemm_variants.cpp). TF32: each product within
-  // (2u + u^2)|a||b|, u = 2^-10, so K * 3e-3 * max|a| max|b| bounds the sum (Note [TF32 is
-  // opt-in], kernels/cuda/gemm_cublas.cpp).
-  const double product_tol = is_tf32(variant) ? 3e-3 * k : 32.0 * kEps32 * std::sqrt(k);
-  const double tol = product_tol * a_max * b_max * std::fabs(gc.alpha) +
-                     8.0 * kEps32 * std::fabs(gc.beta) * c_max + 1e-30;
-  const std::int64_t rows = (bt > 0 ? bt : 1) * gc.m, ld = gc.n + gc.pad;
-  int bad = 0, sentinel_bad = 0;
-  double worst = 0;
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t j = 0; j < ld; ++j) {
-      const double got = full[r * ld + j];
-      if (j >= gc.n) {
-        sentinel_bad += got != kSentinel;
-        continue;
+  Tensor c_full_gpu = c_full_host.to(Device::cuda());
+  Tensor c_gpu = c_full_gpu.slice(-1, 0, gc.n);
+  const GemmProblem p = ops::gemm_problem_for(A.gpu, ta, B.gpu, tb, c_gpu, gc.beta);
+  harness.run(gemm_table(), p, describe(gc, ta, tb), [&](const GemmTable::Variant& v) {
+    c_full_gpu.copy_(c_full_host);
+    std::string bad;
+    if (gemm_table().select(p).name != v.name) bad = "forcing did not select the variant; ";
+    // A single-row C gets ldc = N whatever its row stride (ops::gemm's make_problem).
+    if (gc.pad > 0 && gc.m > 1 && p.ldc != gc.n + gc.pad)
+      bad += "ldc " + std::to_string(p.ldc) + " is not N + pad; ";
+    ops::gemm(A.gpu, ta, B.gpu, tb, c_gpu, gc.alpha, gc.beta);  // forced by the harness
+    const std::vector<double> full = host_f64(c_full_gpu);
+    // FP32: the CPU suite's bound (tests/test_gemm_variants.cpp). TF32: each product within
+    // (2u + u^2)|a||b|, u = 2^-10, so K * 3e-3 * max|a| max|b| bounds the sum (Note [TF32 is
+    // opt-in], kernels/cuda/gemm_cublas.cpp).
+    const double product_tol = is_tf32(v.name) ? 3e-3 * k : 32.0 * kEps32 * std::sqrt(k);
+    const double tol = product_tol * a_max * b_max * std::fabs(gc.alpha) +
+                       8.0 * kEps32 * std::fabs(gc.beta) * c_max + 1e-30;
+    const std::int64_t rows = (bt > 0 ? bt : 1) * gc.m, ld = gc.n + gc.pad;
+    std::vector<double> got;
+    int sentinel_bad = 0;
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t j = 0; j < ld; ++j) {
+        const double x = full[r * ld + j];
+        if (j >= gc.n)
+          sentinel_bad += x != kSentinel;
+        else
+          got.push_back(x);
       }
-      const double d = std::fabs(got - ref[r * gc.n + j]);
-      if (!(d <= tol)) ++bad;  // also counts NaN
-      if (!(d <= worst)) worst = d;
-    }
-  INFO("worst |diff| " << worst << " vs tolerance " << tol);
-  CHECK(bad == 0);
-  CHECK(sentinel_bad == 0);
+    bad += anvil::test::compare("C", got, ref, tol);
+    if (sentinel_bad > 0)
+      bad += std::to_string(sentinel_bad) + " elements of C's padding columns were written";
+    return bad;
+  });
 }
 
 std::vector<GemmCase> cases() {
@@ -204,21 +200,24 @@ TEST_CASE("CUDA GEMM variants match ref in every mode, shape, alpha/beta and bat
           "[cuda][gemm]") {
   require_cuda("test");
   register_builtin_kernels();
+  // Every CUDA variant runs every problem (all are f32).
+  VariantHarness harness(gemm_table(), DeviceType::cuda, static_cast<int>(cases().size()) * 4);
   std::uint64_t seed = 100;
-  for (const auto& variant : kCudaVariants)
-    for (const auto& gc : cases())
-      for (const bool ta : {false, true})
-        for (const bool tb : {false, true}) check_case(variant, gc, ta, tb, ++seed);
+  for (const auto& gc : cases())
+    for (const bool ta : {false, true})
+      for (const bool tb : {false, true}) check_case(gc, ta, tb, harness, ++seed);
+  harness.finish();
 }
 
 TEST_CASE("CUDA GEMM on larger shapes: many tiles and K slabs", "[cuda][gemm]") {
   require_cuda("test");
   register_builtin_kernels();
   const GemmCase big{257, 300, 513, 0, 1.0, 0.0, 4};
+  VariantHarness harness(gemm_table(), DeviceType::cuda, 4);
   std::uint64_t seed = 900;
-  for (const auto& variant : kCudaVariants)
-    for (const bool ta : {false, true})
-      for (const bool tb : {false, true}) check_case(variant, big, ta, tb, ++seed);
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true}) check_case(big, ta, tb, harness, ++seed);
+  harness.finish();
 }
 
 TEST_CASE("cuda.cublas computes f64 GEMMs and the f32-only variants refuse them", "[cuda][gemm]") {
@@ -272,10 +271,7 @@ TEST_CASE("ops::mm on CUDA tensors runs the forced variant and the default", "[c
                               ops::mm(ag, false, bt_g, true)}) {
       REQUIRE(got.device() == Device::cuda());
       REQUIRE(got.sizes() == Shape{45, 38});
-      const auto g = host_f64(got);
-      double worst = 0;
-      for (std::size_t i = 0; i < g.size(); ++i) worst = std::max(worst, std::fabs(g[i] - w[i]));
-      CHECK(worst <= tol);
+      CHECK(anvil::test::max_diff(host_f64(got), w) <= tol);
     }
   }
 }

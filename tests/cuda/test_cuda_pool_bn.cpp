@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -27,13 +28,18 @@
 #include "engine/dispatch/selection.h"
 #include "engine/ops/batch_norm.h"
 #include "engine/ops/pool.h"
+#include "helpers/batch_norm_case.h"
 #include "helpers/gradcheck.h"
+#include "helpers/variant_harness.h"
 #include "kernels/register.h"
 #include "models/registry.h"
 
 using namespace anvil;
+using anvil::test::BnOutputs;
+using anvil::test::compare_scaled;
 using anvil::test::gradcheck;
 using anvil::test::uniform_leaf;
+using anvil::test::VariantHarness;
 
 namespace {
 
@@ -62,19 +68,7 @@ Tensor data(const Shape& shape, std::uint64_t seed, bool ties, DType dtype) {
 
 // max |gpu - ref| / max(1, max |ref|); NaN where only one side is NaN counts as infinite.
 double scaled_error(const Tensor& got, const Tensor& want) {
-  const auto g = vals(got), w = vals(want);
-  if (g.size() != w.size()) return INFINITY;
-  double scale = 1.0, worst = 0.0;
-  for (double v : w)
-    if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    if (std::isnan(g[i]) && std::isnan(w[i])) continue;
-    if (g[i] == w[i]) continue;
-    double e = std::fabs(g[i] - w[i]);
-    if (std::isnan(e)) e = INFINITY;
-    worst = std::max(worst, e);
-  }
-  return worst / scale;
+  return anvil::test::scaled_error(got, want, /*nan_matches_nan=*/true);
 }
 
 // Bit-for-bit equality (as doubles; NaN equals NaN).
@@ -170,6 +164,12 @@ TEST_CASE("every GPU pooling variant matches ref on every pass, f32 and f64",
   register_builtin_kernels();
   // ran[variant op pass] over all cases, and over the model layers alone.
   std::map<std::string, int> ran, ran_model;
+  // Every GPU variant of each pooling table runs at least 4 problem-passes
+  // (tests/helpers/variant_harness.h; the stated floors per pass follow); the CPU ref is the
+  // oracle.
+  std::map<PoolKind, std::unique_ptr<VariantHarness>> harness;
+  for (PoolKind k : {PoolKind::max, PoolKind::avg, PoolKind::adaptive_avg})
+    harness[k] = std::make_unique<VariantHarness>(pool_table(k), DeviceType::cuda, 4);
   std::uint64_t seed = 1000;
   const std::vector<PoolCase> cases = pool_cases();
   for (const PoolCase& c : cases)
@@ -191,48 +191,65 @@ TEST_CASE("every GPU pooling variant matches ref on every pass, f32 and f64",
       PoolProblem pg = p;
       pg.device = kGpu;
       const Tensor xg = gpu(x), dyg = gpu(dy);
-      for (const std::string& v : kGpuVariants) {
-        INFO(v << " on " << c.name << ": " << pg.repr());
-        ForceVariant force(op, v);
-        auto count = [&](PoolPass pass) {
-          const std::string key = v + " " + op + " " + pool_pass_name(pass);
-          ++ran[key];
-          if (c.model) ++ran_model[key];
-        };
-        const Support inf = support_of(v, pg.with_pass(PoolPass::forward_inference));
-        if (inf.ok) {
-          const ops::PoolForward f = ops::pool2d_forward(xg, pg, false);
-          CHECK(f.variant == v);
-          if (v == "cuda.custom" || is_max)
-            CHECK(identical(f.y, y_ref));  // same order of the same operations / exact max
-          else
-            CHECK(scaled_error(f.y, y_ref) <= (dt == DType::f64 ? 1e-12 : 1e-6));
-          count(PoolPass::forward_inference);
-        } else {
-          CHECK(!inf.reason.empty());
-        }
-        const Support tr = support_of(v, pg.with_pass(PoolPass::forward_training));
-        const Support bw = support_of(v, pg.with_pass(PoolPass::backward));
-        CHECK(tr.ok == bw.ok);  // a variant trains all or nothing of a problem
-        if (!tr.ok || !bw.ok) continue;
+      auto count = [&](const std::string& v, PoolPass pass) {
+        const std::string key = v + " " + op + " " + pool_pass_name(pass);
+        ++ran[key];
+        if (c.model) ++ran_model[key];
+      };
+      const double tol = dt == DType::f64 ? 1e-12 : 1e-6;
+      VariantHarness& h = *harness[p.kind];
+      // Inference.
+      h.run(pool_table(p.kind), pg.with_pass(PoolPass::forward_inference), c.name,
+            [&](const PoolTable::Variant& var) {
+              const std::string& v = var.name;
+              const ops::PoolForward f = ops::pool2d_forward(xg, pg, false);
+              std::string bad;
+              if (f.variant != v) bad += "ran " + f.variant + " when forced; ";
+              if (v == "cuda.custom" || is_max) {
+                // Same order of the same operations / exact max.
+                if (!identical(f.y, y_ref)) bad += "y differs from ref; ";
+              } else {
+                bad += compare_scaled("y", f.y, y_ref, tol, true);
+              }
+              count(v, PoolPass::forward_inference);
+              return bad;
+            });
+      // Training forward and backward: a variant trains all or nothing of a problem.
+      for (const auto& v : pool_table(p.kind).variants()) {
+        if (v.device != DeviceType::cuda) continue;
+        INFO(v.name << " on " << c.name << ": " << pg.repr());
+        CHECK(support_of(v.name, pg.with_pass(PoolPass::forward_training)).ok ==
+              support_of(v.name, pg.with_pass(PoolPass::backward)).ok);
+      }
+      const std::vector<std::pair<std::string, PoolProblem>> training = {
+          {"forward_training", pg.with_pass(PoolPass::forward_training)},
+          {"backward", pg.with_pass(PoolPass::backward)}};
+      h.run(pool_table(p.kind), training, c.name, [&](const PoolTable::Variant& var) {
+        const std::string& v = var.name;
         const ops::PoolForward f = ops::pool2d_forward(xg, pg, true);
-        CHECK(f.variant == v);
+        std::string bad;
+        if (f.variant != v) bad += "ran " + f.variant + " when forced; ";
         const Tensor dx = ops::pool2d_backward(dyg, f);
         if (v == "cuda.custom") {
-          CHECK(identical(f.y, ref_tr.y));
+          if (!identical(f.y, ref_tr.y)) bad += "training y differs from ref; ";
           if (is_max) {  // the same index: first maximum in row-major window order
-            REQUIRE(f.workspace.dtype() == DType::i32);
-            CHECK(identical(f.workspace, ref_tr.workspace));
+            if (f.workspace.dtype() != DType::i32)
+              bad += "the max workspace is not i32; ";
+            else if (!identical(f.workspace, ref_tr.workspace))
+              bad += "the max indices differ from ref's; ";
           }
-          CHECK(identical(dx, dx_ref));  // Note [Gathered pool backward]
+          // Note [Gathered pool backward]
+          if (!identical(dx, dx_ref)) bad += "dx differs from ref; ";
         } else {
-          CHECK(scaled_error(f.y, ref_tr.y) <= (dt == DType::f64 ? 1e-12 : 1e-6));
-          CHECK(scaled_error(dx, dx_ref) <= (dt == DType::f64 ? 1e-12 : 1e-6));
+          bad += compare_scaled("training y", f.y, ref_tr.y, tol, true);
+          bad += compare_scaled("dx", dx, dx_ref, tol, true);
         }
-        count(PoolPass::forward_training);
-        count(PoolPass::backward);
-      }
+        count(v, PoolPass::forward_training);
+        count(v, PoolPass::backward);
+        return bad;
+      });
     }
+  for (auto& [kind, h] : harness) h->finish();
   std::string summary;
   for (const auto& [k, n] : ran) summary += k + ": " + std::to_string(n) + "; ";
   WARN("problems run per variant and pass (f32 + f64): " << summary);
@@ -353,10 +370,6 @@ std::vector<BnCase> bn_cases() {
   return c;
 }
 
-struct BnOut {
-  Tensor y, mean, var, rm, rv, dx, dw, db, y_eval, dx_eval, dw_eval, db_eval;
-};
-
 Support bn_support(const std::string& variant, const BatchNormProblem& p) {
   const auto* v = batch_norm2d_table().find(variant);
   REQUIRE(v != nullptr);
@@ -371,6 +384,10 @@ TEST_CASE("every GPU batch-norm variant matches ref on every pass, f32 and f64",
   std::map<std::string, int> ran, ran_model;
   std::uint64_t seed = 5000;
   const std::vector<BnCase> cases = bn_cases();
+  // Every GPU variant runs every case in both dtypes, all three passes
+  // (tests/helpers/variant_harness.h); the CPU ref is the oracle.
+  VariantHarness harness(batch_norm2d_table(), DeviceType::cuda,
+                         2 * static_cast<int>(cases.size()));
   for (const BnCase& c : cases)
     for (DType dt : {DType::f32, DType::f64}) {
       const std::int64_t C = c.shape[1];
@@ -379,67 +396,51 @@ TEST_CASE("every GPU batch-norm variant matches ref on every pass, f32 and f64",
                    b = raw::to_dtype(uniform_leaf({C}, -1, 1, ++seed, false), dt),
                    rm0 = raw::to_dtype(uniform_leaf({C}, -0.5, 0.5, ++seed, false), dt),
                    rv0 = raw::to_dtype(uniform_leaf({C}, 0.5, 2, ++seed, false), dt);
-      // Runs every pass on `dev` with `variant` forced (eval backward only when supported).
-      auto run_all = [&](const std::string& variant, Device dev, bool eval_backward) {
-        ForceVariant force("batch_norm2d", variant);
-        auto to = [&](const Tensor& t) { return raw::to_device(t, dev); };
-        BnOut o;
-        const Tensor xd = to(x), dyd = to(dy), wd = to(w), bd = to(b);
-        o.rm = to(rm0).clone();
-        o.rv = to(rv0).clone();
-        const auto tr = ops::batch_norm2d_forward(xd, wd, bd, o.rm, o.rv, true, 0.1, 1e-5);
-        o.y = tr.y;
-        o.mean = tr.mean;
-        o.var = tr.var;
-        const auto g = ops::batch_norm2d_backward(dyd, xd, wd, tr);
-        o.dx = g.dx;
-        o.dw = g.dweight;
-        o.db = g.dbias;
-        const auto ev = ops::batch_norm2d_forward(xd, wd, bd, to(rm0), to(rv0), false, 0.1, 1e-5);
-        o.y_eval = ev.y;
-        if (eval_backward) {
-          const auto ge = ops::batch_norm2d_backward(dyd, xd, wd, ev);
-          o.dx_eval = ge.dx;
-          o.dw_eval = ge.dweight;
-          o.db_eval = ge.dbias;
-        }
-        return o;
-      };
-      const BnOut ref = run_all("ref", Device::cpu(), true);
+      BnOutputs ref;
+      {
+        ForceVariant force("batch_norm2d", "ref");
+        ref = anvil::test::batch_norm_passes(x, w, b, rm0, rv0, dy, Device::cpu(), true);
+      }
       const BatchNormProblem p =
           make_batch_norm_problem(c.shape, true, 0.1, 1e-5, dt, kGpu, "test");
       // f32: cuDNN accumulates in f32 (ref in double); sums over up to 2*112*112 values.
       const double tol = dt == DType::f64 ? 1e-10 : 1e-4;
-      for (const std::string& v : kGpuVariants) {
-        INFO(v << " on " << c.name << ": " << p.repr());
-        for (const BatchNormProblem& q : {p, p.with_pass(BatchNormPass::forward_inference),
-                                          p.with_pass(BatchNormPass::backward)})
-          REQUIRE(bn_support(v, q).ok);
-        BatchNormProblem eval_bwd =
+      const std::vector<std::pair<std::string, BatchNormProblem>> passes = {
+          {"training", p},
+          {"inference", p.with_pass(BatchNormPass::forward_inference)},
+          {"backward", p.with_pass(BatchNormPass::backward)}};
+      harness.run(batch_norm2d_table(), passes, c.name, [&](const BatchNormTable::Variant& var) {
+        const std::string& v = var.name;
+        const BatchNormProblem eval_bwd =
             p.with_pass(BatchNormPass::forward_inference).with_pass(BatchNormPass::backward);
         const Support es = bn_support(v, eval_bwd);
-        if (!es.ok) CHECK(!es.reason.empty());
-        const BnOut o = run_all(v, kGpu, es.ok);
-        CHECK(scaled_error(o.y, ref.y) <= tol);
-        CHECK(scaled_error(o.mean, ref.mean) <= tol / 10);
-        CHECK(scaled_error(o.var, ref.var) <= tol);  // biased: cuDNN's unbiased * (M-1)/M
-        CHECK(scaled_error(o.rm, ref.rm) <= tol / 10);
-        CHECK(scaled_error(o.rv, ref.rv) <= tol);  // PyTorch's momentum, unbiased variance
-        CHECK(scaled_error(o.dx, ref.dx) <= tol * 10);
-        CHECK(scaled_error(o.dw, ref.dw) <= tol * 10);
-        CHECK(scaled_error(o.db, ref.db) <= tol);
-        CHECK(scaled_error(o.y_eval, ref.y_eval) <= tol);
+        std::string bad;
+        if (!es.ok && es.reason.empty()) bad += "eval backward declined without a reason; ";
+        const BnOutputs o = anvil::test::batch_norm_passes(x, w, b, rm0, rv0, dy, kGpu, es.ok);
+        bad += compare_scaled("y", o.y, ref.y, tol) +
+               compare_scaled("mean", o.mean, ref.mean, tol / 10) +
+               // biased: cuDNN's unbiased * (M-1)/M
+               compare_scaled("var", o.var, ref.var, tol) +
+               compare_scaled("running mean", o.rm, ref.rm, tol / 10) +
+               // PyTorch's momentum, unbiased variance
+               compare_scaled("running var", o.rv, ref.rv, tol) +
+               compare_scaled("dx", o.dx, ref.dx, tol * 10) +
+               compare_scaled("dw", o.dw, ref.dw, tol * 10) +
+               compare_scaled("db", o.db, ref.db, tol) +
+               compare_scaled("eval y", o.y_eval, ref.y_eval, tol);
         ++ran[v + " training+backward"];
         ++ran[v + " inference"];
         if (c.model) ++ran_model[v];
         if (es.ok) {
-          CHECK(scaled_error(o.dx_eval, ref.dx_eval) <= tol);
-          CHECK(scaled_error(o.dw_eval, ref.dw_eval) <= tol * 10);
-          CHECK(scaled_error(o.db_eval, ref.db_eval) <= tol);
+          bad += compare_scaled("eval dx", o.dx_eval, ref.dx_eval, tol) +
+                 compare_scaled("eval dw", o.dw_eval, ref.dw_eval, tol * 10) +
+                 compare_scaled("eval db", o.db_eval, ref.db_eval, tol);
           ++ran[v + " eval backward"];
         }
-      }
+        return bad;
+      });
     }
+  harness.finish();
   std::string summary;
   for (const auto& [k, n] : ran) summary += k + ": " + std::to_string(n) + "; ";
   WARN("batch-norm problems run (f32 + f64): " << summary);

@@ -19,6 +19,8 @@
 #include "engine/dispatch/gemm_problem.h"
 #include "engine/dispatch/optimizer_problem.h"
 #include "engine/optim/optimizer.h"
+#include "helpers/optimizer_cases.h"
+#include "helpers/variant_harness.h"
 #include "kernels/register.h"
 #include "models/training_step.h"
 
@@ -28,81 +30,17 @@ namespace {
 
 const Device kGpu = Device::cuda(0);
 
-double max_diff(const Tensor& a, const Tensor& b) {
-  const Tensor da = a.to(Device::cpu()).to(DType::f64).contiguous();
-  const Tensor db = b.to(Device::cpu()).to(DType::f64).contiguous();
-  REQUIRE(da.numel() == db.numel());
-  double m = 0;
-  const double* pa = da.data<double>();
-  const double* pb = db.data<double>();
-  for (std::int64_t i = 0; i < da.numel(); ++i) m = std::max(m, std::abs(pa[i] - pb[i]));
-  return m;
-}
-
-// Parameter, gradient and two state tensors per entry, on one device.
-struct TensorList {
-  std::vector<Tensor> p, g, s1, s2;
-  TensorList to(Device d) const {
-    TensorList c;
-    for (std::size_t i = 0; i < p.size(); ++i) {
-      c.p.push_back(p[i].to(d).clone());
-      c.g.push_back(g[i].to(d).clone());
-      c.s1.push_back(s1[i].to(d).clone());
-      c.s2.push_back(s2[i].to(d).clone());
-    }
-    return c;
-  }
-  std::vector<OptimTensor> entries(bool first, bool with_state1 = true) const {
-    std::vector<OptimTensor> e;
-    for (std::size_t i = 0; i < p.size(); ++i)
-      e.push_back({p[i].data_ptr(), g[i].data_ptr(), with_state1 ? s1[i].data_ptr() : nullptr,
-                   s2[i].data_ptr(), p[i].numel(), first});
-    return e;
-  }
-};
-
-// Sizes around the CUDA chunk (16384 elements), odd sizes, one element and an empty tensor.
-TensorList make_list(DType dtype, std::uint64_t seed,
-                     const std::vector<std::int64_t>& sizes = {1, 7, 1000, 16383, 16384, 70001,
-                                                               0}) {
-  Generator gen(seed);
-  TensorList l;
-  for (std::int64_t n : sizes) {
-    l.p.push_back(normal({n}, 0, 1, dtype, &gen));
-    l.g.push_back(normal({n}, 0, 1, dtype, &gen));
-    l.s1.push_back(normal({n}, 0, 0.1, dtype, &gen));
-    l.s2.push_back(uniform({n}, 0.0, 0.1, dtype, &gen));
-  }
-  return l;
-}
-
-OptimizerArgs args_for(OptimOp op, DType dtype, Device device, const std::vector<OptimTensor>& e) {
-  OptimizerArgs a;
-  a.problem.op = op;
-  a.problem.dtype = dtype;
-  a.problem.device = device;
-  a.problem.tensors = static_cast<std::int64_t>(e.size());
-  for (const auto& t : e) a.problem.numel += t.numel;
-  a.tensors = e.data();
-  return a;
-}
-
-template <typename Table>
-const typename Table::Variant& variant(Table& t, const char* name) {
-  const auto* v = t.find(name);
-  INFO("variant " << name << " of " << t.op());
-  REQUIRE(v != nullptr);
-  return *v;
-}
+using anvil::test::args_for;
+using anvil::test::make_list;
+using anvil::test::max_diff;
+using anvil::test::TensorList;
+using anvil::test::variant;
+using anvil::test::VariantHarness;
 
 void check_lists(const TensorList& cpu, const TensorList& gpu, double tol) {
-  for (std::size_t i = 0; i < cpu.p.size(); ++i) {
-    INFO("tensor " << i << " with " << cpu.p[i].numel() << " elements");
-    CHECK(max_diff(cpu.p[i], gpu.p[i]) <= tol);
-    CHECK(max_diff(cpu.s1[i], gpu.s1[i]) <= tol);
-    CHECK(max_diff(cpu.s2[i], gpu.s2[i]) <= tol);
-    CHECK(max_diff(cpu.g[i], gpu.g[i]) <= tol);
-  }
+  const std::string bad = anvil::test::compare_lists(cpu, gpu, tol);
+  INFO(bad);
+  CHECK(bad.empty());
 }
 
 void setup() {
@@ -112,6 +50,8 @@ void setup() {
 
 }  // namespace
 
+// Every CUDA variant of the optimizer tables against ref on the host
+// (tests/helpers/optimizer_cases.h).
 TEST_CASE("cuda.custom.sgd matches ref", "[cuda][optim]") {
   setup();
   const DType dtype = GENERATE(DType::f32, DType::f64);
@@ -121,68 +61,34 @@ TEST_CASE("cuda.custom.sgd matches ref", "[cuda][optim]") {
                                        {0.05, 0.9, 0.0, 0.0, false},
                                        {0.05, 0.9, 0.1, 0.01, false},
                                        {0.05, 0.9, 0.0, 0.001, true}};
-  for (const auto& h : cases) {
-    INFO(dtype_name(dtype) << " lr=" << h.lr << " momentum=" << h.momentum
-                           << " dampening=" << h.dampening << " wd=" << h.weight_decay
-                           << " nesterov=" << h.nesterov);
-    TensorList cpu = make_list(dtype, 3), gpu = cpu.to(kGpu);
-    for (bool first : {true, false}) {
-      const bool mom = h.momentum != 0;
-      auto ec = cpu.entries(first, mom), eg = gpu.entries(first, mom);
-      OptimizerArgs ac = args_for(OptimOp::sgd, dtype, Device::cpu(), ec);
-      OptimizerArgs ag = args_for(OptimOp::sgd, dtype, kGpu, eg);
-      ac.problem.momentum = ag.problem.momentum = mom;
-      ac.sgd = ag.sgd = h;
-      variant(sgd_update_table(), "ref").fn(ac);
-      variant(sgd_update_table(), "cuda.custom.sgd").fn(ag);
-      check_lists(cpu, gpu, tol);
-    }
-  }
+  VariantHarness harness(sgd_update_table(), DeviceType::cuda, static_cast<int>(cases.size()));
+  for (const auto& h : cases) anvil::test::check_sgd_variants(harness, dtype, kGpu, h, tol, 3);
+  harness.finish();
+  CHECK(harness.ran("cuda.custom.sgd") == static_cast<int>(cases.size()));
 }
 
 TEST_CASE("cuda.custom.adam matches ref", "[cuda][optim]") {
   setup();
   const DType dtype = GENERATE(DType::f32, DType::f64);
   const double wd = GENERATE(0.0, 0.01);
-  TensorList cpu = make_list(dtype, 5), gpu = cpu.to(kGpu);
-  for (int t = 1; t <= 3; ++t) {
-    INFO(dtype_name(dtype) << " wd=" << wd << " step " << t);
-    auto ec = cpu.entries(false), eg = gpu.entries(false);
-    OptimizerArgs ac = args_for(OptimOp::adam, dtype, Device::cpu(), ec);
-    OptimizerArgs ag = args_for(OptimOp::adam, dtype, kGpu, eg);
-    ac.adam = ag.adam =
-        AdamHyper{1e-2, 0.9, 0.999, 1e-8, wd, 1 - std::pow(0.9, t), 1 - std::pow(0.999, t)};
-    variant(adam_update_table(), "ref").fn(ac);
-    variant(adam_update_table(), "cuda.custom.adam").fn(ag);
-    check_lists(cpu, gpu, dtype == DType::f32 ? 5e-6 : 1e-12);
-  }
+  VariantHarness harness(adam_update_table(), DeviceType::cuda, 1);
+  anvil::test::check_adam_variants(harness, dtype, kGpu, wd, dtype == DType::f32 ? 5e-6 : 1e-12, 5);
+  harness.finish();
+  CHECK(harness.ran("cuda.custom.adam") == 1);
 }
 
 TEST_CASE("cuda.custom.grad_norm and grad_scale match ref", "[cuda][optim]") {
   setup();
   const DType dtype = GENERATE(DType::f32, DType::f64);
-  TensorList cpu = make_list(dtype, 7), gpu = cpu.to(kGpu);
-  auto ec = cpu.entries(false), eg = gpu.entries(false);
-  double rc = -1, rg = -1;
-  OptimizerArgs nc = args_for(OptimOp::grad_norm, dtype, Device::cpu(), ec);
-  OptimizerArgs ng = args_for(OptimOp::grad_norm, dtype, kGpu, eg);
-  nc.result = &rc;
-  ng.result = &rg;
-  variant(grad_norm_table(), "ref").fn(nc);
-  variant(grad_norm_table(), "cuda.custom.grad_norm").fn(ng);
-  CHECK(rg == Approx(rc).epsilon(1e-10));
   // Deterministic: the same list gives the same bits.
-  double rg2 = -1;
-  ng.result = &rg2;
-  variant(grad_norm_table(), "cuda.custom.grad_norm").fn(ng);
-  CHECK(rg2 == rg);
-
-  OptimizerArgs sc = args_for(OptimOp::grad_scale, dtype, Device::cpu(), ec);
-  OptimizerArgs sg = args_for(OptimOp::grad_scale, dtype, kGpu, eg);
-  sc.scale = sg.scale = 0.37;
-  variant(grad_scale_table(), "ref").fn(sc);
-  variant(grad_scale_table(), "cuda.custom.grad_scale").fn(sg);
-  for (std::size_t i = 0; i < cpu.g.size(); ++i) CHECK(max_diff(cpu.g[i], gpu.g[i]) == 0.0);
+  VariantHarness norm(grad_norm_table(), DeviceType::cuda, 1);
+  anvil::test::check_grad_norm_variants(norm, dtype, kGpu, 1e-10, true, 7);
+  norm.finish();
+  CHECK(norm.ran("cuda.custom.grad_norm") == 1);
+  VariantHarness scale(grad_scale_table(), DeviceType::cuda, 1);
+  anvil::test::check_grad_scale_variants(scale, dtype, kGpu, 7);
+  scale.finish();
+  CHECK(scale.ran("cuda.custom.grad_scale") == 1);
 }
 
 TEST_CASE("multi-tensor kernels stride over more chunks than blocks", "[cuda][optim]") {

@@ -3,9 +3,10 @@
 // VariantTally: what a variant harness ran, per variant of one table, so that no variant can
 // pass by declining every problem. A harness counts each problem a variant ran (or skipped, with
 // the supports() reason); check() prints one line per variant and fails the test for every
-// registered CPU variant other than `ref` that ran fewer problems than the harness's stated
-// minimum. The one exemption: a variant that declined every problem it was offered for a reason
-// naming this machine ("... this CPU ...", e.g. no AVX-512), which it reports and the log shows.
+// registered variant of the harness's device (CPU unless told) other than `ref` that ran fewer
+// problems than the harness's stated minimum. The one exemption: a variant that declined every
+// problem it was offered for a reason naming this machine ("... this CPU ...", e.g. no AVX-512),
+// which it reports and the log shows.
 #include <map>
 #include <string>
 
@@ -15,8 +16,9 @@ namespace anvil::test {
 
 class VariantTally {
  public:
-  // `minimum`: problems every non-ref CPU variant of `table` must run.
-  VariantTally(const VariantTableBase& table, int minimum) : table_(table), minimum_(minimum) {}
+  // `minimum`: problems every non-ref variant of `table` on `device` must run.
+  VariantTally(const VariantTableBase& table, int minimum, DeviceType device = DeviceType::cpu)
+      : table_(table), minimum_(minimum), device_(device) {}
   VariantTally(const VariantTally&) = delete;
   VariantTally& operator=(const VariantTally&) = delete;
   // check() at the end of the harness: prints the tallies (Catch WARN) and fails (Catch CHECK)
@@ -30,6 +32,7 @@ class VariantTally {
  private:
   const VariantTableBase& table_;
   int minimum_;
+  DeviceType device_;
 };
 
 }  // namespace anvil::test

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+// The comparison helpers and the non-template parts of VariantHarness
+// (tests/helpers/variant_harness.h).
+#include "helpers/variant_harness.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "engine/core/views.h"
+
+namespace anvil::test {
+
+namespace {
+std::vector<double> host_values(const Tensor& t) {
+  Tensor h = t.device().is_cpu() ? t : raw::to_device(t, Device::cpu());
+  h = raw::contiguous(raw::to_dtype(h, DType::f64));
+  const double* p = h.data<double>();
+  return std::vector<double>(p, p + h.numel());
+}
+}  // namespace
+
+MaxError max_error(const std::vector<double>& got, const std::vector<double>& want) {
+  MaxError e;
+  if (got.size() != want.size()) {
+    e.size_mismatch = true;
+    e.worst = std::numeric_limits<double>::infinity();
+    return e;
+  }
+  e.worst = got.empty() ? 0.0 : -1.0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    double d = std::fabs(got[i] - want[i]);
+    if (std::isnan(d)) d = std::numeric_limits<double>::infinity();
+    if (d > e.worst) {
+      e.worst = d;
+      e.at = i;
+    }
+  }
+  if (!got.empty()) {
+    e.got = got[e.at];
+    e.want = want[e.at];
+  }
+  return e;
+}
+
+MaxError max_error(const Tensor& got, const Tensor& want) {
+  return max_error(host_values(got), host_values(want));
+}
+
+double max_diff(const Tensor& a, const Tensor& b) { return max_error(a, b).worst; }
+double max_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  return max_error(a, b).worst;
+}
+
+double max_abs(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+double max_abs(const Tensor& t) { return max_abs(host_values(t)); }
+
+std::string compare(const std::string& what, const std::vector<double>& got,
+                    const std::vector<double>& want, double tol) {
+  const MaxError e = max_error(got, want);
+  if (e.size_mismatch) {
+    std::ostringstream os;
+    os << what << ": size mismatch (got " << got.size() << " elements, ref " << want.size()
+       << "); ";
+    return os.str();
+  }
+  if (e.worst <= tol) return {};
+  std::ostringstream os;
+  os << what << ": worst |got - ref| = " << e.worst << " > tol " << tol << " at flat index " << e.at
+     << " (got " << e.got << ", ref " << e.want << "); ";
+  return os.str();
+}
+
+std::string compare(const std::string& what, const Tensor& got, const Tensor& want, double tol) {
+  return compare(what, host_values(got), host_values(want), tol);
+}
+
+double scaled_error(const Tensor& got, const Tensor& want, bool nan_matches_nan) {
+  const auto g = host_values(got), w = host_values(want);
+  if (g.size() != w.size()) return std::numeric_limits<double>::infinity();
+  double scale = 1.0, worst = 0.0;
+  for (double v : w)
+    if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    if (nan_matches_nan && std::isnan(g[i]) && std::isnan(w[i])) continue;
+    if (g[i] == w[i]) continue;  // also equal infinities
+    double e = std::fabs(g[i] - w[i]);
+    if (std::isnan(e)) e = std::numeric_limits<double>::infinity();
+    worst = std::max(worst, e);
+  }
+  return worst / scale;
+}
+
+std::string compare_scaled(const std::string& what, const Tensor& got, const Tensor& want,
+                           double tol, bool nan_matches_nan) {
+  const double e = scaled_error(got, want, nan_matches_nan);
+  if (e <= tol) return {};
+  std::ostringstream os;
+  os << what << ": max |got - ref| / max(1, max |ref|) = " << e << " > tol " << tol << "; ";
+  return os.str();
+}
+
+double dtype_eps(DType dtype) {
+  return dtype == DType::f64 ? std::numeric_limits<double>::epsilon()
+                             : std::numeric_limits<float>::epsilon();
+}
+
+int VariantHarness::ran(const std::string& variant) const {
+  const auto it = tally_.ran.find(variant);
+  return it == tally_.ran.end() ? 0 : it->second;
+}
+
+std::string VariantHarness::describe(const std::string& variant, const std::string& repr,
+                                     const std::string& label) const {
+  std::ostringstream os;
+  os << op_ << " variant " << variant << " on " << repr;
+  if (!label.empty()) os << " [" << label << "]";
+  return os.str();
+}
+
+}  // namespace anvil::test
