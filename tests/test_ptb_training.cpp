@@ -11,28 +11,18 @@
 
 #include "anvil/anvil.h"
 #include "helpers/datasets.h"
+#include "helpers/lm_training.h"
+#include "models/language_model_eval.h"
 
 using namespace anvil;
 
 namespace {
 
-// Perplexity of `net` on a token stream, state carried across consecutive windows.
+// Perplexity of `net` on a token stream, state carried across consecutive windows: the
+// trainer's metric (models/language_model_eval.h).
 double perplexity(nn::LstmLanguageModel& net, const std::vector<std::int64_t>& ids,
                   std::int64_t batch, std::int64_t seq_len) {
-  NoGradGuard no_grad;
-  net.eval();
-  net.reset_state();
-  data::PtbBatcher batches(ids, batch, seq_len);
-  double nll = 0;
-  std::int64_t count = 0;
-  while (batches.has_next()) {
-    const data::PtbBatch b = batches.next();
-    const Tensor logits = net.forward(b.inputs);
-    const std::int64_t n = b.targets.numel();
-    nll += cross_entropy(logits, b.targets.flatten()).item() * static_cast<double>(n);
-    count += n;
-  }
-  return std::exp(nll / static_cast<double>(count));
+  return models::evaluate_language_model(net, ids, batch, seq_len).perplexity;
 }
 
 // Perplexity of the add-one-smoothed unigram model of `train` on `test`.
@@ -62,21 +52,7 @@ TEST_CASE("an LSTM language model trained on PTB valid lowers the PTB test perpl
   optim::SGD opt(net.parameters(), 1.0);
 
   const double before = perplexity(net, held_out, B, T);
-  for (int epoch = 0; epoch < 2; ++epoch) {
-    net.train();
-    net.reset_state();
-    data::PtbBatcher batches(train, B, T);
-    while (batches.has_next()) {
-      const data::PtbBatch b = batches.next();
-      opt.zero_grad();
-      // networks.md's loss: CE summed over the T steps, averaged over the batch.
-      Tensor loss = cross_entropy(net.forward(b.inputs), b.targets.flatten()) *
-                    static_cast<double>(b.targets.sizes()[1]);
-      loss.backward();
-      optim::clip_grad_norm_(net.parameters(), 5.0);
-      opt.step();
-    }
-  }
+  anvil::test::train_language_model(net, opt, train, B, T, /*epochs=*/2);
   const double after = perplexity(net, held_out, B, T);
   const double unigram = unigram_perplexity(train, held_out, V);
   std::printf(

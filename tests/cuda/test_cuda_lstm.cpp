@@ -15,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "data/ptb.h"
 #include "engine/autograd/functions.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/core/random.h"
@@ -24,9 +23,11 @@
 #include "engine/dispatch/selection.h"
 #include "engine/nn/init.h"
 #include "engine/nn/recurrent.h"
+#include "helpers/lm_training.h"
 #include "helpers/lstm_layer_case.h"
 #include "engine/optim/optimizer.h"
 #include "kernels/register.h"
+#include "models/language_model_eval.h"
 #include "models/training_step.h"
 
 using namespace anvil;
@@ -189,8 +190,6 @@ std::vector<std::int64_t> markov_stream(std::int64_t n, std::int64_t vocab, std:
   return v;
 }
 
-Tensor on(const Tensor& t, Device d) { return t.device() == d ? t : t.to(d); }
-
 // Three epochs of truncated BPTT (B = T = 10) (SGD lr 1, clip 5, the PTB recipe) on `device`, then
 // the held-out perplexity, state carried across windows as anvil train does.
 double lm_perplexity(Device device, const std::vector<std::int64_t>& train,
@@ -201,36 +200,8 @@ double lm_perplexity(Device device, const std::vector<std::int64_t>& train,
   if (device.is_cuda()) net.to(device);
   optim::SGD opt(net.parameters(), 1.0);
   const std::int64_t B = 10, T = 10;
-  for (int epoch = 0; epoch < 3; ++epoch) {
-    net.train();
-    net.reset_state();
-    data::PtbBatcher batches(train, B, T);
-    while (batches.has_next()) {
-      const data::PtbBatch b = batches.next();
-      opt.zero_grad();
-      Tensor loss =
-          cross_entropy(net.forward(on(b.inputs, device)), on(b.targets.flatten(), device)) *
-          static_cast<double>(b.targets.sizes()[1]);
-      loss.backward();
-      (void)optim::clip_grad_norm_async_(net.parameters(), 5.0);
-      opt.step();
-    }
-  }
-  NoGradGuard no_grad;
-  net.eval();
-  net.reset_state();
-  data::PtbBatcher batches(test, B, T);
-  double nll = 0;
-  std::int64_t count = 0;
-  while (batches.has_next()) {
-    const data::PtbBatch b = batches.next();
-    const std::int64_t n = b.targets.numel();
-    nll +=
-        cross_entropy(net.forward(on(b.inputs, device)), on(b.targets.flatten(), device)).item() *
-        static_cast<double>(n);
-    count += n;
-  }
-  return std::exp(nll / static_cast<double>(count));
+  anvil::test::train_language_model(net, opt, train, B, T, /*epochs=*/3, device);
+  return models::evaluate_language_model(net, test, B, T, device).perplexity;
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "engine/core/process_stats.h"
 #include "engine/distributed/data_parallel.h"
 #include "engine/optim/checkpoint.h"
+#include "models/language_model_eval.h"
 #include "models/training_step.h"
 #include "tools/anvil/progress.h"
 #include "tools/anvil/task_data.h"
@@ -117,26 +118,13 @@ nn::LstmLanguageModel& as_language_model(nn::Module& net) {
   return *lm;
 }
 
-// Perplexity over a token stream, state carried across consecutive windows.
+// Perplexity over a token stream, state carried across consecutive windows
+// (models/language_model_eval.h).
 EvalResult evaluate_language_model(nn::Module& net, const std::vector<std::int64_t>& ids,
                                    std::int64_t batch, std::int64_t seq_len, Device device) {
-  NoGradGuard no_grad;
-  net.eval();
-  auto& lm = as_language_model(net);
-  lm.reset_state();
-  data::PtbBatcher batches(ids, batch, seq_len);
-  double nll = 0;
-  std::int64_t count = 0;
-  while (batches.has_next()) {
-    const data::PtbBatch b = batches.next();
-    const Tensor logits = net.forward(on(b.inputs, device));
-    const std::int64_t n = b.targets.numel();
-    nll += cross_entropy(logits, on(b.targets.flatten(), device)).item() * static_cast<double>(n);
-    count += n;
-  }
-  lm.reset_state();
-  const double mean = nll / static_cast<double>(count);
-  return {mean, std::exp(mean)};
+  const models::LanguageModelEval r =
+      models::evaluate_language_model(as_language_model(net), ids, batch, seq_len, device);
+  return {r.loss, r.perplexity};
 }
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& c, std::vector<Tensor> params) {

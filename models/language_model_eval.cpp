@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+// evaluate_language_model (models/language_model_eval.h): perplexity over a token stream.
+#include "models/language_model_eval.h"
+
+#include <cmath>
+
+#include "data/ptb.h"
+#include "engine/autograd/functions.h"
+#include "engine/autograd/grad_mode.h"
+
+namespace anvil::models {
+
+LanguageModelEval evaluate_language_model(nn::LstmLanguageModel& net,
+                                          const std::vector<std::int64_t>& ids, std::int64_t batch,
+                                          std::int64_t seq_len, Device device) {
+  auto on = [&](const Tensor& t) { return t.device() == device ? t : t.to(device); };
+  NoGradGuard no_grad;
+  net.eval();
+  net.reset_state();
+  data::PtbBatcher batches(ids, batch, seq_len);
+  double nll = 0;
+  std::int64_t count = 0;
+  while (batches.has_next()) {
+    const data::PtbBatch b = batches.next();
+    const Tensor logits = net.forward(on(b.inputs));
+    const std::int64_t n = b.targets.numel();
+    nll += cross_entropy(logits, on(b.targets.flatten())).item() * static_cast<double>(n);
+    count += n;
+  }
+  net.reset_state();
+  const double mean = nll / static_cast<double>(count);
+  return {mean, std::exp(mean)};
+}
+
+}  // namespace anvil::models

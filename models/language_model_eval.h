@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// The held-out metric of an LSTM language model (networks.md, PTB): the mean cross-entropy per
+// token and its exponential, the perplexity, over a token stream laid out as consecutive
+// [batch, seq_len] windows (data::PtbBatcher), the recurrent state carried from window to window
+// as in training. One definition for `anvil train` (tools/anvil/trainer.cpp) and the tests.
+#include <cstdint>
+#include <vector>
+
+#include "engine/core/device.h"
+#include "engine/nn/recurrent.h"
+
+namespace anvil::models {
+
+struct LanguageModelEval {
+  double loss = 0.0;        // mean cross-entropy per target token (nats)
+  double perplexity = 0.0;  // exp(loss)
+};
+
+// Evaluates `net` in eval mode without gradients; the windows are moved to `device` (where the
+// model lives). The state is reset before the first window and after the last.
+LanguageModelEval evaluate_language_model(nn::LstmLanguageModel& net,
+                                          const std::vector<std::int64_t>& ids, std::int64_t batch,
+                                          std::int64_t seq_len, Device device = Device::cpu());
+
+}  // namespace anvil::models
