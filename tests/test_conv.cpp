@@ -36,11 +36,7 @@ using V = std::vector<Tensor>;
 
 namespace {
 
-using anvil::test::ConvCase;
-using anvil::test::max_abs;
-using anvil::test::VariantHarness;
-
-Conv2dOptions options_of(const ConvCase& cc) {
+Conv2dOptions options_of(const test::ConvCase& cc) {
   Conv2dOptions o;
   o.stride = {cc.sh, cc.sw};
   o.padding = {cc.ph, cc.pw};
@@ -49,12 +45,12 @@ Conv2dOptions options_of(const ConvCase& cc) {
   return o;
 }
 
-ConvProblem problem_of(const ConvCase& cc, ConvPass pass, DType dtype, bool bias, bool relu) {
+ConvProblem problem_of(const test::ConvCase& cc, ConvPass pass, DType dtype, bool bias, bool relu) {
   return anvil::test::conv_problem_of(cc, pass, dtype, bias, relu);
 }
 
 // Real layers at batch 1-2 (VGG16 cropped to 32x32 for the ref comparison, channels kept).
-const std::vector<ConvCase> kLayerCases = {
+const std::vector<test::ConvCase> kLayerCases = {
     {"alexnet conv1", 2, 3, 224, 224, 96, 11, 11, 4, 4, 2, 2},
     {"alexnet conv2", 1, 96, 27, 27, 256, 5, 5, 1, 1, 2, 2},
     {"alexnet conv3", 1, 256, 13, 13, 384, 3, 3, 1, 1, 1, 1},
@@ -85,7 +81,7 @@ double cpu_tolerance(bool bias, const std::string& variant, ConvPass pass,
 }
 
 // Every CPU variant on the passes of `cc` (tests/helpers/conv_cases.h), f32, against ref in f64.
-void run_case(const ConvCase& cc, bool bias, bool relu, VariantHarness& harness,
+void run_case(const test::ConvCase& cc, bool bias, bool relu, test::VariantHarness& harness,
               std::uint64_t seed) {
   register_builtin_kernels();
   anvil::test::check_conv_variants(
@@ -101,7 +97,7 @@ void run_case(const ConvCase& cc, bool bias, bool relu, VariantHarness& harness,
 // ---- problem descriptor ------------------------------------------------------------------------
 
 TEST_CASE("ConvProblem: output size and repr and flops", "[conv]") {
-  ConvCase cc{"alexnet conv1", 16, 3, 224, 224, 96, 11, 11, 4, 4, 2, 2};
+  test::ConvCase cc{"alexnet conv1", 16, 3, 224, 224, 96, 11, 11, 4, 4, 2, 2};
   ConvProblem p = problem_of(cc, ConvPass::forward, DType::f32, true, true);
   CHECK(p.p() == 55);
   CHECK(p.q() == 55);
@@ -111,7 +107,7 @@ TEST_CASE("ConvProblem: output size and repr and flops", "[conv]") {
   ConvProblem q = p;
   q.pass = ConvPass::backward_data;
   CHECK(p.key() != q.key());
-  ConvCase dil{"dil", 1, 1, 10, 10, 1, 3, 3, 2, 2, 0, 0, 3, 3};
+  test::ConvCase dil{"dil", 1, 1, 10, 10, 1, 3, 3, 2, 2, 0, 0, 3, 3};
   CHECK(problem_of(dil, ConvPass::forward, DType::f32, false, false).p() == 2);  // (10-7)/2+1
   REQUIRE_NOTHROW(register_builtin_kernels());
   REQUIRE(find_variant_table("conv2d") != nullptr);
@@ -122,7 +118,7 @@ TEST_CASE("ConvProblem: output size and repr and flops", "[conv]") {
 // ---- gradient checks (float64) ----------------------------------------------------------------
 
 TEST_CASE("conv2d gradcheck over stride and padding and dilation and groups", "[conv][gradcheck]") {
-  const std::vector<ConvCase> cases = {
+  const std::vector<test::ConvCase> cases = {
       {"plain", 2, 3, 5, 6, 4, 3, 2},
       {"stride2 pad1", 2, 3, 7, 6, 4, 3, 3, 2, 2, 1, 1},
       {"dilation2 pad2", 1, 2, 7, 6, 3, 3, 3, 1, 1, 2, 2, 2, 2},
@@ -180,7 +176,7 @@ TEST_CASE("conv2d gradients reach only the inputs that require grad", "[conv][au
 
 TEST_CASE("conv2d variants match ref on small odd shapes", "[conv][variants]") {
   // Problems per variant (winograd takes only 3x3 stride 1).
-  VariantHarness harness(conv_table(), DeviceType::cpu, 8);
+  test::VariantHarness harness(conv_table(), DeviceType::cpu, 8);
   std::uint64_t seed = 1;
   for (const auto& cc : anvil::test::odd_conv_cases())
     for (bool bias : {false, true})
@@ -191,7 +187,7 @@ TEST_CASE("conv2d variants match ref on small odd shapes", "[conv][variants]") {
 // Two halves of the layer list, so that CTest can run them side by side.
 void run_layers(std::size_t begin, std::size_t end) {
   // Problems per variant (each half has one winograd-able layer).
-  VariantHarness harness(conv_table(), DeviceType::cpu, 3);
+  test::VariantHarness harness(conv_table(), DeviceType::cpu, 3);
   std::uint64_t seed = 1000 + 2 * begin;
   for (std::size_t i = begin; i < std::min(end, kLayerCases.size()); ++i) {
     run_case(kLayerCases[i], true, false, harness, ++seed);
@@ -243,7 +239,7 @@ TEST_CASE("conv2d forcing a variant drives all three passes", "[conv][variants]"
     const auto got = grads(v.name);
     for (std::size_t i = 0; i < got.size(); ++i) {
       INFO(v.name << " output " << i);
-      CHECK(anvil::test::max_abs_diff(got[i], want[i]) < 2e-3 * (1.0 + max_abs(want[i])));
+      CHECK(anvil::test::max_abs_diff(got[i], want[i]) < 2e-3 * (1.0 + test::max_abs(want[i])));
     }
   }
 }
@@ -336,9 +332,9 @@ TEST_CASE("nn::Conv2d shapes and flops and init and kernel problems", "[conv][nn
   CHECK(conv.forward_flops({16, 64, 56, 56}) ==
         Approx(2.0 * 16 * 128 * 28 * 28 * 64 * 9 + 16.0 * 128 * 28 * 28));
   const double bound = 1.0 / std::sqrt(64.0 * 9.0);
-  CHECK(max_abs(conv.weight()) <= bound);
-  CHECK(max_abs(conv.weight()) > 0.9 * bound);
-  CHECK(max_abs(conv.bias()) <= bound);
+  CHECK(test::max_abs(conv.weight()) <= bound);
+  CHECK(test::max_abs(conv.weight()) > 0.9 * bound);
+  CHECK(test::max_abs(conv.bias()) <= bound);
   CHECK_THAT(conv.extra_repr(), Contains("in=64, out=128, kernel=3x3, stride=2x2, padding=1x1"));
   std::vector<nn::NamedKernelProblem> probs;
   conv.kernel_problems({16, 64, 56, 56}, "resnet50:layer3.0.conv2.", probs);
@@ -364,7 +360,7 @@ TEST_CASE("nn::Conv2d shapes and flops and init and kernel problems", "[conv][nn
 
 TEST_CASE("conv2d default selection follows the heuristic", "[conv][variants]") {
   register_builtin_kernels();
-  const ConvCase stem{"stem", 16, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3};
+  const test::ConvCase stem{"stem", 16, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3};
   // The op layer selects on the plain problem and fuses the relu only where the variant can
   // (engine/ops/conv.cpp); oneDNN's relu post-op would drop NaN (Note [NaN propagation]).
   CHECK(conv_table().select(problem_of(stem, ConvPass::forward, DType::f32, true, false)).name ==
@@ -377,19 +373,19 @@ TEST_CASE("conv2d default selection follows the heuristic", "[conv][variants]") 
   CHECK(conv_table()
             .select(problem_of(stem, ConvPass::backward_data, DType::f32, true, false))
             .name == "cpu.onednn.nchw");
-  const ConvCase five{"alexnet conv2", 16, 64, 27, 27, 192, 5, 5, 1, 1, 2, 2};
+  const test::ConvCase five{"alexnet conv2", 16, 64, 27, 27, 192, 5, 5, 1, 1, 2, 2};
   CHECK(conv_table().select(problem_of(five, ConvPass::forward, DType::f32, true, false)).name ==
         "cpu.onednn");
-  const ConvCase one{"resnet 1x1", 16, 64, 56, 56, 256, 1, 1};
+  const test::ConvCase one{"resnet 1x1", 16, 64, 56, 56, 256, 1, 1};
   for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights})
     CHECK(conv_table().select(problem_of(one, pass, DType::f32, true, false)).name ==
           "cpu.onednn.nchw");
   // A first layer with a 3x3 filter (VGG16's) takes the first-layer rule, not winograd.
-  const ConvCase vgg_first{"vgg16 features.0", 16, 3, 224, 224, 64, 3, 3, 1, 1, 1, 1};
+  const test::ConvCase vgg_first{"vgg16 features.0", 16, 3, 224, 224, 64, 3, 3, 1, 1, 1, 1};
   CHECK(
       conv_table().select(problem_of(vgg_first, ConvPass::forward, DType::f32, true, false)).name ==
       "cpu.onednn");
-  const ConvCase three{"resnet 3x3", 16, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1};
+  const test::ConvCase three{"resnet 3x3", 16, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1};
   for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
     const ConvProblem p = problem_of(three, pass, DType::f32, true, false);
     const auto* wino = conv_table().find("cpu.onednn.winograd");

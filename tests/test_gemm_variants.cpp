@@ -95,11 +95,9 @@ struct GemmCase {
   }
 };
 
-using anvil::test::VariantHarness;
-
 // Runs one case on every registered CPU variant (tests/helpers/variant_harness.h) and checks each
 // result against the f64 product by `ref`.
-void run_case(const GemmCase& gc, VariantHarness& harness, std::uint64_t seed) {
+void run_case(const GemmCase& gc, test::VariantHarness& harness, std::uint64_t seed) {
   register_builtin_kernels();
   Generator gen(seed);
   const std::int64_t bt = gc.batch;
@@ -182,8 +180,8 @@ TEST_CASE("ref gemm matches hand-computed products in all modes", "[gemm][varian
 
 TEST_CASE("every gemm variant matches ref on odd shapes in all transpose modes",
           "[gemm][variants]") {
-  VariantHarness harness(gemm_table(), DeviceType::cpu,
-                         512);  // all of the case's problems (all are f32)
+  test::VariantHarness harness(gemm_table(), DeviceType::cpu,
+                               512);  // all of the case's problems (all are f32)
   std::uint64_t seed = 1;
   for (std::int64_t m : kOdd)
     for (std::int64_t n : kOdd)
@@ -199,8 +197,8 @@ TEST_CASE("every gemm variant matches ref on odd shapes in all transpose modes",
 }
 
 TEST_CASE("every gemm variant ignores NaN in C when beta is 0", "[gemm][variants]") {
-  VariantHarness harness(gemm_table(), DeviceType::cpu,
-                         40);  // all of the case's problems (all are f32)
+  test::VariantHarness harness(gemm_table(), DeviceType::cpu,
+                               40);  // all of the case's problems (all are f32)
   std::uint64_t seed = 5000;
   for (auto [m, n, k] : {std::tuple{7, 33, 129}, std::tuple{129, 1, 7}, std::tuple{33, 129, 33},
                          std::tuple{1, 7, 1}, std::tuple{64, 48, 300}})
@@ -217,8 +215,8 @@ TEST_CASE("every gemm variant ignores NaN in C when beta is 0", "[gemm][variants
 
 TEST_CASE("every gemm variant handles views: transposed, padded leading dims, padded C",
           "[gemm][variants][views]") {
-  VariantHarness harness(gemm_table(), DeviceType::cpu,
-                         80);  // all of the case's problems (all are f32)
+  test::VariantHarness harness(gemm_table(), DeviceType::cpu,
+                               80);  // all of the case's problems (all are f32)
   std::uint64_t seed = 6000;
   for (auto [m, n, k] : {std::tuple{7, 33, 129}, std::tuple{33, 7, 1}, std::tuple{129, 129, 33},
                          std::tuple{1, 7, 33}, std::tuple{33, 1, 7}})
@@ -238,8 +236,8 @@ TEST_CASE("every gemm variant handles views: transposed, padded leading dims, pa
 }
 
 TEST_CASE("every gemm variant handles batched 3-D operands", "[gemm][variants][batched]") {
-  VariantHarness harness(gemm_table(), DeviceType::cpu,
-                         48);  // all of the case's problems (all are f32)
+  test::VariantHarness harness(gemm_table(), DeviceType::cpu,
+                               48);  // all of the case's problems (all are f32)
   std::uint64_t seed = 7000;
   for (auto [m, n, k] :
        {std::tuple{7, 33, 129}, std::tuple{33, 7, 1}, std::tuple{1, 33, 7}, std::tuple{33, 33, 33}})
@@ -261,8 +259,8 @@ TEST_CASE("every gemm variant handles batched 3-D operands", "[gemm][variants][b
 }
 
 TEST_CASE("every gemm variant matches ref on larger shapes", "[gemm][variants][large]") {
-  VariantHarness harness(gemm_table(), DeviceType::cpu,
-                         8);  // all of the case's problems (all are f32)
+  test::VariantHarness harness(gemm_table(), DeviceType::cpu,
+                               8);  // all of the case's problems (all are f32)
   std::uint64_t seed = 8000;
   for (int mode = 0; mode < 4; ++mode) {
     GemmCase gc;
@@ -289,8 +287,8 @@ TEST_CASE("every gemm variant matches ref on larger shapes", "[gemm][variants][l
 // Above 2048 rows: M spans more than one row block of cpu.blocked (its mc and the balanced split
 // of M), which the shapes above never reach. Small N and K keep the ref cheap.
 TEST_CASE("every gemm variant matches ref with more than 2048 rows", "[gemm][variants][large]") {
-  VariantHarness harness(gemm_table(), DeviceType::cpu,
-                         8);  // all of the case's problems (all are f32)
+  test::VariantHarness harness(gemm_table(), DeviceType::cpu,
+                               8);  // all of the case's problems (all are f32)
   std::uint64_t seed = 8500;
   for (int mode = 0; mode < 4; ++mode)
     for (auto [m, beta] :

@@ -25,9 +25,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-using anvil::test::max_diff;
-using anvil::test::VariantHarness;
-
 double sum_sq(const Tensor& t) {
   const Tensor d = t.to(DType::f64).contiguous();
   double s = 0;
@@ -67,7 +64,7 @@ TEST_CASE("sgd_update: cpu.omp matches ref", "[optim][variants]") {
       {0.05, 0.9, 0.0, 0.001, true},  // nesterov
   };
   const double tol = dtype == DType::f32 ? 1e-5 : 1e-12;
-  VariantHarness harness(sgd_update_table(), DeviceType::cpu, static_cast<int>(cases.size()));
+  test::VariantHarness harness(sgd_update_table(), DeviceType::cpu, static_cast<int>(cases.size()));
   for (const auto& h : cases)
     anvil::test::check_sgd_variants(harness, dtype, Device::cpu(), h, tol, 3);
   harness.finish();
@@ -77,7 +74,7 @@ TEST_CASE("adam_update: cpu.omp matches ref", "[optim][variants]") {
   register_builtin_kernels();
   const DType dtype = GENERATE(DType::f32, DType::f64);
   const double wd = GENERATE(0.0, 0.01);
-  VariantHarness harness(adam_update_table(), DeviceType::cpu, 1);
+  test::VariantHarness harness(adam_update_table(), DeviceType::cpu, 1);
   anvil::test::check_adam_variants(harness, dtype, Device::cpu(), wd,
                                    dtype == DType::f32 ? 1e-5 : 1e-12, 5);
   harness.finish();
@@ -86,7 +83,7 @@ TEST_CASE("adam_update: cpu.omp matches ref", "[optim][variants]") {
 TEST_CASE("grad_norm and grad_scale: cpu.omp matches ref", "[optim][variants]") {
   register_builtin_kernels();
   const DType dtype = GENERATE(DType::f32, DType::f64);
-  VariantHarness norm(grad_norm_table(), DeviceType::cpu, 1);
+  test::VariantHarness norm(grad_norm_table(), DeviceType::cpu, 1);
   anvil::test::check_grad_norm_variants(norm, dtype, Device::cpu(), 1e-12, false, 7);
   norm.finish();
   // ref's squared norm is the sum of the squared gradients.
@@ -99,7 +96,7 @@ TEST_CASE("grad_norm and grad_scale: cpu.omp matches ref", "[optim][variants]") 
   double expect = 0;
   for (const auto& g : a.g) expect += sum_sq(g);
   CHECK(ra == Approx(expect).epsilon(1e-10));
-  VariantHarness scale(grad_scale_table(), DeviceType::cpu, 1);
+  test::VariantHarness scale(grad_scale_table(), DeviceType::cpu, 1);
   anvil::test::check_grad_scale_variants(scale, dtype, Device::cpu(), 7);
   scale.finish();
 }
@@ -146,7 +143,7 @@ TEST_CASE("SGD and clip_grad_norm_ dispatch through the tables", "[optim][varian
     ForceVariant f("sgd_update", "ref");
     sb.step();
   }
-  for (std::size_t i = 0; i < a.size(); ++i) CHECK(max_diff(a[i], b[i]) <= 1e-6);
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(test::max_diff(a[i], b[i]) <= 1e-6);
 
   // A forced variant that cannot run the problem is an error naming it, never a fallback.
   ForceVariant f("sgd_update", "cuda.custom.sgd");
@@ -194,7 +191,7 @@ TEST_CASE("dropout ref (Philox) is reproducible and keeps about 1-p", "[dropout]
   Generator h1(9), h2(9);
   Tensor y1 = dropout(x, p, true, &h1);
   Tensor y2 = dropout(x, p, true, &h2);
-  CHECK(max_diff(y1, y2) == 0.0);
+  CHECK(test::max_diff(y1, y2) == 0.0);
   const float scale = static_cast<float>(1.0 / (1.0 - p));
   std::int64_t kept = 0;
   const float* px = x.data<float>();
@@ -211,7 +208,7 @@ TEST_CASE("dropout ref (Philox) is reproducible and keeps about 1-p", "[dropout]
   CHECK(frac == Approx(1.0 - p).margin(0.02));
   // The next call draws a new seed: a different mask.
   Tensor y3 = dropout(x, p, true, &h1);
-  CHECK(max_diff(y1, y3) > 0.0);
+  CHECK(test::max_diff(y1, y3) > 0.0);
   // Gradient: the same mask.
   Tensor xr = x.clone();
   xr.set_requires_grad(true);

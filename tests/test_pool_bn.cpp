@@ -31,11 +31,7 @@
 #include "kernels/register.h"
 
 using namespace anvil;
-using anvil::test::batch_norm_passes;
-using anvil::test::BnOutputs;
-using anvil::test::compare_scaled;
 using anvil::test::values_f64;
-using anvil::test::VariantHarness;
 
 namespace {
 
@@ -305,9 +301,9 @@ TEST_CASE("every pooling variant matches ref on every pass and shape", "[pool][v
   register_builtin_kernels();
   // Every non-ref variant must run at least this many of the cases of its kind, all three passes
   // (tests/helpers/variant_harness.h); oneDNN declines some ceil_mode / adaptive shapes.
-  std::map<PoolKind, std::unique_ptr<VariantHarness>> harness;
+  std::map<PoolKind, std::unique_ptr<test::VariantHarness>> harness;
   for (PoolKind k : {PoolKind::max, PoolKind::avg, PoolKind::adaptive_avg}) {
-    harness[k] = std::make_unique<VariantHarness>(pool_table(k), DeviceType::cpu, 3);
+    harness[k] = std::make_unique<test::VariantHarness>(pool_table(k), DeviceType::cpu, 3);
     harness[k]->skip_ref();  // ref is the oracle
   }
   std::uint64_t seed = 100;
@@ -334,10 +330,10 @@ TEST_CASE("every pooling variant matches ref on every pass and shape", "[pool][v
       if (inf.variant != v.name || tr.variant != v.name)
         bad += "ran " + inf.variant + " / " + tr.variant + " when forced; ";
       if (c.kind == PoolKind::max && !tr.workspace.defined()) bad += "no max workspace; ";
-      bad += compare_scaled("inference y", inf.y, y_ref, 1e-6);
-      bad += compare_scaled("training y", tr.y, y_ref, 1e-6);
+      bad += test::compare_scaled("inference y", inf.y, y_ref, 1e-6);
+      bad += test::compare_scaled("training y", tr.y, y_ref, 1e-6);
       const Tensor dx = ops::pool2d_backward(dy, tr);
-      bad += compare_scaled("dx", dx, dx_ref, 1e-5);
+      bad += test::compare_scaled("dx", dx, dx_ref, 1e-5);
       return bad;
     });
   }
@@ -369,8 +365,8 @@ TEST_CASE("every batch-norm variant matches ref on every pass and shape",
           "[batch_norm][variants]") {
   register_builtin_kernels();
   // Every non-ref variant runs every case (tests/helpers/variant_harness.h).
-  VariantHarness harness(batch_norm2d_table(), DeviceType::cpu,
-                         static_cast<int>(bn_cases().size()));
+  test::VariantHarness harness(batch_norm2d_table(), DeviceType::cpu,
+                               static_cast<int>(bn_cases().size()));
   harness.skip_ref();  // ref is the oracle
   std::uint64_t seed = 300;
   for (const BnCase& c : bn_cases()) {
@@ -382,10 +378,10 @@ TEST_CASE("every batch-norm variant matches ref on every pass and shape",
     Tensor rm0 = uniform({C}, -0.5, 0.5, DType::f32, &gen),
            rv0 = uniform({C}, 0.5, 2, DType::f32, &gen);
     Tensor dy = uniform(c.shape, -1, 1, DType::f32, &gen);
-    BnOutputs ref;
+    test::BnOutputs ref;
     {
       ForceVariant force("batch_norm2d", "ref");
-      ref = batch_norm_passes(x, w, b, rm0, rv0, dy, Device::cpu(), true);
+      ref = test::batch_norm_passes(x, w, b, rm0, rv0, dy, Device::cpu(), true);
     }
     const BatchNormProblem p =
         make_batch_norm_problem(c.shape, true, 0.1, 1e-5, DType::f32, Device::cpu(), "test");
@@ -395,18 +391,19 @@ TEST_CASE("every batch-norm variant matches ref on every pass and shape",
         {"backward", p.with_pass(BatchNormPass::backward)}};
     const double fwd_tol = c.name.rfind("offset", 0) == 0 ? 1e-3 : 1e-5;  // f32 input at 100 +- 2
     harness.run(batch_norm2d_table(), passes, c.name, [&](const BatchNormTable::Variant&) {
-      const BnOutputs o = batch_norm_passes(x, w, b, rm0, rv0, dy, Device::cpu(), true);
-      return compare_scaled("y", o.y, ref.y, fwd_tol) +
-             compare_scaled("mean", o.mean, ref.mean, 1e-6) +
-             compare_scaled("var", o.var, ref.var, 1e-5) +
-             compare_scaled("running mean", o.rm, ref.rm, 1e-6) +
-             compare_scaled("running var", o.rv, ref.rv, 1e-5) +
-             compare_scaled("dx", o.dx, ref.dx, fwd_tol * 10) +
-             compare_scaled("dw", o.dw, ref.dw, 1e-4) + compare_scaled("db", o.db, ref.db, 1e-5) +
-             compare_scaled("eval y", o.y_eval, ref.y_eval, 1e-5) +
-             compare_scaled("eval dx", o.dx_eval, ref.dx_eval, 1e-5) +
-             compare_scaled("eval dw", o.dw_eval, ref.dw_eval, 1e-4) +
-             compare_scaled("eval db", o.db_eval, ref.db_eval, 1e-5);
+      const test::BnOutputs o = test::batch_norm_passes(x, w, b, rm0, rv0, dy, Device::cpu(), true);
+      return test::compare_scaled("y", o.y, ref.y, fwd_tol) +
+             test::compare_scaled("mean", o.mean, ref.mean, 1e-6) +
+             test::compare_scaled("var", o.var, ref.var, 1e-5) +
+             test::compare_scaled("running mean", o.rm, ref.rm, 1e-6) +
+             test::compare_scaled("running var", o.rv, ref.rv, 1e-5) +
+             test::compare_scaled("dx", o.dx, ref.dx, fwd_tol * 10) +
+             test::compare_scaled("dw", o.dw, ref.dw, 1e-4) +
+             test::compare_scaled("db", o.db, ref.db, 1e-5) +
+             test::compare_scaled("eval y", o.y_eval, ref.y_eval, 1e-5) +
+             test::compare_scaled("eval dx", o.dx_eval, ref.dx_eval, 1e-5) +
+             test::compare_scaled("eval dw", o.dw_eval, ref.dw_eval, 1e-4) +
+             test::compare_scaled("eval db", o.db_eval, ref.db_eval, 1e-5);
     });
   }
   CHECK(harness.finish() == 0);

@@ -50,8 +50,6 @@ void setup() {
   register_builtin_kernels();
 }
 
-using anvil::test::VariantHarness;
-
 // The odd shapes of the CPU suite (tests/helpers/conv_cases.h) on the GPU.
 std::vector<ConvProblem> small_problems() {
   std::vector<ConvProblem> v;
@@ -83,8 +81,8 @@ std::vector<ConvProblem> layer_problems() {
 // with ref in f64 on the CPU (tests/helpers/conv_cases.h). Error bound: sqrt(reduction length)
 // rounding steps of eps on |values| <= 1; TF32 rounds the operands to 10 mantissa bits (2^13 x
 // FP32's eps); Winograd/FFT transforms lose a few more bits than direct sums.
-void check_problem(ConvProblem base, DType dtype, bool bias, bool relu, VariantHarness& harness,
-                   std::uint64_t seed) {
+void check_problem(ConvProblem base, DType dtype, bool bias, bool relu,
+                   test::VariantHarness& harness, std::uint64_t seed) {
   base.device = kGpu;
   const double eps = anvil::test::dtype_eps(dtype);
   anvil::test::check_conv_variants(
@@ -122,7 +120,7 @@ TEST_CASE("the CUDA conv2d variants are registered", "[cuda][conv]") {
 TEST_CASE("CUDA conv2d variants match ref on odd shapes, f32 and f64", "[cuda][conv]") {
   setup();
   // The variants' functions are called directly, so the opt-in TF32 variant runs too.
-  VariantHarness harness(conv_table(), DeviceType::cuda, kMinRuns);
+  test::VariantHarness harness(conv_table(), DeviceType::cuda, kMinRuns);
   std::uint64_t seed = 1;
   for (const ConvProblem& p : small_problems()) {
     check_problem(p, DType::f32, false, false, harness, seed++);
@@ -131,7 +129,7 @@ TEST_CASE("CUDA conv2d variants match ref on odd shapes, f32 and f64", "[cuda][c
   }
   harness.finish();
   // f64: cuDNN supports only some algorithms; counted, not required, but for the default.
-  VariantHarness h64(conv_table(), DeviceType::cuda, 0);
+  test::VariantHarness h64(conv_table(), DeviceType::cuda, 0);
   for (const ConvProblem& p : small_problems())
     check_problem(p, DType::f64, true, false, h64, seed++);
   h64.finish();
@@ -140,7 +138,7 @@ TEST_CASE("CUDA conv2d variants match ref on odd shapes, f32 and f64", "[cuda][c
 
 TEST_CASE("CUDA conv2d variants match ref on the CNNs' conv layers", "[cuda][conv]") {
   setup();
-  VariantHarness harness(conv_table(), DeviceType::cuda, kMinRuns);
+  test::VariantHarness harness(conv_table(), DeviceType::cuda, kMinRuns);
   std::uint64_t seed = 1000;
   const auto layers = layer_problems();
   REQUIRE(layers.size() >= 10);

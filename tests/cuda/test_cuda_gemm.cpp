@@ -29,8 +29,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-using anvil::test::VariantHarness;
-
 const std::vector<std::string> kCudaVariants = {"cuda.cublas", "cuda.cublas.tf32",
                                                 "cuda.custom.gemm_tiled"};
 constexpr double kSentinel = 7.25;  // in C's padding columns: must survive every GEMM
@@ -82,7 +80,8 @@ Operand make_operand(std::int64_t batch, std::int64_t rows, std::int64_t cols, s
 
 // Runs the case on every CUDA variant (tests/helpers/variant_harness.h: each forced by name, the
 // opt-in TF32 one too) and compares with `ref` (f64, CPU) on the same values.
-void check_case(const GemmCase& gc, bool ta, bool tb, VariantHarness& harness, std::uint64_t seed) {
+void check_case(const GemmCase& gc, bool ta, bool tb, test::VariantHarness& harness,
+                std::uint64_t seed) {
   Generator gen(seed);
   const std::int64_t bt = gc.batch;
   const Operand A = ta ? make_operand(bt, gc.k, gc.m, gc.pad, gc.broadcast_a, gen)
@@ -201,7 +200,8 @@ TEST_CASE("CUDA GEMM variants match ref in every mode, shape, alpha/beta and bat
   require_cuda("test");
   register_builtin_kernels();
   // Every CUDA variant runs every problem (all are f32).
-  VariantHarness harness(gemm_table(), DeviceType::cuda, static_cast<int>(cases().size()) * 4);
+  test::VariantHarness harness(gemm_table(), DeviceType::cuda,
+                               static_cast<int>(cases().size()) * 4);
   std::uint64_t seed = 100;
   for (const auto& gc : cases())
     for (const bool ta : {false, true})
@@ -213,7 +213,7 @@ TEST_CASE("CUDA GEMM on larger shapes: many tiles and K slabs", "[cuda][gemm]") 
   require_cuda("test");
   register_builtin_kernels();
   const GemmCase big{257, 300, 513, 0, 1.0, 0.0, 4};
-  VariantHarness harness(gemm_table(), DeviceType::cuda, 4);
+  test::VariantHarness harness(gemm_table(), DeviceType::cuda, 4);
   std::uint64_t seed = 900;
   for (const bool ta : {false, true})
     for (const bool tb : {false, true}) check_case(big, ta, tb, harness, ++seed);

@@ -35,11 +35,8 @@
 #include "models/registry.h"
 
 using namespace anvil;
-using anvil::test::BnOutputs;
-using anvil::test::compare_scaled;
 using anvil::test::gradcheck;
 using anvil::test::uniform_leaf;
-using anvil::test::VariantHarness;
 
 namespace {
 
@@ -167,9 +164,9 @@ TEST_CASE("every GPU pooling variant matches ref on every pass, f32 and f64",
   // Every GPU variant of each pooling table runs at least 4 problem-passes
   // (tests/helpers/variant_harness.h; the stated floors per pass follow); the CPU ref is the
   // oracle.
-  std::map<PoolKind, std::unique_ptr<VariantHarness>> harness;
+  std::map<PoolKind, std::unique_ptr<test::VariantHarness>> harness;
   for (PoolKind k : {PoolKind::max, PoolKind::avg, PoolKind::adaptive_avg})
-    harness[k] = std::make_unique<VariantHarness>(pool_table(k), DeviceType::cuda, 4);
+    harness[k] = std::make_unique<test::VariantHarness>(pool_table(k), DeviceType::cuda, 4);
   std::uint64_t seed = 1000;
   const std::vector<PoolCase> cases = pool_cases();
   for (const PoolCase& c : cases)
@@ -197,7 +194,7 @@ TEST_CASE("every GPU pooling variant matches ref on every pass, f32 and f64",
         if (c.model) ++ran_model[key];
       };
       const double tol = dt == DType::f64 ? 1e-12 : 1e-6;
-      VariantHarness& h = *harness[p.kind];
+      test::VariantHarness& h = *harness[p.kind];
       // Inference.
       h.run(pool_table(p.kind), pg.with_pass(PoolPass::forward_inference), c.name,
             [&](const PoolTable::Variant& var) {
@@ -209,7 +206,7 @@ TEST_CASE("every GPU pooling variant matches ref on every pass, f32 and f64",
                 // Same order of the same operations / exact max.
                 if (!identical(f.y, y_ref)) bad += "y differs from ref; ";
               } else {
-                bad += compare_scaled("y", f.y, y_ref, tol, true);
+                bad += test::compare_scaled("y", f.y, y_ref, tol, true);
               }
               count(v, PoolPass::forward_inference);
               return bad;
@@ -241,8 +238,8 @@ TEST_CASE("every GPU pooling variant matches ref on every pass, f32 and f64",
           // Note [Gathered pool backward]
           if (!identical(dx, dx_ref)) bad += "dx differs from ref; ";
         } else {
-          bad += compare_scaled("training y", f.y, ref_tr.y, tol, true);
-          bad += compare_scaled("dx", dx, dx_ref, tol, true);
+          bad += test::compare_scaled("training y", f.y, ref_tr.y, tol, true);
+          bad += test::compare_scaled("dx", dx, dx_ref, tol, true);
         }
         count(v, PoolPass::forward_training);
         count(v, PoolPass::backward);
@@ -386,8 +383,8 @@ TEST_CASE("every GPU batch-norm variant matches ref on every pass, f32 and f64",
   const std::vector<BnCase> cases = bn_cases();
   // Every GPU variant runs every case in both dtypes, all three passes
   // (tests/helpers/variant_harness.h); the CPU ref is the oracle.
-  VariantHarness harness(batch_norm2d_table(), DeviceType::cuda,
-                         2 * static_cast<int>(cases.size()));
+  test::VariantHarness harness(batch_norm2d_table(), DeviceType::cuda,
+                               2 * static_cast<int>(cases.size()));
   for (const BnCase& c : cases)
     for (DType dt : {DType::f32, DType::f64}) {
       const std::int64_t C = c.shape[1];
@@ -396,7 +393,7 @@ TEST_CASE("every GPU batch-norm variant matches ref on every pass, f32 and f64",
                    b = raw::to_dtype(uniform_leaf({C}, -1, 1, ++seed, false), dt),
                    rm0 = raw::to_dtype(uniform_leaf({C}, -0.5, 0.5, ++seed, false), dt),
                    rv0 = raw::to_dtype(uniform_leaf({C}, 0.5, 2, ++seed, false), dt);
-      BnOutputs ref;
+      test::BnOutputs ref;
       {
         ForceVariant force("batch_norm2d", "ref");
         ref = anvil::test::batch_norm_passes(x, w, b, rm0, rv0, dy, Device::cpu(), true);
@@ -416,25 +413,26 @@ TEST_CASE("every GPU batch-norm variant matches ref on every pass, f32 and f64",
         const Support es = bn_support(v, eval_bwd);
         std::string bad;
         if (!es.ok && es.reason.empty()) bad += "eval backward declined without a reason; ";
-        const BnOutputs o = anvil::test::batch_norm_passes(x, w, b, rm0, rv0, dy, kGpu, es.ok);
-        bad += compare_scaled("y", o.y, ref.y, tol) +
-               compare_scaled("mean", o.mean, ref.mean, tol / 10) +
+        const test::BnOutputs o =
+            anvil::test::batch_norm_passes(x, w, b, rm0, rv0, dy, kGpu, es.ok);
+        bad += test::compare_scaled("y", o.y, ref.y, tol) +
+               test::compare_scaled("mean", o.mean, ref.mean, tol / 10) +
                // biased: cuDNN's unbiased * (M-1)/M
-               compare_scaled("var", o.var, ref.var, tol) +
-               compare_scaled("running mean", o.rm, ref.rm, tol / 10) +
+               test::compare_scaled("var", o.var, ref.var, tol) +
+               test::compare_scaled("running mean", o.rm, ref.rm, tol / 10) +
                // PyTorch's momentum, unbiased variance
-               compare_scaled("running var", o.rv, ref.rv, tol) +
-               compare_scaled("dx", o.dx, ref.dx, tol * 10) +
-               compare_scaled("dw", o.dw, ref.dw, tol * 10) +
-               compare_scaled("db", o.db, ref.db, tol) +
-               compare_scaled("eval y", o.y_eval, ref.y_eval, tol);
+               test::compare_scaled("running var", o.rv, ref.rv, tol) +
+               test::compare_scaled("dx", o.dx, ref.dx, tol * 10) +
+               test::compare_scaled("dw", o.dw, ref.dw, tol * 10) +
+               test::compare_scaled("db", o.db, ref.db, tol) +
+               test::compare_scaled("eval y", o.y_eval, ref.y_eval, tol);
         ++ran[v + " training+backward"];
         ++ran[v + " inference"];
         if (c.model) ++ran_model[v];
         if (es.ok) {
-          bad += compare_scaled("eval dx", o.dx_eval, ref.dx_eval, tol) +
-                 compare_scaled("eval dw", o.dw_eval, ref.dw_eval, tol * 10) +
-                 compare_scaled("eval db", o.db_eval, ref.db_eval, tol);
+          bad += test::compare_scaled("eval dx", o.dx_eval, ref.dx_eval, tol) +
+                 test::compare_scaled("eval dw", o.dw_eval, ref.dw_eval, tol * 10) +
+                 test::compare_scaled("eval db", o.db_eval, ref.db_eval, tol);
           ++ran[v + " eval backward"];
         }
         return bad;

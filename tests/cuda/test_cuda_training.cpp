@@ -30,14 +30,7 @@ namespace {
 
 const Device kGpu = Device::cuda(0);
 
-using anvil::test::args_for;
-using anvil::test::make_list;
-using anvil::test::max_diff;
-using anvil::test::TensorList;
-using anvil::test::variant;
-using anvil::test::VariantHarness;
-
-void check_lists(const TensorList& cpu, const TensorList& gpu, double tol) {
+void check_lists(const test::TensorList& cpu, const test::TensorList& gpu, double tol) {
   const std::string bad = anvil::test::compare_lists(cpu, gpu, tol);
   INFO(bad);
   CHECK(bad.empty());
@@ -61,7 +54,8 @@ TEST_CASE("cuda.custom.sgd matches ref", "[cuda][optim]") {
                                        {0.05, 0.9, 0.0, 0.0, false},
                                        {0.05, 0.9, 0.1, 0.01, false},
                                        {0.05, 0.9, 0.0, 0.001, true}};
-  VariantHarness harness(sgd_update_table(), DeviceType::cuda, static_cast<int>(cases.size()));
+  test::VariantHarness harness(sgd_update_table(), DeviceType::cuda,
+                               static_cast<int>(cases.size()));
   for (const auto& h : cases) anvil::test::check_sgd_variants(harness, dtype, kGpu, h, tol, 3);
   harness.finish();
   CHECK(harness.ran("cuda.custom.sgd") == static_cast<int>(cases.size()));
@@ -71,7 +65,7 @@ TEST_CASE("cuda.custom.adam matches ref", "[cuda][optim]") {
   setup();
   const DType dtype = GENERATE(DType::f32, DType::f64);
   const double wd = GENERATE(0.0, 0.01);
-  VariantHarness harness(adam_update_table(), DeviceType::cuda, 1);
+  test::VariantHarness harness(adam_update_table(), DeviceType::cuda, 1);
   anvil::test::check_adam_variants(harness, dtype, kGpu, wd, dtype == DType::f32 ? 5e-6 : 1e-12, 5);
   harness.finish();
   CHECK(harness.ran("cuda.custom.adam") == 1);
@@ -81,11 +75,11 @@ TEST_CASE("cuda.custom.grad_norm and grad_scale match ref", "[cuda][optim]") {
   setup();
   const DType dtype = GENERATE(DType::f32, DType::f64);
   // Deterministic: the same list gives the same bits.
-  VariantHarness norm(grad_norm_table(), DeviceType::cuda, 1);
+  test::VariantHarness norm(grad_norm_table(), DeviceType::cuda, 1);
   anvil::test::check_grad_norm_variants(norm, dtype, kGpu, 1e-10, true, 7);
   norm.finish();
   CHECK(norm.ran("cuda.custom.grad_norm") == 1);
-  VariantHarness scale(grad_scale_table(), DeviceType::cuda, 1);
+  test::VariantHarness scale(grad_scale_table(), DeviceType::cuda, 1);
   anvil::test::check_grad_scale_variants(scale, dtype, kGpu, 7);
   scale.finish();
   CHECK(scale.ran("cuda.custom.grad_scale") == 1);
@@ -94,21 +88,21 @@ TEST_CASE("cuda.custom.grad_norm and grad_scale match ref", "[cuda][optim]") {
 TEST_CASE("multi-tensor kernels stride over more chunks than blocks", "[cuda][optim]") {
   setup();
   // 17,000,003 elements = 1038 chunks of 16384 > the 1024-block grid, plus a tail tensor.
-  TensorList cpu = make_list(DType::f32, 9, {17000003, 5}), gpu = cpu.to(kGpu);
+  test::TensorList cpu = test::make_list(DType::f32, 9, {17000003, 5}), gpu = cpu.to(kGpu);
   auto ec = cpu.entries(true, false), eg = gpu.entries(true, false);
-  OptimizerArgs ac = args_for(OptimOp::sgd, DType::f32, Device::cpu(), ec);
-  OptimizerArgs ag = args_for(OptimOp::sgd, DType::f32, kGpu, eg);
+  OptimizerArgs ac = test::args_for(OptimOp::sgd, DType::f32, Device::cpu(), ec);
+  OptimizerArgs ag = test::args_for(OptimOp::sgd, DType::f32, kGpu, eg);
   ac.sgd = ag.sgd = SgdHyper{0.1, 0.0, 0.0, 0.0, false};
-  variant(sgd_update_table(), "ref").fn(ac);
-  variant(sgd_update_table(), "cuda.custom.sgd").fn(ag);
+  test::variant(sgd_update_table(), "ref").fn(ac);
+  test::variant(sgd_update_table(), "cuda.custom.sgd").fn(ag);
   check_lists(cpu, gpu, 2e-6);
   double rc = -1, rg = -1;
-  OptimizerArgs nc = args_for(OptimOp::grad_norm, DType::f32, Device::cpu(), ec);
-  OptimizerArgs ng = args_for(OptimOp::grad_norm, DType::f32, kGpu, eg);
+  OptimizerArgs nc = test::args_for(OptimOp::grad_norm, DType::f32, Device::cpu(), ec);
+  OptimizerArgs ng = test::args_for(OptimOp::grad_norm, DType::f32, kGpu, eg);
   nc.result = &rc;
   ng.result = &rg;
-  variant(grad_norm_table(), "ref").fn(nc);
-  variant(grad_norm_table(), "cuda.custom.grad_norm").fn(ng);
+  test::variant(grad_norm_table(), "ref").fn(nc);
+  test::variant(grad_norm_table(), "cuda.custom.grad_norm").fn(ng);
   CHECK(rg == Approx(rc).epsilon(1e-10));
 }
 
@@ -139,7 +133,7 @@ TEST_CASE("SGD, Adam and clip_grad_norm_ on CUDA parameters match the CPU", "[cu
     const double ng = optim::clip_grad_norm_(gpu, 1.0);
     CHECK(ng == Approx(nc).epsilon(1e-6));
     for (std::size_t i = 0; i < cpu.size(); ++i)
-      CHECK(max_diff(cpu[i].grad(), gpu[i].grad()) <= 1e-6);
+      CHECK(test::max_diff(cpu[i].grad(), gpu[i].grad()) <= 1e-6);
   }
   SECTION("SGD with momentum, Nesterov and weight decay") {
     optim::SGDOptions o{0.05, 0.9, 0.0, 0.01, true};
@@ -149,7 +143,7 @@ TEST_CASE("SGD, Adam and clip_grad_norm_ on CUDA parameters match the CPU", "[cu
       sc.step();
       sg.step();
     }
-    for (std::size_t i = 0; i < cpu.size(); ++i) CHECK(max_diff(cpu[i], gpu[i]) <= 1e-5);
+    for (std::size_t i = 0; i < cpu.size(); ++i) CHECK(test::max_diff(cpu[i], gpu[i]) <= 1e-5);
     const auto st = sg.state();
     REQUIRE(st.size() == cpu.size());
     CHECK(st[0].second.device() == kGpu);
@@ -163,7 +157,7 @@ TEST_CASE("SGD, Adam and clip_grad_norm_ on CUDA parameters match the CPU", "[cu
       ac.step();
       ag.step();
     }
-    for (std::size_t i = 0; i < cpu.size(); ++i) CHECK(max_diff(cpu[i], gpu[i]) <= 1e-5);
+    for (std::size_t i = 0; i < cpu.size(); ++i) CHECK(test::max_diff(cpu[i], gpu[i]) <= 1e-5);
   }
 }
 
@@ -188,10 +182,10 @@ TEST_CASE("cuda.custom.dropout draws the mask of ref", "[cuda][dropout]") {
   ag.y = yg.data_ptr();
   ag.mask = mg.data_ptr();
   ag.gen = &gg;
-  variant(dropout_table(), "ref").fn(ac);
-  variant(dropout_table(), "cuda.custom.dropout").fn(ag);
-  CHECK(max_diff(mc, mg) == 0.0);
-  CHECK(max_diff(yc, yg) == 0.0);
+  test::variant(dropout_table(), "ref").fn(ac);
+  test::variant(dropout_table(), "cuda.custom.dropout").fn(ag);
+  CHECK(test::max_diff(mc, mg) == 0.0);
+  CHECK(test::max_diff(yc, yg) == 0.0);
   CHECK(gc.next() == gg.next());  // both drew one seed
 
   // Through autograd: the forward on the GPU, the backward multiplies by the same mask.
@@ -200,9 +194,9 @@ TEST_CASE("cuda.custom.dropout draws the mask of ref", "[cuda][dropout]") {
   Generator gd(77);
   Tensor y = dropout(xr, p, true, &gd);
   CHECK(y.device() == kGpu);
-  CHECK(max_diff(y, yc) == 0.0);
+  CHECK(test::max_diff(y, yc) == 0.0);
   sum(y).backward();
-  CHECK(max_diff(xr.grad(), mc) == 0.0);
+  CHECK(test::max_diff(xr.grad(), mc) == 0.0);
 }
 
 namespace {
@@ -241,7 +235,7 @@ void compare_runs(const Run& cpu, const Run& gpu, double param_tol) {
   REQUIRE(cpu.params.size() == gpu.params.size());
   for (std::size_t i = 0; i < cpu.params.size(); ++i) {
     INFO("parameter " << i << " " << shape_str(cpu.params[i].sizes()));
-    CHECK(max_diff(cpu.params[i], gpu.params[i]) <= param_tol);
+    CHECK(test::max_diff(cpu.params[i], gpu.params[i]) <= param_tol);
   }
 }
 
