@@ -20,47 +20,17 @@
 
 #include "anvil/anvil.h"
 #include "engine/core/views.h"
+#include "helpers/bytes.h"
+#include "helpers/datasets.h"
 
 using namespace anvil;
 namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh directory per test case, removed afterwards.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("anvil_ckpt_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-// The bytes of a tensor in row-major order.
-std::string bytes_of(const Tensor& t) {
-  const Tensor c = raw::contiguous(t);
-  return std::string(static_cast<const char*>(c.data_ptr()), c.nbytes());
-}
-
 bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.sizes() == b.sizes() && bytes_of(a) == bytes_of(b);
+  return a.dtype() == b.dtype() && a.sizes() == b.sizes() &&
+         test::tensor_bytes(a) == test::tensor_bytes(b);
 }
 
 // A safetensors file from a header text and data bytes, built by hand (no anvil code).
@@ -75,10 +45,10 @@ std::string raw_file(const std::string& header, const std::string& data) {
 std::vector<std::pair<std::string, std::string>> snapshot(const nn::Module& m,
                                                           const optim::Optimizer* opt) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& [n, t] : m.named_parameters()) out.emplace_back("p." + n, bytes_of(t));
-  for (const auto& [n, t] : m.named_buffers()) out.emplace_back("b." + n, bytes_of(t));
+  for (const auto& [n, t] : m.named_parameters()) out.emplace_back("p." + n, test::tensor_bytes(t));
+  for (const auto& [n, t] : m.named_buffers()) out.emplace_back("b." + n, test::tensor_bytes(t));
   if (opt)
-    for (const auto& [n, t] : opt->state()) out.emplace_back("o." + n, bytes_of(t));
+    for (const auto& [n, t] : opt->state()) out.emplace_back("o." + n, test::tensor_bytes(t));
   return out;
 }
 
@@ -120,7 +90,7 @@ void train_steps(nn::Module& net, optim::Optimizer& opt, const Batch& b, int ste
 
 TEST_CASE("safetensors round trip is bit-exact for every dtype, 0-d tensors and views",
           "[checkpoint]") {
-  TempDir dir;
+  test::ScratchDir dir("ckpt");
   const std::string path = dir.file("t.safetensors");
   Generator g(7);
   const float inf = std::numeric_limits<float>::infinity();
@@ -162,12 +132,12 @@ TEST_CASE("safetensors round trip is bit-exact for every dtype, 0-d tensors and 
   // Saving again replaces the file and leaves no temporary file behind.
   save_safetensors(path, {{"only", Tensor::ones({2})}});
   CHECK(load_safetensors(path).tensors.size() == 1);
-  CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
+  CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 1);
 }
 
 TEST_CASE("safetensors files follow the format byte for byte", "[checkpoint]") {
   // Checked by hand here, independently of load_safetensors.
-  TempDir dir;
+  test::ScratchDir dir("ckpt");
   const std::string path = dir.file("layout.safetensors");
   const Tensor a = Tensor::from_vector(std::vector<float>{1.f, 2.f, 3.f, 4.f, 5.f, 6.f}, {2, 3});
   const Tensor b = Tensor::from_vector(std::vector<std::int64_t>{-1, 1LL << 40}, {2});
@@ -175,7 +145,7 @@ TEST_CASE("safetensors files follow the format byte for byte", "[checkpoint]") {
   const Tensor d = Tensor::from_vector(std::vector<std::int32_t>{-7}, {1, 1});
   save_safetensors(path, {{"a", a}, {"b", b}, {"c", c}, {"d", d}}, {{"k", "v"}});
 
-  const std::string bytes = read_bytes(path);
+  const std::string bytes = test::read_file(path);
   REQUIRE(bytes.size() >= 8);
   std::uint64_t n = 0;
   for (int i = 7; i >= 0; --i)
@@ -228,9 +198,9 @@ TEST_CASE("safetensors reads a file written by the reference implementation", "[
       64);
   // The 8-byte little-endian header length 296 = 0x128, as the reference wrote it.
   const std::string bytes = std::string("\x28\x01\x00\x00\x00\x00\x00\x00", 8) + header + data;
-  TempDir dir;
+  test::ScratchDir dir("ckpt");
   const std::string path = dir.file("python.safetensors");
-  write_bytes(path, bytes);
+  test::overwrite_file(path, bytes);
   const SafetensorsFile f = load_safetensors(path);
   CHECK(f.metadata ==
         std::map<std::string, std::string>{{"format", "np"}, {"note", "from python"}});
@@ -244,7 +214,7 @@ TEST_CASE("safetensors reads a file written by the reference implementation", "[
 }
 
 TEST_CASE("a killed writer leaves the old file intact", "[checkpoint]") {
-  TempDir dir;
+  test::ScratchDir dir("ckpt");
   const std::string path = dir.file("ckpt.safetensors");
   const Tensor old = Tensor::arange(1000, DType::f32);
   save_safetensors(path, {{"w", old}}, {{"version", "old"}});
@@ -309,14 +279,14 @@ TEST_CASE("a killed writer leaves the old file intact", "[checkpoint]") {
 }
 
 TEST_CASE("a failed save removes its temporary file and keeps the old one", "[checkpoint]") {
-  TempDir dir;
+  test::ScratchDir dir("ckpt");
   SECTION("missing directory") {
     const std::string path = dir.file("missing/sub/x.safetensors");
     CHECK_THROWS_WITH(save_safetensors(path, {{"a", Tensor::ones({2})}}),
                       Catch::Contains("save_safetensors") && Catch::Contains(path) &&
                           Catch::Contains("cannot create temporary file"));
-    CHECK_FALSE(fs::exists(dir.path / "missing"));
-    CHECK(fs::is_empty(dir.path));
+    CHECK_FALSE(fs::exists(dir.path() / "missing"));
+    CHECK(fs::is_empty(dir.path()));
   }
   SECTION("an error in the middle of writing") {
     const std::string path = dir.file("x.safetensors");
@@ -328,7 +298,7 @@ TEST_CASE("a failed save removes its temporary file and keeps the old one", "[ch
                       Catch::Contains("simulated I/O error"));
     detail::set_safetensors_write_hook({});
     CHECK(same_bits(load_safetensors(path).at("a"), Tensor::ones({2})));
-    CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
+    CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 1);
   }
   SECTION("bad arguments are rejected before anything is written") {
     const std::string path = dir.file("y.safetensors");
@@ -340,18 +310,18 @@ TEST_CASE("a failed save removes its temporary file and keeps the old one", "[ch
                       Catch::Contains("'u' is undefined"));
     CHECK_THROWS_WITH(save_safetensors(path, {{"\xff", Tensor::ones({1})}}),
                       Catch::Contains("cannot encode the header"));
-    CHECK(fs::is_empty(dir.path));
+    CHECK(fs::is_empty(dir.path()));
   }
 }
 
 TEST_CASE("malformed safetensors files are rejected with the file and the problem",
           "[checkpoint]") {
-  TempDir dir;
+  test::ScratchDir dir("ckpt");
   const std::string path = dir.file("bad.safetensors");
   save_safetensors(path, {{"a", Tensor::arange(4)}, {"b", Tensor::arange(3, DType::f64)}});
-  const std::string good = read_bytes(path);
+  const std::string good = test::read_file(path);
   auto rejects = [&](const std::string& bytes, const std::string& what) {
-    write_bytes(path, bytes);
+    test::overwrite_file(path, bytes);
     INFO(what);
     CHECK_THROWS_WITH(load_safetensors(path), Catch::Contains("load_safetensors") &&
                                                   Catch::Contains(path) && Catch::Contains(what));
@@ -410,7 +380,7 @@ TEST_CASE("malformed safetensors files are rejected with the file and the proble
           "ill-formed UTF-8");  // a name that is not UTF-8
   CHECK_THROWS_WITH(load_safetensors(dir.file("nothing.safetensors")),
                     Catch::Contains("cannot open") && Catch::Contains("nothing.safetensors"));
-  CHECK_THROWS_WITH(load_safetensors(dir.path.string()), Catch::Contains("not a regular file"));
+  CHECK_THROWS_WITH(load_safetensors(dir.path().string()), Catch::Contains("not a regular file"));
 }
 
 // ---- generator and optimizer state --------------------------------------------------------
@@ -505,7 +475,7 @@ TEST_CASE("optimizer state exports only what exists and checks what it loads", "
 }
 
 TEST_CASE("checkpoint round trip of a model with buffers and Adam is bit-exact", "[checkpoint]") {
-  TempDir dir;
+  test::ScratchDir dir("ckpt");
   const std::string path = dir.file("ckpt.safetensors");
   auto make = [](std::uint64_t seed) {
     Generator g(seed);
@@ -562,7 +532,7 @@ namespace {
 // 6 steps straight vs 3 steps, checkpoint, fresh model and optimizer (other init), load, 3 steps.
 template <typename MakeOpt>
 void check_resume_is_bit_exact(MakeOpt make_opt) {
-  TempDir dir;
+  test::ScratchDir dir("ckpt");
   const std::string path = dir.file("resume.safetensors");
   const Batch b = fixed_batch();
 
@@ -626,7 +596,7 @@ TEST_CASE("resuming from a checkpoint is bit-exact with SGD momentum and dropout
 }
 
 TEST_CASE("checkpoints that do not fit are rejected and change nothing", "[checkpoint]") {
-  TempDir dir;
+  test::ScratchDir dir("ckpt");
   const std::string path = dir.file("mlp.safetensors");
   auto net = small_mlp(1);
   optim::Adam adam(net->parameters(), {});
@@ -685,8 +655,8 @@ TEST_CASE("checkpoints that do not fit are rejected and change nothing", "[check
                       Catch::Contains("format version 99, this build reads version 1"));
   }
   SECTION("a truncated checkpoint") {
-    const std::string bytes = read_bytes(path);
-    write_bytes(path, bytes.substr(0, bytes.size() / 2));
+    const std::string bytes = test::read_file(path);
+    test::overwrite_file(path, bytes.substr(0, bytes.size() / 2));
     CHECK_THROWS_WITH(optim::load_checkpoint(path, *net, &adam),
                       Catch::Contains(path) && Catch::Contains("lie outside the data section"));
   }

@@ -16,32 +16,13 @@
 
 #include "anvil/anvil.h"
 #include "engine/core/views.h"
+#include "helpers/bytes.h"
+#include "helpers/datasets.h"
 
 using namespace anvil;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("anvil_ckpt_tx_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string bytes_of(const Tensor& t) {
-  const Tensor c = raw::contiguous(t);
-  return std::string(static_cast<const char*>(c.data_ptr()), c.nbytes());
-}
 
 // A conv net with buffers (BatchNorm running statistics) and a Dropout layer with its own
 // generator (module extra state), initialised from `seed`.
@@ -73,23 +54,13 @@ void train(nn::Module& net, optim::Optimizer& opt, std::uint64_t seed, int steps
 // Everything load_checkpoint may change, as text and bytes.
 std::map<std::string, std::string> everything(const nn::Module& net, const optim::Optimizer& opt) {
   std::map<std::string, std::string> out;
-  for (const auto& [n, t] : net.named_parameters()) out["param." + n] = bytes_of(t);
-  for (const auto& [n, t] : net.named_buffers()) out["buffer." + n] = bytes_of(t);
-  for (const auto& [n, t] : opt.state()) out["optim." + n] = bytes_of(t);
+  for (const auto& [n, t] : net.named_parameters()) out["param." + n] = test::tensor_bytes(t);
+  for (const auto& [n, t] : net.named_buffers()) out["buffer." + n] = test::tensor_bytes(t);
+  for (const auto& [n, t] : opt.state()) out["optim." + n] = test::tensor_bytes(t);
   for (const auto& [k, v] : opt.state_metadata()) out["optim_meta." + k] = v;
   for (const auto& [k, v] : net.named_extra_state()) out["extra." + k] = v;
   out["default_generator"] = default_generator().state();
   return out;
-}
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 // One corruption: edits the parsed file (tensors, metadata) or, when `raw` is set, the bytes.
@@ -119,7 +90,7 @@ Tensor& tensor(SafetensorsFile& f, const std::string& name) {
 
 TEST_CASE("a corrupt checkpoint changes neither model, optimizer nor generators",
           "[checkpoint][transactional]") {
-  TempDir dir;
+  test::ScratchDir dir("ckpt_tx");
   const std::string good = dir.file("good.safetensors");
   {
     auto src = make_net(1);
@@ -195,12 +166,12 @@ TEST_CASE("a corrupt checkpoint changes neither model, optimizer nor generators"
        }},
   };
 
-  const std::string good_bytes = read_bytes(good);
+  const std::string good_bytes = test::read_file(good);
   for (const Corruption& c : corruptions) {
     INFO("corruption: " << c.what);
     const std::string bad = dir.file("bad.safetensors");
     if (c.raw) {
-      write_bytes(bad, c.raw(good_bytes));
+      test::overwrite_file(bad, c.raw(good_bytes));
     } else {
       SafetensorsFile f = load_safetensors(good);
       c.edit(f);

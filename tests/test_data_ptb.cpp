@@ -24,33 +24,6 @@ using anvil::test::ptb_dir;
 using anvil::test::ptb_file;
 namespace fs = std::filesystem;
 
-namespace {
-
-// A scratch folder for generated files, removed at the end of the test case.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() /
-           ("anvil_ptb_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string write(const std::string& name, const std::string& bytes) const {
-    const fs::path p = path / name;
-    std::ofstream(p, std::ios::binary) << bytes;
-    return p.string();
-  }
-  static int& counter() {
-    static int n = 0;
-    return n;
-  }
-};
-
-}  // namespace
-
 // ---- real files ---------------------------------------------------------------------------------
 
 TEST_CASE("PTB valid and test files have the documented token counts", "[data][ptb]") {
@@ -133,9 +106,9 @@ TEST_CASE("PTB reader maps the real files to ids and round-trips through the voc
 }
 
 TEST_CASE("PTB vocabulary saves and loads with the same ids", "[data][ptb]") {
-  TempDir dir;
+  test::ScratchDir dir("ptb");
   const Vocabulary vocab = Vocabulary::build(ptb_file("ptb.valid.txt"));
-  const std::string path = (dir.path / "vocab.txt").string();
+  const std::string path = (dir.path() / "vocab.txt").string();
   vocab.save(path);
   const Vocabulary back = Vocabulary::load(path);
   CHECK(back.size() == vocab.size());
@@ -149,7 +122,7 @@ TEST_CASE("PTB vocabulary saves and loads with the same ids", "[data][ptb]") {
 // ---- small generated files ----------------------------------------------------------------------
 
 TEST_CASE("PTB reader tokenises on whitespace and appends eos per line", "[data][ptb]") {
-  TempDir dir;
+  test::ScratchDir dir("ptb");
   // Tabs, runs of spaces, CRLF, a blank line (one <eos>), no newline at the end of the last line.
   const std::string path = dir.write("small.txt", " a b  a\t c \r\n\nb a\n c");
   CHECK(read_ptb_words(path) == std::vector<std::string>{"a", "b", "a", "c", "<eos>", "<eos>", "b",
@@ -175,10 +148,10 @@ TEST_CASE("PTB vocabulary lookups reject unknown words and ids", "[data][ptb]") 
 
 TEST_CASE("PTB malformed files are rejected with the file and the problem named",
           "[data][ptb][errors]") {
-  TempDir dir;
+  test::ScratchDir dir("ptb");
   const Vocabulary vocab(std::vector<std::string>{"<eos>", "<unk>", "a", "b"});
 
-  const std::string missing = (dir.path / "nope.txt").string();
+  const std::string missing = (dir.path() / "nope.txt").string();
   CHECK_THROWS_WITH(read_ptb_ids(missing, vocab), Catch::Contains("read_ptb_ids") &&
                                                       Catch::Contains("nope.txt") &&
                                                       Catch::Contains("no such file"));
@@ -186,7 +159,7 @@ TEST_CASE("PTB malformed files are rejected with the file and the problem named"
                     Catch::Contains("Vocabulary::build") && Catch::Contains("nope.txt"));
   CHECK_THROWS_WITH(Vocabulary::load(missing),
                     Catch::Contains("Vocabulary::load") && Catch::Contains("no such file"));
-  CHECK_THROWS_WITH(read_ptb_ids(dir.path.string(), vocab), Catch::Contains("is a directory"));
+  CHECK_THROWS_WITH(read_ptb_ids(dir.path().string(), vocab), Catch::Contains("is a directory"));
 
   const std::string empty = dir.write("empty.txt", "");
   CHECK_THROWS_WITH(read_ptb_ids(empty, vocab),
@@ -235,7 +208,7 @@ TEST_CASE("PTB malformed files are rejected with the file and the problem named"
 
 TEST_CASE("PTB vocabulary files with duplicates or blank lines are rejected",
           "[data][ptb][errors]") {
-  TempDir dir;
+  test::ScratchDir dir("ptb");
   const std::string dup = dir.write("dup_vocab.txt", "<eos>\nthe\n<unk>\nof\nthe\n");
   CHECK_THROWS_WITH(Vocabulary::load(dup),
                     Catch::Contains("Vocabulary::load") && Catch::Contains("dup_vocab.txt") &&

@@ -49,6 +49,7 @@ ScratchDir::ScratchDir(const std::string& tag) {
   static std::atomic<int> counter{0};
   path_ = std::filesystem::temp_directory_path() /
           ("anvil_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  std::filesystem::remove_all(path_);  // a stale folder of an earlier process with this pid
   std::filesystem::create_directories(path_);
 }
 

@@ -32,6 +32,8 @@ class ScratchDir {
   ScratchDir& operator=(const ScratchDir&) = delete;
 
   const std::filesystem::path& path() const { return path_; }
+  // path()/name as a string (nothing is created).
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
   // Writes `bytes` to path()/name (creating sub-folders) and returns the full path.
   std::string write(const std::string& name, const std::vector<std::uint8_t>& bytes) const;
   std::string write(const std::string& name, const std::string& bytes) const;
