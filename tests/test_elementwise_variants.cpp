@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <sstream>
 #include <string>
 
 #include "engine/core/random.h"
@@ -14,6 +15,7 @@
 #include "engine/dispatch/elementwise_problem.h"
 #include "engine/ops/elementwise.h"
 #include "helpers/gradcheck.h"
+#include "helpers/variant_harness.h"
 #include "kernels/register.h"
 
 using namespace anvil;
@@ -153,40 +155,56 @@ double worst_rel(const std::vector<double>& got, const std::vector<double>& want
 TEST_CASE("every elementwise variant computes every op on every layout",
           "[elementwise][variants]") {
   register_builtin_kernels();
+  // Every CPU variant runs every problem (tests/helpers/variant_harness.h), against the op's
+  // formula in double (rounded to f32 for f32).
+  test::VariantHarness harness(elementwise_table(), DeviceType::cpu, 1);
+  harness.require_all();
   std::uint64_t seed = 1;
-  for (const auto& v : elementwise_table().variants()) {
-    for (DType dt : {DType::f32, DType::f64, DType::i32, DType::i64}) {
-      const bool is_int = dt == DType::i32 || dt == DType::i64;
-      const double tol = dt == DType::f32 ? 4e-6 : dt == DType::f64 ? 1e-13 : 0.0;
-      for (const auto& spec : op_specs()) {
-        if (is_int && !ew_allows_integers(spec.op)) continue;
-        for (const auto& layout : layouts()) {
-          const bool large = std::string(layout.name).find("large") != std::string::npos;
-          if (large && (dt == DType::f64 || dt == DType::i32)) continue;
-          Generator g(++seed);
-          auto [a, b] = layout.make(dt, spec.positive_a, g);
-          const bool binary = ew_arity(spec.op) == 2;
-          // Scalars the integer kernels can represent exactly.
-          const double s = is_int ? 3.0 : kScalar, alpha = is_int ? 2.0 : kAlpha;
-          ForceVariant force("elementwise", v.name);
-          Tensor out = binary ? ops::binary(spec.op, a, b, alpha, s) : ops::unary(spec.op, a, s);
-          const Shape shape = out.sizes();
-          const auto av = values_f64(raw::expand(a, shape));
-          const auto bv = binary ? values_f64(raw::expand(b, shape)) : av;
-          std::vector<double> want(av.size());
-          for (std::size_t i = 0; i < av.size(); ++i) {
-            want[i] = spec.f(av[i], bv[i], s, alpha);
-            if (dt == DType::f32) want[i] = static_cast<float>(want[i]);
-          }
-          INFO("variant " << v.name << ", " << ew_name(spec.op) << " " << dtype_name(dt) << ", "
-                          << layout.name << " " << shape_str(a.sizes()) << " / "
-                          << shape_str(b.sizes()));
-          CHECK(out.dtype() == dt);
-          CHECK(worst_rel(values_f64(out), want) <= tol);
+  for (DType dt : {DType::f32, DType::f64, DType::i32, DType::i64}) {
+    const bool is_int = dt == DType::i32 || dt == DType::i64;
+    const double tol = dt == DType::f32 ? 4e-6 : dt == DType::f64 ? 1e-13 : 0.0;
+    for (const auto& spec : op_specs()) {
+      if (is_int && !ew_allows_integers(spec.op)) continue;
+      for (const auto& layout : layouts()) {
+        const bool large = std::string(layout.name).find("large") != std::string::npos;
+        if (large && (dt == DType::f64 || dt == DType::i32)) continue;
+        Generator g(++seed);
+        auto [a, b] = layout.make(dt, spec.positive_a, g);
+        const bool binary = ew_arity(spec.op) == 2;
+        // Scalars the integer kernels can represent exactly.
+        const double s = is_int ? 3.0 : kScalar, alpha = is_int ? 2.0 : kAlpha;
+        const Shape shape =
+            binary ? raw::broadcast_shapes(a.sizes(), b.sizes(), "test") : a.sizes();
+        const auto av = values_f64(raw::expand(a, shape));
+        const auto bv = binary ? values_f64(raw::expand(b, shape)) : av;
+        std::vector<double> want(av.size());
+        for (std::size_t i = 0; i < av.size(); ++i) {
+          want[i] = spec.f(av[i], bv[i], s, alpha);
+          if (dt == DType::f32) want[i] = static_cast<float>(want[i]);
         }
+        // The problem ops::unary / ops::binary build (engine/ops/elementwise.cpp).
+        ElementwiseProblem p;
+        p.op = spec.op;
+        p.dtype = dt;
+        p.numel = static_cast<std::int64_t>(want.size());
+        p.contiguous = a.is_contiguous() && a.sizes() == shape &&
+                       (!binary || (b.is_contiguous() && b.sizes() == shape));
+        const std::string label =
+            std::string(layout.name) + " " + shape_str(a.sizes()) + " / " + shape_str(b.sizes());
+        harness.run(elementwise_table(), p, label, [&](const ElementwiseTable::Variant&) {
+          const Tensor out =
+              binary ? ops::binary(spec.op, a, b, alpha, s) : ops::unary(spec.op, a, s);
+          std::ostringstream bad;
+          if (out.dtype() != dt) bad << "output dtype " << dtype_name(out.dtype()) << "; ";
+          const double worst = worst_rel(values_f64(out), want);
+          if (!(worst <= tol))
+            bad << "worst |got - want| / (1 + |want|) = " << worst << " > " << tol;
+          return bad.str();
+        });
       }
     }
   }
+  harness.finish();
 }
 
 TEST_CASE("every elementwise variant writes into strided and aliased outputs",

@@ -15,6 +15,7 @@
 #include "engine/dispatch/dropout_problem.h"
 #include "engine/dispatch/optimizer_problem.h"
 #include "engine/optim/optimizer.h"
+#include "helpers/gradcheck.h"
 #include "helpers/optimizer_cases.h"
 #include "helpers/variant_harness.h"
 #include "kernels/dropout_philox.h"
@@ -143,7 +144,7 @@ TEST_CASE("SGD and clip_grad_norm_ dispatch through the tables", "[optim][varian
     ForceVariant f("sgd_update", "ref");
     sb.step();
   }
-  for (std::size_t i = 0; i < a.size(); ++i) CHECK(test::max_diff(a[i], b[i]) <= 1e-6);
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(test::max_abs_diff(a[i], b[i]) <= 1e-6);
 
   // A forced variant that cannot run the problem is an error naming it, never a fallback.
   ForceVariant f("sgd_update", "cuda.custom.sgd");
@@ -191,7 +192,7 @@ TEST_CASE("dropout ref (Philox) is reproducible and keeps about 1-p", "[dropout]
   Generator h1(9), h2(9);
   Tensor y1 = dropout(x, p, true, &h1);
   Tensor y2 = dropout(x, p, true, &h2);
-  CHECK(test::max_diff(y1, y2) == 0.0);
+  CHECK(test::max_abs_diff(y1, y2) == 0.0);
   const float scale = static_cast<float>(1.0 / (1.0 - p));
   std::int64_t kept = 0;
   const float* px = x.data<float>();
@@ -208,7 +209,7 @@ TEST_CASE("dropout ref (Philox) is reproducible and keeps about 1-p", "[dropout]
   CHECK(frac == Approx(1.0 - p).margin(0.02));
   // The next call draws a new seed: a different mask.
   Tensor y3 = dropout(x, p, true, &h1);
-  CHECK(test::max_diff(y1, y3) > 0.0);
+  CHECK(test::max_abs_diff(y1, y3) > 0.0);
   // Gradient: the same mask.
   Tensor xr = x.clone();
   xr.set_requires_grad(true);

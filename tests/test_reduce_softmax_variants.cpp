@@ -16,6 +16,7 @@
 #include "engine/ops/reduce.h"
 #include "engine/ops/softmax.h"
 #include "helpers/gradcheck.h"
+#include "helpers/variant_harness.h"
 #include "kernels/register.h"
 
 using namespace anvil;
@@ -35,25 +36,47 @@ std::vector<std::string> cpu_variants(const Table& table) {
     if (v.device == DeviceType::cpu) out.push_back(v.name);
   return out;
 }
-// fn() under every CPU variant of `op`, each compared with the `ref` result.
-template <typename Fn>
-void against_ref(const char* op, const std::vector<std::string>& names, Fn&& fn, double tol,
-                 const std::string& what) {
+// fn() under every CPU variant of `table` (tests/helpers/variant_harness.h), each compared with
+// the `ref` result. `problem` is the problem of fn's table calls that supports() is asked about
+// (fn may make several; a variant that then declines one fails with the forced-variant error).
+template <typename Problem, typename Args, typename Fn>
+void against_ref(test::VariantHarness& harness, const VariantTable<Problem, Args>& table,
+                 const Problem& problem, Fn&& fn, double tol, const std::string& what) {
   std::vector<Tensor> expect;
   {
-    ForceVariant force(op, "ref");
+    ForceVariant force(table.op(), "ref");
     expect = fn();
   }
-  for (const auto& name : names) {
-    ForceVariant force(op, name);
+  harness.run(table, problem, what, [&](const typename VariantTable<Problem, Args>::Variant&) {
     const std::vector<Tensor> got = fn();
-    REQUIRE(got.size() == expect.size());
+    if (got.size() != expect.size()) return std::string("wrong number of outputs");
+    std::string bad;
     for (std::size_t i = 0; i < got.size(); ++i) {
-      INFO(op << " variant " << name << ": " << what << " output " << i);
-      CHECK(got[i].sizes() == expect[i].sizes());
-      CHECK(max_abs_diff(got[i], expect[i]) <= tol);
+      const std::string out = "output " + std::to_string(i);
+      if (got[i].sizes() != expect[i].sizes())
+        bad += out + " has shape " + shape_str(got[i].sizes()) + ", ref " +
+               shape_str(expect[i].sizes()) + "; ";
+      else
+        bad += test::compare(out, got[i], expect[i], tol);
     }
-  }
+    return bad;
+  });
+}
+ReduceProblem reduce_problem(ReduceOp op, const Tensor& x) {
+  ReduceProblem p;
+  p.op = op;
+  p.dtype = x.dtype();
+  p.reduce = x.numel();
+  return p;
+}
+SoftmaxProblem softmax_problem(SoftmaxOp op, const Tensor& x, DType index_dtype = DType::i64) {
+  SoftmaxProblem p;
+  p.op = op;
+  p.dtype = x.dtype();
+  p.index_dtype = index_dtype;
+  p.cols = x.sizes().back();
+  p.rows = x.numel() / p.cols;
+  return p;
 }
 }  // namespace
 
@@ -87,6 +110,8 @@ TEST_CASE("reduce and softmax tables list cpu.omp first and ref last",
 TEST_CASE("every CPU reduce variant agrees with ref", "[reduce][variants]") {
   register_builtin_kernels();
   const auto names = cpu_variants(reduce_table());
+  test::VariantHarness harness(reduce_table(), DeviceType::cpu, 1);
+  harness.require_all();
   for (DType dt : {DType::f32, DType::f64}) {
     for (const Shape& shape :
          {Shape{4, 5, 6}, Shape{3, 1, 7, 2}, Shape{300, 257}, Shape{64, 40, 33}}) {
@@ -97,7 +122,7 @@ TEST_CASE("every CPU reduce variant agrees with ref", "[reduce][variants]") {
         for (std::int64_t d = 0; d < nd; ++d)
           if (mask & (1 << d)) dims.push_back(d);
         against_ref(
-            "reduce", names,
+            harness, reduce_table(), reduce_problem(ReduceOp::sum, x),
             [&] {
               return std::vector<Tensor>{ops::sum(x, dims), ops::mean(x, dims, true)};
             },
@@ -105,7 +130,7 @@ TEST_CASE("every CPU reduce variant agrees with ref", "[reduce][variants]") {
       }
       for (std::int64_t d = 0; d < nd; ++d)
         against_ref(
-            "reduce", names,
+            harness, reduce_table(), reduce_problem(ReduceOp::max, x),
             [&] {
               auto [v, i] = ops::max(x, d);
               return std::vector<Tensor>{v, i};
@@ -113,6 +138,7 @@ TEST_CASE("every CPU reduce variant agrees with ref", "[reduce][variants]") {
             0.0, shape_str(shape) + " max dim " + std::to_string(d));
     }
   }
+  harness.finish();
   // Ties keep the first index, NaN wins and sticks to its first position.
   constexpr float nan = std::numeric_limits<float>::quiet_NaN();
   const Tensor s = Tensor::from_vector(std::vector<float>{2, 2, 1, 1, 1, nan, 3, nan}, {2, 4});
@@ -127,6 +153,8 @@ TEST_CASE("every CPU reduce variant agrees with ref", "[reduce][variants]") {
 TEST_CASE("every CPU softmax variant agrees with ref", "[softmax][variants]") {
   register_builtin_kernels();
   const auto names = cpu_variants(softmax_table());
+  test::VariantHarness harness(softmax_table(), DeviceType::cpu, 1);
+  harness.require_all();
   for (DType dt : {DType::f32, DType::f64}) {
     const double tol = dt == DType::f32 ? 2e-6 : 1e-13;
     for (const Shape& shape :
@@ -134,7 +162,8 @@ TEST_CASE("every CPU softmax variant agrees with ref", "[softmax][variants]") {
       const Tensor x = rnd(shape, -6, 6, 11, dt), dy = rnd(shape, -1, 1, 12, dt);
       for (bool log : {false, true})
         against_ref(
-            "softmax", names,
+            harness, softmax_table(),
+            softmax_problem(log ? SoftmaxOp::log_softmax : SoftmaxOp::softmax, x),
             [&] {
               Tensor y = log ? ops::log_softmax(x) : ops::softmax(x);
               return std::vector<Tensor>{y, ops::softmax_backward(y, dy, log)};
@@ -146,7 +175,7 @@ TEST_CASE("every CPU softmax variant agrees with ref", "[softmax][variants]") {
         const Tensor x = rnd(shape, -5, 5, 13, dt);
         const Tensor t = rnd({shape[0]}, 0, static_cast<double>(shape[1]) - 0.01, 14, it);
         against_ref(
-            "softmax", names,
+            harness, softmax_table(), softmax_problem(SoftmaxOp::cross_entropy_forward, x, it),
             [&] {
               auto [loss, lse] = ops::cross_entropy_forward(x, t);
               return std::vector<Tensor>{loss, lse, ops::cross_entropy_backward(x, t, lse, 0.25)};
@@ -155,6 +184,7 @@ TEST_CASE("every CPU softmax variant agrees with ref", "[softmax][variants]") {
       }
     }
   }
+  harness.finish();
   // Special rows: all -inf, +inf present, NaN present.
   constexpr float inf = std::numeric_limits<float>::infinity();
   constexpr float nan = std::numeric_limits<float>::quiet_NaN();
@@ -184,6 +214,8 @@ TEST_CASE("every CPU variant of the cross-entropy forward with gradient agrees w
           "[softmax][variants]") {
   register_builtin_kernels();
   const auto names = cpu_variants(softmax_table());
+  test::VariantHarness harness(softmax_table(), DeviceType::cpu, 1);
+  harness.require_all();
   for (DType dt : {DType::f32, DType::f64}) {
     const double tol = dt == DType::f32 ? 2e-6 : 1e-13;
     // Column counts around the 16-lane vectors and the 1024-element chunks; row counts below and
@@ -194,7 +226,7 @@ TEST_CASE("every CPU variant of the cross-entropy forward with gradient agrees w
         const Tensor x = rnd(shape, -8, 8, 15, dt);
         const Tensor t = rnd({shape[0]}, 0, static_cast<double>(shape[1]) - 0.01, 16, it);
         against_ref(
-            "softmax", names,
+            harness, softmax_table(), softmax_problem(SoftmaxOp::cross_entropy_forward_grad, x, it),
             [&] {
               auto r = ops::cross_entropy_forward_grad(x, t, false, true);
               return std::vector<Tensor>{r.losses, r.lse, r.grad, r.col_sums};
@@ -222,6 +254,7 @@ TEST_CASE("every CPU variant of the cross-entropy forward with gradient agrees w
       }
     }
   }
+  harness.finish();
   // Special rows (all -inf, +inf present, NaN present): the lse conventions of the plain forward.
   constexpr float inf = std::numeric_limits<float>::infinity();
   constexpr float nan = std::numeric_limits<float>::quiet_NaN();

@@ -11,6 +11,7 @@
 
 #include "anvil/anvil.h"
 #include "engine/ops/softmax.h"
+#include "helpers/gradcheck.h"
 #include "kernels/cpu/vec_math.h"
 
 using namespace anvil;
@@ -114,20 +115,14 @@ TEST_CASE("f32 softmax and cross-entropy kernels against float64", "[vec_math][s
     Tensor g32 = g.to(DType::f32);
     Tensor b32 = ops::softmax_backward(ls32, g32, true);
     Tensor b64 = ops::softmax_backward(ls32.to(DType::f64), g32.to(DType::f64), true);
-    auto max_diff = [](const Tensor& a, const Tensor& b) {
-      Tensor ad = a.to(DType::f64).contiguous(), bd = b.contiguous();
-      double m = 0;
-      for (std::int64_t i = 0; i < ad.numel(); ++i)
-        m = std::max(m, std::fabs(ad.data<double>()[i] - bd.data<double>()[i]));
-      return m;
-    };
+    using anvil::test::max_abs_diff;  // NaN counts as the largest difference
     INFO("cols = " << cols);
-    CHECK(max_diff(lse32, lse64) < 5e-5);
-    CHECK(max_diff(l32, l64) < 5e-5);
-    CHECK(max_diff(d32, d64) < 1e-5);
-    CHECK(max_diff(s32, s64) < 1e-5);
-    CHECK(max_diff(ls32, ls64) < 5e-5);
-    CHECK(max_diff(b32, b64) < 5e-5);
+    CHECK(max_abs_diff(lse32, lse64) < 5e-5);
+    CHECK(max_abs_diff(l32, l64) < 5e-5);
+    CHECK(max_abs_diff(d32, d64) < 1e-5);
+    CHECK(max_abs_diff(s32, s64) < 1e-5);
+    CHECK(max_abs_diff(ls32, ls64) < 5e-5);
+    CHECK(max_abs_diff(b32, b64) < 5e-5);
   }
 }
 

@@ -19,6 +19,7 @@
 #include "engine/dispatch/gemm_problem.h"
 #include "engine/dispatch/optimizer_problem.h"
 #include "engine/optim/optimizer.h"
+#include "helpers/gradcheck.h"
 #include "helpers/optimizer_cases.h"
 #include "helpers/variant_harness.h"
 #include "kernels/register.h"
@@ -133,7 +134,7 @@ TEST_CASE("SGD, Adam and clip_grad_norm_ on CUDA parameters match the CPU", "[cu
     const double ng = optim::clip_grad_norm_(gpu, 1.0);
     CHECK(ng == Approx(nc).epsilon(1e-6));
     for (std::size_t i = 0; i < cpu.size(); ++i)
-      CHECK(test::max_diff(cpu[i].grad(), gpu[i].grad()) <= 1e-6);
+      CHECK(test::max_abs_diff(cpu[i].grad(), gpu[i].grad()) <= 1e-6);
   }
   SECTION("SGD with momentum, Nesterov and weight decay") {
     optim::SGDOptions o{0.05, 0.9, 0.0, 0.01, true};
@@ -143,7 +144,7 @@ TEST_CASE("SGD, Adam and clip_grad_norm_ on CUDA parameters match the CPU", "[cu
       sc.step();
       sg.step();
     }
-    for (std::size_t i = 0; i < cpu.size(); ++i) CHECK(test::max_diff(cpu[i], gpu[i]) <= 1e-5);
+    for (std::size_t i = 0; i < cpu.size(); ++i) CHECK(test::max_abs_diff(cpu[i], gpu[i]) <= 1e-5);
     const auto st = sg.state();
     REQUIRE(st.size() == cpu.size());
     CHECK(st[0].second.device() == kGpu);
@@ -157,7 +158,7 @@ TEST_CASE("SGD, Adam and clip_grad_norm_ on CUDA parameters match the CPU", "[cu
       ac.step();
       ag.step();
     }
-    for (std::size_t i = 0; i < cpu.size(); ++i) CHECK(test::max_diff(cpu[i], gpu[i]) <= 1e-5);
+    for (std::size_t i = 0; i < cpu.size(); ++i) CHECK(test::max_abs_diff(cpu[i], gpu[i]) <= 1e-5);
   }
 }
 
@@ -184,8 +185,8 @@ TEST_CASE("cuda.custom.dropout draws the mask of ref", "[cuda][dropout]") {
   ag.gen = &gg;
   test::variant(dropout_table(), "ref").fn(ac);
   test::variant(dropout_table(), "cuda.custom.dropout").fn(ag);
-  CHECK(test::max_diff(mc, mg) == 0.0);
-  CHECK(test::max_diff(yc, yg) == 0.0);
+  CHECK(test::max_abs_diff(mc, mg) == 0.0);
+  CHECK(test::max_abs_diff(yc, yg) == 0.0);
   CHECK(gc.next() == gg.next());  // both drew one seed
 
   // Through autograd: the forward on the GPU, the backward multiplies by the same mask.
@@ -194,9 +195,9 @@ TEST_CASE("cuda.custom.dropout draws the mask of ref", "[cuda][dropout]") {
   Generator gd(77);
   Tensor y = dropout(xr, p, true, &gd);
   CHECK(y.device() == kGpu);
-  CHECK(test::max_diff(y, yc) == 0.0);
+  CHECK(test::max_abs_diff(y, yc) == 0.0);
   sum(y).backward();
-  CHECK(test::max_diff(xr.grad(), mc) == 0.0);
+  CHECK(test::max_abs_diff(xr.grad(), mc) == 0.0);
 }
 
 namespace {
@@ -235,7 +236,7 @@ void compare_runs(const Run& cpu, const Run& gpu, double param_tol) {
   REQUIRE(cpu.params.size() == gpu.params.size());
   for (std::size_t i = 0; i < cpu.params.size(); ++i) {
     INFO("parameter " << i << " " << shape_str(cpu.params[i].sizes()));
-    CHECK(test::max_diff(cpu.params[i], gpu.params[i]) <= param_tol);
+    CHECK(test::max_abs_diff(cpu.params[i], gpu.params[i]) <= param_tol);
   }
 }
 

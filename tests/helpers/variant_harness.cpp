@@ -8,17 +8,13 @@
 #include <limits>
 #include <sstream>
 
-#include "engine/core/views.h"
+#include "helpers/gradcheck.h"
 
 namespace anvil::test {
 
 namespace {
-std::vector<double> host_values(const Tensor& t) {
-  Tensor h = t.device().is_cpu() ? t : raw::to_device(t, Device::cpu());
-  h = raw::contiguous(raw::to_dtype(h, DType::f64));
-  const double* p = h.data<double>();
-  return std::vector<double>(p, p + h.numel());
-}
+// Any dtype, any device (copied to the host).
+std::vector<double> host_values(const Tensor& t) { return values_f64(t); }
 }  // namespace
 
 MaxError max_error(const std::vector<double>& got, const std::vector<double>& want) {
@@ -46,11 +42,6 @@ MaxError max_error(const std::vector<double>& got, const std::vector<double>& wa
 
 MaxError max_error(const Tensor& got, const Tensor& want) {
   return max_error(host_values(got), host_values(want));
-}
-
-double max_diff(const Tensor& a, const Tensor& b) { return max_error(a, b).worst; }
-double max_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  return max_error(a, b).worst;
 }
 
 double max_abs(const std::vector<double>& v) {

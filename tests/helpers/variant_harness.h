@@ -8,7 +8,8 @@
 // minimum. The check function builds the variant's outputs, compares them with the oracle (`ref`,
 // on the CPU in f64 for GPU variants, inputs copied to the host) and returns "" or what is wrong;
 // the harness fails with the op, the variant, the problem's repro and that message.
-// Also here: the comparison helpers every op test shares (max_error, compare, max_abs).
+// Also here: the comparison helpers every op test shares (max_error, compare, max_abs,
+// scaled_error); max_abs_diff and values_f64 are in tests/helpers/gradcheck.h.
 #include <catch2/catch.hpp>
 
 #include <cstddef>
@@ -37,9 +38,6 @@ struct MaxError {
 MaxError max_error(const std::vector<double>& got, const std::vector<double>& want);
 // Any dtype, any device (copied to the host), compared in f64 in row-major order.
 MaxError max_error(const Tensor& got, const Tensor& want);
-// Max |a - b| of two tensors of the same shape (any dtype and device); NaN counts as infinite.
-double max_diff(const Tensor& a, const Tensor& b);
-double max_diff(const std::vector<double>& a, const std::vector<double>& b);
 // Max |value| of a tensor (any dtype and device) or a list.
 double max_abs(const Tensor& t);
 double max_abs(const std::vector<double>& v);
@@ -90,6 +88,7 @@ class VariantHarness {
            const std::function<std::string(const typename VariantTable<Problem, Args>::Variant&)>&
                check) {
     REQUIRE_FALSE(passes.empty());
+    ++problems_;
     const auto variants = table.variants();
     std::vector<std::string> declined(variants.size());
     for (const auto& [pass, problem] : passes) {
@@ -135,8 +134,15 @@ class VariantHarness {
   // but time: the harness then only checks that ref supports every problem.
   void skip_ref() { run_ref_ = false; }
 
+  // Every variant of the device must run every problem offered (no declines): the minimum
+  // becomes the number of run() calls at finish().
+  void require_all() { require_all_ = true; }
+
   // Prints the tally and fails for every variant under the minimum; returns how many were.
-  int finish() const { return tally_.check(); }
+  int finish() {
+    if (require_all_) tally_.set_minimum(problems_);
+    return tally_.check();
+  }
   // Problems a variant ran so far.
   int ran(const std::string& variant) const;
   VariantTally& tally() { return tally_; }
@@ -149,6 +155,8 @@ class VariantHarness {
   DeviceType device_;
   VariantTally tally_;
   bool run_ref_ = true;
+  bool require_all_ = false;
+  int problems_ = 0;  // run() calls
 };
 
 }  // namespace anvil::test

@@ -24,6 +24,8 @@ class VariantTally {
   // check() at the end of the harness: prints the tallies (Catch WARN) and fails (Catch CHECK)
   // for each variant under the minimum. Returns the number of variants under it.
   int check() const;
+  // Changes the minimum (a harness that states it only once it knows its problems).
+  void set_minimum(int minimum) { minimum_ = minimum; }
 
   std::map<std::string, int> ran;                             // variant -> problems run
   std::map<std::string, double> seconds;                      // variant -> time (optional)
