@@ -13,6 +13,8 @@
 #include "engine/nn/recurrent.h"
 #include "helpers/gradcheck.h"
 #include "helpers/lstm_layer_case.h"
+#include "helpers/lstm_variant_check.h"
+#include "helpers/variant_harness.h"
 
 using namespace anvil;
 using anvil::test::gradcheck;
@@ -49,38 +51,28 @@ std::string unsupported_reason(const std::string& variant, LstmProblem p) {
   return "";
 }
 
-// Runs one f32 layer case with `ref` and with `variant` (forward, backward of a weighted loss,
-// then inference) and checks outputs, final states and every gradient against ref.
-void check_variant_against_ref(const std::string& variant, const LayerCase& c, std::uint64_t seed,
-                               double grad_tol) {
-  std::vector<Tensor> ref_in = layer_leaves(c, DType::f32, seed);
-  std::vector<Tensor> var_in = layer_leaves(c, DType::f32, seed);
-  LstmLayerOutput r, v;
-  {
-    ForceVariant force("lstm", "ref");
-    r = run_layer(ref_in);
-    weighted_loss(r, 3).backward();
-  }
-  {
-    ForceVariant force("lstm", variant);
-    v = run_layer(var_in);
-    weighted_loss(v, 3).backward();
-  }
-  CHECK(max_abs_diff(r.y, v.y) < 1e-5);
-  CHECK(max_abs_diff(r.h_n, v.h_n) < 1e-5);
-  CHECK(max_abs_diff(r.c_n, v.c_n) < 1e-5);
-  for (int i = 0; i < 7; ++i) {
-    if (!ref_in[i].defined()) continue;
-    INFO("gradient of " << kLeafNames[i]);
-    REQUIRE(var_in[i].grad().defined());
-    CHECK(max_abs_diff(ref_in[i].grad(), var_in[i].grad()) < grad_tol);
-  }
+// Runs one f32 layer case with the oracle (`ref`, Note [LSTM oracle]) and with the lstm variant
+// forced now (forward, backward of a weighted loss, then inference) and compares outputs, final
+// states and every gradient; "" when all agree. The bounds are strict (< tol).
+std::string check_forced_against_oracle(const LayerCase& c, std::uint64_t seed, double grad_tol) {
+  const auto strict = [](double tol) { return std::nextafter(tol, 0.0); };
+  const test::LstmRun r = test::run_lstm_oracle(c, DType::f32, seed);
+  const test::LstmRun v = test::run_lstm_case(c, DType::f32, Device::cpu(), seed);
+  std::string bad = test::compare_lstm_runs(r, v, strict(1e-5), strict(grad_tol));
   // Inference (no graph) gives the same outputs.
   NoGradGuard no_grad;
+  const LstmLayerOutput inf = run_layer(v.in);
+  bad += test::compare("inference y", inf.y, v.out.y, strict(1e-6)) +
+         test::compare("inference c_n", inf.c_n, v.out.c_n, strict(1e-6));
+  return bad;
+}
+
+void check_variant_against_ref(const std::string& variant, const LayerCase& c, std::uint64_t seed,
+                               double grad_tol) {
   ForceVariant force("lstm", variant);
-  LstmLayerOutput inf = run_layer(var_in);
-  CHECK(max_abs_diff(inf.y, v.y) < 1e-6);
-  CHECK(max_abs_diff(inf.c_n, v.c_n) < 1e-6);
+  const std::string bad = check_forced_against_oracle(c, seed, grad_tol);
+  INFO(bad);
+  CHECK(bad.empty());
 }
 
 }  // namespace
@@ -196,21 +188,19 @@ TEST_CASE("every lstm variant matches ref forward and backward", "[lstm][variant
       // weight gradients]), the second with h0's extra GEMM; then only dW_ih transposed.
       {3, 5, 130, 129, true, true},
       {2, 4, 160, 48, false, false}};
-  for (const std::string& name : lstm_variant_names()) {
-    if (name == "ref") continue;
-    for (const LayerCase& c : cases) {
-      LstmProblem p{c.T,       c.B, c.I, c.H, c.two_biases, c.state, LstmPass::forward_training,
-                    DType::f32};
-      const std::string why = unsupported_reason(name, p);
-      if (!why.empty()) {
-        WARN("lstm variant " << name << " not compared for " << p.repr() << ": " << why);
-        continue;
-      }
-      INFO("variant " << name << " vs ref, " << p.repr());
-      const double scale = 1.0 + std::sqrt(static_cast<double>(c.T * c.B));
-      check_variant_against_ref(name, c, 7 + c.H, 2e-5 * scale);
-    }
+  // Every CPU variant on the harness (tests/helpers/variant_harness.h) against the oracle; each
+  // must run at least 3 of the cases (all three passes).
+  register_builtin_kernels();
+  test::VariantHarness harness(lstm_table(), DeviceType::cpu, 3);
+  if (std::string(test::kLstmOracle) == "ref") harness.skip_ref();  // the oracle itself
+  for (const LayerCase& c : cases) {
+    const double scale = 1.0 + std::sqrt(static_cast<double>(c.T * c.B));
+    harness.run(lstm_table(), test::lstm_passes(c, DType::f32, Device::cpu()), "",
+                [&](const LstmTable::Variant&) {
+                  return check_forced_against_oracle(c, 7 + c.H, 2e-5 * scale);
+                });
   }
+  harness.finish();
 }
 
 // cpu.fused splits the recurrence by batch rows over the threads (Note [Batch-row-parallel

@@ -25,72 +25,41 @@
 #include "engine/nn/recurrent.h"
 #include "helpers/lm_training.h"
 #include "helpers/lstm_layer_case.h"
+#include "helpers/lstm_variant_check.h"
+#include "helpers/variant_harness.h"
 #include "engine/optim/optimizer.h"
 #include "kernels/register.h"
 #include "models/language_model_eval.h"
 #include "models/training_step.h"
 
 using namespace anvil;
-using anvil::test::kLeafNames;
-using anvil::test::layer_leaves;
 using anvil::test::LayerCase;
 using anvil::test::run_layer;
-using anvil::test::weighted_loss;
 
 namespace {
 
 const Device kGpu = Device::cuda(0);
 constexpr int kMinProblems = 12;
 
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  const Tensor x = a.to(Device::cpu()).to(DType::f64).contiguous();
-  const Tensor y = b.to(Device::cpu()).to(DType::f64).contiguous();
-  REQUIRE(x.sizes() == y.sizes());
-  double m = 0;
-  for (std::int64_t i = 0; i < x.numel(); ++i)
-    m = std::max(m, std::abs(x.data<double>()[i] - y.data<double>()[i]));
-  return m;
-}
-
-double max_abs(const Tensor& a) {
-  return max_abs_diff(a, Tensor::zeros(a.sizes(), a.dtype(), a.device()));
-}
-
-// One case with ref on the CPU and `variant` on the GPU; tolerances relative to the sizes.
-void check_case(const std::string& variant, const LayerCase& c, DType dt, double out_tol,
-                double grad_tol) {
-  std::vector<Tensor> ref_in = layer_leaves(c, dt, 5 + c.H, Device::cpu());
-  std::vector<Tensor> gpu_in = layer_leaves(c, dt, 5 + c.H, kGpu);
-  LstmLayerOutput r, v;
+// One case with the oracle (`ref`, Note [LSTM oracle]) on the CPU and the lstm variant forced now
+// on the GPU; tolerances relative to the sizes. "" when all agree.
+std::string check_case(const std::string& variant, const LayerCase& c, DType dt, double out_tol,
+                       double grad_tol) {
+  const test::LstmRun r = test::run_lstm_oracle(c, dt, 5 + c.H);
+  test::LstmRun v;
   {
-    ForceVariant force("lstm", "ref");
-    r = run_layer(ref_in);
-    weighted_loss(r, 3).backward();
-  }
-  {
-    ForceVariant force("lstm", variant);
     ForceVariant gemm("gemm", "cuda.cublas");  // IEEE FP32 (TF32 is opt-in anyway)
-    v = run_layer(gpu_in);
-    CHECK(v.y.device() == kGpu);
-    weighted_loss(v, 3).backward();
+    v = test::run_lstm_case(c, dt, kGpu, 5 + c.H);
   }
-  CHECK(max_abs_diff(r.y, v.y) <= out_tol);
-  CHECK(max_abs_diff(r.h_n, v.h_n) <= out_tol);
-  CHECK(max_abs_diff(r.c_n, v.c_n) <= out_tol);
-  for (int i = 0; i < 7; ++i) {
-    if (!ref_in[i].defined()) continue;
-    INFO("gradient of " << kLeafNames[i] << " (max |ref| " << max_abs(ref_in[i].grad()) << ")");
-    REQUIRE(gpu_in[i].grad().defined());
-    CHECK(max_abs_diff(ref_in[i].grad(), gpu_in[i].grad()) <= grad_tol);
-  }
+  std::string bad;
+  if (v.out.y.device() != kGpu) bad += "the output is not on the GPU; ";
+  bad += test::compare_lstm_runs(r, v, out_tol, grad_tol);
   NoGradGuard no_grad;
-  ForceVariant force("lstm", variant);
-  const LstmLayerOutput inf = run_layer(gpu_in);
+  const LstmLayerOutput inf = run_layer(v.in);
   // The own variants run the same kernels in inference; cuDNN may pick other ones.
-  if (variant.rfind("cuda.custom", 0) == 0)
-    CHECK(max_abs_diff(inf.y, v.y) == 0.0);
-  else
-    CHECK(max_abs_diff(inf.y, v.y) <= out_tol);
+  bad += test::compare("inference y", inf.y, v.out.y,
+                       variant.rfind("cuda.custom", 0) == 0 ? 0.0 : out_tol);
+  return bad;
 }
 
 std::vector<std::string> cuda_lstm_variants() {
@@ -116,26 +85,26 @@ TEST_CASE("every CUDA lstm variant matches ref at T = 1, 7, 32 and the models' s
   };
   const auto names = cuda_lstm_variants();
   REQUIRE(names.size() >= 3);
-  for (const std::string& name : names) {
-    int problems = 0;
-    for (const LayerCase& c : cases) {
-      INFO(name << " T=" << c.T << " B=" << c.B << " I=" << c.I << " H=" << c.H
-                << " state=" << c.state << " biases=" << (c.two_biases ? 2 : 1));
-      // f32: GEMMs in a different order than the CPU's; the error grows with T and B.
-      const double scale = 1.0 + std::sqrt(static_cast<double>(c.T * c.B));
-      check_case(name, c, DType::f32, 2e-5 * (1.0 + std::sqrt(static_cast<double>(c.T))),
-                 3e-5 * scale);
-      ++problems;
-    }
-    CHECK(problems >= 9);
-    // f64: the same kernels in double against ref in double.
-    for (const LayerCase& c : {cases[0], cases[1], cases[2], cases[4], cases[5]}) {
-      INFO(name << " f64 T=" << c.T << " B=" << c.B << " I=" << c.I << " H=" << c.H);
-      check_case(name, c, DType::f64, 1e-11, 1e-9);
-      ++problems;
-    }
-    CHECK(problems >= kMinProblems);
+  // Every CUDA variant runs every case (tests/helpers/variant_harness.h): 9 in f32, 5 in f64.
+  test::VariantHarness harness(lstm_table(), DeviceType::cuda, kMinProblems);
+  harness.require_all();
+  for (const LayerCase& c : cases) {
+    // f32: GEMMs in a different order than the CPU's; the error grows with T and B.
+    const double scale = 1.0 + std::sqrt(static_cast<double>(c.T * c.B));
+    harness.run(lstm_table(), test::lstm_passes(c, DType::f32, kGpu), "f32",
+                [&](const LstmTable::Variant& v) {
+                  return check_case(v.name, c, DType::f32,
+                                    2e-5 * (1.0 + std::sqrt(static_cast<double>(c.T))),
+                                    3e-5 * scale);
+                });
   }
+  // f64: the same kernels in double against ref in double.
+  for (const LayerCase& c : {cases[0], cases[1], cases[2], cases[4], cases[5]})
+    harness.run(lstm_table(), test::lstm_passes(c, DType::f64, kGpu), "f64",
+                [&](const LstmTable::Variant& v) {
+                  return check_case(v.name, c, DType::f64, 1e-11, 1e-9);
+                });
+  harness.finish();
 }
 
 TEST_CASE("the default CUDA lstm variant is cuda.custom.fused", "[cuda][lstm]") {
