@@ -7,8 +7,6 @@
 // at the next wait. Runs only with a GPU.
 #include <catch2/catch.hpp>
 
-#include <cstring>
-#include <random>
 #include <vector>
 
 #include "engine/autograd/functions.h"
@@ -17,6 +15,8 @@
 #include "engine/dispatch/embedding_problem.h"
 #include "engine/dispatch/selection.h"
 #include "engine/ops/lstm.h"
+#include "helpers/embedding_cases.h"
+#include "helpers/variant_harness.h"
 #include "kernels/register.h"
 
 using namespace anvil;
@@ -26,23 +26,6 @@ namespace {
 
 const Device kGpu = Device::cuda(0);
 constexpr int kMinProblems = 20;
-
-Tensor random_ids(std::int64_t n, std::int64_t rows, DType dtype, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<std::int64_t> v(static_cast<std::size_t>(n));
-  for (auto& x : v) {
-    const auto a = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(rows));
-    const auto b = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(rows));
-    x = std::min(a, b);  // skewed: many repeats, some rows unused
-  }
-  const Tensor t = Tensor::from_vector(v, {n});
-  return dtype == DType::i64 ? t : t.to(DType::i32);
-}
-
-bool bit_equal(const Tensor& a_any, const Tensor& b_any) {
-  const Tensor a = a_any.to(Device::cpu()).contiguous(), b = b_any.to(Device::cpu()).contiguous();
-  return a.nbytes() == b.nbytes() && std::memcmp(a.data_ptr(), b.data_ptr(), a.nbytes()) == 0;
-}
 
 struct Shape3 {
   std::int64_t rows, dim, n;
@@ -56,14 +39,22 @@ TEST_CASE("cuda.custom.embedding equals ref bit for bit", "[cuda][embedding]") {
   const std::vector<Shape3> shapes = {{1, 1, 1},         {10, 4, 7},        {33, 17, 65},
                                       {7, 129, 31},      {100, 1, 300},     {5, 3, 4097},
                                       {10000, 200, 700}, {10000, 650, 700}, {5000, 32, 2000}};
+  // Every CUDA variant runs every problem, twice with the same bits
+  // (tests/helpers/embedding_cases.h); the default through ops::embedding lands on the GPU with
+  // ref's bits too.
+  test::VariantHarness harness(embedding_table(), DeviceType::cuda, kMinProblems);
+  harness.require_all();
   int problems = 0;
   for (DType dtype : {DType::f32, DType::f64})
     for (DType idt : {DType::i32, DType::i64})
       for (const Shape3& s : shapes) {
         INFO(dtype_name(dtype) << " ids " << dtype_name(idt) << " rows=" << s.rows
                                << " dim=" << s.dim << " n=" << s.n);
-        Generator gen(static_cast<std::uint64_t>(s.rows + s.n));
-        const Tensor ids = random_ids(s.n, s.rows, idt, static_cast<std::uint64_t>(s.dim));
+        const auto seed = static_cast<std::uint64_t>(s.rows + s.n);
+        test::check_embedding_variants(harness, dtype, idt, s.rows, s.dim, s.n, kGpu, seed,
+                                       /*repeat=*/true);
+        Generator gen(seed);
+        const Tensor ids = test::random_ids(s.n, s.rows, idt, static_cast<std::uint64_t>(s.dim));
         const Tensor w = normal({s.rows, s.dim}, 0, 1, dtype, &gen);
         const Tensor dy = normal({s.n, s.dim}, 0, 1, dtype, &gen);
         Tensor ref_out, ref_grad;
@@ -76,13 +67,12 @@ TEST_CASE("cuda.custom.embedding equals ref bit for bit", "[cuda][embedding]") {
         const Tensor out = ops::embedding(w.to(kGpu), gids);
         const Tensor grad = ops::embedding_backward(dy.to(kGpu), gids, s.rows);
         CHECK(out.device() == kGpu);
-        CHECK(bit_equal(out, ref_out));
-        CHECK(bit_equal(grad, ref_grad));
-        // Deterministic: the same bits again.
-        CHECK(bit_equal(ops::embedding_backward(dy.to(kGpu), gids, s.rows), grad));
+        CHECK(test::bit_equal(out, ref_out));
+        CHECK(test::bit_equal(grad, ref_grad));
         problems += 2;
       }
   CHECK(problems >= kMinProblems);
+  harness.finish();
 }
 
 TEST_CASE("embedding on the GPU through autograd, float64 gradient check", "[cuda][embedding]") {
