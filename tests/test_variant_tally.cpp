@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // The variant-harness guard (tests/helpers/variant_tally.h): a registered variant that declines
 // every problem fails the harness instead of passing with warnings; ref and variants on another
-// device are not held to the minimum.
+// device are not held to the minimum. The harness itself (tests/helpers/variant_harness.h): a
+// variant that computes a wrong result, throws, declines everything, or (with require_all)
+// declines one problem fails it; each variant runs forced by name.
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <vector>
 
 #include "engine/dispatch/variant_table.h"
+#include "engine/dispatch/selection.h"
+#include "helpers/variant_harness.h"
 #include "helpers/variant_tally.h"
 
 using namespace anvil;
@@ -80,4 +85,121 @@ TEST_CASE("a variant that ran fewer problems than the minimum is counted", "[var
   tally.ran["good"] = 3;
   tally.ran["decliner"] = 3;
   CHECK(tally.check() == 0);
+}
+
+// ---- the harness (tests/helpers/variant_harness.h) on a private table ---------------------------
+
+namespace {
+
+struct HarnessProblem {
+  int size = 0;
+  DeviceType device_type() const { return DeviceType::cpu; }
+  std::string key() const { return std::to_string(size); }
+  std::string repr() const { return "harness size=" + std::to_string(size); }
+};
+struct HarnessArgs {
+  HarnessProblem problem;
+  int* out = nullptr;  // the variant writes size * 2 (the right answer) or something else
+};
+using HarnessTable = VariantTable<HarnessProblem, HarnessArgs>;
+
+// ref and "good" compute 2 * size; `bad` is added as given.
+HarnessTable& harness_table(const char* op, HarnessTable::Variant bad) {
+  auto* t = new HarnessTable(op);  // leaked: tables stay in the global index
+  t->add({.name = "ref", .fn = [](const HarnessArgs& a) { *a.out = 2 * a.problem.size; }});
+  t->add({.name = "good", .priority = 10, .fn = [](const HarnessArgs& a) {
+            *a.out = 2 * a.problem.size;
+          }});
+  t->add(std::move(bad));
+  return *t;
+}
+
+// Each size on every variant, compared with ref's answer; returns the harness's finish().
+int run_sizes(HarnessTable& t, int minimum, bool require_all = false) {
+  anvil::test::VariantHarness harness(t, DeviceType::cpu, minimum);
+  if (require_all) harness.require_all();
+  for (int size = 1; size <= 4; ++size) {
+    int want = 0;
+    t.find("ref")->fn({{size}, &want});
+    harness.run(t, HarnessProblem{size}, "", [&](const HarnessTable::Variant& v) {
+      int got = -1;
+      v.fn({{size}, &got});
+      return got == want ? std::string() : "got " + std::to_string(got);
+    });
+  }
+  return harness.finish();
+}
+
+}  // namespace
+
+TEST_CASE("the harness passes variants that agree with ref and forces each by name",
+          "[variants][harness]") {
+  static HarnessTable& t = harness_table(
+      "test.harness.ok", {.name = "exact", .priority = 5, .fn = [](const HarnessArgs& a) {
+                            *a.out = 2 * a.problem.size;
+                          }});
+  CHECK(run_sizes(t, 4, true) == 0);
+  anvil::test::VariantHarness harness(t, DeviceType::cpu, 1);
+  std::vector<std::string> forced;
+  harness.run(t, HarnessProblem{1}, "", [&](const HarnessTable::Variant& v) {
+    forced.push_back(forced_variant("test.harness.ok"));
+    return forced.back() == v.name ? std::string() : "not forced";
+  });
+  CHECK(forced == std::vector<std::string>{"good", "exact", "ref"});
+  CHECK(harness.finish() == 0);
+}
+
+TEST_CASE("the harness fails a variant whose result differs from ref",
+          "[variants][harness][!shouldfail]") {
+  static HarnessTable& t = harness_table(
+      "test.harness.wrong", {.name = "wrong", .priority = 5, .fn = [](const HarnessArgs& a) {
+                               *a.out = 2 * a.problem.size + 1;
+                             }});
+  run_sizes(t, 1);
+}
+
+TEST_CASE("the harness fails a variant that throws", "[variants][harness][!shouldfail]") {
+  static HarnessTable& t = harness_table(
+      "test.harness.throws", {.name = "throws", .priority = 5, .fn = [](const HarnessArgs&) {
+                                throw Error("throws: not implemented");
+                              }});
+  run_sizes(t, 1);
+}
+
+TEST_CASE("the harness fails a variant that declines every problem",
+          "[variants][harness][!shouldfail]") {
+  static HarnessTable& t = harness_table(
+      "test.harness.declines",
+      {.name = "decliner",
+       .priority = 5,
+       .supports = [](const HarnessProblem&) { return Support::no("declines everything"); },
+       .fn = [](const HarnessArgs&) {}});
+  run_sizes(t, 1);
+}
+
+TEST_CASE("require_all fails a variant that declines one problem",
+          "[variants][harness][!shouldfail]") {
+  static HarnessTable& t =
+      harness_table("test.harness.declines_one",
+                    {.name = "no_size_3",
+                     .priority = 5,
+                     .supports =
+                         [](const HarnessProblem& p) {
+                           return p.size == 3 ? Support::no("size 3") : Support::yes();
+                         },
+                     .fn = [](const HarnessArgs& a) { *a.out = 2 * a.problem.size; }});
+  run_sizes(t, 1, /*require_all=*/true);
+}
+
+TEST_CASE("the same decline passes a harness whose minimum it meets", "[variants][harness]") {
+  static HarnessTable& t =
+      harness_table("test.harness.declines_one_ok",
+                    {.name = "no_size_3",
+                     .priority = 5,
+                     .supports =
+                         [](const HarnessProblem& p) {
+                           return p.size == 3 ? Support::no("size 3") : Support::yes();
+                         },
+                     .fn = [](const HarnessArgs& a) { *a.out = 2 * a.problem.size; }});
+  CHECK(run_sizes(t, 3) == 0);
 }
