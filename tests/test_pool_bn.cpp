@@ -26,6 +26,7 @@
 #include "engine/ops/elementwise.h"
 #include "engine/ops/pool.h"
 #include "helpers/gradcheck.h"
+#include "helpers/pool_options.h"
 #include "helpers/batch_norm_case.h"
 #include "helpers/variant_harness.h"
 #include "kernels/register.h"
@@ -44,17 +45,6 @@ void check_values(const Tensor& got, const std::vector<double>& want, double tol
   }
 }
 
-Pool2dOptions opts(std::int64_t k, std::int64_t s, std::int64_t p = 0, bool ceil = false,
-                   bool include_pad = true) {
-  Pool2dOptions o;
-  o.kernel = {k, k};
-  o.stride = {s, s};
-  o.padding = {p, p};
-  o.ceil_mode = ceil;
-  o.count_include_pad = include_pad;
-  return o;
-}
-
 }  // namespace
 
 // ---- known values and shapes ----------------------------------------------------------------
@@ -70,7 +60,7 @@ TEST_CASE("pool output sizes follow the PyTorch ceil_mode rule", "[pool]") {
   CHECK(pool_output_size(13, 3, 2, 0, true) == 6);
   CHECK(pool_output_size(14, 3, 2, 0, true) == 7);
   Tensor x = Tensor::zeros({1, 1, 5, 5});
-  CHECK(max_pool2d(x, opts(2, 2, 1, true)).sizes() == Shape{1, 1, 3, 3});
+  CHECK(max_pool2d(x, test::pool_options(2, 2, 1, true)).sizes() == Shape{1, 1, 3, 3});
 }
 
 TEST_CASE("pool known values match PyTorch", "[pool]") {
@@ -80,18 +70,18 @@ TEST_CASE("pool known values match PyTorch", "[pool]") {
     INFO("variant " << v.name);
     ForceVariant f1("max_pool2d", v.name), f2("avg_pool2d", v.name),
         f3("adaptive_avg_pool2d", v.name);
-    check_values(max_pool2d(Tensor::arange(16.0).reshape({1, 1, 4, 4}), opts(2, 2)),
+    check_values(max_pool2d(Tensor::arange(16.0).reshape({1, 1, 4, 4}), test::pool_options(2, 2)),
                  {5, 7, 13, 15});
-    check_values(max_pool2d(x, opts(3, 2, 1, true)),
+    check_values(max_pool2d(x, test::pool_options(3, 2, 1, true)),
                  {7, 9, 11, 11, 19, 21, 23, 23, 25, 27, 29, 29});
-    check_values(avg_pool2d(x, opts(3, 2, 1, true, false)),
+    check_values(avg_pool2d(x, test::pool_options(3, 2, 1, true, false)),
                  {3.5, 5, 7, 8, 12.5, 14, 16, 17, 21.5, 23, 25, 26});
     // include_pad with ceil_mode: oneDNN cannot (its divisor would be 9 in the last column).
     if (v.name != "cpu.onednn") {
-      check_values(avg_pool2d(x, opts(3, 2, 1, true, true)),
+      check_values(avg_pool2d(x, test::pool_options(3, 2, 1, true, true)),
                    {1.5555555820, 3.3333332538, 4.6666665077, 2.6666667461, 8.3333330154, 14.0,
                     16.0, 8.5, 9.5555553436, 15.3333330154, 16.6666660308, 8.6666669846});
-      check_values(avg_pool2d(Tensor::ones({1, 1, 6, 6}), opts(3, 2, 1, true)),
+      check_values(avg_pool2d(Tensor::ones({1, 1, 6, 6}), test::pool_options(3, 2, 1, true)),
                    {4 / 9., 6 / 9., 6 / 9., 3 / 9., 6 / 9., 1, 1, .5, 6 / 9., 1, 1, .5, 3 / 9., .5,
                     .5, .25});
       check_values(adaptive_avg_pool2d(x, {3, 4}),
@@ -132,9 +122,10 @@ TEST_CASE("max_pool2d float64 gradients", "[pool][gradcheck]") {
     Pool2dOptions o;
   };
   const std::vector<G> cases = {
-      {{2, 2, 7, 9}, opts(3, 2, 1, true)},  // padding, ceil_mode, overlapping windows, odd
-      {{1, 3, 6, 5}, opts(2, 2)},           // plain, odd width drops a column
-      {{1, 2, 5, 5}, opts(2, 2, 1, true)},  // last window dropped by the ceil rule
+      {{2, 2, 7, 9},
+       test::pool_options(3, 2, 1, true)},       // padding, ceil_mode, overlapping windows, odd
+      {{1, 3, 6, 5}, test::pool_options(2, 2)},  // plain, odd width drops a column
+      {{1, 2, 5, 5}, test::pool_options(2, 2, 1, true)},  // last window dropped by the ceil rule
       {{2, 1, 6, 7},
        [] {
          Pool2dOptions o;
@@ -158,8 +149,9 @@ TEST_CASE("max_pool2d float64 gradients", "[pool][gradcheck]") {
 
 TEST_CASE("avg_pool2d float64 gradients", "[pool][gradcheck]") {
   for (bool include_pad : {true, false})
-    for (const auto& o : {opts(3, 2, 1, true, include_pad), opts(2, 2, 0, true, include_pad),
-                          opts(3, 1, 1, false, include_pad)}) {
+    for (const auto& o : {test::pool_options(3, 2, 1, true, include_pad),
+                          test::pool_options(2, 2, 0, true, include_pad),
+                          test::pool_options(3, 1, 1, false, include_pad)}) {
       const Shape shape{2, 2, 7, 6};
       const PoolProblem p =
           ops::pool2d_problem(PoolKind::avg, Tensor::zeros(shape, DType::f64), o.kernel, o.stride,
@@ -253,10 +245,11 @@ std::vector<PoolCase> pool_cases() {
     }
   };
   // Small odd cases.
-  fixed("odd 3x3/2 pad 1 ceil", {2, 3, 7, 9}, opts(3, 2, 1, true));
-  fixed("odd 2x2/2 pad 1 ceil (last window dropped)", {1, 2, 5, 5}, opts(2, 2, 1, true));
-  fixed("overlapping 3x3/1 pad 1", {2, 3, 6, 7}, opts(3, 1, 1));
-  fixed("window = input", {1, 2, 4, 4}, opts(4, 4));
+  fixed("odd 3x3/2 pad 1 ceil", {2, 3, 7, 9}, test::pool_options(3, 2, 1, true));
+  fixed("odd 2x2/2 pad 1 ceil (last window dropped)", {1, 2, 5, 5},
+        test::pool_options(2, 2, 1, true));
+  fixed("overlapping 3x3/1 pad 1", {2, 3, 6, 7}, test::pool_options(3, 1, 1));
+  fixed("window = input", {1, 2, 4, 4}, test::pool_options(4, 4));
   {
     Pool2dOptions o;
     o.kernel = {3, 2};
@@ -265,16 +258,16 @@ std::vector<PoolCase> pool_cases() {
     o.ceil_mode = true;
     fixed("rectangular 3x2/2x1 pad 1x0 ceil", {2, 2, 9, 7}, o);
   }
-  fixed("1x1 input 1x1 kernel", {3, 2, 1, 1}, opts(1, 1));
+  fixed("1x1 input 1x1 kernel", {3, 2, 1, 1}, test::pool_options(1, 1));
   // The models' layer shapes (batch 2; the ResNet-50 stem and AlexNet pools also as averages).
-  fixed("alexnet pool1 96x55^2 3x3/2", {2, 96, 55, 55}, opts(3, 2), true, false);
-  fixed("alexnet pool2 256x27^2 3x3/2", {2, 256, 27, 27}, opts(3, 2), true, false);
-  fixed("alexnet pool5 256x13^2 3x3/2", {2, 256, 13, 13}, opts(3, 2));
-  fixed("resnet50 stem 64x112^2 3x3/2 pad 1", {2, 64, 112, 112}, opts(3, 2, 1));
-  fixed("vgg16 pool1 64x224^2 2x2/2", {1, 64, 224, 224}, opts(2, 2), true, false);
-  fixed("vgg16 pool5 512x14^2 2x2/2", {2, 512, 14, 14}, opts(2, 2), true, false);
-  fixed("cnn_mnist 64x24^2 2x2/2", {2, 64, 24, 24}, opts(2, 2), true, false);
-  fixed("cifar-style 64x32^2 2x2/2 ceil", {2, 64, 33, 33}, opts(2, 2, 0, true));
+  fixed("alexnet pool1 96x55^2 3x3/2", {2, 96, 55, 55}, test::pool_options(3, 2), true, false);
+  fixed("alexnet pool2 256x27^2 3x3/2", {2, 256, 27, 27}, test::pool_options(3, 2), true, false);
+  fixed("alexnet pool5 256x13^2 3x3/2", {2, 256, 13, 13}, test::pool_options(3, 2));
+  fixed("resnet50 stem 64x112^2 3x3/2 pad 1", {2, 64, 112, 112}, test::pool_options(3, 2, 1));
+  fixed("vgg16 pool1 64x224^2 2x2/2", {1, 64, 224, 224}, test::pool_options(2, 2), true, false);
+  fixed("vgg16 pool5 512x14^2 2x2/2", {2, 512, 14, 14}, test::pool_options(2, 2), true, false);
+  fixed("cnn_mnist 64x24^2 2x2/2", {2, 64, 24, 24}, test::pool_options(2, 2), true, false);
+  fixed("cifar-style 64x32^2 2x2/2 ceil", {2, 64, 33, 33}, test::pool_options(2, 2, 0, true));
   // Adaptive.
   c.push_back({"adaptive odd 7x9 -> 3x4", PoolKind::adaptive_avg, {2, 3, 7, 9}, {}, {3, 4}});
   c.push_back({"adaptive upsampling 2x3 -> 5x7", PoolKind::adaptive_avg, {1, 2, 2, 3}, {}, {5, 7}});
@@ -482,13 +475,13 @@ TEST_CASE("batch_norm2d updates running statistics as PyTorch", "[batch_norm]") 
 // ---- nn modules --------------------------------------------------------------------------------
 
 TEST_CASE("pooling modules: shapes flops problems", "[pool][nn]") {
-  nn::MaxPool2d stem(opts(3, 2, 1));
+  nn::MaxPool2d stem(test::pool_options(3, 2, 1));
   CHECK(stem.output_shape({16, 64, 112, 112}) == Shape{16, 64, 56, 56});
   CHECK(stem.forward_flops({1, 64, 112, 112}) == 64.0 * 56 * 56 * 9);
   CHECK(stem.extra_repr() == "kernel=[3,3], stride=[2,2], padding=[1,1], ceil_mode=false");
   nn::MaxPool2d vgg({.kernel = {2, 2}});
   CHECK(vgg.output_shape({1, 64, 224, 224}) == Shape{1, 64, 112, 112});
-  nn::AvgPool2d avg(opts(3, 2, 1, true, false));
+  nn::AvgPool2d avg(test::pool_options(3, 2, 1, true, false));
   CHECK(avg.output_shape({1, 3, 7, 7}) == Shape{1, 3, 4, 4});
   CHECK_THAT(avg.extra_repr(), Catch::Contains("count_include_pad=false"));
   nn::AdaptiveAvgPool2d ad({7, 7});
@@ -498,7 +491,7 @@ TEST_CASE("pooling modules: shapes flops problems", "[pool][nn]") {
   Tensor y = gap.forward(Tensor::ones({2, 8, 3, 3}));
   CHECK(y.sizes() == Shape{2, 8});
 
-  nn::Sequential seq{std::make_shared<nn::MaxPool2d>(opts(3, 2, 1)),
+  nn::Sequential seq{std::make_shared<nn::MaxPool2d>(test::pool_options(3, 2, 1)),
                      std::make_shared<nn::BatchNorm2d>(64),
                      std::make_shared<nn::GlobalAvgPool2d>()};
   std::vector<nn::NamedKernelProblem> probs;
@@ -571,7 +564,7 @@ TEST_CASE("max pooling backward through the graph", "[pool]") {
     INFO("variant " << v.name);
     ForceVariant force("max_pool2d", v.name);
     x.mutable_grad() = Tensor();
-    Tensor y = max_pool2d(x, opts(2, 2));
+    Tensor y = max_pool2d(x, test::pool_options(2, 2));
     check_values(y, {9, 8, 7, 6});
     y.backward(Tensor::ones(y.sizes()));
     check_values(x.grad(), {0, 1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1});
@@ -582,23 +575,25 @@ TEST_CASE("max pooling backward through the graph", "[pool]") {
 
 TEST_CASE("pooling rejects bad inputs with clear messages", "[pool][errors]") {
   Tensor x = Tensor::zeros({2, 3, 8, 8});
-  CHECK_THROWS_WITH(max_pool2d(Tensor::zeros({3, 8, 8}), opts(2, 2)),
+  CHECK_THROWS_WITH(max_pool2d(Tensor::zeros({3, 8, 8}), test::pool_options(2, 2)),
                     Catch::Contains("max_pool2d") &&
                         Catch::Contains("expected 4-D input (N,C,H,W), got [3,8,8]"));
-  CHECK_THROWS_WITH(max_pool2d(Tensor::zeros({1, 1, 2, 2}), opts(3, 1)),
+  CHECK_THROWS_WITH(max_pool2d(Tensor::zeros({1, 1, 2, 2}), test::pool_options(3, 1)),
                     Catch::Contains("kernel [3,3] is larger than the padded input 2x2"));
-  CHECK_THROWS_WITH(avg_pool2d(x, opts(3, 1, 2)),
+  CHECK_THROWS_WITH(avg_pool2d(x, test::pool_options(3, 1, 2)),
                     Catch::Contains("avg_pool2d") &&
                         Catch::Contains("padding [2,2] must be at most half the kernel [3,3]"));
-  CHECK_THROWS_WITH(max_pool2d(x, opts(0, 1)), Catch::Contains("kernel must be positive"));
-  CHECK_THROWS_WITH(max_pool2d(x, opts(2, -1)), Catch::Contains("stride must be positive"));
-  CHECK_THROWS_WITH(max_pool2d(Tensor::zeros({1, 1, 4, 4}, DType::i64), opts(2, 2)),
+  CHECK_THROWS_WITH(max_pool2d(x, test::pool_options(0, 1)),
+                    Catch::Contains("kernel must be positive"));
+  CHECK_THROWS_WITH(max_pool2d(x, test::pool_options(2, -1)),
+                    Catch::Contains("stride must be positive"));
+  CHECK_THROWS_WITH(max_pool2d(Tensor::zeros({1, 1, 4, 4}, DType::i64), test::pool_options(2, 2)),
                     Catch::Contains("floating-point") && Catch::Contains("i64"));
   CHECK_THROWS_WITH(adaptive_avg_pool2d(x, {0, 3}),
                     Catch::Contains("output size must be positive"));
   CHECK_THROWS_WITH(global_avg_pool2d(Tensor::zeros({2, 3})),
                     Catch::Contains("global_avg_pool2d") && Catch::Contains("[2,3]"));
-  CHECK_THROWS_WITH(nn::MaxPool2d(opts(2, 2, 2)),
+  CHECK_THROWS_WITH(nn::MaxPool2d(test::pool_options(2, 2, 2)),
                     Catch::Contains("MaxPool2d") && Catch::Contains("half the kernel"));
   // A stride of 0 means "the kernel".
   CHECK(max_pool2d(x,

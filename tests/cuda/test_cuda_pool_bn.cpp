@@ -30,6 +30,7 @@
 #include "engine/ops/pool.h"
 #include "helpers/batch_norm_case.h"
 #include "helpers/gradcheck.h"
+#include "helpers/pool_options.h"
 #include "helpers/variant_harness.h"
 #include "kernels/register.h"
 #include "models/registry.h"
@@ -532,16 +533,8 @@ TEST_CASE("float64 gradient checks of pooling on the GPU", "[cuda][pool][gradche
   auto on_gpu = [](auto f) {
     return [f](const std::vector<Tensor>& in) { return f(in[0].to(kGpu)).to(Device::cpu()); };
   };
-  auto opts = [](std::int64_t k, std::int64_t s, std::int64_t p, bool ceil, bool include_pad) {
-    Pool2dOptions o;
-    o.kernel = {k, k};
-    o.stride = {s, s};
-    o.padding = {p, p};
-    o.ceil_mode = ceil;
-    o.count_include_pad = include_pad;
-    return o;
-  };
-  for (const Pool2dOptions& o : {opts(3, 2, 1, true, true), opts(2, 2, 0, false, true)}) {
+  for (const Pool2dOptions& o :
+       {test::pool_options(3, 2, 1, true, true), test::pool_options(2, 2, 0, false, true)}) {
     const Shape shape{2, 2, 7, 9};
     PoolProblem p = make_pool_problem(PoolKind::max, shape, o.kernel, o.stride, o.padding,
                                       o.ceil_mode, true, DType::f64, kGpu, "test");
@@ -552,8 +545,8 @@ TEST_CASE("float64 gradient checks of pooling on the GPU", "[cuda][pool][gradche
     });
   }
   for (bool include_pad : {true, false})
-    for (const Pool2dOptions& o :
-         {opts(3, 2, 1, true, include_pad), opts(3, 1, 1, false, include_pad)}) {
+    for (const Pool2dOptions& o : {test::pool_options(3, 2, 1, true, include_pad),
+                                   test::pool_options(3, 1, 1, false, include_pad)}) {
       const Shape shape{2, 2, 7, 6};
       PoolProblem p = make_pool_problem(PoolKind::avg, shape, o.kernel, o.stride, o.padding,
                                         o.ceil_mode, include_pad, DType::f64, kGpu, "test");
