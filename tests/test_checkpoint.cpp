@@ -21,6 +21,7 @@
 #include "anvil/anvil.h"
 #include "engine/core/views.h"
 #include "helpers/bytes.h"
+#include "helpers/checkpoint_nets.h"
 #include "helpers/datasets.h"
 
 using namespace anvil;
@@ -477,17 +478,7 @@ TEST_CASE("optimizer state exports only what exists and checks what it loads", "
 TEST_CASE("checkpoint round trip of a model with buffers and Adam is bit-exact", "[checkpoint]") {
   test::ScratchDir dir("ckpt");
   const std::string path = dir.file("ckpt.safetensors");
-  auto make = [](std::uint64_t seed) {
-    Generator g(seed);
-    auto net = std::make_shared<nn::Sequential>();
-    net->add(std::make_shared<nn::Conv2d>(1, 2, std::array<std::int64_t, 2>{3, 3}, Conv2dOptions{},
-                                          true, &g));
-    net->add(std::make_shared<nn::BatchNorm2d>(2));
-    net->add(nn::ReLU());
-    net->add(std::make_shared<nn::Flatten>());
-    net->add(std::make_shared<nn::Linear>(32, 3, true, &g));
-    return net;
-  };
+  auto make = [](std::uint64_t seed) { return test::checkpoint_conv_net(seed, false); };
   auto net = make(1);
   REQUIRE_FALSE(net->named_buffers().empty());
   optim::Adam adam(net->parameters(), {.lr = 1e-2});

@@ -17,6 +17,7 @@
 #include "anvil/anvil.h"
 #include "engine/core/views.h"
 #include "helpers/bytes.h"
+#include "helpers/checkpoint_nets.h"
 #include "helpers/datasets.h"
 
 using namespace anvil;
@@ -26,18 +27,7 @@ namespace {
 
 // A conv net with buffers (BatchNorm running statistics) and a Dropout layer with its own
 // generator (module extra state), initialised from `seed`.
-nn::ModulePtr make_net(std::uint64_t seed) {
-  Generator g(seed);
-  auto net = std::make_shared<nn::Sequential>();
-  net->add(std::make_shared<nn::Conv2d>(1, 2, std::array<std::int64_t, 2>{3, 3}, Conv2dOptions{},
-                                        true, &g));
-  net->add(std::make_shared<nn::BatchNorm2d>(2));
-  net->add(nn::ReLU());
-  net->add(std::make_shared<nn::Dropout>(0.3, &g));
-  net->add(std::make_shared<nn::Flatten>());
-  net->add(std::make_shared<nn::Linear>(32, 3, true, &g));
-  return net;
-}
+nn::ModulePtr make_net(std::uint64_t seed) { return test::checkpoint_conv_net(seed, true); }
 
 void train(nn::Module& net, optim::Optimizer& opt, std::uint64_t seed, int steps) {
   Generator g(seed);

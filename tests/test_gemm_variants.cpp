@@ -180,8 +180,8 @@ TEST_CASE("ref gemm matches hand-computed products in all modes", "[gemm][varian
 
 TEST_CASE("every gemm variant matches ref on odd shapes in all transpose modes",
           "[gemm][variants]") {
-  test::VariantHarness harness(gemm_table(), DeviceType::cpu,
-                               512);  // all of the case's problems (all are f32)
+  // Every variant runs all of the case's problems (all are f32).
+  test::VariantHarness harness(gemm_table(), DeviceType::cpu, 512);
   std::uint64_t seed = 1;
   for (std::int64_t m : kOdd)
     for (std::int64_t n : kOdd)
@@ -197,8 +197,8 @@ TEST_CASE("every gemm variant matches ref on odd shapes in all transpose modes",
 }
 
 TEST_CASE("every gemm variant ignores NaN in C when beta is 0", "[gemm][variants]") {
-  test::VariantHarness harness(gemm_table(), DeviceType::cpu,
-                               40);  // all of the case's problems (all are f32)
+  // Every variant runs all of the case's problems (all are f32).
+  test::VariantHarness harness(gemm_table(), DeviceType::cpu, 40);
   std::uint64_t seed = 5000;
   for (auto [m, n, k] : {std::tuple{7, 33, 129}, std::tuple{129, 1, 7}, std::tuple{33, 129, 33},
                          std::tuple{1, 7, 1}, std::tuple{64, 48, 300}})
@@ -215,8 +215,8 @@ TEST_CASE("every gemm variant ignores NaN in C when beta is 0", "[gemm][variants
 
 TEST_CASE("every gemm variant handles views: transposed, padded leading dims, padded C",
           "[gemm][variants][views]") {
-  test::VariantHarness harness(gemm_table(), DeviceType::cpu,
-                               80);  // all of the case's problems (all are f32)
+  // Every variant runs all of the case's problems (all are f32).
+  test::VariantHarness harness(gemm_table(), DeviceType::cpu, 80);
   std::uint64_t seed = 6000;
   for (auto [m, n, k] : {std::tuple{7, 33, 129}, std::tuple{33, 7, 1}, std::tuple{129, 129, 33},
                          std::tuple{1, 7, 33}, std::tuple{33, 1, 7}})
@@ -236,8 +236,8 @@ TEST_CASE("every gemm variant handles views: transposed, padded leading dims, pa
 }
 
 TEST_CASE("every gemm variant handles batched 3-D operands", "[gemm][variants][batched]") {
-  test::VariantHarness harness(gemm_table(), DeviceType::cpu,
-                               48);  // all of the case's problems (all are f32)
+  // Every variant runs all of the case's problems (all are f32).
+  test::VariantHarness harness(gemm_table(), DeviceType::cpu, 48);
   std::uint64_t seed = 7000;
   for (auto [m, n, k] :
        {std::tuple{7, 33, 129}, std::tuple{33, 7, 1}, std::tuple{1, 33, 7}, std::tuple{33, 33, 33}})
@@ -259,27 +259,16 @@ TEST_CASE("every gemm variant handles batched 3-D operands", "[gemm][variants][b
 }
 
 TEST_CASE("every gemm variant matches ref on larger shapes", "[gemm][variants][large]") {
-  test::VariantHarness harness(gemm_table(), DeviceType::cpu,
-                               8);  // all of the case's problems (all are f32)
+  // Every variant runs all of the case's problems (all are f32).
+  test::VariantHarness harness(gemm_table(), DeviceType::cpu, 8);
   std::uint64_t seed = 8000;
   for (int mode = 0; mode < 4; ++mode) {
-    GemmCase gc;
-    gc.m = 64;
-    gc.n = 2048;
-    gc.k = 300;
-    gc.a.stored_trans = mode & 1;
-    gc.b.stored_trans = mode & 2;
+    run_case(make_case(64, 2048, 300, mode), harness, ++seed);
+    GemmCase gc = make_case(200, 96, 1500, mode);
+    gc.alpha = 0.5;
+    gc.beta = -1.5;
+    gc.b.pad = 16;
     run_case(gc, harness, ++seed);
-    GemmCase gc2;
-    gc2.m = 200;
-    gc2.n = 96;
-    gc2.k = 1500;
-    gc2.a.stored_trans = mode & 1;
-    gc2.b.stored_trans = mode & 2;
-    gc2.alpha = 0.5;
-    gc2.beta = -1.5;
-    gc2.b.pad = 16;
-    run_case(gc2, harness, ++seed);
   }
   harness.finish();
 }
@@ -287,8 +276,8 @@ TEST_CASE("every gemm variant matches ref on larger shapes", "[gemm][variants][l
 // Above 2048 rows: M spans more than one row block of cpu.blocked (its mc and the balanced split
 // of M), which the shapes above never reach. Small N and K keep the ref cheap.
 TEST_CASE("every gemm variant matches ref with more than 2048 rows", "[gemm][variants][large]") {
-  test::VariantHarness harness(gemm_table(), DeviceType::cpu,
-                               8);  // all of the case's problems (all are f32)
+  // Every variant runs all of the case's problems (all are f32).
+  test::VariantHarness harness(gemm_table(), DeviceType::cpu, 8);
   std::uint64_t seed = 8500;
   for (int mode = 0; mode < 4; ++mode)
     for (auto [m, beta] :

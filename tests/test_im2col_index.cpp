@@ -75,16 +75,10 @@ TEST_CASE("cuda.custom.im2col's index arithmetic computes the three conv passes 
     std::vector<double> y(dy.size()), dx(x.size()), dw(w.size());
     std::vector<double> y_ref(dy.size()), dx_ref(x.size()), dw_ref(w.size());
     for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
-      ConvArgs a;
-      a.problem = base;
-      a.problem.pass = pass;
-      a.x = x.data();
-      a.w = w.data();
-      a.dy = dy.data();
-      a.y = y_ref.data();
-      a.dx = dx_ref.data();
-      a.dw = dw_ref.data();
-      ref->fn(a);
+      ConvProblem p = base;
+      p.pass = pass;
+      ref->fn(test::conv_args(p, x.data(), w.data(), nullptr, y_ref.data(), dy.data(),
+                              dx_ref.data(), dw_ref.data(), nullptr));
     }
     std::vector<double> col(static_cast<std::size_t>(crs * pq));
     for (std::int64_t n = 0; n < base.n; ++n)

@@ -91,17 +91,11 @@ TEST_CASE("a variant that ran fewer problems than the minimum is counted", "[var
 
 namespace {
 
-struct HarnessProblem {
-  int size = 0;
-  DeviceType device_type() const { return DeviceType::cpu; }
-  std::string key() const { return std::to_string(size); }
-  std::string repr() const { return "harness size=" + std::to_string(size); }
-};
 struct HarnessArgs {
-  HarnessProblem problem;
+  TallyProblem problem;
   int* out = nullptr;  // the variant writes size * 2 (the right answer) or something else
 };
-using HarnessTable = VariantTable<HarnessProblem, HarnessArgs>;
+using HarnessTable = VariantTable<TallyProblem, HarnessArgs>;  // the same problems
 
 // ref and "good" compute 2 * size; `bad` is added as given.
 HarnessTable& harness_table(const char* op, HarnessTable::Variant bad) {
@@ -121,7 +115,7 @@ int run_sizes(HarnessTable& t, int minimum, bool require_all = false) {
   for (int size = 1; size <= 4; ++size) {
     int want = 0;
     t.find("ref")->fn({{size}, &want});
-    harness.run(t, HarnessProblem{size}, "", [&](const HarnessTable::Variant& v) {
+    harness.run(t, TallyProblem{size}, "", [&](const HarnessTable::Variant& v) {
       int got = -1;
       v.fn({{size}, &got});
       return got == want ? std::string() : "got " + std::to_string(got);
@@ -141,7 +135,7 @@ TEST_CASE("the harness passes variants that agree with ref and forces each by na
   CHECK(run_sizes(t, 4, true) == 0);
   anvil::test::VariantHarness harness(t, DeviceType::cpu, 1);
   std::vector<std::string> forced;
-  harness.run(t, HarnessProblem{1}, "", [&](const HarnessTable::Variant& v) {
+  harness.run(t, TallyProblem{1}, "", [&](const HarnessTable::Variant& v) {
     forced.push_back(forced_variant("test.harness.ok"));
     return forced.back() == v.name ? std::string() : "not forced";
   });
@@ -172,7 +166,7 @@ TEST_CASE("the harness fails a variant that declines every problem",
       "test.harness.declines",
       {.name = "decliner",
        .priority = 5,
-       .supports = [](const HarnessProblem&) { return Support::no("declines everything"); },
+       .supports = [](const TallyProblem&) { return Support::no("declines everything"); },
        .fn = [](const HarnessArgs&) {}});
   run_sizes(t, 1);
 }
@@ -184,7 +178,7 @@ TEST_CASE("require_all fails a variant that declines one problem",
                     {.name = "no_size_3",
                      .priority = 5,
                      .supports =
-                         [](const HarnessProblem& p) {
+                         [](const TallyProblem& p) {
                            return p.size == 3 ? Support::no("size 3") : Support::yes();
                          },
                      .fn = [](const HarnessArgs& a) { *a.out = 2 * a.problem.size; }});
@@ -197,7 +191,7 @@ TEST_CASE("the same decline passes a harness whose minimum it meets", "[variants
                     {.name = "no_size_3",
                      .priority = 5,
                      .supports =
-                         [](const HarnessProblem& p) {
+                         [](const TallyProblem& p) {
                            return p.size == 3 ? Support::no("size 3") : Support::yes();
                          },
                      .fn = [](const HarnessArgs& a) { *a.out = 2 * a.problem.size; }});

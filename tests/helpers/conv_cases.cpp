@@ -35,6 +35,21 @@ ConvProblem conv_problem_of(const ConvCase& cc, ConvPass pass, DType dtype, bool
   return p;
 }
 
+ConvArgs conv_args(const ConvProblem& p, const void* x, const void* w, const void* b, void* y,
+                   const void* dy, void* dx, void* dw, void* db) {
+  ConvArgs a;
+  a.problem = p;
+  a.x = x;
+  a.w = w;
+  a.b = b;
+  a.y = y;
+  a.dy = dy;
+  a.dx = dx;
+  a.dw = dw;
+  a.db = db;
+  return a;
+}
+
 const std::vector<ConvCase>& odd_conv_cases() {
   static const std::vector<ConvCase> cases = {
       {"odd3x3", 2, 3, 7, 5, 4, 3, 3, 1, 1, 1, 1},
@@ -86,17 +101,8 @@ void check_conv_variants(VariantHarness& harness, ConvProblem base, DType dtype,
     pr.device = Device::cpu();
     Tensor y64 = Tensor::empty(ys, DType::f64), dx64 = Tensor::empty(xs, DType::f64);
     Tensor dw64 = Tensor::empty(ws, DType::f64), db64 = Tensor::empty({p.k}, DType::f64);
-    ConvArgs ra;
-    ra.problem = pr;
-    ra.x = x64.data_ptr();
-    ra.w = w64.data_ptr();
-    ra.b = b64.data_ptr();
-    ra.y = y64.data_ptr();
-    ra.dy = dy64.data_ptr();
-    ra.dx = dx64.data_ptr();
-    ra.dw = dw64.data_ptr();
-    ra.db = db64.data_ptr();
-    ref->fn(ra);
+    ref->fn(conv_args(pr, x64.data_ptr(), w64.data_ptr(), b64.data_ptr(), y64.data_ptr(),
+                      dy64.data_ptr(), dx64.data_ptr(), dw64.data_ptr(), db64.data_ptr()));
     // Error scales: reduction length times the operands' magnitudes.
     double len = 0, scale = 0;
     switch (pass) {
@@ -120,17 +126,8 @@ void check_conv_variants(VariantHarness& harness, ConvProblem base, DType dtype,
         return dev.is_cpu() ? t : raw::to_device(t, dev);
       };
       Tensor y = filled(ys), dx = filled(xs), dw = filled(ws), db = filled({p.k});
-      ConvArgs a;
-      a.problem = p;
-      a.x = x.data_ptr();
-      a.w = w.data_ptr();
-      a.b = bias ? b.data_ptr() : nullptr;
-      a.y = y.data_ptr();
-      a.dy = dy.data_ptr();
-      a.dx = dx.data_ptr();
-      a.dw = dw.data_ptr();
-      a.db = bias ? db.data_ptr() : nullptr;
-      v.fn(a);
+      v.fn(conv_args(p, x.data_ptr(), w.data_ptr(), bias ? b.data_ptr() : nullptr, y.data_ptr(),
+                     dy.data_ptr(), dx.data_ptr(), dw.data_ptr(), bias ? db.data_ptr() : nullptr));
       auto tol = [&](const char* out) {
         return tolerance(v.name, pass, out, len, std::string(out) == "db" ? mdy : scale);
       };

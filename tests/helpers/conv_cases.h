@@ -25,6 +25,10 @@ struct ConvCase {
 // The problem of one pass of `cc` (on the CPU; set .device for another).
 ConvProblem conv_problem_of(const ConvCase& cc, ConvPass pass, DType dtype, bool bias, bool relu);
 
+// The arguments of one conv2d call (null where a pass does not use a buffer).
+ConvArgs conv_args(const ConvProblem& p, const void* x, const void* w, const void* b, void* y,
+                   const void* dy, void* dx, void* dw, void* db);
+
 // Small shapes with odd sizes that exercise every code path (wide and direct chunks, 1x1,
 // groups, depthwise, asymmetric stride/padding/dilation, winograd-eligible, 5x5).
 const std::vector<ConvCase>& odd_conv_cases();
