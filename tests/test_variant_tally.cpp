@@ -171,8 +171,9 @@ TEST_CASE("the harness fails a variant that declines every problem",
   run_sizes(t, 1);
 }
 
-TEST_CASE("require_all fails a variant that declines one problem",
-          "[variants][harness][!shouldfail]") {
+namespace {
+// A variant that declines size 3 of the four sizes.
+HarnessTable& declines_one_table() {
   static HarnessTable& t =
       harness_table("test.harness.declines_one",
                     {.name = "no_size_3",
@@ -182,18 +183,15 @@ TEST_CASE("require_all fails a variant that declines one problem",
                            return p.size == 3 ? Support::no("size 3") : Support::yes();
                          },
                      .fn = [](const HarnessArgs& a) { *a.out = 2 * a.problem.size; }});
-  run_sizes(t, 1, /*require_all=*/true);
+  return t;
+}
+}  // namespace
+
+TEST_CASE("require_all fails a variant that declines one problem",
+          "[variants][harness][!shouldfail]") {
+  run_sizes(declines_one_table(), 1, /*require_all=*/true);
 }
 
 TEST_CASE("the same decline passes a harness whose minimum it meets", "[variants][harness]") {
-  static HarnessTable& t =
-      harness_table("test.harness.declines_one_ok",
-                    {.name = "no_size_3",
-                     .priority = 5,
-                     .supports =
-                         [](const TallyProblem& p) {
-                           return p.size == 3 ? Support::no("size 3") : Support::yes();
-                         },
-                     .fn = [](const HarnessArgs& a) { *a.out = 2 * a.problem.size; }});
-  CHECK(run_sizes(t, 3) == 0);
+  CHECK(run_sizes(declines_one_table(), 3) == 0);
 }

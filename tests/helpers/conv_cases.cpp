@@ -37,17 +37,7 @@ ConvProblem conv_problem_of(const ConvCase& cc, ConvPass pass, DType dtype, bool
 
 ConvArgs conv_args(const ConvProblem& p, const void* x, const void* w, const void* b, void* y,
                    const void* dy, void* dx, void* dw, void* db) {
-  ConvArgs a;
-  a.problem = p;
-  a.x = x;
-  a.w = w;
-  a.b = b;
-  a.y = y;
-  a.dy = dy;
-  a.dx = dx;
-  a.dw = dw;
-  a.db = db;
-  return a;
+  return ConvArgs{p, x, w, b, y, dy, dx, dw, db};
 }
 
 const std::vector<ConvCase>& odd_conv_cases() {
