@@ -15,6 +15,7 @@
 #include "engine/dispatch/elementwise_problem.h"
 #include "engine/ops/elementwise.h"
 #include "helpers/gradcheck.h"
+#include "helpers/op_problems.h"
 #include "helpers/variant_harness.h"
 #include "kernels/register.h"
 
@@ -183,12 +184,8 @@ TEST_CASE("every elementwise variant computes every op on every layout",
           if (dt == DType::f32) want[i] = static_cast<float>(want[i]);
         }
         // The problem ops::unary / ops::binary build (engine/ops/elementwise.cpp).
-        ElementwiseProblem p;
-        p.op = spec.op;
-        p.dtype = dt;
-        p.numel = static_cast<std::int64_t>(want.size());
-        p.contiguous = a.is_contiguous() && a.sizes() == shape &&
-                       (!binary || (b.is_contiguous() && b.sizes() == shape));
+        const ElementwiseProblem p =
+            test::elementwise_problem_of(spec.op, a, binary ? &b : nullptr);
         const std::string label =
             std::string(layout.name) + " " + shape_str(a.sizes()) + " / " + shape_str(b.sizes());
         harness.run(elementwise_table(), p, label, [&](const ElementwiseTable::Variant&) {

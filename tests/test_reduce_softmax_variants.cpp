@@ -16,6 +16,7 @@
 #include "engine/ops/reduce.h"
 #include "engine/ops/softmax.h"
 #include "helpers/gradcheck.h"
+#include "helpers/op_problems.h"
 #include "helpers/variant_harness.h"
 #include "kernels/register.h"
 
@@ -62,22 +63,6 @@ void against_ref(test::VariantHarness& harness, const VariantTable<Problem, Args
     return bad;
   });
 }
-ReduceProblem reduce_problem(ReduceOp op, const Tensor& x) {
-  ReduceProblem p;
-  p.op = op;
-  p.dtype = x.dtype();
-  p.reduce = x.numel();
-  return p;
-}
-SoftmaxProblem softmax_problem(SoftmaxOp op, const Tensor& x, DType index_dtype = DType::i64) {
-  SoftmaxProblem p;
-  p.op = op;
-  p.dtype = x.dtype();
-  p.index_dtype = index_dtype;
-  p.cols = x.sizes().back();
-  p.rows = x.numel() / p.cols;
-  return p;
-}
 }  // namespace
 
 TEST_CASE("reduce and softmax tables list cpu.omp first and ref last",
@@ -122,7 +107,7 @@ TEST_CASE("every CPU reduce variant agrees with ref", "[reduce][variants]") {
         for (std::int64_t d = 0; d < nd; ++d)
           if (mask & (1 << d)) dims.push_back(d);
         against_ref(
-            harness, reduce_table(), reduce_problem(ReduceOp::sum, x),
+            harness, reduce_table(), test::reduce_problem_of(ReduceOp::sum, x),
             [&] {
               return std::vector<Tensor>{ops::sum(x, dims), ops::mean(x, dims, true)};
             },
@@ -130,7 +115,7 @@ TEST_CASE("every CPU reduce variant agrees with ref", "[reduce][variants]") {
       }
       for (std::int64_t d = 0; d < nd; ++d)
         against_ref(
-            harness, reduce_table(), reduce_problem(ReduceOp::max, x),
+            harness, reduce_table(), test::reduce_problem_of(ReduceOp::max, x),
             [&] {
               auto [v, i] = ops::max(x, d);
               return std::vector<Tensor>{v, i};
@@ -163,7 +148,7 @@ TEST_CASE("every CPU softmax variant agrees with ref", "[softmax][variants]") {
       for (bool log : {false, true})
         against_ref(
             harness, softmax_table(),
-            softmax_problem(log ? SoftmaxOp::log_softmax : SoftmaxOp::softmax, x),
+            test::softmax_problem_of(log ? SoftmaxOp::log_softmax : SoftmaxOp::softmax, x),
             [&] {
               Tensor y = log ? ops::log_softmax(x) : ops::softmax(x);
               return std::vector<Tensor>{y, ops::softmax_backward(y, dy, log)};
@@ -175,7 +160,8 @@ TEST_CASE("every CPU softmax variant agrees with ref", "[softmax][variants]") {
         const Tensor x = rnd(shape, -5, 5, 13, dt);
         const Tensor t = rnd({shape[0]}, 0, static_cast<double>(shape[1]) - 0.01, 14, it);
         against_ref(
-            harness, softmax_table(), softmax_problem(SoftmaxOp::cross_entropy_forward, x, it),
+            harness, softmax_table(),
+            test::softmax_problem_of(SoftmaxOp::cross_entropy_forward, x, it),
             [&] {
               auto [loss, lse] = ops::cross_entropy_forward(x, t);
               return std::vector<Tensor>{loss, lse, ops::cross_entropy_backward(x, t, lse, 0.25)};
@@ -226,7 +212,8 @@ TEST_CASE("every CPU variant of the cross-entropy forward with gradient agrees w
         const Tensor x = rnd(shape, -8, 8, 15, dt);
         const Tensor t = rnd({shape[0]}, 0, static_cast<double>(shape[1]) - 0.01, 16, it);
         against_ref(
-            harness, softmax_table(), softmax_problem(SoftmaxOp::cross_entropy_forward_grad, x, it),
+            harness, softmax_table(),
+            test::softmax_problem_of(SoftmaxOp::cross_entropy_forward_grad, x, it),
             [&] {
               auto r = ops::cross_entropy_forward_grad(x, t, false, true);
               return std::vector<Tensor>{r.losses, r.lse, r.grad, r.col_sums};
