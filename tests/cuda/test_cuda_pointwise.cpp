@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@
 #include "engine/ops/reduce.h"
 #include "engine/ops/softmax.h"
 #include "helpers/gradcheck.h"
+#include "helpers/op_problems.h"
+#include "helpers/variant_harness.h"
 #include "kernels/register.h"
 
 using namespace anvil;
@@ -44,15 +47,18 @@ Tensor rnd(const Shape& shape, double low, double high, std::uint64_t seed,
   return raw::to_dtype(uniform_leaf(shape, low, high, seed, false), dtype);
 }
 
-// |gpu - cpu| <= atol + rtol * |cpu| everywhere (NaN only where both are NaN), with the worst
-// element in the message.
-void check_close(const Tensor& on_gpu, const Tensor& on_cpu, const std::string& what,
-                 double rtol = 1e-5, double atol = 1e-6) {
-  INFO(what);
-  REQUIRE(on_gpu.device() == kGpu);
-  REQUIRE(on_cpu.device().is_cpu());
-  REQUIRE(on_gpu.sizes() == on_cpu.sizes());
-  REQUIRE(on_gpu.dtype() == on_cpu.dtype());
+// "" when |gpu - cpu| <= atol + rtol * |cpu| everywhere (NaN only where both are NaN), else
+// the worst element.
+std::string close_message(const Tensor& on_gpu, const Tensor& on_cpu, const std::string& what,
+                          double rtol = 1e-5, double atol = 1e-6) {
+  if (on_gpu.device() != kGpu) return what + ": the result is not on the GPU; ";
+  if (!on_cpu.device().is_cpu()) return what + ": the expected value is not on the CPU; ";
+  if (on_gpu.sizes() != on_cpu.sizes())
+    return what + ": shape " + shape_str(on_gpu.sizes()) + ", expected " +
+           shape_str(on_cpu.sizes()) + "; ";
+  if (on_gpu.dtype() != on_cpu.dtype())
+    return what + ": dtype " + std::string(dtype_name(on_gpu.dtype())) + ", expected " +
+           std::string(dtype_name(on_cpu.dtype())) + "; ";
   const auto g = vals(on_gpu), c = vals(on_cpu);
   std::size_t worst = 0;
   double worst_ratio = 0.0;
@@ -65,10 +71,44 @@ void check_close(const Tensor& on_gpu, const Tensor& on_cpu, const std::string& 
       worst = i;
     }
   }
-  INFO("worst element " << worst << ": gpu " << (g.empty() ? 0 : g[worst]) << " cpu "
-                        << (c.empty() ? 0 : c[worst]));
-  CHECK(worst_ratio <= 1.0);
+  if (worst_ratio <= 1.0) return {};
+  std::ostringstream os;
+  os << what << ": worst element " << worst << ": gpu " << g[worst] << " cpu " << c[worst]
+     << " (|diff| / (atol + rtol |cpu|) = " << worst_ratio << "); ";
+  return os.str();
 }
+
+void check_close(const Tensor& on_gpu, const Tensor& on_cpu, const std::string& what,
+                 double rtol = 1e-5, double atol = 1e-6) {
+  const std::string bad = close_message(on_gpu, on_cpu, what, rtol, atol);
+  INFO(bad);
+  CHECK(bad.empty());
+}
+
+// fn(device) -> outputs, on every CUDA variant of `table` (forced by the harness,
+// tests/helpers/variant_harness.h) against fn(cpu) under `ref`. `problem` is fn's main table
+// problem on the GPU (tests/helpers/op_problems.h).
+template <typename Problem, typename Args, typename Fn>
+void gpu_against_ref(test::VariantHarness& harness, const VariantTable<Problem, Args>& table,
+                     const Problem& problem, Fn&& fn, const std::string& what, double rtol = 1e-5,
+                     double atol = 1e-6) {
+  std::vector<Tensor> want;
+  {
+    ForceVariant force(table.op(), "ref");
+    want = fn(Device::cpu());
+  }
+  harness.run(table, problem, what, [&](const typename VariantTable<Problem, Args>::Variant&) {
+    const std::vector<Tensor> got = fn(kGpu);
+    if (got.size() != want.size()) return std::string("wrong number of outputs");
+    std::string bad;
+    for (std::size_t i = 0; i < got.size(); ++i)
+      bad += close_message(got[i], want[i], "output " + std::to_string(i), rtol, atol);
+    return bad;
+  });
+}
+
+// A copy of t on d (t itself when it is there).
+Tensor on(const Tensor& t, Device d) { return t.device() == d ? t : raw::to_device(t, d); }
 
 std::vector<DType> all_dtypes() { return {DType::f32, DType::f64, DType::i32, DType::i64}; }
 }  // namespace
@@ -205,62 +245,57 @@ const std::vector<EwCase>& ew_cases() {
   return c;
 }
 
-// op on (a, b) on both devices; a and b are CPU tensors (any layout), mirrored on the GPU with
-// the same layout by `layout`.
+// op on (a, b) on every CUDA variant against ref on the CPU; a and b are dense CPU tensors, given
+// the same layout on both devices by `layout`.
 template <typename Layout>
-void compare_ew(EwOp op, const Tensor& a_dense, const Tensor& b_dense, Layout&& layout,
-                const std::string& what) {
+void compare_ew(test::VariantHarness& harness, EwOp op, const Tensor& a_dense,
+                const Tensor& b_dense, Layout&& layout, const std::string& what, double rtol = 2e-6,
+                double atol = 1e-6) {
   const double s = 1.75, alpha = 0.5;
-  const Tensor ac = layout(a_dense), bc = layout(b_dense);
+  const bool unary = ew_arity(op) == 1;
   const Tensor ag = layout(gpu(a_dense)), bg = layout(gpu(b_dense));
-  Tensor c, g;
-  if (ew_arity(op) == 1) {
-    c = ops::unary(op, ac, s);
-    g = ops::unary(op, ag, s);
-  } else {
-    c = ops::binary(op, ac, bc, alpha, s);
-    g = ops::binary(op, ag, bg, alpha, s);
-  }
-  check_close(g, c, std::string(ew_name(op)) + " " + what, 2e-6, 1e-6);
+  gpu_against_ref(
+      harness, elementwise_table(), test::elementwise_problem_of(op, ag, unary ? nullptr : &bg),
+      [&](Device d) {
+        const Tensor x = layout(on(a_dense, d)), y = layout(on(b_dense, d));
+        return std::vector<Tensor>{unary ? ops::unary(op, x, s) : ops::binary(op, x, y, alpha, s)};
+      },
+      std::string(ew_name(op)) + " " + what, rtol, atol);
 }
 }  // namespace
 
 TEST_CASE("every EwOp on CUDA matches the CPU across layouts", "[cuda][elementwise]") {
+  register_builtin_kernels();
+  (void)gpu(Tensor::zeros({1}));  // loads the backend (its variants)
+  // Every CUDA elementwise variant runs every problem, against ref on the CPU.
+  test::VariantHarness harness(elementwise_table(), DeviceType::cuda, 1);
+  harness.require_all();
+  const auto same = [](const Tensor& t) { return t; };
   for (const auto& k : ew_cases()) {
     for (DType dt : {DType::f32, DType::f64}) {
       const std::string tag = std::string(dtype_name(dt));
       const Tensor a = rnd({37, 53}, k.low, k.high, 10 + static_cast<int>(k.op), dt);
       const Tensor b =
           rnd({37, 53}, k.op == EwOp::pow ? -1.5 : k.low, k.high, 50 + static_cast<int>(k.op), dt);
+      compare_ew(harness, k.op, a, b, same, tag + " dense");
       compare_ew(
-          k.op, a, b, [](const Tensor& t) { return t; }, tag + " dense");
+          harness, k.op, a, b, [](const Tensor& t) { return t.t(); }, tag + " transposed");
       compare_ew(
-          k.op, a, b, [](const Tensor& t) { return t.t(); }, tag + " transposed");
-      compare_ew(
-          k.op, a, b, [](const Tensor& t) { return t.slice(0, 1, 37, 2).slice(1, 3, 50, 3); },
-          tag + " sliced");
+          harness, k.op, a, b,
+          [](const Tensor& t) { return t.slice(0, 1, 37, 2).slice(1, 3, 50, 3); }, tag + " sliced");
       if (ew_arity(k.op) == 2) {
-        // Broadcasting: a row of b against all of a, a column of a against b.
-        const Tensor ac = a, bc = b.select(0, 0).unsqueeze(0);  // [1, 53]
-        check_close(ops::binary(k.op, gpu(ac), gpu(bc), 0.5, 1.75),
-                    ops::binary(k.op, ac, bc, 0.5, 1.75),
-                    std::string(ew_name(k.op)) + " row broadcast", 2e-6, 1e-6);
-        const Tensor acol = a.select(1, 0).unsqueeze(1);  // [37, 1]
-        check_close(ops::binary(k.op, gpu(acol), gpu(b), 0.5, 1.75),
-                    ops::binary(k.op, acol, b, 0.5, 1.75),
-                    std::string(ew_name(k.op)) + " column broadcast", 2e-6, 1e-6);
-        const Tensor sc = b.select(0, 3).select(0, 7);  // 0-D
-        check_close(ops::binary(k.op, gpu(a), gpu(sc), 0.5, 1.75),
-                    ops::binary(k.op, a, sc, 0.5, 1.75),
-                    std::string(ew_name(k.op)) + " 0-D operand", 2e-6, 1e-6);
+        // Broadcasting: a row of b against all of a, a column of a against b, a 0-D b.
+        compare_ew(harness, k.op, a, b.select(0, 0).unsqueeze(0), same, tag + " row broadcast");
+        compare_ew(harness, k.op, a.select(1, 0).unsqueeze(1), b, same, tag + " column broadcast");
+        compare_ew(harness, k.op, a, b.select(0, 3).select(0, 7), same, tag + " 0-D operand");
       }
     }
     // An odd size, dense.
     const Tensor odd_a = rnd({1060921}, k.low, k.high, 7);
     const Tensor odd_b = rnd({1060921}, k.op == EwOp::pow ? -1.5 : k.low, k.high, 8);
-    compare_ew(
-        k.op, odd_a, odd_b, [](const Tensor& t) { return t; }, "odd size");
+    compare_ew(harness, k.op, odd_a, odd_b, same, "odd size");
   }
+  harness.finish();
 }
 
 TEST_CASE("elementwise and copy kernels cover more elements than one grid", "[cuda][elementwise]") {
@@ -328,6 +363,11 @@ TEST_CASE("arithmetic-only EwOps on CUDA equal the CPU bit for bit", "[cuda][ele
 // ----------------------------------------------------------------------------------
 
 TEST_CASE("sum, mean and max over every dim combination match the CPU", "[cuda][reduce]") {
+  register_builtin_kernels();
+  (void)gpu(Tensor::zeros({1}));  // loads the backend (its variants)
+  // Every CUDA reduce variant runs every problem, against ref on the CPU.
+  test::VariantHarness harness(reduce_table(), DeviceType::cuda, 1);
+  harness.require_all();
   for (const Shape& shape : {Shape{4, 5, 6}, Shape{3, 1, 7, 2}, Shape{2, 33, 65}}) {
     const Tensor x = rnd(shape, -1, 1, 40);
     const Tensor xg = gpu(x);
@@ -337,18 +377,25 @@ TEST_CASE("sum, mean and max over every dim combination match the CPU", "[cuda][
       for (std::int64_t d = 0; d < nd; ++d)
         if (mask & (1 << d)) dims.push_back(d);
       const std::string what = shape_str(shape) + " mask " + std::to_string(mask);
-      for (bool keep : {false, true}) {
-        check_close(ops::sum(xg, dims, keep), ops::sum(x, dims, keep), "sum " + what);
-        check_close(ops::mean(xg, dims, keep), ops::mean(x, dims, keep), "mean " + what);
-      }
+      gpu_against_ref(
+          harness, reduce_table(), test::reduce_problem_of(ReduceOp::sum, xg),
+          [&](Device d) {
+            const Tensor xd = on(x, d);
+            return std::vector<Tensor>{ops::sum(xd, dims, false), ops::sum(xd, dims, true),
+                                       ops::mean(xd, dims, false), ops::mean(xd, dims, true)};
+          },
+          "sum and mean " + what);
     }
-    for (std::int64_t d = 0; d < nd; ++d) {
-      auto [vg, ig] = ops::max(xg, d, false);
-      auto [vc, ic] = ops::max(x, d, false);
-      check_close(vg, vc, "max values dim " + std::to_string(d), 0, 0);
-      check_close(ig, ic, "max indices dim " + std::to_string(d), 0, 0);
-    }
+    for (std::int64_t d = 0; d < nd; ++d)
+      gpu_against_ref(
+          harness, reduce_table(), test::reduce_problem_of(ReduceOp::max, xg),
+          [&](Device dev) {
+            auto [v, i] = ops::max(on(x, dev), d, false);
+            return std::vector<Tensor>{v, i};
+          },
+          "max values and indices dim " + std::to_string(d), 0, 0);
   }
+  harness.finish();
   // The shapes sum_to produces in backward: bias gradients of [B, N] and [N, K, H, W].
   const Tensor g2 = rnd({64, 10}, -1, 1, 41);
   check_close(ops::sum_to(gpu(g2), {10}), ops::sum_to(g2, {10}), "sum_to [64,10] -> [10]");
@@ -420,6 +467,11 @@ TEST_CASE("max on CUDA keeps the first maximum and propagates NaN", "[cuda][redu
 // -------------------------------------------------------------------------------
 
 TEST_CASE("softmax, log-softmax and their backward on CUDA match the CPU", "[cuda][softmax]") {
+  register_builtin_kernels();
+  (void)gpu(Tensor::zeros({1}));  // loads the backend (its variants)
+  // Every CUDA softmax variant runs every problem, against ref on the CPU.
+  test::VariantHarness harness(softmax_table(), DeviceType::cuda, 1);
+  harness.require_all();
   for (DType dt : {DType::f32, DType::f64}) {
     for (std::int64_t rows : {1, 3, 33}) {
       for (std::int64_t cols : {1, 7, 1024, 1025, 5000}) {
@@ -428,19 +480,35 @@ TEST_CASE("softmax, log-softmax and their backward on CUDA match the CPU", "[cud
         const Tensor x = rnd({rows, cols}, -8, 8, 60 + cols, dt);
         const Tensor dy = rnd({rows, cols}, -1, 1, 61 + cols, dt);
         for (bool log : {false, true}) {
-          const Tensor yc = log ? ops::log_softmax(x) : ops::softmax(x);
-          const Tensor yg = log ? ops::log_softmax(gpu(x)) : ops::softmax(gpu(x));
+          const SoftmaxOp op = log ? SoftmaxOp::log_softmax : SoftmaxOp::softmax;
           // log_softmax = x - lse: a result near 0 carries lse's rounding, one float ulp of |lse|
           // (up to ~16 here: 1.9e-6) from GPU and CPU expf differing by an ulp or two.
-          check_close(yg, yc, (log ? "log_softmax " : "softmax ") + what, 1e-5,
-                      dt == DType::f32 ? 4e-6 : 1e-6);
-          check_close(ops::softmax_backward(gpu(yc), gpu(dy), log),
-                      ops::softmax_backward(yc, dy, log),
-                      (log ? "log_softmax backward " : "softmax backward ") + what, 1e-5, 1e-6);
+          gpu_against_ref(
+              harness, softmax_table(), test::softmax_problem_of(op, gpu(x)),
+              [&](Device d) {
+                return std::vector<Tensor>{log ? ops::log_softmax(on(x, d))
+                                               : ops::softmax(on(x, d))};
+              },
+              (log ? "log_softmax " : "softmax ") + what, 1e-5, dt == DType::f32 ? 4e-6 : 1e-6);
+          // The backward on the same y (ref's, from the CPU).
+          Tensor yc;
+          {
+            ForceVariant force("softmax", "ref");
+            yc = log ? ops::log_softmax(x) : ops::softmax(x);
+          }
+          gpu_against_ref(
+              harness, softmax_table(),
+              test::softmax_problem_of(
+                  log ? SoftmaxOp::log_softmax_backward : SoftmaxOp::softmax_backward, gpu(x)),
+              [&](Device d) {
+                return std::vector<Tensor>{ops::softmax_backward(on(yc, d), on(dy, d), log)};
+              },
+              (log ? "log_softmax backward " : "softmax backward ") + what, 1e-5, 1e-6);
         }
       }
     }
   }
+  harness.finish();
   // Over a non-last dim through autograd (transposes), and special values.
   const Tensor x = rnd({6, 5, 4}, -3, 3, 70);
   check_close(anvil::softmax(gpu(x), 1), anvil::softmax(x, 1), "softmax dim 1");
@@ -452,6 +520,10 @@ TEST_CASE("softmax, log-softmax and their backward on CUDA match the CPU", "[cud
 
 TEST_CASE("fused cross-entropy on CUDA matches the CPU, with i32 and i64 targets",
           "[cuda][softmax]") {
+  register_builtin_kernels();
+  (void)gpu(Tensor::zeros({1}));  // loads the backend (its variants)
+  test::VariantHarness harness(softmax_table(), DeviceType::cuda, 1);
+  harness.require_all();
   for (DType dt : {DType::f32, DType::f64}) {
     for (DType it : {DType::i32, DType::i64}) {
       for (std::int64_t cols : {10, 1000, 10000}) {
@@ -460,12 +532,16 @@ TEST_CASE("fused cross-entropy on CUDA matches the CPU, with i32 and i64 targets
                                  " C=" + std::to_string(cols);
         const Tensor x = rnd({rows, cols}, -5, 5, 80 + cols, dt);
         const Tensor t = rnd({rows}, 0, static_cast<double>(cols) - 0.01, 81, it);
-        auto [lc, sc] = ops::cross_entropy_forward(x, t);
-        auto [lg, sg] = ops::cross_entropy_forward(gpu(x), gpu(t));
-        check_close(lg, lc, "CE loss " + what);
-        check_close(sg, sc, "CE lse " + what);
-        check_close(ops::cross_entropy_backward(gpu(x), gpu(t), sg, 0.37),
-                    ops::cross_entropy_backward(x, t, sc, 0.37), "CE dx " + what);
+        // Every CUDA softmax variant: loss, lse and dx against ref on the CPU.
+        gpu_against_ref(
+            harness, softmax_table(),
+            test::softmax_problem_of(SoftmaxOp::cross_entropy_forward, gpu(x), it),
+            [&](Device d) {
+              auto [l, lse] = ops::cross_entropy_forward(on(x, d), on(t, d));
+              return std::vector<Tensor>{
+                  l, lse, ops::cross_entropy_backward(on(x, d), on(t, d), lse, 0.37)};
+            },
+            "CE loss, lse and dx " + what);
         // Through autograd (mean loss, its gradient).
         Tensor xc = x.clone(), xg = gpu(x);
         xc.set_requires_grad(true);
@@ -479,6 +555,7 @@ TEST_CASE("fused cross-entropy on CUDA matches the CPU, with i32 and i64 targets
       }
     }
   }
+  harness.finish();
   const Tensor x = gpu(rnd({4, 5}, -1, 1, 90));
   const Tensor bad = gpu(Tensor::from_vector(std::vector<std::int64_t>{0, 4, 5, -1}, {4}));
   // Detected on the device and reported at the next wait for it (Note [Host waits in a step]):
