@@ -14,7 +14,7 @@
 #include "engine/dispatch/pool_problem.h"
 #include "engine/ops/elementwise.h"
 #include "helpers/gradcheck.h"
-#include "helpers/variant_tally.h"
+#include "helpers/variant_harness.h"
 #include "models/training_step.h"
 
 using namespace anvil;
@@ -187,24 +187,26 @@ std::vector<Tensor> run_forced(const std::string& op, const std::string& variant
   return out;
 }
 
-template <typename Table, typename Problem>
-void compare_variants(const std::string& name, const std::string& op, Table& table,
-                      const Problem& p, const std::vector<Tensor>& inputs,
+// Every CPU variant of `table` on `p` (tests/helpers/variant_harness.h) against ref: forward and
+// every gradient within `tol` relative to ref's magnitude.
+template <typename Problem, typename Args>
+void compare_variants(const std::string& name, const std::string& op,
+                      const VariantTable<Problem, Args>& table, const Problem& p,
+                      const std::vector<Tensor>& inputs,
                       const std::function<Tensor(const std::vector<Tensor>&)>& fn, double tol,
-                      anvil::test::VariantTally& tally) {
+                      anvil::test::VariantHarness& harness) {
   const auto want = run_forced(op, "ref", inputs, fn);
-  for (const auto& cand : table.candidates(p)) {
-    if (cand.name == "ref") continue;
-    if (!cand.support.ok) {
-      CHECK(!cand.support.reason.empty());
-      ++tally.skipped[cand.name][cand.support.reason];
-      continue;
+  harness.run(table, p, name, [&](const typename VariantTable<Problem, Args>::Variant& v) {
+    const auto got = run_forced(op, v.name, inputs, fn);
+    std::string bad;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      const double r = rel_diff(got[i], want[i]);
+      if (!(r < tol))
+        bad += "output " + std::to_string(i) + ": relative difference " + std::to_string(r) +
+               " >= " + std::to_string(tol) + "; ";
     }
-    ++tally.ran[cand.name];
-    INFO(name << " variant " << cand.name << ": " << p.repr());
-    const auto got = run_forced(op, cand.name, inputs, fn);
-    for (std::size_t i = 0; i < want.size(); ++i) CHECK(rel_diff(got[i], want[i]) < tol);
-  }
+    return bad;
+  });
 }
 
 // The model's problems at batch 1 whose ref pass is cheap enough for a unit test, every
@@ -233,9 +235,14 @@ TEST_CASE(
   int compared = 0;
   // Problems every non-ref variant must run (tests/helpers/variant_tally.h); winograd takes only
   // the 3x3 stride-1 layers, oneDNN adaptive pooling only output sizes dividing the input.
-  anvil::test::VariantTally conv_tally(conv_table(), 4), max_tally(max_pool2d_table(), 3),
-      adaptive_tally(adaptive_avg_pool2d_table(), 1), bn_tally(batch_norm2d_table(), 3),
-      avg_tally(avg_pool2d_table(), 1);  // checked only if a sampled model has avg pooling
+  using anvil::test::VariantHarness;
+  VariantHarness conv_tally(conv_table(), DeviceType::cpu, 4),
+      max_tally(max_pool2d_table(), DeviceType::cpu, 3),
+      adaptive_tally(adaptive_avg_pool2d_table(), DeviceType::cpu, 1),
+      bn_tally(batch_norm2d_table(), DeviceType::cpu, 3),
+      avg_tally(avg_pool2d_table(), DeviceType::cpu, 1);  // checked only if a model has avg pools
+  for (VariantHarness* h : {&conv_tally, &max_tally, &adaptive_tally, &bn_tally, &avg_tally})
+    h->skip_ref();  // the oracle
   for (const auto& [model, stride] : strides) {
     for (const auto& np : sample_problems(model, stride, 1e9)) {
       if (np.op == "conv2d") {
@@ -307,9 +314,9 @@ TEST_CASE(
   }
   INFO("problems compared: " << compared);
   CHECK(compared >= 30);
-  conv_tally.check();
-  max_tally.check();
-  adaptive_tally.check();
-  bn_tally.check();
-  if (!avg_tally.ran.empty() || !avg_tally.skipped.empty()) avg_tally.check();
+  conv_tally.finish();
+  max_tally.finish();
+  adaptive_tally.finish();
+  bn_tally.finish();
+  if (!avg_tally.tally().ran.empty() || !avg_tally.tally().skipped.empty()) avg_tally.finish();
 }
