@@ -5,9 +5,10 @@
 // registered variant of the harness's device (opt-in ones included) whether it supports it, runs
 // each supporting one forced by name through the test's check function, and records the tally
 // (tests/helpers/variant_tally.h); finish() fails the test for a variant under the stated
-// minimum. The check function builds the variant's outputs, compares them with the oracle (`ref`,
-// on the CPU in f64 for GPU variants, inputs copied to the host) and returns "" or what is wrong;
-// the harness fails with the op, the variant, the problem's repro and that message.
+// minimum. The check function builds the variant's outputs, compares them with the oracle (`ref`
+// run on the CPU on the same values, in f64 where the test says so; GPU outputs are copied to the
+// host) and returns "" or what is wrong; the harness fails with the op, the variant, the
+// problem's repro and that message.
 // Also here: the comparison helpers every op test shares (max_error, compare, max_abs,
 // scaled_error); max_abs_diff and values_f64 are in tests/helpers/gradcheck.h.
 #include <catch2/catch.hpp>
