@@ -23,33 +23,13 @@
 #include "engine/ops/batch_norm.h"
 #include "engine/ops/pool.h"
 #include "kernels/cuda/batch_norm_element.h"
-#include "kernels/cuda/pool_window.h"
+#include "kernels/cuda/pool_geometry.h"
 #include "kernels/register.h"
 
 using namespace anvil;
 using namespace anvil::cuda;
 
 namespace {
-
-PoolGeometry geometry_of(const PoolProblem& p) {
-  PoolGeometry g;
-  g.kind = p.kind == PoolKind::max   ? PoolCode::max
-           : p.kind == PoolKind::avg ? PoolCode::avg
-                                     : PoolCode::adaptive_avg;
-  g.planes = p.planes();
-  g.h = p.h;
-  g.w = p.w;
-  g.oh = p.oh;
-  g.ow = p.ow;
-  g.kh = p.kh;
-  g.kw = p.kw;
-  g.sh = p.sh;
-  g.sw = p.sw;
-  g.ph = p.ph;
-  g.pw = p.pw;
-  g.count_include_pad = p.count_include_pad;
-  return g;
-}
 
 bool same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
 
@@ -66,7 +46,7 @@ int compare_with_ref(const PoolProblem& p, const std::vector<T>& xv, const std::
   ForceVariant force(pool_op_name(p.kind), "ref");
   const ops::PoolForward fw = ops::pool2d_forward(x, p, true);
   const Tensor dx = ops::pool2d_backward(dy, fw);
-  const PoolGeometry g = geometry_of(p);
+  const PoolGeometry g = pool_geometry_of(p);
   std::vector<T> y(static_cast<std::size_t>(p.out_numel())), gdx(xv.size());
   std::vector<std::int32_t> idx(static_cast<std::size_t>(p.out_numel()));
   const bool is_max = p.kind == PoolKind::max;
@@ -151,7 +131,7 @@ TEST_CASE("cuda.custom max-pool element code keeps ref's NaN and -inf rules", "[
   std::vector<float> y(4);
   std::vector<std::int32_t> idx(4);
   for (int o = 0; o < 4; ++o)
-    pool_detail::forward_element(geometry_of(p), x.data(), y.data(), idx.data(), o, -inf);
+    pool_detail::forward_element(pool_geometry_of(p), x.data(), y.data(), idx.data(), o, -inf);
   // A NaN always wins, the last one in window order (Note [NaN propagation]).
   CHECK(y[0] == 1);
   CHECK((std::isnan(y[1]) && std::isnan(y[2]) && std::isnan(y[3])));

@@ -15,7 +15,7 @@
 #include "engine/dispatch/conv_problem.h"
 #include "helpers/conv_cases.h"
 #include "helpers/variant_harness.h"
-#include "kernels/cuda/conv_im2col_index.h"
+#include "kernels/cuda/conv_im2col_geometry.h"
 #include "kernels/register.h"
 
 using namespace anvil;
@@ -54,20 +54,7 @@ TEST_CASE("cuda.custom.im2col's index arithmetic computes the three conv passes 
         anvil::test::conv_problem_of(cc, ConvPass::forward, DType::f64, false, false));
   for (const ConvProblem& base : problems) {
     INFO(base.repr());
-    Im2colGeometry g;
-    g.cg = base.c_per_group();
-    g.h = base.h;
-    g.w = base.w;
-    g.r = base.r;
-    g.s = base.s;
-    g.p = base.p();
-    g.q = base.q();
-    g.stride_h = base.stride_h;
-    g.stride_w = base.stride_w;
-    g.pad_h = base.pad_h;
-    g.pad_w = base.pad_w;
-    g.dil_h = base.dil_h;
-    g.dil_w = base.dil_w;
+    const Im2colGeometry g = anvil::cuda::im2col_geometry_of(base);
     const std::int64_t kg = base.k_per_group(), crs = g.cg * g.r * g.s, pq = g.p * g.q,
                        hw = g.h * g.w;
     const std::vector<double> x = rnd(base.n * base.c * hw, 1), w = rnd(base.k * crs, 2),

@@ -11,6 +11,7 @@
 #include "engine/core/tensor.h"
 #include "engine/dispatch/conv_problem.h"
 #include "engine/dispatch/gemm_problem.h"
+#include "kernels/cuda/conv_im2col_geometry.h"
 #include "kernels/cuda/conv_im2col_kernels.h"
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/device_guard.h"
@@ -45,20 +46,7 @@ void run_im2col(const ConvArgs& a) {
   const int dev = p.device.index;
   cudaStream_t s = stream(dev);
   DeviceGuard guard(dev);
-  Im2colGeometry g;
-  g.cg = p.c_per_group();
-  g.h = p.h;
-  g.w = p.w;
-  g.r = p.r;
-  g.s = p.s;
-  g.p = p.p();
-  g.q = p.q();
-  g.stride_h = p.stride_h;
-  g.stride_w = p.stride_w;
-  g.pad_h = p.pad_h;
-  g.pad_w = p.pad_w;
-  g.dil_h = p.dil_h;
-  g.dil_w = p.dil_w;
+  const Im2colGeometry g = im2col_geometry_of(p);
   const std::int64_t kg = p.k_per_group(), crs = g.cg * g.r * g.s, pq = g.p * g.q;
   const std::int64_t hw = p.h * p.w;
   const std::size_t e = dtype_size(p.dtype);

@@ -9,6 +9,7 @@
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/pool_bn_plan.h"
+#include "kernels/cuda/pool_geometry.h"
 #include "kernels/cuda/pool_kernels.h"
 #include "kernels/cuda/register_cuda.h"
 
@@ -18,30 +19,10 @@ void run_pool_cudnn(const PoolArgs& a);  // pool_cudnn.cpp
 
 namespace {
 
-PoolGeometry geometry_of(const PoolProblem& p) {
-  PoolGeometry g;
-  g.kind = p.kind == PoolKind::max   ? PoolCode::max
-           : p.kind == PoolKind::avg ? PoolCode::avg
-                                     : PoolCode::adaptive_avg;
-  g.planes = p.planes();
-  g.h = p.h;
-  g.w = p.w;
-  g.oh = p.oh;
-  g.ow = p.ow;
-  g.kh = p.kh;
-  g.kw = p.kw;
-  g.sh = p.sh;
-  g.sw = p.sw;
-  g.ph = p.ph;
-  g.pw = p.pw;
-  g.count_include_pad = p.count_include_pad;
-  return g;
-}
-
 void run_pool_custom(const PoolArgs& a) {
   const PoolProblem& p = a.problem;
   const int device = p.device.index;
-  const PoolGeometry g = geometry_of(p);
+  const PoolGeometry g = pool_geometry_of(p);
   if (p.pass == PoolPass::backward) {
     const std::int32_t* index = nullptr;
     if (p.kind == PoolKind::max) {
