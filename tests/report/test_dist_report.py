@@ -62,7 +62,9 @@ spec.loader.exec_module(orep)
 def pair(after, ov, wait_after, wait_ov):
     return {"step_after_s": after, "step_overlap_s": ov, "wait_after_s": wait_after,
             "wait_overlap_s": wait_ov, "wait_hidden": 1 - wait_ov / wait_after,
-            "step_saved": (after - ov) / wait_after}
+            "step_saved": (after - ov) / wait_after, "exposed_after_s": wait_after / 2,
+            "exposed_overlap_s": wait_ov / 4, "exposed_hidden": 1 - wait_ov / wait_after / 2,
+            "backward_overlap_s": 1.0 + wait_ov, "backward_after_s": 1.0}
 with tempfile.TemporaryDirectory() as d:
     ctx = {"cpu": "test cpu", "backend_version": "v", "ranks": 2, "threads_per_rank": 1,
            "mpi_progress": "thread", "loadavg_start": "3.50 2.00 1.00 1/100 7"}
@@ -74,6 +76,7 @@ with tempfile.TemporaryDirectory() as d:
     text = orep.report(d)
 # wait hidden per pair: 80, 50, 90 % -> median 80; step saved 50, 10, 80 % -> median 50.
 line = next(l for l in text.splitlines() if l.startswith("| m | 8 | 2 | thread | 3 |"))
-assert "| 80 % (50..90) | 50 % (10..80) |" in line, line
+# backward overlapped - after: 0.2, 0.5, 0.1 -> median +0.200.
+assert "| 80 % (50..90) | 0.500 | 0.050 | 90 % (75..95) | +0.200 | 50 % (10..80) |" in line, line
 assert "2 run(s)" in text and "3.50" in text, text
 print("PASS")
