@@ -5,11 +5,12 @@
 # one thread each, in rounds that alternate the MPI progress modes (hooks only, and a progress
 # thread: Note [MPI progress thread]), so that a shared machine's load hits both alike; then
 # scripts/dist_overlap_report.py. Usage:
-#   scripts/dist_overlap.sh [--build DIR] [--out DIR] [--rounds N] [--reps N] [--models m1,m2]
-#                           [--batches b1,b2] [--modes hooks,thread]
+#   scripts/dist_overlap.sh [--build DIR] [--out DIR] [--rounds N] [--first-round K] [--reps N]
+#                           [--models m1,m2] [--batches b1,b2] [--modes hooks,thread]
+# (--first-round K numbers the rounds from K, to add rounds to an earlier --out folder.)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build out=results/dist_overlap_$(date -u +%Y-%m-%d) rounds=2 reps=3
+build=$root/build out=results/dist_overlap_$(date -u +%Y-%m-%d) rounds=2 reps=3 first=1
 models=fcn5,fcn8,alexnet modes=hooks,thread
 batches=64,64,16  # per rank (weak scaling: the papers' CPU batch on every rank)
 while [[ $# -gt 0 ]]; do
@@ -17,11 +18,12 @@ while [[ $# -gt 0 ]]; do
     --build) build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
+    --first-round) first=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --batches) batches=$2; shift 2 ;;
     --modes) modes=$2; shift 2 ;;
-    -h|--help) sed -n 3,9p "$0"; exit 0 ;;
+    -h|--help) sed -n 3,10p "$0"; exit 0 ;;
     *) echo "dist_overlap.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -30,7 +32,7 @@ bench=$build/bench/distributed/anvil_dist_bench
 mkdir -p "$out"
 lscpu > "$out/lscpu.txt"
 run() { echo "+ $*" | tee -a "$out/commands.txt"; "$@"; }
-for ((r = 1; r <= rounds; ++r)); do
+for ((r = first; r < first + rounds; ++r)); do
   for mode in ${modes//,/ }; do
     echo "round $r $mode: $(cat /proc/loadavg)" >> "$out/load.txt"
     run mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 \
