@@ -374,4 +374,17 @@ PtbBatch PtbBatcher::next() {
   return batch(next_++);
 }
 
+PtbBatch shard_rows(const PtbBatch& batch, std::int64_t num_shards, std::int64_t shard) {
+  const std::int64_t rows = batch.inputs.size(0);
+  ANVIL_CHECK(num_shards >= 1 && shard >= 0 && shard < num_shards, "shard_rows", "shard ", shard,
+              " of ", num_shards, " is not a shard");
+  ANVIL_CHECK(rows % num_shards == 0, "shard_rows", "a batch of ", rows,
+              " streams does not split evenly into ", num_shards, " shards");
+  const std::int64_t per = rows / num_shards, begin = shard * per;
+  PtbBatch out = batch;
+  out.inputs = batch.inputs.slice(0, begin, begin + per).contiguous();
+  out.targets = batch.targets.slice(0, begin, begin + per).contiguous();
+  return out;
+}
+
 }  // namespace anvil::data

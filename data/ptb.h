@@ -140,4 +140,17 @@ class PtbBatcher {
   Tensor streams_;  // [B, L] int64
 };
 
+// Note [Sharded PTB streams]
+// Data parallelism over S ranks with a global batch of B streams (S divides B): every rank lays
+// out the whole token stream exactly as one process at batch B (Note [PTB batch layout]) and
+// takes rows [r*B/S, (r+1)*B/S) of every batch, i.e. the same B/S streams for the whole epoch.
+// Its LSTM therefore carries the hidden state of exactly those rows from window to window, the
+// state one process at batch B carries in the same rows. Every rank has the same number of
+// windows of the same lengths (the columns are shared), so all ranks take the same steps.
+// Because an LSTM row depends only on its own row's tokens, and the loss is a mean over rows,
+// the mean of the S ranks' gradients is the gradient of one process at batch B up to rounding
+// (Note [Data-parallel determinism]); contiguous per-rank segments of the text would give other
+// streams and not have this property.
+PtbBatch shard_rows(const PtbBatch& batch, std::int64_t num_shards, std::int64_t shard);
+
 }  // namespace anvil::data

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/core/device.h"
+#include "engine/distributed/communicator.h"
 #include "engine/nn/recurrent.h"
 
 namespace anvil::models {
@@ -18,9 +19,13 @@ struct LanguageModelEval {
 };
 
 // Evaluates `net` in eval mode without gradients; the windows are moved to `device` (where the
-// model lives). The state is reset before the first window and after the last.
+// model lives). The state is reset before the first window and after the last. With a
+// communicator of more than one rank, each rank evaluates its rows of every global window
+// (data::shard_rows, Note [Sharded PTB streams]) and the sums are reduced over the ranks: the
+// same result as one process, up to rounding.
 LanguageModelEval evaluate_language_model(nn::LstmLanguageModel& net,
                                           const std::vector<std::int64_t>& ids, std::int64_t batch,
-                                          std::int64_t seq_len, Device device = Device::cpu());
+                                          std::int64_t seq_len, Device device = Device::cpu(),
+                                          dist::Communicator* comm = nullptr);
 
 }  // namespace anvil::models

@@ -6,6 +6,10 @@
 //   steps:     the data-parallel training step (models::TrainingStep + dist::DataParallel) of the
 //              given models at one per-rank batch, overlapped or not, with the time waiting for
 //              the gradient all-reduce. On one rank the step is the plain (single-process) step.
+//   overlap:   on 2+ ranks, the same step with the bucket all-reduces overlapped with backward and
+//              after backward, alternating in pairs (ABBA order) in one process, so that the load
+//              of a shared machine hits both alike; per pair, the share of the after-backward
+//              wait that the overlap removes from the wait and from the step time.
 // Writes one JSON document (rank 0) to --out; scripts/dist_report.py turns runs into the report.
 #include <algorithm>
 #include <chrono>
@@ -59,7 +63,8 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  if (argc < 2) throw Error("usage: anvil_dist_bench allreduce|steps [--out F] [--dist B] ...");
+  if (argc < 2)
+    throw Error("usage: anvil_dist_bench allreduce|steps|overlap [--out F] [--dist B] ...");
   a.mode = argv[1];
   auto split = [](const std::string& s) {
     std::vector<std::string> v;
@@ -98,8 +103,8 @@ Args parse(int argc, char** argv) {
     else
       throw Error("anvil_dist_bench: unknown option " + k);
   }
-  ANVIL_CHECK(a.mode == "allreduce" || a.mode == "steps", "anvil_dist_bench", "unknown mode ",
-              a.mode);
+  ANVIL_CHECK(a.mode == "allreduce" || a.mode == "steps" || a.mode == "overlap", "anvil_dist_bench",
+              "unknown mode ", a.mode);
   ANVIL_CHECK(a.batches.empty() || a.batches.size() == a.models.size(), "anvil_dist_bench",
               "--batches needs one value per model");
   return a;
@@ -210,6 +215,128 @@ json run_steps(const Args& a, const dist::CommunicatorPtr& comm) {
   return rows;
 }
 
+// Note [Paired overlap measurement]
+// On a shared machine the load changes from minute to minute, so runs taken minutes apart cannot
+// say how much step time the overlap saves. Here each repetition runs the step twice in one
+// process, overlapped and after backward, in ABBA order (pair r starts with overlap when r is
+// even), and the ratios are formed within each pair: wait_hidden = 1 - wait_ov / wait_after, and
+// step_saved = (step_after - step_ov) / wait_after (1 = the whole after-backward wait was
+// removed from the step, 0 = nothing; negative = the overlapped step was slower). The report
+// gives the median and the range over the pairs. A rank's wait also contains the time its peer
+// was still in backward (ranks drift apart under load, by more than the all-reduce takes here),
+// which no overlap can hide; so the all-reduce's exposed time is also measured without it:
+// exposed = (last rank's gradients averaged) - (last rank's backward end), on the monotonic clock
+// the ranks of one machine share, and exposed_hidden = 1 - exposed_ov / exposed_after.
+json run_overlap(const Args& a, const dist::CommunicatorPtr& comm) {
+  ANVIL_CHECK(comm->size() > 1, "anvil_dist_bench overlap", "needs 2 or more ranks, got ",
+              comm->size());
+  json rows = json::array();
+  for (std::size_t m = 0; m < a.models.size(); ++m) {
+    const std::string& name = a.models[m];
+    const std::int64_t batch = a.batches.empty() ? models::info(name).cpu_batch : a.batches[m];
+    models::TrainingStep step(name, batch, 1 + comm->rank(), /*fold_sgd=*/false);
+    dist::DataParallel dp(comm, step.net().parameters(),
+                          dist::DataParallelOptions{.bucket_cap_mb = a.bucket_mb});
+    dp.broadcast_from_root(step.net().parameters());
+    dp.prepare_optimizer(step.optimizer());
+    struct Sample {
+      double step = 0, wait = 0, backward = 0, exposed = 0;
+    };
+    // Seconds on the host's monotonic clock, which all ranks of this machine share.
+    auto clock_s = [] {
+      return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+    };
+    auto one = [&](bool overlap) {
+      dp.set_overlap(overlap);
+      comm->barrier();
+      const auto t0 = Clock::now();
+      step.forward_loss();
+      const double f = seconds_since(t0);
+      step.backward();
+      const double b = seconds_since(t0) - f;
+      const double backward_end = clock_s();
+      dp.finish_gradients();
+      const double gradients_done = clock_s();
+      step.update();
+      const double total = seconds_since(t0);
+      const double last_backward_end = comm->all_reduce_scalar(backward_end, dist::ReduceOp::max);
+      const double last_done = comm->all_reduce_scalar(gradients_done, dist::ReduceOp::max);
+      return Sample{comm->all_reduce_scalar(total, dist::ReduceOp::max),
+                    comm->all_reduce_scalar(dp.last_wait_seconds(), dist::ReduceOp::average),
+                    comm->all_reduce_scalar(b, dist::ReduceOp::average),
+                    last_done - last_backward_end};
+    };
+    for (int w = 0; w < a.warmup; ++w) {
+      one(true);
+      one(false);
+    }
+    json pairs = json::array();
+    std::vector<double> hidden, saved, step_ov, step_after, wait_ov, wait_after, exposed_hidden;
+    for (int r = 0; r < a.reps; ++r) {
+      Sample ov, after;
+      if (r % 2 == 0) {
+        ov = one(true);
+        after = one(false);
+      } else {
+        after = one(false);
+        ov = one(true);
+      }
+      const double h = after.wait > 0 ? 1.0 - ov.wait / after.wait : 0.0;
+      const double s = after.wait > 0 ? (after.step - ov.step) / after.wait : 0.0;
+      const double eh = after.exposed > 0 ? 1.0 - ov.exposed / after.exposed : 0.0;
+      exposed_hidden.push_back(eh);
+      hidden.push_back(h);
+      saved.push_back(s);
+      step_ov.push_back(ov.step);
+      step_after.push_back(after.step);
+      wait_ov.push_back(ov.wait);
+      wait_after.push_back(after.wait);
+      pairs.push_back({{"step_overlap_s", ov.step},
+                       {"step_after_s", after.step},
+                       {"wait_overlap_s", ov.wait},
+                       {"wait_after_s", after.wait},
+                       {"backward_overlap_s", ov.backward},
+                       {"backward_after_s", after.backward},
+                       {"exposed_overlap_s", ov.exposed},
+                       {"exposed_after_s", after.exposed},
+                       {"exposed_hidden", eh},
+                       {"wait_hidden", h},
+                       {"step_saved", s}});
+    }
+    json row = {{"model", name},
+                {"ranks", comm->size()},
+                {"rank_batch", batch},
+                {"bucket_mb", a.bucket_mb},
+                {"buckets", static_cast<std::int64_t>(dp.num_buckets())},
+                {"reps", a.reps},
+                {"pairs", pairs},
+                {"step_overlap_s", median(step_ov)},
+                {"step_after_s", median(step_after)},
+                {"wait_overlap_s", median(wait_ov)},
+                {"wait_after_s", median(wait_after)},
+                {"wait_hidden", median(hidden)},
+                {"exposed_hidden", median(exposed_hidden)},
+                {"step_saved", median(saved)}};
+    if (comm->rank() == 0) {
+      std::printf(
+          "overlap %-9s batch/rank %4lld: step %.4f vs %.4f s, wait %.4f vs %.4f s, wait hidden "
+          "%.0f %% (%.0f..%.0f), exposed all-reduce hidden %.0f %% (%.0f..%.0f), step saved %.0f "
+          "%% of the wait (%.0f..%.0f)\n",
+          name.c_str(), static_cast<long long>(batch), median(step_ov), median(step_after),
+          median(wait_ov), median(wait_after), 100 * median(hidden),
+          100 * *std::min_element(hidden.begin(), hidden.end()),
+          100 * *std::max_element(hidden.begin(), hidden.end()), 100 * median(exposed_hidden),
+          100 * *std::min_element(exposed_hidden.begin(), exposed_hidden.end()),
+          100 * *std::max_element(exposed_hidden.begin(), exposed_hidden.end()),
+          100 * median(saved), 100 * *std::min_element(saved.begin(), saved.end()),
+          100 * *std::max_element(saved.begin(), saved.end()));
+      std::fflush(stdout);
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -223,6 +350,18 @@ int main(int argc, char** argv) {
                 {"ranks", comm->size()},
                 {"threads_per_rank", get_num_threads()},
                 {"cpu", cpu_model()},
+                {"mpi_progress",
+                 [] {
+                   const char* v = std::getenv("ANVIL_MPI_PROGRESS");
+                   return std::string(v != nullptr && v[0] != '\0' ? v : "hooks");
+                 }()},
+                {"loadavg_start",
+                 [] {
+                   std::ifstream f("/proc/loadavg");
+                   std::string l;
+                   std::getline(f, l);
+                   return l;
+                 }()},
                 {"git", ANVIL_GIT_REV},
                 {"command", [&] {
                    std::string s;
@@ -232,6 +371,8 @@ int main(int argc, char** argv) {
     json doc = {{"context", ctx}};
     if (a.mode == "allreduce")
       doc["allreduce"] = run_allreduce(a, *comm);
+    else if (a.mode == "overlap")
+      doc["overlap"] = run_overlap(a, comm);
     else
       doc["steps"] = run_steps(a, comm);
     if (comm->rank() == 0) {

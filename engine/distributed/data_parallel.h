@@ -60,6 +60,9 @@ class DataParallel {
   // After backward: starts the remaining buckets, waits for all, leaves averaged gradients.
   void finish_gradients();
 
+  // Between steps: overlapped buckets or all after backward (the benchmarks alternate them).
+  void set_overlap(bool on) { options_.overlap = on; }
+  bool overlap() const { return options_.overlap; }
   Communicator& comm() { return *comm_; }
   std::size_t num_buckets() const { return buckets_.size(); }
   std::int64_t bucket_bytes(std::size_t i) const;

@@ -4,6 +4,8 @@
 // 25 MiB gradient bucket; asynchronous forms; argument errors; the ranks' context line.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+
 #include <string>
 
 #include "engine/distributed/communicator.h"
@@ -52,6 +54,10 @@ TEST_CASE("mpi communicator: two ranks, context line", "[dist]") {
   REQUIRE(c->backend() == "mpi");
   REQUIRE(c->describe() == "mpi rank " + std::to_string(c->rank()) + "/2");
   REQUIRE(c->version().find("MPI") != std::string::npos);
+  // Note [MPI progress thread]: the context names it when ANVIL_MPI_PROGRESS=thread.
+  const char* progress = std::getenv("ANVIL_MPI_PROGRESS");
+  const bool thread = progress != nullptr && std::string(progress) == "thread";
+  REQUIRE((c->version().find("progress thread") != std::string::npos) == thread);
 }
 
 TEST_CASE("mpi all_reduce sum/average/max for f32, f64, i64 at sizes 0, 1, odd, > bucket",

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Under `mpirun -np 2` (CTest dist_mpi): data-parallel training (engine/distributed/
 // data_parallel.h) against one process on the global batch, bitwise reproducibility (run to run,
-// across ranks, with or without overlap, any bucket size), checkpoint/resume under 2 ranks, and
-// the bad configurations of `anvil train` under MPI.
+// across ranks, with or without overlap, any bucket size), checkpoint/resume under 2 ranks, an
+// LSTM language model on row-sharded token streams (truncated BPTT), per-rank dropout streams,
+// and the bad configurations of `anvil train` under MPI.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -12,6 +13,8 @@
 #include <unistd.h>
 
 #include "data/loader.h"
+#include "data/ptb.h"
+#include "engine/distributed/rank_streams.h"
 #include "engine/optim/checkpoint.h"
 #include "tests/distributed/dist_test_util.h"
 #include "tools/anvil/trainer.h"
@@ -51,13 +54,27 @@ struct DpRun {
   int first_epoch = 0, last_epoch = 2;  // epochs [first, last)
   dist::DataParallelOptions options;
   std::string resume, save;  // checkpoint paths
+  bool dropout = false;      // small_mlp_dropout and per-rank streams (seed_rank_streams)
 };
+
+// 12 -> 32 -> dropout 0.5 -> 5, with the dropout layer's own generator seeded from `seed` as
+// models::create does: every rank that builds it from one seed starts with the same stream.
+nn::ModulePtr small_mlp_dropout(std::uint64_t seed) {
+  Generator gen(seed);
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(std::make_shared<nn::Linear>(12, 32, true, &gen));
+  net->add(nn::ReLU());
+  net->add(std::make_shared<nn::Dropout>(0.5, &gen));
+  net->add(std::make_shared<nn::Linear>(32, 5, true, &gen));
+  return net;
+}
 
 // The same training on this rank's shard; every rank starts from a different initialisation,
 // so only the broadcast from rank 0 makes them agree.
 std::vector<double> train_dp(dist::Communicator& comm, const DpRun& run) {
   auto c = dist::create_communicator("mpi");
-  auto net = test::small_mlp(7 + 100 * static_cast<std::uint64_t>(comm.rank()));
+  auto net = run.dropout ? small_mlp_dropout(7)
+                         : test::small_mlp(7 + 100 * static_cast<std::uint64_t>(comm.rank()));
   auto opt = make_sgd(*net);
   dist::DataParallel dp(c, net->parameters(), run.options);
   dp.broadcast_from_root(net->parameters());
@@ -70,6 +87,7 @@ std::vector<double> train_dp(dist::Communicator& comm, const DpRun& run) {
                                        .num_shards = comm.size(),
                                        .shard = comm.rank()});
   for (int e = run.first_epoch; e < run.last_epoch; ++e) {
+    if (run.dropout) dist::seed_rank_streams(*net, 5, comm.rank(), e);
     loader.start_epoch(e);
     while (auto b = loader.next()) {
       opt->zero_grad();
@@ -184,4 +202,145 @@ TEST_CASE("anvil train under mpi: a batch the ranks do not divide is refused bef
   std::ostringstream out;
   REQUIRE_THROWS_WITH(tools::run_training(c, out),
                       Catch::Contains("--batch 81 is not divisible by the 2 ranks"));
+}
+
+// ---- LSTM language model on row-sharded token streams (Note [Sharded PTB streams]) ----
+
+namespace {
+
+constexpr std::int64_t kLmBatch = 4;  // global batch of streams
+constexpr std::int64_t kLmSeqLen = 6;
+
+// A token stream of `n` ids < 23 with some structure (each id depends on the one before).
+std::vector<std::int64_t> lm_tokens(std::int64_t n) {
+  Generator gen(11);
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(n));
+  std::int64_t prev = 0;
+  for (auto& id : ids) id = prev = (prev * 7 + static_cast<std::int64_t>(gen.next() % 5)) % 23;
+  return ids;
+}
+
+// Two epochs of truncated BPTT (state carried from window to window, reset per epoch), SGD with
+// momentum and gradient clipping after the average: one process when comm is null, else the
+// rank's rows of every global batch under DataParallel. Returns the parameters.
+std::vector<double> train_lm(dist::Communicator* comm, dist::DataParallelOptions options = {}) {
+  const int rank = comm != nullptr ? comm->rank() : 0, ranks = comm != nullptr ? comm->size() : 1;
+  Generator gen(3 + 100 * static_cast<std::uint64_t>(rank));  // ranks differ until the broadcast
+  auto net = std::make_shared<nn::LstmLanguageModel>(23, 8, 12, 2, false, &gen);
+  optim::SGD opt(net->parameters(), optim::SGDOptions{.lr = 0.5, .momentum = 0.9});
+  std::unique_ptr<dist::DataParallel> dp;
+  if (comm != nullptr) {
+    dp = std::make_unique<dist::DataParallel>(dist::create_communicator("mpi"), net->parameters(),
+                                              options);
+    dp->broadcast_from_root(net->parameters());
+  }
+  // 163 tokens: streams of 40, 7 windows of 6 inputs and a last one of 3.
+  data::PtbBatcher batches(lm_tokens(163), kLmBatch, kLmSeqLen);
+  REQUIRE(batches.num_batches() == 7);
+  for (int e = 0; e < 2; ++e) {
+    net->reset_state();
+    batches.reset();
+    while (batches.has_next()) {
+      const data::PtbBatch b = data::shard_rows(batches.next(), ranks, rank);
+      opt.zero_grad();
+      net->sequence_loss(b.inputs, b.targets).backward();
+      if (dp) dp->finish_gradients();
+      (void)optim::clip_grad_norm_(net->parameters(), 1.0);
+      opt.step();
+    }
+  }
+  return test::flat_values(*net);
+}
+
+}  // namespace
+
+TEST_CASE("shard_rows: rank r takes rows [r*B/S, (r+1)*B/S) of every batch", "[dist][ptb]") {
+  data::PtbBatcher batches(lm_tokens(163), kLmBatch, kLmSeqLen);
+  const data::PtbBatch whole = batches.batch(6);  // the last, shorter window
+  for (std::int64_t r = 0; r < 2; ++r) {
+    const data::PtbBatch part = data::shard_rows(whole, 2, r);
+    REQUIRE(part.inputs.sizes() == Shape{2, 3});
+    REQUIRE(part.index == 6);
+    for (std::int64_t i = 0; i < 2; ++i)
+      for (std::int64_t t = 0; t < 3; ++t) {
+        REQUIRE(part.inputs.data<std::int64_t>()[i * 3 + t] ==
+                whole.inputs.data<std::int64_t>()[(2 * r + i) * 3 + t]);
+        REQUIRE(part.targets.data<std::int64_t>()[i * 3 + t] ==
+                whole.targets.data<std::int64_t>()[(2 * r + i) * 3 + t]);
+      }
+  }
+  REQUIRE_THROWS_WITH(data::shard_rows(whole, 3, 0), Catch::Contains("does not split evenly"));
+}
+
+// Note [Data-parallel tolerance] applies: the LSTM's rows are independent and its loss is a mean
+// over rows, so the only difference is where the batch mean is rounded (measured: printed below).
+TEST_CASE("data-parallel LSTM language model (truncated BPTT, carried state) equals one process",
+          "[dist][ptb]") {
+  auto comm = world();
+  REQUIRE(comm->size() == 2);
+  const auto single = train_lm(nullptr);
+  const auto dp = train_lm(comm.get());
+  const double diff = max_abs_diff(single, dp);
+  if (comm->rank() == 0) std::printf("max |DP LSTM LM - single| after 14 windows: %.3g\n", diff);
+  REQUIRE(diff <= 1e-5);
+  REQUIRE(same_on_all_ranks(*comm, dp));
+  REQUIRE(train_lm(comm.get()) == dp);  // bitwise run to run
+  REQUIRE(train_lm(comm.get(), {.bucket_cap_mb = 0.001, .overlap = false}) == dp);
+}
+
+// ---- Dropout streams (Note [Dropout under data parallelism]) ----
+
+TEST_CASE("dropout: every rank draws its own masks, reproducibly, and resume keeps them",
+          "[dist][dropout]") {
+  auto comm = world();
+  const Tensor x = Tensor::ones({8, 12});
+  auto masks_on_all_ranks = [&](nn::Module& net) {
+    net.train();
+    NoGradGuard no_grad;
+    const Tensor y = net.forward(x).contiguous();
+    const Tensor all = comm->all_gather(y);
+    const float* p = all.data<float>();
+    bool equal = true;
+    for (std::int64_t i = 0; i < y.numel(); ++i) equal = equal && p[i] == p[y.numel() + i];
+    return equal;
+  };
+  // Built from one seed, the ranks' dropout layers start with the same stream: same masks.
+  auto net = small_mlp_dropout(7);
+  REQUIRE(masks_on_all_ranks(*net));
+  // Reseeded from (seed, rank, epoch): different masks, the same ones on every call.
+  dist::seed_rank_streams(*net, 5, comm->rank(), 0);
+  REQUIRE_FALSE(masks_on_all_ranks(*net));
+  auto values = [&] {
+    NoGradGuard no_grad;
+    const Tensor y = net->forward(x).contiguous();
+    return std::vector<float>(y.data<float>(), y.data<float>() + y.numel());
+  };
+  dist::seed_rank_streams(*net, 5, comm->rank(), 0);
+  const auto first = values();
+  dist::seed_rank_streams(*net, 5, comm->rank(), 0);
+  REQUIRE(values() == first);
+  dist::seed_rank_streams(*net, 5, comm->rank(), 1);  // another epoch, another stream
+  REQUIRE(values() != first);
+  REQUIRE(dist::rank_stream_seed(5, 0, 0, 1) != dist::rank_stream_seed(5, 1, 0, 1));
+
+  // Training with dropout: bitwise reproducible, ranks equal, resume = uninterrupted.
+  DpRun run;
+  run.dropout = true;
+  const auto a = train_dp(*comm, run);
+  REQUIRE(train_dp(*comm, run) == a);
+  REQUIRE(same_on_all_ranks(*comm, a));
+  const std::string path = shared_temp_path(*comm, "resume_dropout.safetensors");
+  DpRun whole = run, first_part = run, second_part = run;
+  whole.last_epoch = 3;
+  first_part.last_epoch = 1;
+  first_part.save = path;
+  second_part.first_epoch = 1;
+  second_part.last_epoch = 3;
+  second_part.resume = path;
+  const auto uninterrupted = train_dp(*comm, whole);
+  train_dp(*comm, first_part);
+  const auto resumed = train_dp(*comm, second_part);
+  comm->barrier();
+  if (comm->rank() == 0) std::filesystem::remove(path);
+  REQUIRE(resumed == uninterrupted);
 }

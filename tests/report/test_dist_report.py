@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # scripts/dist_report.py on hand-made results: the alpha-beta fit recovers the alpha and beta the
 # all-reduce times were made from, the ring model and efficiencies match hand computation, and
-# the report has its three tables. Usage: test_dist_report.py path/to/dist_report.py
+# the report has its three tables; scripts/dist_overlap_report.py (beside it) forms the paired
+# overlap ratios. Usage: test_dist_report.py path/to/dist_report.py
 import importlib.util
 import json
 import math
@@ -51,4 +52,31 @@ lo, hi = 1 / (1 + dr.t_allreduce(8, s, alpha, beta)), 1 / (1 + max(0, dr.t_allre
 assert f"{100 * lo:.0f}-{100 * hi:.0f} %" in proj, proj
 assert f"{9 * tar:.3f} |" in proj, proj
 assert "Goyal" in text and "Horovod" in text
+
+# The paired overlap report: two runs (rounds) of one mode, pairs pooled; the ratios are medians
+# over pairs, never ratios of medians.
+spec = importlib.util.spec_from_file_location(
+    "dist_overlap_report", os.path.join(os.path.dirname(sys.argv[1]), "dist_overlap_report.py"))
+orep = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(orep)
+def pair(after, ov, wait_after, wait_ov):
+    return {"step_after_s": after, "step_overlap_s": ov, "wait_after_s": wait_after,
+            "wait_overlap_s": wait_ov, "wait_hidden": 1 - wait_ov / wait_after,
+            "step_saved": (after - ov) / wait_after, "exposed_after_s": wait_after / 2,
+            "exposed_overlap_s": wait_ov / 4, "exposed_hidden": 1 - wait_ov / wait_after / 2,
+            "backward_overlap_s": 1.0 + wait_ov, "backward_after_s": 1.0}
+with tempfile.TemporaryDirectory() as d:
+    ctx = {"cpu": "test cpu", "backend_version": "v", "ranks": 2, "threads_per_rank": 1,
+           "mpi_progress": "thread", "loadavg_start": "3.50 2.00 1.00 1/100 7"}
+    for r, pairs in [(1, [pair(2.0, 1.5, 1.0, 0.2), pair(3.0, 2.9, 1.0, 0.5)]),
+                     (2, [pair(2.0, 1.2, 1.0, 0.1)])]:
+        row = {"model": "m", "rank_batch": 8, "buckets": 2, "pairs": pairs}
+        json.dump({"context": ctx, "overlap": [row]},
+                  open(os.path.join(d, f"overlap_thread_r{r}.json"), "w"))
+    text = orep.report(d)
+# wait hidden per pair: 80, 50, 90 % -> median 80; step saved 50, 10, 80 % -> median 50.
+line = next(l for l in text.splitlines() if l.startswith("| m | 8 | 2 | thread | 3 |"))
+# backward overlapped - after: 0.2, 0.5, 0.1 -> median +0.200.
+assert "| 80 % (50..90) | 0.500 | 0.050 | 90 % (75..95) | +0.200 | 50 % (10..80) |" in line, line
+assert "2 run(s)" in text and "3.50" in text, text
 print("PASS")

@@ -20,6 +20,7 @@
 #include "anvil/anvil.h"
 #include "engine/core/process_stats.h"
 #include "engine/distributed/data_parallel.h"
+#include "engine/distributed/rank_streams.h"
 #include "engine/optim/checkpoint.h"
 #include "models/language_model_eval.h"
 #include "models/training_step.h"
@@ -118,12 +119,14 @@ nn::LstmLanguageModel& as_language_model(nn::Module& net) {
   return *lm;
 }
 
-// Perplexity over a token stream, state carried across consecutive windows
+// Perplexity over a token stream, state carried across consecutive windows; under data
+// parallelism each rank evaluates its rows and the sums are reduced
 // (models/language_model_eval.h).
 EvalResult evaluate_language_model(nn::Module& net, const std::vector<std::int64_t>& ids,
-                                   std::int64_t batch, std::int64_t seq_len, Device device) {
+                                   std::int64_t batch, std::int64_t seq_len, Device device,
+                                   dist::Communicator& comm) {
   const models::LanguageModelEval r =
-      models::evaluate_language_model(as_language_model(net), ids, batch, seq_len, device);
+      models::evaluate_language_model(as_language_model(net), ids, batch, seq_len, device, &comm);
   return {r.loss, r.perplexity};
 }
 
@@ -328,12 +331,12 @@ std::pair<double, std::int64_t> train_classifier_epoch(
 }
 
 // One epoch of truncated BPTT over the token stream; returns (mean loss per token, tokens).
-std::pair<double, std::int64_t> train_language_model_epoch(const TrainConfig& c,
-                                                           const models::ModelInfo& info,
-                                                           nn::Module& net, optim::Optimizer& opt,
-                                                           const std::vector<std::int64_t>& ids,
-                                                           std::int64_t batch, int epoch,
-                                                           Device device, std::ostream& out) {
+// `batch` is the global batch of streams; under data parallelism this rank trains on its rows of
+// it and carries their state (Note [Sharded PTB streams]), and the gradients are averaged.
+std::pair<double, std::int64_t> train_language_model_epoch(
+    const TrainConfig& c, const models::ModelInfo& info, nn::Module& net, optim::Optimizer& opt,
+    const std::vector<std::int64_t>& ids, std::int64_t batch, int epoch, Device device,
+    std::ostream& out, dist::DataParallel* dp) {
   net.train();
   auto& lm = as_language_model(net);
   lm.reset_state();
@@ -343,13 +346,16 @@ std::pair<double, std::int64_t> train_language_model_epoch(const TrainConfig& c,
                     batches.num_batches());
   double nll = 0;
   std::int64_t tokens = 0, step = 0;
+  const int ranks = dp != nullptr ? dp->comm().size() : 1;
+  const int rank = dp != nullptr ? dp->comm().rank() : 0;
   while (batches.has_next()) {
-    const data::PtbBatch b = batches.next();
+    const data::PtbBatch b = data::shard_rows(batches.next(), ranks, rank);
     opt.zero_grad();
     // networks.md's loss: CE summed over the steps of the window, averaged over the batch.
     Tensor loss =
         models::model_forward_loss(info, net, on(b.inputs, device), on(b.targets, device));
     loss.backward();
+    if (dp != nullptr) dp->finish_gradients();  // averaged over the ranks before clipping
     if (c.clip_norm > 0) (void)optim::clip_grad_norm_async_(opt.params(), c.clip_norm);
     opt.step();
     const std::int64_t t = b.targets.sizes()[1];
@@ -359,6 +365,12 @@ std::pair<double, std::int64_t> train_language_model_epoch(const TrainConfig& c,
   }
   progress.finish();
   lm.reset_state();
+  if (dp != nullptr) {  // the epoch's loss over all ranks' tokens
+    Tensor sums = Tensor::from_vector(std::vector<double>{nll, static_cast<double>(tokens)}, {2});
+    dp->comm().all_reduce(sums, dist::ReduceOp::sum);
+    nll = sums.data<double>()[0];
+    tokens = static_cast<std::int64_t>(std::llround(sums.data<double>()[1]));
+  }
   return {nll / static_cast<double>(tokens), tokens};
 }
 
@@ -375,9 +387,6 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
   const int ranks = comm->size();
   ANVIL_CHECK(batch % ranks == 0, kWhere, "--batch ", batch, " is not divisible by the ", ranks,
               " ranks (", comm->backend(), "); the global batch is split evenly over the ranks");
-  ANVIL_CHECK(ranks == 1 || info.loss != models::LossKind::sequence_cross_entropy, kWhere,
-              "data parallelism supports the classifiers; ", config.model,
-              " (a language model) runs on one rank");
   ANVIL_CHECK(ranks == 1 || config.device == "cpu" || comm->backend() == "nccl", kWhere,
               "--device cuda on ", ranks, " ranks needs --dist nccl, got ", comm->backend());
   const std::int64_t rank_batch = batch / ranks;
@@ -475,12 +484,15 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
     reset_peak_rss();
     reset_peak_memory();
     if (device.is_cuda()) reset_peak_memory(device);
+    // Each rank its own dropout streams, from (seed, rank, epoch) (Note [Dropout under data
+    // parallelism]); one rank keeps the single-process streams.
+    if (ranks > 1) dist::seed_rank_streams(*net, config.seed, comm->rank(), epoch);
     const double cpu0 = process_cpu_seconds();
     const auto t0 = Clock::now();
     std::int64_t samples = 0;
     if (lm) {
       std::tie(e.train_loss, samples) = train_language_model_epoch(
-          config, info, *net, *opt, task.lm_train, batch, epoch, device, out);
+          config, info, *net, *opt, task.lm_train, batch, epoch, device, out, dp.get());
     } else {
       std::tie(e.train_loss, samples) =
           train_classifier_epoch(config, info, *net, *opt, *loader, epoch, device, out, dp.get());
@@ -508,7 +520,8 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
     e.val_metric = std::numeric_limits<double>::quiet_NaN();
     if (r.val_samples > 0) {
       const EvalResult v =
-          lm ? evaluate_language_model(*net, task.lm_val, batch, info.sample_shape.at(0), device)
+          lm ? evaluate_language_model(*net, task.lm_val, batch, info.sample_shape.at(0), device,
+                                       *comm)
              : evaluate_classifier(*net, info, task.val, loader_options, device, *comm);
       e.val_loss = v.loss;
       e.val_metric = v.metric;
@@ -550,7 +563,8 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
 
   const auto t_test = Clock::now();
   const EvalResult test =
-      lm ? evaluate_language_model(*net, task.lm_test, batch, info.sample_shape.at(0), device)
+      lm ? evaluate_language_model(*net, task.lm_test, batch, info.sample_shape.at(0), device,
+                                   *comm)
          : evaluate_classifier(*net, info, task.test, loader_options, device, *comm);
   r.testing_seconds = seconds_since(t_test);
   r.test_loss = test.loss;

@@ -4,14 +4,18 @@
 // of aborting (MPI_ERRORS_RETURN), non-blocking collectives (MPI_Iallreduce, MPI_Ibcast,
 // MPI_Iallgather, MPI_Ibarrier) whose Work polls MPI_Test until done or the timeout
 // (Note [Collective timeout]). Average = MPI sum, then a scale by 1/size on completion.
+// Optionally a progress thread drives collectives in flight (Note [MPI progress thread]).
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -49,10 +53,42 @@ int mpi_count(const char* op, std::int64_t n) {
 
 class MpiCommunicator;
 
+// Note [MPI progress thread]
+// Open MPI advances a non-blocking collective only inside MPI calls (its progress engine is
+// polled, there is no asynchronous progress for shared memory in 4.1): an MPI_Iallreduce started
+// in a backward hook moves only when the training thread next enters MPI, i.e. at the next hook
+// (Communicator::progress) or in the final wait. A 2-rank all-reduce needs several handshakes
+// (Open MPI's libnbc runs it as a binomial reduce + broadcast: send, receive and sum, send back,
+// each a rendezvous whose single-copy read happens in the receiver's progress call), so with one
+// progress call per layer a bucket takes several layers to finish, and the last buckets finish
+// only in the wait. With ANVIL_MPI_PROGRESS=thread (MPI_THREAD_MULTIPLE) a thread of the
+// communicator polls MPI (MPI_Iprobe on a private communicator: it never matches anything, it
+// only runs the progress engine) every ANVIL_MPI_PROGRESS_US microseconds (default 100) while
+// collectives are in flight, and sleeps on a condition variable otherwise, so handshakes are
+// answered during a long GEMM too (Horovod's background thread does the same job). The copies
+// and sums the collective needs then run on that thread: with a free core they run beside
+// backward; without one (the 2-core development machine, docs/distributed.md) they take the
+// core from backward. Default ANVIL_MPI_PROGRESS=hooks: no thread, MPI_THREAD_FUNNELED.
+bool progress_thread_requested() {
+  static const bool on = [] {
+    const char* v = std::getenv("ANVIL_MPI_PROGRESS");
+    if (v == nullptr || std::strcmp(v, "hooks") == 0 || v[0] == '\0') return false;
+    if (std::strcmp(v, "thread") == 0) return true;
+    throw Error(detail::str_cat("mpi: ANVIL_MPI_PROGRESS must be hooks or thread, got '", v, "'"));
+  }();
+  return on;
+}
+
+std::chrono::microseconds progress_interval() {
+  const char* v = std::getenv("ANVIL_MPI_PROGRESS_US");
+  const long us = v != nullptr ? std::strtol(v, nullptr, 10) : 100;
+  return std::chrono::microseconds(std::clamp(us, 1L, 100000L));
+}
+
 class MpiWork final : public Work {
  public:
-  MpiWork(MpiCommunicator& comm, MPI_Request req, std::string what, Tensor scaled, double scale)
-      : comm_(comm), req_(req), what_(std::move(what)), scaled_(std::move(scaled)), scale_(scale) {}
+  MpiWork(MpiCommunicator& comm, MPI_Request req, std::string what, Tensor scaled, double scale);
+  ~MpiWork() override;
   bool test() override;
   void wait() override;
 
@@ -73,9 +109,14 @@ class MpiCommunicator final : public Communicator {
     MPI_Initialized(&initialised);
     if (!initialised) {
       int provided = 0;
-      // FUNNELED: only the thread that runs training (and its backward hooks) calls MPI.
-      check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+      // FUNNELED: only the thread that runs training (and its backward hooks) calls MPI;
+      // MULTIPLE when a progress thread polls too (Note [MPI progress thread]).
+      const int wanted = progress_thread_requested() ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
+      check(MPI_Init_thread(nullptr, nullptr, wanted, &provided), "MPI_Init_thread");
       owns_mpi_ = true;
+      ANVIL_CHECK(provided >= wanted, "mpi",
+                  "ANVIL_MPI_PROGRESS=thread needs MPI_THREAD_MULTIPLE, ",
+                  "this MPI provides level ", provided);
     }
     check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
     check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
@@ -88,16 +129,24 @@ class MpiCommunicator final : public Communicator {
     version_ = version_.substr(0, version_.find(','));  // "Open MPI v4.1.4"
     while (!version_.empty() && (version_.back() == '\n' || version_.back() == ' '))
       version_.pop_back();
+    if (progress_thread_requested()) {
+      version_ += ", progress thread";  // in every log's context line
+      check(MPI_Comm_dup(MPI_COMM_WORLD, &probe_comm_), "MPI_Comm_dup");
+      interval_ = progress_interval();
+      progress_thread_ = std::thread([this] { progress_loop(); });
+    }
   }
   // At process exit (a static in the module): MPI_Finalize, unless a collective timed out, in
   // which case the process leaves without it (finalizing with a dead peer can hang) and mpirun
   // reports the job as failed.
   ~MpiCommunicator() override {
+    stop_progress_thread();
     if (broken_ || !owns_mpi_) return;
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized) return;
     MPI_Comm_free(&comm_);
+    if (probe_comm_ != MPI_COMM_NULL) MPI_Comm_free(&probe_comm_);
     MPI_Finalize();
   }
 
@@ -163,6 +212,20 @@ class MpiCommunicator final : public Communicator {
   }
   void mark_broken() { broken_ = true; }
   bool broken() const { return broken_; }
+  // Collectives in flight, for the progress thread (Note [MPI progress thread]).
+  void started() {
+    if (!progress_thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++in_flight_;
+    }
+    wake_.notify_one();
+  }
+  void finished() {
+    if (!progress_thread_.joinable()) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    --in_flight_;
+  }
 
  private:
   void check_host(const char* op, const Tensor& t) const {
@@ -176,7 +239,38 @@ class MpiCommunicator final : public Communicator {
                            t.numel());
   }
 
+  void progress_loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stop_) {
+      if (in_flight_ == 0) {
+        wake_.wait(lock, [this] { return stop_ || in_flight_ > 0; });
+        continue;
+      }
+      lock.unlock();
+      int flag = 0;
+      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, probe_comm_, &flag, MPI_STATUS_IGNORE);
+      std::this_thread::sleep_for(interval_);
+      lock.lock();
+    }
+  }
+  void stop_progress_thread() {
+    if (!progress_thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_one();
+    progress_thread_.join();
+  }
+
   MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm probe_comm_ = MPI_COMM_NULL;  // the progress thread's (never carries messages)
+  std::thread progress_thread_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  int in_flight_ = 0;
+  bool stop_ = false;
+  std::chrono::microseconds interval_{100};
   int rank_ = 0, size_ = 1;
   bool owns_mpi_ = false;
   bool broken_ = false;
@@ -194,8 +288,19 @@ bool yield_between_polls() {
   return on;
 }
 
+MpiWork::MpiWork(MpiCommunicator& comm, MPI_Request req, std::string what, Tensor scaled,
+                 double scale)
+    : comm_(comm), req_(req), what_(std::move(what)), scaled_(std::move(scaled)), scale_(scale) {
+  comm_.started();
+}
+
+MpiWork::~MpiWork() {
+  if (!done_) comm_.finished();
+}
+
 void MpiWork::complete() {
   done_ = true;
+  comm_.finished();
   if (!scaled_.defined() || scaled_.numel() == 0) return;
   const std::int64_t n = scaled_.numel();
   if (scaled_.dtype() == DType::f32) {
