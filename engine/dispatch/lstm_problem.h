@@ -8,7 +8,7 @@
 //   y [T, B, H], h_n/c_n [B, H]. All buffers dense row-major.
 // A forward_training call leaves the variant's saved state (LstmSaved) in *args.saved; the
 // backward call of the same variant consumes it (Note [LSTM saved state]).
-// Variants: ref (composition of autograd ops, engine/autograd/functions_recurrent.cpp),
+// Variants: ref (per-step reference kernel, kernels/cpu/ref/lstm_ref.cpp),
 // cpu.fused (kernels/cpu/omp/lstm_fused.cpp), cpu.onednn (kernels/cpu/onednn/lstm_onednn.cpp);
 // cuda.cudnn and cuda.custom.* have room (the device field).
 #include <cstdint>
