@@ -17,6 +17,7 @@
 
 #include "engine/core/device.h"
 #include "engine/core/dtype.h"
+#include "engine/core/error.h"
 #include "engine/dispatch/variant_table.h"
 
 namespace anvil {
@@ -84,6 +85,18 @@ struct LstmArgs {
   void* db_ih = nullptr;
   void* db_hh = nullptr;
 };
+
+// The saved state that a backward call of `variant` gets (Note [LSTM saved state]), as that
+// variant's own type S; throws naming the variant and the problem when there is none or when
+// another variant's forward produced it.
+template <typename S>
+const S& saved_state_of(const LstmArgs& a, const char* variant) {
+  ANVIL_CHECK(a.saved && *a.saved, variant, "backward without saved state for ", a.problem.repr());
+  const auto* s = dynamic_cast<const S*>(a.saved->get());
+  ANVIL_CHECK(s != nullptr, variant, "backward got the saved state of variant '",
+              (*a.saved)->variant, "' for ", a.problem.repr());
+  return *s;
+}
 
 using LstmTable = VariantTable<LstmProblem, LstmArgs>;
 // The process-wide LSTM table (filled by register_builtin_kernels()).
