@@ -35,13 +35,7 @@ void GemmCall::run(const void* a, const void* b, void* c, double alpha, double b
       scale_c<double>(p_, c, beta);
     return;
   }
-  GemmArgs args;
-  args.problem = p_;
-  args.a = a;
-  args.b = b;
-  args.c = c;
-  args.alpha = alpha;
-  args.beta = p_.beta_zero ? 0.0 : beta;
+  const GemmArgs args{p_, a, b, c, alpha, p_.beta_zero ? 0.0 : beta};
   if (!variant_) {
     auto trial = [&args](const GemmTable::Variant& v) {
       GemmArgs t = args;

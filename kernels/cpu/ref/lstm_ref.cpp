@@ -118,12 +118,9 @@ template <typename T>
 void backward(const LstmArgs& a) {
   const LstmProblem& p = a.problem;
   const std::int64_t B = p.B, I = p.I, H = p.H, G = 4 * H;
-  ANVIL_CHECK(a.saved && *a.saved, "lstm ref", "backward without saved state for ", p.repr());
-  const auto* saved = dynamic_cast<const RefSaved*>(a.saved->get());
-  ANVIL_CHECK(saved != nullptr, "lstm ref", "backward got the saved state of variant '",
-              (*a.saved)->variant, "' for ", p.repr());
-  const T* gates = saved->gates.data<T>();
-  const T* cs = saved->c.data<T>();
+  const RefSaved& saved = saved_state_of<RefSaved>(a, "lstm ref");
+  const T* gates = saved.gates.data<T>();
+  const T* cs = saved.c.data<T>();
   const auto* x = static_cast<const T*>(a.x);
   const auto* h0 = static_cast<const T*>(a.h0);
   const auto* c0 = static_cast<const T*>(a.c0);
