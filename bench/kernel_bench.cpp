@@ -19,7 +19,7 @@
 //     conv2d:       48 sampled entries of y / dx / dw (+ 8 of db) recomputed from the
 //                   definition in double; bound 1e-5 x sum|terms| (1e-4 for winograd).
 //     pooling, BN:  the `ref` variant on f64 copies of the inputs, all entries compared.
-//     lstm:         `ref` (anvil::lstm_layer as autograd ops, the LSTM table's reference) on f64
+//     lstm:         `ref` (anvil::lstm_layer with the LSTM table's reference kernel) on f64
 //                   copies: y, h_n, c_n and every gradient, all entries compared.
 // * Timing: one explicit warm-up call, real time, MinTime = --anvil_kernel_min_time (0.3 s by
 //   default, so that the whole family can be run); counters FLOP/s (problem.flops()),

@@ -12,8 +12,8 @@
 //
 // Validation (the full tensors; these references are cheap next to a convolution's):
 //   pooling, batch norm: the table's `ref` variant on f64 copies of the same inputs;
-//   LSTM: `ref` (anvil::lstm_layer, the per-step composition of autograd ops that is the LSTM
-//         table's reference) on f64 copies: y, h_n, c_n, and for backward every gradient of
+//   LSTM: `ref` (anvil::lstm_layer with the LSTM table's per-step reference kernel, Note [LSTM
+//         ref variant]) on f64 copies: y, h_n, c_n, and for backward every gradient of
 //         sum(y * dy).
 // Max-pooling inputs have no ties inside a window (distinct_f32), so every variant routes dy to
 // the same entry as ref.

@@ -11,6 +11,7 @@
 #include "anvil/anvil.h"
 #include "engine/dispatch/lstm_problem.h"
 #include "engine/nn/recurrent.h"
+#include "engine/ops/lstm.h"
 #include "helpers/gradcheck.h"
 #include "helpers/lstm_layer_case.h"
 #include "helpers/lstm_variant_check.h"
@@ -201,6 +202,53 @@ TEST_CASE("every lstm variant matches ref forward and backward", "[lstm][variant
                 });
   }
   harness.finish();
+}
+
+// ref is a kernel like every other variant (Note [LSTM ref variant]): its table entry's fn runs
+// forward (inference and training) and backward through the ops layer, and agrees with the
+// default variant on a small problem with initial state and both biases.
+TEST_CASE("the lstm ref variant runs through the ops layer and matches the default variant",
+          "[lstm][variants]") {
+  register_builtin_kernels();
+  const LayerCase c{4, 3, 5, 6, true, true};
+  std::vector<Tensor> leaves = layer_leaves(c, DType::f32, 77);
+  const ops::LstmInputs in{leaves[0].detach(), leaves[1].detach(), leaves[2].detach(),
+                           leaves[3].detach(), leaves[4].detach(), leaves[5].detach(),
+                           leaves[6].detach()};
+  const LstmProblem p = ops::lstm_problem_for(in, LstmPass::forward_training);
+  const LstmTable::Variant& def = ops::select_lstm_variant(p);
+  const LstmTable::Variant* ref = lstm_table().find("ref");
+  REQUIRE(ref != nullptr);
+  REQUIRE(def.name != "ref");
+  INFO("default variant " << def.name << ", " << p.repr());
+  const ops::LstmForwardResult fr = ops::lstm_forward(*ref, in, true);
+  const ops::LstmForwardResult fd = ops::lstm_forward(def, in, true);
+  CHECK(fr.variant == "ref");
+  REQUIRE(fr.saved != nullptr);
+  CHECK(max_abs_diff(fr.y, fd.y) < 1e-5);
+  CHECK(max_abs_diff(fr.h_n, fd.h_n) < 1e-5);
+  CHECK(max_abs_diff(fr.c_n, fd.c_n) < 1e-5);
+  const ops::LstmForwardResult inf = ops::lstm_forward(*ref, in, false);
+  CHECK(inf.saved == nullptr);
+  CHECK(max_abs_diff(inf.y, fr.y) == 0.0);
+  CHECK(max_abs_diff(inf.c_n, fr.c_n) == 0.0);
+  Generator g(78);
+  const Tensor dy = uniform({c.T, c.B, c.H}, -1, 1, DType::f32, &g);
+  const Tensor dh_n = uniform({c.B, c.H}, -1, 1, DType::f32, &g);
+  const Tensor dc_n = uniform({c.B, c.H}, -1, 1, DType::f32, &g);
+  const ops::LstmGrads gr = ops::lstm_backward(*ref, in, fr, dy, dh_n, dc_n);
+  const ops::LstmGrads gd = ops::lstm_backward(def, in, fd, dy, dh_n, dc_n);
+  const Tensor* got[] = {&gr.dx, &gr.dh0, &gr.dc0, &gr.dw_ih, &gr.dw_hh, &gr.db_ih, &gr.db_hh};
+  const Tensor* want[] = {&gd.dx, &gd.dh0, &gd.dc0, &gd.dw_ih, &gd.dw_hh, &gd.db_ih, &gd.db_hh};
+  for (int i = 0; i < 7; ++i) {
+    INFO("gradient of " << kLeafNames[i]);
+    REQUIRE(got[i]->defined());
+    REQUIRE(want[i]->defined());
+    CHECK(max_abs_diff(*got[i], *want[i]) < 2e-5 * (1.0 + std::sqrt(double(c.T * c.B))));
+  }
+  // A backward of another variant's forward is refused by name.
+  CHECK_THROWS_WITH(ops::lstm_backward(*ref, in, fd, dy, dh_n, dc_n),
+                    Catch::Contains("ref") && Catch::Contains(def.name));
 }
 
 // cpu.fused splits the recurrence by batch rows over the threads (Note [Batch-row-parallel

@@ -91,6 +91,47 @@ TEST_CASE("vec exp_f32 special values match std::exp", "[vec_math]") {
   CHECK(vec::exp<double>(1.0) == std::exp(1.0));
 }
 
+// The normal-range form (the LSTM gates): every float in [-87, 88] within 1 ulp of std::exp,
+// a normal result everywhere, and the clamp outside.
+ANVIL_VEC_CLONES void exp_normal_block(const float* x, float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = vec::exp_f32_normal(x[i]);
+}
+
+TEST_CASE("vec exp_f32_normal within 1 ulp of std::exp on [-87, 88], clamped outside",
+          "[vec_math]") {
+  // Every 61st bit pattern of [0, 88] and of [-87, -0] (36 million floats).
+  std::vector<float> x, y;
+  std::uint32_t hi, lo;
+  const float fhi = 88.0f, flo = -87.0f;
+  std::memcpy(&hi, &fhi, sizeof hi);
+  std::memcpy(&lo, &flo, sizeof lo);
+  for (std::uint64_t b = 0; b <= hi; b += 61) x.push_back(from_bits(static_cast<std::uint32_t>(b)));
+  for (std::uint64_t b = 0x80000000u; b <= lo; b += 61)
+    x.push_back(from_bits(static_cast<std::uint32_t>(b)));
+  x.push_back(-87.0f);
+  x.push_back(88.0f);
+  y.resize(x.size());
+  exp_normal_block(x.data(), y.data(), static_cast<std::int64_t>(x.size()));
+  std::int64_t worst = 0, not_normal = 0;
+  float worst_x = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const std::int64_t d = ulp_distance(std::exp(x[i]), y[i]);
+    if (d > worst) worst = d, worst_x = x[i];
+    not_normal += !std::isnormal(y[i]);
+  }
+  INFO(x.size() << " floats, worst x = " << worst_x << " (" << worst << " ulp)");
+  CHECK(x.size() > 10000000);
+  CHECK(worst <= 1);
+  CHECK(not_normal == 0);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {-87.5f, -100.0f, -1e30f, -inf})
+    CHECK(vec::exp_f32_normal(v) == vec::exp_f32_normal(-87.0f));
+  for (float v : {88.5f, 100.0f, 1e30f, inf})
+    CHECK(vec::exp_f32_normal(v) == vec::exp_f32_normal(88.0f));
+  CHECK(vec::exp_f32_normal(0.0f) == 1.0f);
+  CHECK(std::isnan(vec::exp_f32_normal(std::numeric_limits<float>::quiet_NaN())));
+}
+
 TEST_CASE("f32 softmax and cross-entropy kernels against float64", "[vec_math][softmax]") {
   // Wide rows (several chunks of the one-pass log-sum-exp, max growing along the row) and
   // narrow rows; large logits so that exp(x - max) spans the whole range.

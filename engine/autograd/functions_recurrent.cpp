@@ -1,13 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // embedding and lstm_layer with their backward passes.
 //
-// Note [LSTM ref variant]
-// The `ref` variant of the "lstm" table is not a kernel: it is the LSTM written as a
-// composition of differentiable ops per time step (linear, slice, sigmoid, tanh, mul, add),
-// with the backward derived by autograd. It is obviously correct, slow (dozens of nodes per
-// step) and the yardstick every other variant is tested against. Any other variant runs its
-// own forward and backward kernels under ONE autograd node per layer call ("LstmBackward"),
-// holding the variant's saved state (Note [LSTM saved state]).
+// Every variant of the "lstm" table, `ref` included (kernels/cpu/ref/lstm_ref.cpp), runs its own
+// forward and backward kernels under ONE autograd node per layer call ("LstmBackward"), holding
+// the variant's saved state (Note [LSTM saved state]). Nothing here depends on which variant
+// the table selected.
 #include "engine/autograd/autograd_meta.h"
 #include "engine/autograd/functions.h"
 #include "engine/autograd/grad_mode.h"
@@ -17,42 +14,6 @@
 namespace anvil {
 namespace {
 using Grads = std::vector<Tensor>;
-
-// Differentiable stack of equally shaped tensors along a new dim 0 (for the ref LSTM's y).
-Tensor stack0(const std::vector<Tensor>& xs) {
-  Shape shape = xs.front().sizes();
-  shape.insert(shape.begin(), static_cast<std::int64_t>(xs.size()));
-  Tensor out = Tensor::empty(shape, xs.front().dtype(), xs.front().device());
-  for (std::size_t i = 0; i < xs.size(); ++i)
-    raw::select(out, 0, static_cast<std::int64_t>(i)).copy_(xs[i].detach());
-  if (any_requires_grad(xs)) {
-    const std::int64_t n = static_cast<std::int64_t>(xs.size());
-    record("StackBackward", xs, {out}, [n](const Grads& g) {
-      Grads r;
-      for (std::int64_t i = 0; i < n; ++i) r.push_back(raw::contiguous(raw::select(g[0], 0, i)));
-      return r;
-    });
-  }
-  return out;
-}
-
-LstmLayerOutput lstm_ref(const ops::LstmInputs& in, const LstmProblem& p) {
-  Tensor h = in.h0.defined() ? in.h0 : Tensor::zeros({p.B, p.H}, p.dtype, in.x.device());
-  Tensor c = in.c0.defined() ? in.c0 : Tensor::zeros({p.B, p.H}, p.dtype, in.x.device());
-  const std::int64_t H = p.H;
-  std::vector<Tensor> ys;
-  for (std::int64_t t = 0; t < p.T; ++t) {
-    Tensor gates = linear(in.x.select(0, t), in.w_ih, in.b_ih) + linear(h, in.w_hh, in.b_hh);
-    Tensor i = sigmoid(gates.slice(1, 0, H));
-    Tensor f = sigmoid(gates.slice(1, H, 2 * H));
-    Tensor g = tanh(gates.slice(1, 2 * H, 3 * H));
-    Tensor o = sigmoid(gates.slice(1, 3 * H, 4 * H));
-    c = f * c + i * g;
-    h = o * tanh(c);
-    ys.push_back(h);
-  }
-  return {stack0(ys), h, c};
-}
 
 }  // namespace
 
@@ -74,7 +35,6 @@ LstmLayerOutput lstm_layer(const Tensor& x, const Tensor& h0, const Tensor& c0, 
   const LstmProblem p = ops::lstm_problem_for(
       in, need_grad ? LstmPass::forward_training : LstmPass::forward_inference);
   const LstmTable::Variant& v = ops::select_lstm_variant(p, &in);
-  if (v.name == "ref") return lstm_ref(in, p);  // Note [LSTM ref variant]
   if (need_grad) {
     LstmProblem pb = p;
     pb.pass = LstmPass::backward;

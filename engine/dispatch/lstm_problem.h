@@ -8,7 +8,7 @@
 //   y [T, B, H], h_n/c_n [B, H]. All buffers dense row-major.
 // A forward_training call leaves the variant's saved state (LstmSaved) in *args.saved; the
 // backward call of the same variant consumes it (Note [LSTM saved state]).
-// Variants: ref (composition of autograd ops, engine/autograd/functions_recurrent.cpp),
+// Variants: ref (per-step reference kernel, kernels/cpu/ref/lstm_ref.cpp),
 // cpu.fused (kernels/cpu/omp/lstm_fused.cpp), cpu.onednn (kernels/cpu/onednn/lstm_onednn.cpp);
 // cuda.cudnn and cuda.custom.* have room (the device field).
 #include <cstdint>
@@ -17,6 +17,7 @@
 
 #include "engine/core/device.h"
 #include "engine/core/dtype.h"
+#include "engine/core/error.h"
 #include "engine/dispatch/variant_table.h"
 
 namespace anvil {
@@ -84,6 +85,18 @@ struct LstmArgs {
   void* db_ih = nullptr;
   void* db_hh = nullptr;
 };
+
+// The saved state that a backward call of `variant` gets (Note [LSTM saved state]), as that
+// variant's own type S; throws naming the variant and the problem when there is none or when
+// another variant's forward produced it.
+template <typename S>
+const S& saved_state_of(const LstmArgs& a, const char* variant) {
+  ANVIL_CHECK(a.saved && *a.saved, variant, "backward without saved state for ", a.problem.repr());
+  const auto* s = dynamic_cast<const S*>(a.saved->get());
+  ANVIL_CHECK(s != nullptr, variant, "backward got the saved state of variant '",
+              (*a.saved)->variant, "' for ", a.problem.repr());
+  return *s;
+}
 
 using LstmTable = VariantTable<LstmProblem, LstmArgs>;
 // The process-wide LSTM table (filled by register_builtin_kernels()).

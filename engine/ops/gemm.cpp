@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tensor-level GEMM (engine/ops/gemm.h): view mapping (Note [Views as transpose modes]),
-// checks, autotune trials, dispatch.
+// checks, dispatch through GemmCall (Note [GEMM through the table]).
 #include "engine/ops/gemm.h"
 
 #include <algorithm>
 #include <utility>
 #include <vector>
 
-#include "engine/core/cuda_backend.h"
 #include "engine/core/views.h"
+#include "engine/dispatch/gemm_call.h"
 #include "engine/ops/elementwise.h"
 
 namespace anvil::ops {
@@ -145,24 +145,7 @@ void gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const Tensor& c, d
       mul_scalar_(c, beta);
     return;
   }
-  // Autotune trials must not disturb C when it is read (beta != 0): they write a scratch copy.
-  auto trial = [&](const GemmTable::Variant& v) {
-    GemmArgs t = args;
-    Tensor scratch;
-    if (!args.problem.beta_zero) {
-      scratch = raw::clone(c);
-      t.c = scratch.data_ptr();
-      t.problem.ldc = n;
-      t.problem.stride_c = m * n;
-    }
-    // A CUDA variant only enqueues its work: time it on the device's stream (CUDA events).
-    if (args.problem.device.is_cuda())
-      return require_cuda("gemm autotune").time_on_stream(args.problem.device.index, [&] {
-        v.fn(t);
-      });
-    return time_seconds([&] { v.fn(t); });
-  };
-  gemm_table().run(args, trial);
+  run_gemm(args);  // Note [GEMM through the table]
 }
 
 Tensor mm(const Tensor& a, bool ta, const Tensor& b, bool tb) {

@@ -8,12 +8,12 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 
 #include "engine/core/error.h"
 #include "engine/dispatch/conv_problem.h"
-#include "engine/dispatch/gemm_problem.h"
+#include "engine/dispatch/gemm_call.h"
+#include "kernels/cpu/thread_scratch.h"
 
 namespace anvil::kernels {
 namespace {
@@ -40,22 +40,8 @@ constexpr i64 kWideMinColumns = 1024;
 // matrix and the gather/scatter buffer). Reused across calls: a fresh 16 MB allocation per call
 // would pay thousands of page faults each time.
 void* scratch(int slot, std::size_t bytes) {
-  struct Buffer {
-    void* p = nullptr;
-    std::size_t size = 0;
-    ~Buffer() { std::free(p); }
-  };
-  thread_local Buffer bufs[2];
-  Buffer& b = bufs[slot];
-  if (b.size < bytes) {
-    const std::size_t rounded = (bytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded);
-    if (!p) fail("conv2d cpu.im2col", "cannot allocate a ", rounded, "-byte buffer");
-    std::free(b.p);
-    b.p = p;
-    b.size = rounded;
-  }
-  return b.p;
+  thread_local ScratchBuffer bufs[2];
+  return bufs[slot].get(bytes, "conv2d cpu.im2col");
 }
 
 // Output columns q in [lo, hi) read input columns q*sw + iw0 inside [0, W).
@@ -159,12 +145,7 @@ void gemm(bool ta, bool tb, i64 m, i64 n, i64 k, const T* a, i64 lda, const T* b
   args.b = b;
   args.c = c;
   args.beta = accumulate ? 1.0 : 0.0;
-  if (accumulate) {
-    gemm_table().run(args);  // autotune trials would disturb C
-  } else {
-    gemm_table().run(
-        args, [&](const GemmTable::Variant& v) { return time_seconds([&] { v.fn(args); }); });
-  }
+  run_gemm(args);  // Note [GEMM through the table]: trials never disturb an accumulated C
 }
 
 // The chunk plan (Note [im2col chunking]).

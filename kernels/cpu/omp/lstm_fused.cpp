@@ -25,10 +25,11 @@
 #include "engine/core/error.h"
 #include "engine/core/tensor.h"
 #include "engine/core/transpose.h"
-#include "engine/dispatch/gemm_problem.h"
+#include "engine/dispatch/gemm_call.h"
 #include "engine/dispatch/lstm_problem.h"
 #include "engine/dispatch/selection.h"
 #include "kernels/cpu/omp/omp_kernels.h"
+#include "kernels/cpu/vec_math.h"
 
 namespace anvil::kernels {
 namespace {
@@ -45,38 +46,20 @@ struct FusedSaved final : LstmSaved {
   Tensor c;      // [T, B, H]
 };
 
-// ---- fast exp for the f32 pointwise passes --------------------------------------------------
-// exp(x) = 2^n * p(r), n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2], p a degree-6
-// Taylor polynomial (relative error < 2e-7 over the clamped range); written with plain
-// arithmetic and an integer exponent insert so that GCC vectorises it in the target clones below.
-__attribute__((always_inline)) inline float exp_f32(float x) {
-  x = std::min(std::max(x, -87.0f), 88.0f);
-  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
-  const float r = (x - n * 0.693145751953125f) - n * 1.428606765330187045e-06f;
-  float p = 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
-}
-
+// The f32 passes use the vectorisable exp of kernels/cpu/vec_math.h in its normal-range form
+// (Note [Vectorised exp], exp_f32_normal: 1 ulp from std::exp on [-87, 88], clamped outside,
+// where sigmoid and tanh have saturated); f64 keeps std::exp and std::tanh.
 template <typename T>
 __attribute__((always_inline)) inline T sigmoid_t(T x) {
   if constexpr (std::is_same_v<T, float>)
-    return 1.0f / (1.0f + exp_f32(-x));
+    return 1.0f / (1.0f + vec::exp_f32_normal(-x));
   else
     return T(1) / (T(1) + std::exp(-x));
 }
 template <typename T>
 __attribute__((always_inline)) inline T tanh_t(T x) {
   if constexpr (std::is_same_v<T, float>)
-    return 2.0f / (1.0f + exp_f32(-2.0f * x)) - 1.0f;
+    return 2.0f / (1.0f + vec::exp_f32_normal(-2.0f * x)) - 1.0f;
   else
     return std::tanh(x);
 }
@@ -200,20 +183,14 @@ __attribute__((always_inline)) inline void backward_rows_any(const T* gates, con
 
 // f32 entry points cloned for AVX-512 / AVX2+FMA / baseline (resolved once at load time), so the
 // library still runs on any x86-64 (never -march=native).
-#if defined(__SANITIZE_THREAD__)  // Note [No clones under TSan] (kernels/cpu/vec_math.h)
-#define ANVIL_LSTM_CLONES
-#else
-#define ANVIL_LSTM_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#endif
-ANVIL_LSTM_CLONES void forward_rows_f32(const float* bias, float* g, const float* c_prev, float* c,
-                                        float* h, std::int64_t b0, std::int64_t b1, std::int64_t H,
-                                        bool store_gates) {
+ANVIL_VEC_CLONES void forward_rows_f32(const float* bias, float* g, const float* c_prev, float* c,
+                                       float* h, std::int64_t b0, std::int64_t b1, std::int64_t H,
+                                       bool store_gates) {
   forward_rows_any<float>(bias, g, c_prev, c, h, b0, b1, H, store_gates);
 }
-ANVIL_LSTM_CLONES void backward_rows_f32(const float* gates, const float* c, const float* c_prev,
-                                         const float* dy, const float* dh, float* dc, float* dg,
-                                         std::int64_t b0, std::int64_t b1, std::int64_t H) {
+ANVIL_VEC_CLONES void backward_rows_f32(const float* gates, const float* c, const float* c_prev,
+                                        const float* dy, const float* dh, float* dc, float* dg,
+                                        std::int64_t b0, std::int64_t b1, std::int64_t H) {
   backward_rows_any<float>(gates, c, c_prev, dy, dh, dc, dg, b0, b1, H);
 }
 
@@ -303,60 +280,18 @@ void for_row_blocks(std::int64_t B, F&& body) {
 
 // ---- GEMMs through the gemm table -------------------------------------------------------------
 
-// One GEMM shape, selected once (Note [Variant selection]) and run many times (the per-step
-// recurrent GEMMs): selection costs microseconds, T steps need it once.
-class GemmCall {
- public:
-  // Row-major C[m, n] = op(A) op(B) (+ C when beta = 1), leading dims as in GemmProblem.
-  GemmCall(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
-           std::int64_t lda, std::int64_t ldb, std::int64_t ldc, bool beta_one) {
-    p_ = GemmProblem::dense(m, n, k, ta, tb, dt);
-    p_.lda = lda;
-    p_.ldb = ldb;
-    p_.ldc = ldc;
-    p_.beta_zero = !beta_one;
-  }
-  void run(const void* a, const void* b, void* c) {
-    if (p_.m == 0 || p_.n == 0) return;
-    GemmArgs args;
-    args.problem = p_;
-    args.a = a;
-    args.b = b;
-    args.c = c;
-    args.alpha = 1.0;
-    args.beta = p_.beta_zero ? 0.0 : 1.0;
-    if (p_.k == 0) {  // empty sum
-      if (p_.beta_zero) zero_c(c);
-      return;
-    }
-    if (!variant_) {
-      // Autotune trials (ANVIL_AUTOTUNE=1) run on a scratch C so that beta = 1 calls do not
-      // accumulate twice.
-      auto trial = [&](const GemmTable::Variant& v) {
-        GemmArgs t = args;
-        std::vector<unsigned char> scratch;
-        if (!p_.beta_zero) {
-          const std::size_t bytes = static_cast<std::size_t>(p_.m) * p_.ldc * dtype_size(p_.dtype);
-          scratch.assign(static_cast<const unsigned char*>(c),
-                         static_cast<const unsigned char*>(c) + bytes);
-          t.c = scratch.data();
-        }
-        return time_seconds([&] { v.fn(t); });
-      };
-      variant_ = &gemm_table().select(p_, trial);
-    }
-    variant_->fn(args);
-  }
-
- private:
-  void zero_c(void* c) const {
-    const std::size_t e = dtype_size(p_.dtype);
-    for (std::int64_t i = 0; i < p_.m; ++i)
-      std::memset(static_cast<char*>(c) + i * p_.ldc * e, 0, static_cast<std::size_t>(p_.n) * e);
-  }
-  GemmProblem p_;
-  const GemmTable::Variant* variant_ = nullptr;
-};
+// One GEMM shape of the layer, selected once and run many times (the per-step recurrent GEMMs:
+// selection costs microseconds, T steps need it once); Note [GEMM through the table].
+// Row-major C[m, n] = op(A) op(B) (+ C when beta_one), leading dims as in GemmProblem.
+GemmCall gemm_call(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                   std::int64_t lda, std::int64_t ldb, std::int64_t ldc, bool beta_one) {
+  GemmProblem p = GemmProblem::dense(m, n, k, ta, tb, dt);
+  p.lda = lda;
+  p.ldb = ldb;
+  p.ldc = ldc;
+  p.beta_zero = !beta_one;
+  return GemmCall(p);
+}
 
 // Note [Transposed weight gradients]
 // dW [G, n] = dG^T @ X (dG [rows, G], X [rows, n]; G = 4H gate columns, n = I or H) is a TN GEMM
@@ -379,9 +314,9 @@ class WeightGrad {
   // Adds (or, with beta_one false, sets) dG^T @ X for `rows` rows of dG and X.
   void add(const void* dg, const void* x, std::int64_t rows, bool beta_one) {
     if (t_.defined())
-      GemmCall(dt_, true, false, n_, g_, rows, n_, g_, g_, beta_one).run(x, dg, t_.data_ptr());
+      gemm_call(dt_, true, false, n_, g_, rows, n_, g_, g_, beta_one).run(x, dg, t_.data_ptr());
     else
-      GemmCall(dt_, true, false, g_, n_, rows, g_, n_, n_, beta_one).run(dg, x, dw_);
+      gemm_call(dt_, true, false, g_, n_, rows, g_, n_, n_, beta_one).run(dg, x, dw_);
   }
   // Moves a transposed result into dw (nothing to do for the direct form).
   void finish() {
@@ -435,11 +370,11 @@ void lstm_forward(const LstmArgs& a) {
   T* cs = cseq.data<T>();
 
   // G = X @ W_ih^T for all steps at once: [T*B, I] x [I, 4H] (NT).
-  GemmCall(dt, false, true, T_ * B, G, I, I, I, G, false).run(x, a.w_ih, g);
+  gemm_call(dt, false, true, T_ * B, G, I, I, I, G, false).run(x, a.w_ih, g);
   const T* bp = bias.data();
   for_row_blocks(B, [&](std::int64_t b0, std::int64_t b1, bool inner_parallel) {
     // G_t[b0:b1] += h_{t-1}[b0:b1] @ W_hh^T
-    GemmCall rec(dt, false, true, b1 - b0, G, H, H, H, G, true);
+    GemmCall rec = gemm_call(dt, false, true, b1 - b0, G, H, H, H, G, true);
     for (std::int64_t t = 0; t < T_; ++t) {
       T* gt = g + t * B * G;
       const T* h_prev = t == 0 ? h0 : y + (t - 1) * B * H;
@@ -480,12 +415,9 @@ void lstm_backward(const LstmArgs& a) {
   const LstmProblem& p = a.problem;
   const std::int64_t T_ = p.T, B = p.B, I = p.I, H = p.H, G = 4 * H;
   const DType dt = p.dtype;
-  ANVIL_CHECK(a.saved && *a.saved, "cpu.fused", "backward without saved state for ", p.repr());
-  const auto* saved = dynamic_cast<const FusedSaved*>(a.saved->get());
-  ANVIL_CHECK(saved != nullptr, "cpu.fused", "backward got the saved state of variant '",
-              (*a.saved)->variant, "' for ", p.repr());
-  const T* gates = saved->gates.data<T>();
-  const T* cs = saved->c.data<T>();
+  const FusedSaved& saved = saved_state_of<FusedSaved>(a, "cpu.fused");
+  const T* gates = saved.gates.data<T>();
+  const T* cs = saved.c.data<T>();
   const auto* c0 = static_cast<const T*>(a.c0);
   const auto* h0 = static_cast<const T*>(a.h0);
   const auto* y = static_cast<const T*>(a.y);
@@ -506,7 +438,7 @@ void lstm_backward(const LstmArgs& a) {
 
   for_row_blocks(B, [&](std::int64_t b0, std::int64_t b1, bool inner_parallel) {
     // dh[b0:b1] = dG_t[b0:b1] @ W_hh  ([rows, 4H] x [4H, H])
-    GemmCall dh_gemm(dt, false, false, b1 - b0, H, G, G, H, H, false);
+    GemmCall dh_gemm = gemm_call(dt, false, false, b1 - b0, H, G, G, H, H, false);
     bool rows_have_dh = have_dh;
     for (std::int64_t t = T_ - 1; t >= 0; --t) {
       const T* gt = gates + t * B * G;
@@ -532,7 +464,7 @@ void lstm_backward(const LstmArgs& a) {
   if (a.dc0) std::memcpy(a.dc0, dc, state_bytes);
 
   // dx = dG @ W_ih: [T*B, 4H] x [4H, I] (NN).
-  if (a.dx) GemmCall(dt, false, false, T_ * B, I, G, G, I, I, false).run(dg, a.w_ih, a.dx);
+  if (a.dx) gemm_call(dt, false, false, T_ * B, I, G, G, I, I, false).run(dg, a.w_ih, a.dx);
   // dW_ih = dG^T @ X: [4H, T*B] x [T*B, I] (TN).
   if (a.dw_ih) {
     WeightGrad wg(dt, G, I, a.dw_ih);

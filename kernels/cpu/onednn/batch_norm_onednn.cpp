@@ -9,6 +9,7 @@
 
 #include "engine/dispatch/batch_norm_problem.h"
 #include "kernels/cpu/onednn/onednn_primitive_cache.h"
+#include "kernels/cpu/onednn/onednn_status.h"
 #include "kernels/cpu/onednn/pool_bn_onednn.h"
 
 namespace anvil::kernels {
@@ -92,8 +93,7 @@ void run_onednn(const BatchNormArgs& a) {
     e->primitive.execute(onednn::cpu_stream(), args);
     onednn::cpu_stream().wait();
   } catch (const dnnl::error& err) {
-    fail("cpu.onednn", step, " for ", p.repr(), " failed with ", dnnl_status2str(err.status), ": ",
-         err.what(), " at ", __FILE__, ":", __LINE__);
+    onednn::fail_status("cpu.onednn", step, p.repr(), err);
   }
 }
 

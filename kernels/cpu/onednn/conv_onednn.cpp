@@ -10,7 +10,6 @@
 
 #include <omp.h>
 
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,6 +21,8 @@
 #include "engine/core/error.h"
 #include "engine/dispatch/conv_problem.h"
 #include "kernels/cpu/onednn/onednn_primitive_cache.h"
+#include "kernels/cpu/onednn/onednn_status.h"
+#include "kernels/cpu/thread_scratch.h"
 
 namespace anvil::kernels {
 namespace {
@@ -76,22 +77,8 @@ using onednn::cpu_engine;  // one engine and stream per process (onednn_primitiv
 using onednn::cpu_stream;
 
 void* thread_buffer(int slot, std::size_t bytes) {
-  struct Buffer {
-    void* p = nullptr;
-    std::size_t size = 0;
-    ~Buffer() { std::free(p); }
-  };
-  thread_local Buffer bufs[4];
-  Buffer& b = bufs[slot];
-  if (b.size < bytes) {
-    const std::size_t rounded = (bytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded);
-    if (!p) fail("conv2d cpu.onednn", "cannot allocate a ", rounded, "-byte buffer");
-    std::free(b.p);
-    b.p = p;
-    b.size = rounded;
-  }
-  return b.p;
+  thread_local ScratchBuffer bufs[4];  // by Slot
+  return bufs[slot].get(bytes, "conv2d cpu.onednn");
 }
 
 std::shared_ptr<const ConvEntry> create_entry(const VariantSpec& v, const ConvProblem& p) {
@@ -289,8 +276,7 @@ void run(const VariantSpec& v, const ConvArgs& a) {
       if (e.needs_reorder[s] && e.to_user[s]) e.to_user[s].execute(strm, impl_mem[s], user_mem[s]);
     strm.wait();
   } catch (const dnnl::error& err) {
-    fail(v.name, step, " for ", p.repr(), " failed with ", dnnl_status2str(err.status), ": ",
-         err.what(), " at ", __FILE__, ":", __LINE__);
+    onednn::fail_status(v.name, step, p.repr(), err);
   }
 }
 

@@ -23,6 +23,7 @@
 #include "engine/core/error.h"
 #include "engine/dispatch/gemm_problem.h"
 #include "kernels/cpu/onednn/onednn_primitive_cache.h"
+#include "kernels/cpu/onednn/onednn_status.h"
 
 namespace anvil::kernels {
 namespace {
@@ -70,10 +71,11 @@ void gemm_dnnl_sgemm(const GemmArgs& args) {
     const dnnl_status_t st = dnnl_sgemm(ta, tb, p.m, p.n, p.k, alpha, a + i * p.stride_a, p.lda,
                                         b + i * p.stride_b, p.ldb, beta, c + i * p.stride_c, p.ldc);
     if (st != dnnl_success)
-      fail("cpu.onednn", "dnnl_sgemm('", ta, "', '", tb, "', M=", p.m, ", N=", p.n, ", K=", p.k,
-           ", alpha=", alpha, ", lda=", p.lda, ", ldb=", p.ldb, ", beta=", beta, ", ldc=", p.ldc,
-           ") failed with ", dnnl_status2str(st), " (batch ", i, " of ", p.batch, ") at ", __FILE__,
-           ":", __LINE__);
+      onednn::fail_status("cpu.onednn",
+                          detail::str_cat("dnnl_sgemm('", ta, "', '", tb, "', M=", p.m, ", N=", p.n,
+                                          ", K=", p.k, ", alpha=", alpha, ", lda=", p.lda,
+                                          ", ldb=", p.ldb, ", beta=", beta, ", ldc=", p.ldc, ")"),
+                          detail::str_cat(p.repr(), " (batch ", i, " of ", p.batch, ")"), st);
   }
 }
 
@@ -180,10 +182,11 @@ void gemm_dnnl_matmul(const GemmArgs& args) {
     e->primitive.execute(cpu_stream(), exec_args);
     cpu_stream().wait();
   } catch (const dnnl::error& err) {
-    fail("cpu.onednn.matmul", step, " for ", p.repr(), " alpha=", args.alpha,
-         p.beta_zero ? "" : " beta=", p.beta_zero ? std::string() : std::to_string(args.beta),
-         " failed with ", dnnl_status2str(err.status), ": ", err.what(), " at ", __FILE__, ":",
-         __LINE__);
+    onednn::fail_status(
+        "cpu.onednn.matmul", step,
+        detail::str_cat(p.repr(), " alpha=", args.alpha, p.beta_zero ? "" : " beta=",
+                        p.beta_zero ? std::string() : std::to_string(args.beta)),
+        err);
   }
 }
 

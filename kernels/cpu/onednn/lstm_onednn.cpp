@@ -23,6 +23,7 @@
 #include "engine/core/tensor.h"
 #include "engine/dispatch/lstm_problem.h"
 #include "kernels/cpu/onednn/onednn_primitive_cache.h"
+#include "kernels/cpu/onednn/onednn_status.h"
 
 namespace anvil::kernels {
 namespace {
@@ -216,10 +217,7 @@ void forward(const LstmArgs& a) {
 
 void backward(const LstmArgs& a) {
   const LstmProblem& p = a.problem;
-  ANVIL_CHECK(a.saved && *a.saved, "cpu.onednn", "backward without saved state for ", p.repr());
-  const auto* saved = dynamic_cast<const OnednnSaved*>(a.saved->get());
-  ANVIL_CHECK(saved != nullptr, "cpu.onednn", "backward got the saved state of variant '",
-              (*a.saved)->variant, "' for ", p.repr());
+  const auto* saved = &saved_state_of<OnednnSaved>(a, "cpu.onednn");
   const auto e = saved->entry;
   ANVIL_CHECK(e->has_bwd, "cpu.onednn", "saved state holds no backward primitive for ", p.repr());
   const UserDescs& u = e->user;
@@ -319,8 +317,7 @@ void run_onednn(const LstmArgs& a) {
     else
       forward(a);
   } catch (const dnnl::error& err) {
-    fail("cpu.onednn", step, " for ", p.repr(), " failed with ", dnnl_status2str(err.status), ": ",
-         err.what(), " at ", __FILE__, ":", __LINE__);
+    onednn::fail_status("cpu.onednn", step, p.repr(), err);
   }
 }
 

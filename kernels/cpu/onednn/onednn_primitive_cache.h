@@ -7,7 +7,6 @@
 // creates once; entries are immutable and shared; creation runs outside the lock.
 #include <omp.h>
 
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -16,6 +15,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "engine/core/error.h"
+#include "kernels/cpu/thread_scratch.h"
 
 namespace anvil::kernels::onednn {
 
@@ -37,21 +37,8 @@ inline dnnl::stream& cpu_stream() {
 
 // This thread's scratchpad, 64-byte aligned, grown to at least `bytes` (never shrunk).
 inline void* thread_scratchpad(std::size_t bytes, const char* where) {
-  struct Buffer {
-    void* p = nullptr;
-    std::size_t size = 0;
-    ~Buffer() { std::free(p); }
-  };
-  thread_local Buffer buf;
-  if (buf.size < bytes || buf.p == nullptr) {
-    const std::size_t rounded = (bytes + 63) / 64 * 64 + 64;
-    void* p = std::aligned_alloc(64, rounded);
-    if (!p) fail(where, "cannot allocate a ", rounded, "-byte scratchpad");
-    std::free(buf.p);
-    buf.p = p;
-    buf.size = rounded;
-  }
-  return buf.p;
+  thread_local ScratchBuffer buf;
+  return buf.get(bytes, where);
 }
 
 // A process-wide cache of immutable entries E, bounded (cleared past kMax entries).

@@ -15,6 +15,7 @@
 
 #include "engine/dispatch/pool_problem.h"
 #include "kernels/cpu/onednn/onednn_primitive_cache.h"
+#include "kernels/cpu/onednn/onednn_status.h"
 #include "kernels/cpu/onednn/pool_bn_onednn.h"
 
 namespace anvil::kernels {
@@ -188,8 +189,7 @@ void run_onednn(const PoolArgs& a) {
     e->primitive.execute(onednn::cpu_stream(), args);
     onednn::cpu_stream().wait();
   } catch (const dnnl::error& err) {
-    fail("cpu.onednn", step, " for ", p.repr(), " failed with ", dnnl_status2str(err.status), ": ",
-         err.what(), " at ", __FILE__, ":", __LINE__);
+    onednn::fail_status("cpu.onednn", step, p.repr(), err);
   }
 }
 
