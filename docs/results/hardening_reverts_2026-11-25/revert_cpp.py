@@ -63,6 +63,8 @@ M = {
           "    vec::store(out + i, v > zero ? vec::load(dy + i) : zero);\n"),
          ("kernels/cpu/omp/elementwise_omp.cpp", "  for (; i < n; ++i) out[i] = x[i] <= 0.0f ? 0.0f : dy[i];\n",
           "  for (; i < n; ++i) out[i] = x[i] > 0.0f ? dy[i] : 0.0f;\n")],
+ "bench_filter": [("scripts/bench.sh", 'bench "^model/$m/$ph/batch:[0-9]+/threads:$t/$variant_rows"',
+                   'bench "^model/$m/$ph/batch:[0-9]/threads:$t/$variant_rows"')],  # PLANTED: matches no batch >= 10
  "sgd_sign": [("engine/optim/optimizer.cpp", "  args.sgd = {opt_.lr, opt_.momentum,", "  args.sgd = {-opt_.lr, opt_.momentum,")],
 }
 
