@@ -65,6 +65,8 @@ M = {
           "  for (; i < n; ++i) out[i] = x[i] > 0.0f ? dy[i] : 0.0f;\n")],
  "bench_filter": [("scripts/bench.sh", 'bench "^model/$m/$ph/batch:[0-9]+/threads:$t/$variant_rows"',
                    'bench "^model/$m/$ph/batch:[0-9]/threads:$t/$variant_rows"')],  # PLANTED: matches no batch >= 10
+ "pool_decliner": [("kernels/cpu/omp/pool_omp.cpp", "Support supports_omp(const PoolProblem& p) {\n",
+                    "Support supports_omp(const PoolProblem& p) {\n  return Support::no(\"PLANTED: declines everything\");\n")],
  "sgd_sign": [("engine/optim/optimizer.cpp", "  args.sgd = {opt_.lr, opt_.momentum,", "  args.sgd = {-opt_.lr, opt_.momentum,")],
 }
 
