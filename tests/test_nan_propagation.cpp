@@ -98,6 +98,33 @@ TEST_CASE("relu and relu_backward propagate NaN under every CPU variant", "[nan]
   }
 }
 
+// The dense f32 relu runs two vectors per iteration, then one, then scalars (Note
+// [NaN-propagating relu speed], kernels/cpu/omp/elementwise_omp.cpp): every length from 0 to 80
+// crosses each of those loops and their joins; -0 gives +0 and NaN stays NaN, also in place.
+TEST_CASE("the dense f32 relu select follows the rule at every length and in place",
+          "[nan][elementwise]") {
+  register_builtin_kernels();
+  ForceVariant force("elementwise", "cpu.omp");
+  NoGradGuard no_grad;
+  for (std::int64_t n = 0; n <= 80; ++n) {
+    std::vector<double> xv = with_nans(n, 7, 3);
+    for (std::int64_t i = 0; i < n; i += 5) xv[i] = -0.0;
+    for (const bool in_place : {false, true}) {
+      INFO("n=" << n << (in_place ? " in place" : ""));
+      const Tensor x = tensor_of(xv, {n}, DType::f32);
+      const Tensor y = in_place ? x : Tensor::empty({n});
+      ops::unary_into(EwOp::relu, y, x);
+      const auto yv = values_f64(y);
+      int bad = 0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        const double want = std::isnan(xv[i]) ? kNaN : std::max(xv[i], 0.0);
+        bad += !same(yv[i], want) || std::signbit(yv[i]);
+      }
+      CHECK(bad == 0);
+    }
+  }
+}
+
 TEST_CASE("maximum propagates NaN from either operand under every CPU variant",
           "[nan][elementwise]") {
   NoGradGuard no_grad;

@@ -109,7 +109,8 @@ int main(int argc, char** argv) {
       ->ThreadRange(1, 2);
   benchmark::RegisterBenchmark("micro/select/gemm", bm_select_gemm)->ThreadRange(1, 2);
   benchmark::RegisterBenchmark("micro/op/relu/n:4096", bm_op_relu);
-  for (const std::int64_t n : {8192, 262144}) {
+  // 1024-4096: input and output fit in a 48 KiB L1d together; 8192: L2; 262144: beyond L2.
+  for (const std::int64_t n : {1024, 2048, 4096, 8192, 262144}) {
     const std::string s = "/n:" + std::to_string(n);
     benchmark::RegisterBenchmark(("micro/relu_select/nan_to_zero/fwd" + s).c_str(),
                                  bm_relu_select<false, false>)

@@ -30,13 +30,29 @@ constexpr std::int64_t kParallelGrain = 32768;
 // vector kernels.
 // ResNet-50 training step, batch 16, 1 thread (dev VM, 2026-11-22, 2 rounds of 3 steps, the
 // last two of each): 5.38-5.71 s before, 4.27-4.69 s with these.
-__attribute__((always_inline)) inline void relu_body(const float* a, float* out, std::int64_t n) {
+//
+// Note [NaN-propagating relu speed]
+// `v <= 0 ? 0 : v` keeps NaN (the comparison is false for it) but GCC cannot fold its load into
+// the compare as it did for the NaN-dropping `v > 0 ? v : 0` (predicate and operand order are
+// fixed by the expression), so the AVX-512 loop became load, compare, masked move, store (one
+// more instruction per vector). Other spellings (`!(0 >= v)`, a bit mask, a max) compile to the
+// same or longer sequences. relu therefore does two vectors per iteration, which is at least as
+// fast as the old select on this machine (docs/results/relu_nan_speed_2026-11-25.md;
+// anvil_micro_bench --benchmark_filter=relu_select).
+// Two vectors per iteration in relu: Note [NaN-propagating relu speed].
+__attribute__((always_inline)) inline vec::f32v relu_v(vec::f32v v) {
   const vec::f32v zero{};
+  return v <= zero ? zero : v;
+}
+__attribute__((always_inline)) inline void relu_body(const float* a, float* out, std::int64_t n) {
+  constexpr std::int64_t kL = vec::kLanes;
   std::int64_t i = 0;
-  for (; i + vec::kLanes <= n; i += vec::kLanes) {
-    const vec::f32v v = vec::load(a + i);
-    vec::store(out + i, v <= zero ? zero : v);
+  for (; i + 2 * kL <= n; i += 2 * kL) {  // both loads before the stores: in place is fine
+    const vec::f32v v0 = vec::load(a + i), v1 = vec::load(a + i + kL);
+    vec::store(out + i, relu_v(v0));
+    vec::store(out + i + kL, relu_v(v1));
   }
+  for (; i + kL <= n; i += kL) vec::store(out + i, relu_v(vec::load(a + i)));
   for (; i < n; ++i) out[i] = a[i] <= 0.0f ? 0.0f : a[i];
 }
 __attribute__((always_inline)) inline void relu_backward_body(const float* x, const float* dy,
