@@ -28,12 +28,12 @@ using TallyTable = VariantTable<TallyProblem, TallyArgs>;
 TallyTable& table(bool with_decliner) {
   auto make = [](const char* op, bool decliner) {
     auto* t = new TallyTable(op);  // leaked: tables stay in the global index
+    t->set_order({"decliner", "good", "gpu", "ref"});
     t->add({.name = "ref", .fn = [](const TallyArgs&) {}});
-    t->add({.name = "good", .priority = 10, .fn = [](const TallyArgs&) {}});
+    t->add({.name = "good", .fn = [](const TallyArgs&) {}});
     t->add({.name = "gpu", .device = DeviceType::cuda, .fn = [](const TallyArgs&) {}});
     if (decliner)
       t->add({.name = "decliner",
-              .priority = 20,
               .supports = [](const TallyProblem&) { return Support::no("declines everything"); },
               .fn = [](const TallyArgs&) {}});
     return t;

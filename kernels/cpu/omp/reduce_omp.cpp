@@ -145,8 +145,6 @@ template void reduce_max<double>(const double*, double*, std::int64_t*, std::int
 void register_reduce_omp() {
   reduce_table().add({
       .name = "cpu.omp",
-      .device = DeviceType::cpu,
-      .priority = 100,
       .supports = reduce_basic_support,
       .fn =
           [](const ReduceArgs& a) {
@@ -160,10 +158,7 @@ void register_reduce_omp() {
                 reduce_max<T>(static_cast<const T*>(a.x), static_cast<T*>(a.out), a.index, p.outer,
                               p.reduce, p.inner);
             };
-            if (p.dtype == DType::f64)
-              run(double{});
-            else
-              run(float{});
+            visit_floating(p.dtype, run);
           },
       .description = "OpenMP over outer*inner, row sums in double",
   });

@@ -7,6 +7,7 @@
 // PyTorch; Note [NaN propagation] in kernels/cpu/elementwise_functors.h).
 #include <limits>
 
+#include "engine/dispatch/floating_variant.h"
 #include "engine/dispatch/pool_problem.h"
 #include "kernels/cpu/ref/ref_kernels.h"
 
@@ -115,23 +116,14 @@ Support supports_ref(const PoolProblem& p) {
   return Support::yes();
 }
 
-void run_any(const PoolArgs& a) {
-  if (a.problem.dtype == DType::f64)
-    run<double>(a);
-  else
-    run<float>(a);
-}
-
 }  // namespace
 
 void register_pool_ref() {
   for (PoolKind kind : {PoolKind::max, PoolKind::avg, PoolKind::adaptive_avg})
     pool_table(kind).add({
         .name = "ref",
-        .device = DeviceType::cpu,
-        .priority = kRefPriority,
         .supports = supports_ref,
-        .fn = run_any,
+        .fn = floating_fn(run<float>, run<double>),
         .description = "serial loops over each window (reference), f32/f64",
     });
 }

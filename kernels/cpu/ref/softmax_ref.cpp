@@ -98,22 +98,20 @@ void run_ref(const SoftmaxArgs& a) {
   }
 }
 
+// The kernel for the problem's dtype (f32, f64) and class-id dtype (i32, i64).
+void run_floating(const SoftmaxArgs& a) {
+  visit_floating(a.problem.dtype, [&](auto t) {
+    visit_integer(a.problem.index_dtype, [&](auto i) { run_ref<decltype(t), decltype(i)>(a); });
+  });
+}
+
 }  // namespace
 
 void register_softmax_ref() {
   softmax_table().add({
       .name = "ref",
-      .device = DeviceType::cpu,
-      .priority = kRefPriority,
       .supports = softmax_basic_support,
-      .fn =
-          [](const SoftmaxArgs& a) {
-            const bool i32 = a.problem.index_dtype == DType::i32;
-            if (a.problem.dtype == DType::f64)
-              i32 ? run_ref<double, std::int32_t>(a) : run_ref<double, std::int64_t>(a);
-            else
-              i32 ? run_ref<float, std::int32_t>(a) : run_ref<float, std::int64_t>(a);
-          },
+      .fn = run_floating,
       .description = "serial three-pass rows in double (reference)",
   });
 }
