@@ -47,22 +47,14 @@ void dropout_philox(const DropoutArgs& a) {
   }
 }
 
-Support floating_only(const DropoutProblem& p) { return floating_support(p.dtype); }
 }  // namespace
 
 void register_dropout_cpu() {
-  dropout_table().add({
-      .name = "cpu.mt19937",
-      .supports = floating_only,
-      .fn = floating_fn(dropout_mt19937<float>, dropout_mt19937<double>),
-      .description = "Bernoulli draw per element from the mt19937_64 Generator",
-  });
-  dropout_table().add({
-      .name = "ref",
-      .supports = floating_only,
-      .fn = floating_fn(dropout_philox<float>, dropout_philox<double>),
-      .description = "serial Philox4x32-10, the stream of cuda.custom.dropout",
-  });
+  dropout_table().add(floating_variant("cpu.mt19937", dropout_mt19937<float>,
+                                       dropout_mt19937<double>,
+                                       "Bernoulli draw per element from the mt19937_64 Generator"));
+  dropout_table().add(floating_variant("ref", dropout_philox<float>, dropout_philox<double>,
+                                       "serial Philox4x32-10, the stream of cuda.custom.dropout"));
 }
 
 }  // namespace anvil::kernels

@@ -409,14 +409,12 @@ void backward_weights(const ConvArgs& a) {
 }  // namespace
 
 void register_conv_im2col() {
-  conv_table().add({
-      .name = "cpu.im2col",
-      .supports = [](const ConvProblem& p) { return floating_support(p.dtype); },
-      .fn = conv_pass_fn("conv2d cpu.im2col",
-                         {forward<float>, backward_data<float>, backward_weights<float>},
-                         {forward<double>, backward_data<double>, backward_weights<double>}),
-      .description = "own im2col/col2im (OpenMP) + the gemm table, chunked, bias/relu fused",
-  });
+  conv_table().add(floating_variant(
+      "cpu.im2col",
+      conv_pass_fn("conv2d cpu.im2col",
+                   {forward<float>, backward_data<float>, backward_weights<float>},
+                   {forward<double>, backward_data<double>, backward_weights<double>}),
+      "own im2col/col2im (OpenMP) + the gemm table, chunked, bias/relu fused"));
 }
 
 }  // namespace anvil::kernels

@@ -153,13 +153,9 @@ void run(const BatchNormArgs& a) {
 }  // namespace
 
 void register_batch_norm_omp() {
-  batch_norm2d_table().add({
-      .name = "cpu.omp",
-      .supports = [](const BatchNormProblem& p) { return floating_support(p.dtype); },
-      .fn = floating_fn(run<float>, run<double>),
-      .description = "OpenMP over N*C planes, one-pass shifted statistics (Note [Batch-norm passes "
-                     "over memory])",
-  });
+  batch_norm2d_table().add(floating_variant("cpu.omp", run<float>, run<double>,
+                                            "OpenMP over N*C planes, one-pass shifted statistics "
+                                            "(Note [Batch-norm passes over memory])"));
 }
 
 }  // namespace anvil::kernels

@@ -59,16 +59,12 @@ void run_omp(const OptimizerArgs& a) {
   }
 }
 
-Support floating_only(const OptimizerProblem& p) { return floating_support(p.dtype); }
-
 }  // namespace
 
 void register_optimizer_omp() {
   for (OptimOp op : {OptimOp::sgd, OptimOp::adam, OptimOp::grad_norm, OptimOp::grad_scale})
-    optimizer_table(op).add({.name = "cpu.omp",
-                             .supports = floating_only,
-                             .fn = floating_fn(run_omp<float>, run_omp<double>),
-                             .description = "fused OpenMP pass per tensor"});
+    optimizer_table(op).add(floating_variant("cpu.omp", run_omp<float>, run_omp<double>,
+                                             "fused OpenMP pass per tensor"));
 }
 
 }  // namespace anvil::kernels

@@ -80,12 +80,8 @@ void run(const BatchNormArgs& a) {
 }  // namespace
 
 void register_batch_norm_ref() {
-  batch_norm2d_table().add({
-      .name = "ref",
-      .supports = [](const BatchNormProblem& p) { return floating_support(p.dtype); },
-      .fn = floating_fn(run<float>, run<double>),
-      .description = "per-channel loops in double (reference), f32/f64",
-  });
+  batch_norm2d_table().add(floating_variant("ref", run<float>, run<double>,
+                                            "per-channel loops in double (reference), f32/f64"));
 }
 
 }  // namespace anvil::kernels

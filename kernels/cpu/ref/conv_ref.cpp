@@ -135,14 +135,11 @@ void backward_weights(const ConvArgs& a) {
 }  // namespace
 
 void register_conv_ref() {
-  conv_table().add({
-      .name = "ref",
-      .supports = [](const ConvProblem& p) { return floating_support(p.dtype); },
-      .fn = conv_pass_fn("conv2d ref",
-                         {forward<float>, backward_data<float>, backward_weights<float>},
-                         {forward<double>, backward_data<double>, backward_weights<double>}),
-      .description = "direct loops, f32/f64, double accumulation, all passes and options",
-  });
+  conv_table().add(floating_variant(
+      "ref",
+      conv_pass_fn("conv2d ref", {forward<float>, backward_data<float>, backward_weights<float>},
+                   {forward<double>, backward_data<double>, backward_weights<double>}),
+      "direct loops, f32/f64, double accumulation, all passes and options"));
 }
 
 }  // namespace anvil::kernels

@@ -32,11 +32,8 @@ void run_any(const ElementwiseArgs& a) {
 }  // namespace
 
 void register_elementwise_ref() {
-  elementwise_table().add({
-      .name = "ref",
-      .fn = run_any,
-      .description = "serial strided loop (reference)",
-  });
+  elementwise_table().add(
+      {.name = "ref", .fn = run_any, .description = "serial strided loop (reference)"});
 }
 
 }  // namespace anvil::kernels

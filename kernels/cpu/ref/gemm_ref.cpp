@@ -47,12 +47,8 @@ void gemm_ref_typed(const GemmArgs& args) {
 }  // namespace
 
 void register_gemm_ref() {
-  gemm_table().add({
-      .name = "ref",
-      .supports = [](const GemmProblem& p) { return floating_support(p.dtype); },
-      .fn = floating_fn(gemm_ref_typed<float>, gemm_ref_typed<double>),
-      .description = "triple loop, double accumulation (reference)",
-  });
+  gemm_table().add(floating_variant("ref", gemm_ref_typed<float>, gemm_ref_typed<double>,
+                                    "triple loop, double accumulation (reference)"));
 }
 
 }  // namespace anvil::kernels

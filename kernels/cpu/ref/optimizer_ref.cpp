@@ -3,7 +3,6 @@
 // parameter's type, written for clarity; the CPU and CUDA variants are tested against them.
 // Layout: every buffer dense, OptimTensor::numel elements (engine/dispatch/optimizer_problem.h).
 #include <cmath>
-#include <utility>
 
 #include "engine/dispatch/floating_variant.h"
 #include "engine/dispatch/optimizer_problem.h"
@@ -75,24 +74,17 @@ void grad_scale_ref(const OptimizerArgs& a) {
   }
 }
 
-Support floating_only(const OptimizerProblem& p) { return floating_support(p.dtype); }
-
-void add_ref(OptimizerTable& table, OptimizerTable::Fn fn, const char* description) {
-  table.add(
-      {.name = "ref", .supports = floating_only, .fn = std::move(fn), .description = description});
-}
-
 }  // namespace
 
 void register_optimizer_ref() {
-  add_ref(sgd_update_table(), floating_fn(sgd_ref<float>, sgd_ref<double>),
-          "serial loop per tensor");
-  add_ref(adam_update_table(), floating_fn(adam_ref<float>, adam_ref<double>),
-          "serial loop per tensor");
-  add_ref(grad_norm_table(), floating_fn(grad_norm_ref<float>, grad_norm_ref<double>),
-          "serial double accumulation");
-  add_ref(grad_scale_table(), floating_fn(grad_scale_ref<float>, grad_scale_ref<double>),
-          "serial loop per tensor");
+  sgd_update_table().add(
+      floating_variant("ref", sgd_ref<float>, sgd_ref<double>, "serial loop per tensor"));
+  adam_update_table().add(
+      floating_variant("ref", adam_ref<float>, adam_ref<double>, "serial loop per tensor"));
+  grad_norm_table().add(floating_variant("ref", grad_norm_ref<float>, grad_norm_ref<double>,
+                                         "serial double accumulation"));
+  grad_scale_table().add(floating_variant("ref", grad_scale_ref<float>, grad_scale_ref<double>,
+                                          "serial loop per tensor"));
 }
 
 }  // namespace anvil::kernels

@@ -111,21 +111,12 @@ void run(const PoolArgs& a) {
     forward<T>(a);
 }
 
-Support supports_ref(const PoolProblem& p) {
-  if (!is_floating(p.dtype)) return Support::no("ref pooling handles f32 and f64 only");
-  return Support::yes();
-}
-
 }  // namespace
 
 void register_pool_ref() {
   for (PoolKind kind : {PoolKind::max, PoolKind::avg, PoolKind::adaptive_avg})
-    pool_table(kind).add({
-        .name = "ref",
-        .supports = supports_ref,
-        .fn = floating_fn(run<float>, run<double>),
-        .description = "serial loops over each window (reference), f32/f64",
-    });
+    pool_table(kind).add(floating_variant("ref", run<float>, run<double>,
+                                          "serial loops over each window (reference), f32/f64"));
 }
 
 }  // namespace anvil::kernels

@@ -108,12 +108,10 @@ void run_floating(const SoftmaxArgs& a) {
 }  // namespace
 
 void register_softmax_ref() {
-  softmax_table().add({
-      .name = "ref",
-      .supports = softmax_basic_support,
-      .fn = run_floating,
-      .description = "serial three-pass rows in double (reference)",
-  });
+  softmax_table().add({.name = "ref",
+                       .supports = softmax_basic_support,
+                       .fn = run_floating,
+                       .description = "serial three-pass rows in double (reference)"});
 }
 
 }  // namespace anvil::kernels
