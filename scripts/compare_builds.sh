@@ -12,7 +12,7 @@
 #
 #   --base REF    "before" (default: main)          --head REF   "after" (default: HEAD)
 #   --filter RE   --benchmark_filter of anvil_bench (default: one GEMM size and one model
-#                 step at 1 thread: ^(gemm/default/NN/dlbench_1024x2048x26752|model/fcn5/train_step/batch:64)/threads:1$)
+#                 step at 1 thread: ^(gemm/default/NN/fcn5_b64_64x2048x26752|model/fcn5/train_step/batch:64)/threads:1/)
 #   --rounds N    rounds: A then B in odd rounds, B then A in even ones (default 5)
 #   --dir DIR     where sources, builds and results go (default build-compare/, gitignored);
 #                 DIR/<commit>/src is `git archive` of the commit, DIR/<commit>/build its build
@@ -29,7 +29,7 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 base=main head=HEAD rounds=5 jobs=1 cuda=OFF dry=0 build_only=0 dir="$repo/build-compare"
-filter='^(gemm/default/NN/dlbench_1024x2048x26752|model/fcn5/train_step/batch:64)/threads:1$'
+filter='^(gemm/default/NN/fcn5_b64_64x2048x26752|model/fcn5/train_step/batch:64)/threads:1/'
 bench_args=()
 usage() { sed -n '3,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
