@@ -403,12 +403,11 @@ Support supports_omp(const PoolProblem& p) {
 
 void register_pool_omp() {
   for (PoolKind kind : {PoolKind::max, PoolKind::avg, PoolKind::adaptive_avg})
-    pool_table(kind).add({
-        .name = "cpu.omp",
-        .supports = supports_omp,
-        .fn = floating_fn(run<float>, run<double>),
-        .description = "OpenMP over N*C planes, vectorised row sweeps (Note [Row-sweep pooling])",
-    });
+    pool_table(kind).add({.name = "cpu.omp",
+                          .supports = supports_omp,
+                          .fn = floating_fn(run<float>, run<double>),
+                          .description = "OpenMP over N*C planes, vectorised row sweeps "
+                                         "(Note [Row-sweep pooling])"});
 }
 
 }  // namespace anvil::kernels

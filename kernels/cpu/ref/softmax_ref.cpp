@@ -98,19 +98,18 @@ void run_ref(const SoftmaxArgs& a) {
   }
 }
 
-// The kernel for the problem's dtype (f32, f64) and class-id dtype (i32, i64).
-void run_floating(const SoftmaxArgs& a) {
-  visit_floating(a.problem.dtype, [&](auto t) {
-    visit_integer(a.problem.index_dtype, [&](auto i) { run_ref<decltype(t), decltype(i)>(a); });
-  });
-}
-
 }  // namespace
 
 void register_softmax_ref() {
   softmax_table().add({.name = "ref",
                        .supports = softmax_basic_support,
-                       .fn = run_floating,
+                       .fn =
+                           [](const SoftmaxArgs& a) {
+                             visit_floating(a.problem.dtype, [&](auto t) {
+                               visit_integer(a.problem.index_dtype,
+                                             [&](auto i) { run_ref<decltype(t), decltype(i)>(a); });
+                             });
+                           },
                        .description = "serial three-pass rows in double (reference)"});
 }
 
