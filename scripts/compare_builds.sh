@@ -15,7 +15,7 @@
 #                 step at 1 thread: ^(gemm/default/NN/fcn5_b64_64x2048x26752|model/fcn5/train_step/batch:64)/threads:1/)
 #   --rounds N    rounds: A then B in odd rounds, B then A in even ones (default 5)
 #   --dir DIR     where sources, builds and results go (default build-compare/, gitignored);
-#                 DIR/<commit>/src is `git archive` of the commit, DIR/<commit>/build its build
+#                 DIR/<commit>/src is a checkout of the commit, DIR/<commit>/build its build
 #   --cuda        build with the CUDA backend (default: -DANVIL_WITH_CUDA=OFF, CPU benchmarks)
 #   --jobs J      build parallelism (default 1)
 #   --build-only  build both, run nothing (e.g. to prepare the base while working on the head)
@@ -64,8 +64,11 @@ echo "filter: $filter   rounds: $rounds   bench args: ${bench_args[*]:-(none)}"
 build() {
   local c="$1" src="$dir/$1/src" bld="$dir/$1/build"
   if [[ ! -f "$src/CMakeLists.txt" ]]; then
-    mkdir -p "$src.tmp"
-    git -C "$repo" archive "$c" | tar -x -C "$src.tmp"
+    # A checkout of its own (objects shared with the repository, nothing copied), so that the
+    # benchmark context's git revision (cmake/WriteGitRevision.cmake) names this commit.
+    rm -rf "$src.tmp"
+    git clone -q --shared --no-checkout "$repo" "$src.tmp"
+    git -C "$src.tmp" checkout -q --detach "$c"
     mv "$src.tmp" "$src"
   fi
   # Relative paths from build to source are the same for every commit: with base_dir = $dir,
@@ -81,7 +84,7 @@ build() {
 
 out="$dir/results-$(date +%Y%m%d-%H%M%S)"
 if [[ $dry == 1 ]]; then
-  echo "would build: git archive <commit> into $dir/<commit>/src, then cmake --build $dir/<commit>/build --target anvil_bench (CUDA $cuda)"
+  echo "would build: a checkout of <commit> in $dir/<commit>/src, then cmake --build $dir/<commit>/build --target anvil_bench (CUDA $cuda)"
   echo "would run: anvil_bench --benchmark_filter='$filter' --benchmark_out=$out/<A|B>-<round>.json --benchmark_out_format=json ${bench_args[*]:-}"
   exit 0
 fi
