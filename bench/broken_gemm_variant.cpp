@@ -4,6 +4,8 @@
 // every element of C (validation samples elements, and 1 is far above its tolerance for the
 // benchmark shapes), so every benchmark of it must fail validation against `ref` and be reported
 // with SkipWithError, never timed (tests/bench/test_bench_suite.py checks this).
+#include <utility>
+
 #include "bench/registrations.h"
 #include "anvil/anvil.h"
 #include "engine/dispatch/gemm_problem.h"
@@ -14,10 +16,9 @@ void register_test_variants() {
   register_builtin_kernels();
   const auto* ref = gemm_table().find("ref");
   ANVIL_CHECK(ref != nullptr, "register_test_variants", "the gemm table has no ref variant");
-  gemm_table().add({
+  GemmTable::Variant broken{
       .name = "test.broken",
       .device = DeviceType::cpu,
-      .priority = kRefPriority + 1,  // never chosen by default: only by name
       .supports = ref->supports,
       .fn =
           [fn = ref->fn](const GemmArgs& a) {
@@ -34,7 +35,10 @@ void register_test_variants() {
                 }
           },
       .description = "ref, then C + 1: wrong on purpose, to test that validation skips it",
-  });
+  };
+  // The order list (kernels/variant_order.cpp) does not name a test variant: it is placed
+  // explicitly, last before `ref`, so it is never chosen by default, only by name.
+  gemm_table().add(VariantPlace::last(), std::move(broken));
 }
 
 }  // namespace anvil::bench

@@ -20,11 +20,14 @@
 #include "kernels/cpu/ref/conv_ref.h"
 #include "kernels/cpu/ref/lstm_ref.h"
 #include "kernels/cpu/ref/ref_kernels.h"
+#include "kernels/variant_order.h"
 
 namespace anvil {
 
 void detail::fill_builtin_kernel_tables() {
   {
+    // Every table's order first: each variant below takes its place from it (Note [Variant order]).
+    kernels::declare_variant_orders();
     // GEMM: own blocked kernel, Eigen, oneDNN (sgemm and matmul), the reference; then the
     // per-shape default choice (Note [GEMM heuristic]).
     kernels::register_gemm_ref();

@@ -36,8 +36,8 @@ struct StressArgs {
 };
 using StressTable = VariantTable<StressProblem, StressArgs>;
 
-// A fresh table per use, never destroyed: tables stay in the global index for the life of the
-// process. They are kept reachable from `kept` so that LeakSanitizer does not report them.
+// A fresh table per use, kept for the life of the process (reachable from `kept`, so that
+// LeakSanitizer does not report them).
 StressTable& new_table(const std::string& op) {
   static auto* kept = new std::vector<std::unique_ptr<StressTable>>();
   static std::mutex kept_mu;
@@ -50,12 +50,12 @@ StressTable& new_table(const std::string& op) {
   return *t;
 }
 
-// Variant "v<i>": supports sizes divisible by i % 7 + 2, priority i (so later ones win).
+// Variant "v<i>": supports sizes divisible by i % 7 + 2. Added with VariantPlace::first(), so
+// later ones come first in the order and win.
 StressTable::Variant numbered(int i) {
   const int divisor = i % 7 + 2;
   const std::string name = "v" + std::to_string(i);
   return {.name = name,
-          .priority = i,
           .supports =
               [divisor](const StressProblem& p) {
                 return p.size % divisor == 0 ? Support::yes() : Support::no("not divisible");
@@ -97,14 +97,15 @@ void register_under_readers(StressTable& t) {
         const auto& v = t.select(p);
         std::string ran;
         v.fn({p, &ran});
-        // The selected variant supports p and is the highest-priority one that does, among
-        // those the reader's snapshot held (so its name is ref or v<i>).
+        // The selected variant supports p and is the first in order that does, among those
+        // the reader's snapshot held (so its name is ref or v<i>).
         if (ran != v.name || (v.supports && !v.supports(p).ok)) bad.fetch_add(1);
         std::size_t n = 0;
-        int last_priority = 1 << 30;
+        int last_index = 1 << 30;
         for (const auto& e : t.variants()) {
-          if (e.priority > last_priority) bad.fetch_add(1);  // order broken
-          last_priority = e.priority;
+          const int index = e.name == "ref" ? -1 : std::stoi(e.name.substr(1));
+          if (index >= last_index) bad.fetch_add(1);  // order broken: v<i> descending, then ref
+          last_index = index;
           ++n;
         }
         if (n == 0 || t.variants().back().name != "ref") bad.fetch_add(1);
@@ -113,7 +114,7 @@ void register_under_readers(StressTable& t) {
       },
       [&] {
         for (int i = 0; i < kVariants; ++i) {
-          t.add(numbered(i));
+          t.add(VariantPlace::first(), numbered(i));
           if (i % 8 == 7) std::this_thread::yield();  // let the readers run in between
           if (i % 50 == 0)
             t.set_heuristic([i](const StressProblem&) { return "v" + std::to_string(i / 2); });
@@ -126,7 +127,7 @@ void register_under_readers(StressTable& t) {
   // A reference from select() survives later registrations (variants never move).
   t.set_heuristic(nullptr);
   const auto& before = t.select({2});
-  for (int i = kVariants; i < kVariants + 64; ++i) t.add(numbered(i));
+  for (int i = kVariants; i < kVariants + 64; ++i) t.add(VariantPlace::first(), numbered(i));
   CHECK(before.name == "v" + std::to_string(kVariants - 1 - (kVariants - 1) % 7));
   CHECK(t.find(before.name) == &before);
 }
@@ -149,9 +150,10 @@ TEST_CASE("select, find and variants() are safe while variants are registered",
 TEST_CASE("forcing, the autotune switch and its cache are safe across threads",
           "[dispatch][threads]") {
   StressTable& t = new_table("test.stress.policy");
-  for (int i = 0; i < 8; ++i) t.add(numbered(i));
+  for (int i = 0; i < 8; ++i) t.add(VariantPlace::first(), numbered(i));
   std::atomic<int> bad{0};
-  auto timer = [](const StressTable::Variant& v) { return 1.0 + v.priority; };  // lowest wins
+  // v0 is the fastest.
+  auto timer = [](const StressTable::Variant& v) { return 1.0 + std::stoi(v.name.substr(1)); };
   readers_during(
       4,
       [&](int thread, int i) {
@@ -161,7 +163,7 @@ TEST_CASE("forcing, the autotune switch and its cache are safe across threads",
           if (t.select({i + 1}, timer).name != "ref") bad.fetch_add(1);
         } else {
           const auto& v = t.select({2 * 3 * 4 * 5 * 7}, timer);  // every variant supports it
-          // Unforced: the priority pick v7, the autotuned v0, or the writer's forced v3.
+          // Unforced: the first in order v7, the autotuned v0, or the writer's forced v3.
           if (v.name != "v7" && v.name != "v0" && v.name != "v3") bad.fetch_add(1);
         }
       },
@@ -209,14 +211,12 @@ TEST_CASE("ops run from several threads while a library registers variants into 
       [&] {
         for (int i = 0; i < 40; ++i) {
           const std::string name = "test.stress.cuda." + std::to_string(i);
-          elementwise_table().add({.name = name,
-                                   .device = DeviceType::cuda,
-                                   .priority = 1000 + i,
-                                   .fn = [](const ElementwiseArgs&) {}});
-          gemm_table().add({.name = name,
-                            .device = DeviceType::cuda,
-                            .priority = 1000 + i,
-                            .fn = [](const GemmArgs&) {}});
+          elementwise_table().add(
+              VariantPlace::first(),
+              {.name = name, .device = DeviceType::cuda, .fn = [](const ElementwiseArgs&) {}});
+          gemm_table().add(
+              VariantPlace::first(),
+              {.name = name, .device = DeviceType::cuda, .fn = [](const GemmArgs&) {}});
         }
       });
   CHECK(bad.load() == 0);

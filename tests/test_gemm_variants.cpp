@@ -392,7 +392,7 @@ TEST_CASE("select_variant follows the rules of Note [Variant selection]", "[sele
   const std::vector<Candidate> all_ok = {
       {"fast", Support::yes()}, {"mid", Support::yes()}, {"ref", Support::yes()}};
   SelectionPolicy none;
-  CHECK(select_variant("op", "P", all_ok, none) == 0);  // first supported by priority
+  CHECK(select_variant("op", "P", all_ok, none) == 0);  // first supported in order
 
   SECTION("forced wins over everything") {
     SelectionPolicy p;
@@ -435,7 +435,7 @@ TEST_CASE("select_variant follows the rules of Note [Variant selection]", "[sele
     p.heuristic_pick = "nonexistent";
     CHECK(select_variant("op", "P", c, p) == 0);
   }
-  SECTION("first supported in priority order") {
+  SECTION("first supported in the table's order") {
     const std::vector<Candidate> c = {
         {"fast", Support::no("f32 only")}, {"mid", Support::yes()}, {"ref", Support::yes()}};
     CHECK(select_variant("op", "P", c, none) == 1);
@@ -570,26 +570,21 @@ FakeTable& fake_table() {
   static FakeTable* table = [] {
     auto* t = new FakeTable("test.fake");
     auto runs_as = [](std::string name) { return [name](const FakeArgs& a) { *a.ran = name; }; };
-    t->add({.name = "ref", .priority = 5000, .supports = nullptr, .fn = runs_as("ref")});
+    t->set_order({"gpu", "big", "small", "ref"});  // Note [Variant order]
+    t->add({.name = "ref", .supports = nullptr, .fn = runs_as("ref")});
     t->add({.name = "small",
-            .priority = 10,
             .supports =
                 [](const FakeProblem& p) {
                   return p.size <= 8 ? Support::yes() : Support::no("size > 8");
                 },
             .fn = runs_as("small")});
     t->add({.name = "big",
-            .priority = 20,
             .supports =
                 [](const FakeProblem& p) {
                   return p.size >= 4 ? Support::yes() : Support::no("size < 4");
                 },
             .fn = runs_as("big")});
-    t->add({.name = "gpu",
-            .device = DeviceType::cuda,
-            .priority = 30,
-            .supports = nullptr,
-            .fn = runs_as("gpu")});
+    t->add({.name = "gpu", .device = DeviceType::cuda, .supports = nullptr, .fn = runs_as("gpu")});
     return t;
   }();
   return *table;
@@ -603,12 +598,12 @@ struct AutotuneReset {
 };
 }  // namespace
 
-TEST_CASE("VariantTable keeps priority order with ref last and selects by the rules",
+TEST_CASE("VariantTable keeps the declared order with ref last and selects by the rules",
           "[selection]") {
   FakeTable& t = fake_table();
   std::vector<std::string> names;
   for (const auto& v : t.variants()) names.push_back(v.name);
-  CHECK(names == std::vector<std::string>{"gpu", "big", "small", "ref"});  // ref last despite 5000
+  CHECK(names == std::vector<std::string>{"gpu", "big", "small", "ref"});  // ref added first
   CHECK(find_variant_table("test.fake") == &t);
   CHECK_THROWS_WITH(t.add({.name = "big", .fn = [](const FakeArgs&) {}}),
                     Contains("test.fake") && Contains("'big'") && Contains("twice"));
@@ -674,7 +669,7 @@ TEST_CASE("autotune times each supporting non-ref variant once per problem and c
   CHECK(t.select({6}, timer).name == "small");
   CHECK(timed["small"] >= 1);  // re-timed after clearing
   set_autotune(false);
-  CHECK(t.select({6}, timer).name == "big");  // back to priority order
+  CHECK(t.select({6}, timer).name == "big");  // back to the table's order
 }
 
 TEST_CASE("autotune on the gemm table picks a supporting non-ref variant and keeps C right",
@@ -737,13 +732,14 @@ TEST_CASE("autotune on the gemm table picks a supporting non-ref variant and kee
 TEST_CASE("an opt-in variant runs only when forced: not by default, heuristic or autotune",
           "[selection][autotune]") {
   AutotuneReset reset;
-  // A private table: "approx" is first by priority and the fastest, but opt-in (like TF32).
+  // A private table: "approx" is first in the order and the fastest, but opt-in (like TF32).
   static FakeTable* t = [] {
     auto* table = new FakeTable("test.opt_in");
     auto runs_as = [](std::string name) { return [name](const FakeArgs& a) { *a.ran = name; }; };
+    table->set_order({"approx", "exact", "ref"});
     table->add({.name = "ref", .fn = runs_as("ref")});
-    table->add({.name = "exact", .priority = 10, .fn = runs_as("exact")});
-    table->add({.name = "approx", .priority = 20, .fn = runs_as("approx"), .opt_in = true});
+    table->add({.name = "exact", .fn = runs_as("exact")});
+    table->add({.name = "approx", .fn = runs_as("approx"), .opt_in = true});
     return table;
   }();
   std::string ran;

@@ -33,12 +33,12 @@ using TallyTable = VariantTable<TallyProblem, TallyArgs>;
 TallyTable& table(bool with_decliner) {
   auto make = [](const char* op, bool decliner) {
     auto* t = new TallyTable(op);  // leaked: tables stay in the global index
+    t->set_order({"decliner", "good", "gpu", "ref"});
     t->add({.name = "ref", .fn = [](const TallyArgs&) {}});
-    t->add({.name = "good", .priority = 10, .fn = [](const TallyArgs&) {}});
+    t->add({.name = "good", .fn = [](const TallyArgs&) {}});
     t->add({.name = "gpu", .device = DeviceType::cuda, .fn = [](const TallyArgs&) {}});
     if (decliner)
       t->add({.name = "decliner",
-              .priority = 20,
               .supports = [](const TallyProblem&) { return Support::no("declines everything"); },
               .fn = [](const TallyArgs&) {}});
     return t;
@@ -101,10 +101,9 @@ using HarnessTable = VariantTable<TallyProblem, HarnessArgs>;  // the same probl
 HarnessTable& harness_table(const char* op, HarnessTable::Variant bad) {
   auto* t = new HarnessTable(op);  // leaked: tables stay in the global index
   t->add({.name = "ref", .fn = [](const HarnessArgs& a) { *a.out = 2 * a.problem.size; }});
-  t->add({.name = "good", .priority = 10, .fn = [](const HarnessArgs& a) {
-            *a.out = 2 * a.problem.size;
-          }});
-  t->add(std::move(bad));
+  t->add(VariantPlace::first(),
+         {.name = "good", .fn = [](const HarnessArgs& a) { *a.out = 2 * a.problem.size; }});
+  t->add(VariantPlace::last(), std::move(bad));
   return *t;
 }
 
@@ -129,9 +128,8 @@ int run_sizes(HarnessTable& t, int minimum, bool require_all = false) {
 TEST_CASE("the harness passes variants that agree with ref and forces each by name",
           "[variants][harness]") {
   static HarnessTable& t = harness_table(
-      "test.harness.ok", {.name = "exact", .priority = 5, .fn = [](const HarnessArgs& a) {
-                            *a.out = 2 * a.problem.size;
-                          }});
+      "test.harness.ok",
+      {.name = "exact", .fn = [](const HarnessArgs& a) { *a.out = 2 * a.problem.size; }});
   CHECK(run_sizes(t, 4, true) == 0);
   anvil::test::VariantHarness harness(t, DeviceType::cpu, 1);
   std::vector<std::string> forced;
@@ -146,17 +144,15 @@ TEST_CASE("the harness passes variants that agree with ref and forces each by na
 TEST_CASE("the harness fails a variant whose result differs from ref",
           "[variants][harness][!shouldfail]") {
   static HarnessTable& t = harness_table(
-      "test.harness.wrong", {.name = "wrong", .priority = 5, .fn = [](const HarnessArgs& a) {
-                               *a.out = 2 * a.problem.size + 1;
-                             }});
+      "test.harness.wrong",
+      {.name = "wrong", .fn = [](const HarnessArgs& a) { *a.out = 2 * a.problem.size + 1; }});
   run_sizes(t, 1);
 }
 
 TEST_CASE("the harness fails a variant that throws", "[variants][harness][!shouldfail]") {
   static HarnessTable& t = harness_table(
-      "test.harness.throws", {.name = "throws", .priority = 5, .fn = [](const HarnessArgs&) {
-                                throw Error("throws: not implemented");
-                              }});
+      "test.harness.throws",
+      {.name = "throws", .fn = [](const HarnessArgs&) { throw Error("throws: not implemented"); }});
   run_sizes(t, 1);
 }
 
@@ -165,7 +161,6 @@ TEST_CASE("the harness fails a variant that declines every problem",
   static HarnessTable& t = harness_table(
       "test.harness.declines",
       {.name = "decliner",
-       .priority = 5,
        .supports = [](const TallyProblem&) { return Support::no("declines everything"); },
        .fn = [](const HarnessArgs&) {}});
   run_sizes(t, 1);
@@ -177,7 +172,6 @@ HarnessTable& declines_one_table() {
   static HarnessTable& t =
       harness_table("test.harness.declines_one",
                     {.name = "no_size_3",
-                     .priority = 5,
                      .supports =
                          [](const TallyProblem& p) {
                            return p.size == 3 ? Support::no("size 3") : Support::yes();

@@ -42,6 +42,24 @@ std::string env_or_empty(const char* name) {
   return v ? std::string(v) : std::string();
 }
 
+bool verbose_enabled(const std::string& topic) {
+  static const std::vector<std::string> topics = [] {
+    std::vector<std::string> out;
+    const std::string v = env_or_empty("ANVIL_VERBOSE");
+    std::size_t pos = 0;
+    while (pos <= v.size()) {
+      std::size_t end = v.find(',', pos);
+      if (end == std::string::npos) end = v.size();
+      if (end > pos) out.push_back(v.substr(pos, end - pos));
+      pos = end + 1;
+    }
+    return out;
+  }();
+  for (const auto& t : topics)
+    if (t == topic) return true;
+  return false;
+}
+
 void set_num_threads(int n) {
   ANVIL_CHECK(n > 0, "set_num_threads", "thread count must be positive, got ", n);
   omp_set_num_threads(n);
@@ -86,7 +104,7 @@ std::map<std::string, std::string> config_summary() {
   m["omp_max_threads"] = std::to_string(omp_get_max_threads());
   for (const char* name :
        {"ANVIL_NUM_THREADS", "ANVIL_VARIANT", "ANVIL_AUTOTUNE", "OMP_WAIT_POLICY", "OMP_PROC_BIND",
-        "ANVIL_CUDA_LIBRARY", "ANVIL_CPU_HUGE_PAGES", "ANVIL_CPU_CACHE_BOUND"}) {
+        "ANVIL_CUDA_LIBRARY", "ANVIL_CPU_HUGE_PAGES", "ANVIL_CPU_CACHE_BOUND", "ANVIL_VERBOSE"}) {
     const std::string v = env_or_empty(name);
     if (!v.empty()) m[std::string("env.") + name] = v;
   }

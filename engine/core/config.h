@@ -9,6 +9,8 @@
 //   ANVIL_CUDA_LIBRARY path of libanvil_cuda.so when it is not next to libanvil
 //   ANVIL_CPU_HUGE_PAGES 0 to keep large CPU blocks off transparent huge pages (allocator.h)
 //   ANVIL_CPU_CACHE_BOUND 0 to let the CPU block cache grow past the live high-water mark
+//   ANVIL_VERBOSE      comma-separated topics to log to stderr: `dispatch` (each distinct variant
+//                      selection once) or `dispatch_all` (every one); Note [Dispatch log]
 #include <functional>
 #include <map>
 #include <string>
@@ -29,6 +31,9 @@ std::map<std::string, std::string> library_versions();
 
 // All knobs as name -> value text (threads, forced variants, autotune, library versions).
 std::map<std::string, std::string> config_summary();
+
+// True when ANVIL_VERBOSE (read once) names `topic` among its comma-separated topics.
+bool verbose_enabled(const std::string& topic);
 
 // Reads an environment variable ("" when unset).
 std::string env_or_empty(const char* name);

@@ -7,6 +7,8 @@
 #include <ostream>
 #include <string_view>
 
+#include "engine/core/error.h"
+
 namespace anvil {
 
 enum class DType : std::uint8_t { f32, f64, i32, i64 };
@@ -77,6 +79,22 @@ decltype(auto) visit_dtype(DType t, Fn&& fn) {
       return fn(std::int64_t{});
   }
   return fn(float{});
+}
+
+// Calls fn(T{}) with T = float or double, the C++ type of a floating dtype; throws for the
+// others (kernels that compute in f32 and f64 only, whose supports() declined the rest).
+template <typename Fn>
+decltype(auto) visit_floating(DType t, Fn&& fn) {
+  if (t == DType::f64) return fn(double{});
+  ANVIL_CHECK(t == DType::f32, "visit_floating", "expected f32 or f64, got ", dtype_name(t));
+  return fn(float{});
+}
+// The same for the integer dtypes (class ids, indices): T = std::int32_t or std::int64_t.
+template <typename Fn>
+decltype(auto) visit_integer(DType t, Fn&& fn) {
+  if (t == DType::i64) return fn(std::int64_t{});
+  ANVIL_CHECK(t == DType::i32, "visit_integer", "expected i32 or i64, got ", dtype_name(t));
+  return fn(std::int32_t{});
 }
 
 }  // namespace anvil

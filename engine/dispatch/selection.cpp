@@ -3,7 +3,9 @@
 #include "engine/dispatch/selection.h"
 
 #include <atomic>
+#include <cstdio>
 #include <mutex>
+#include <set>
 
 #include "engine/core/config.h"
 #include "engine/core/error.h"
@@ -110,6 +112,60 @@ ForceVariant::~ForceVariant() {
     tls_forced[op_] = *previous_;
   else
     tls_forced.erase(op_);
+}
+
+// ---- the dispatch log ---------------------------------------------------------------------------
+int dispatch_verbosity() {
+  static const int level =
+      verbose_enabled("dispatch_all") ? 2 : (verbose_enabled("dispatch") ? 1 : 0);
+  return level;
+}
+
+namespace {
+// The rule of select_variant() that chose `name` under `policy` (Note [Variant selection]).
+std::string rule_of(const std::string& name, const SelectionPolicy& policy) {
+  if (!policy.forced.empty()) return "forced";
+  if (policy.tuned_winner == name) return "autotune";
+  if (policy.heuristic_pick == name) return "heuristic";
+  return "order";
+}
+}  // namespace
+
+std::string describe_selection(const std::string& op, const std::string& problem,
+                               const std::vector<Candidate>& candidates, std::size_t chosen,
+                               const SelectionPolicy& policy) {
+  const std::string& name = candidates.at(chosen).name;
+  const std::string by = rule_of(name, policy);
+  // Why a variant that supports the problem was passed over.
+  const std::string passed_over =
+      by == "forced"      ? "supported, but " + name + " is forced"
+      : by == "autotune"  ? "supported, but slower than " + name + " in autotune"
+      : by == "heuristic" ? "supported, but the heuristic picks " + name
+                          : "supported, but " + name + " comes first in the order";
+  std::string declined;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (i == chosen) continue;
+    const Support& s = candidates[i].support;
+    declined += (declined.empty() ? "" : "; ") + candidates[i].name + " (" +
+                (s.ok ? passed_over : s.reason) + ")";
+  }
+  return "anvil dispatch: op=" + op + " problem=" + problem + " chosen=" + name + " by=" + by +
+         " declined: " + (declined.empty() ? "none" : declined);
+}
+
+void report_selection(const std::string& op, const std::string& key, const std::string& problem,
+                      const std::vector<Candidate>& candidates, std::size_t chosen,
+                      const SelectionPolicy& policy) {
+  static std::mutex mu;
+  static std::set<std::string> seen;  // op, problem key, variant and rule of each line printed
+  if (dispatch_verbosity() == 1) {
+    const std::string decision = op + '\n' + key + '\n' + candidates.at(chosen).name + '\n' +
+                                 rule_of(candidates[chosen].name, policy);
+    std::lock_guard<std::mutex> lock(mu);
+    if (!seen.insert(decision).second) return;
+  }
+  const std::string line = describe_selection(op, problem, candidates, chosen, policy) + "\n";
+  std::fputs(line.c_str(), stderr);  // one call: lines of concurrent selections do not mix
 }
 
 // ---- autotune ----------------------------------------------------------------------------------

@@ -9,8 +9,8 @@
 //      it supports the problem, else it is an error (never a silent fallback);
 //   2. with autotune on, the cached winner for this problem's key, once it has been timed;
 //   3. the table's heuristic pick, when it has one and that variant supports the problem;
-//   4. the first supporting variant in priority order; `ref` is last and supports everything
-//      it can compute, so it is the fallback.
+//   4. the first supporting variant in the table's order (Note [Variant order]); `ref` is last
+//      and supports everything it can compute, so it is the fallback.
 // When nothing supports the problem, the error lists every variant with its reason.
 #include <cstddef>
 #include <map>
@@ -66,6 +66,33 @@ class ForceVariant {
   std::string op_;
   std::optional<std::string> previous_;
 };
+
+// ---- the dispatch log -------------------------------------------------------------------------
+// Note [Dispatch log]
+// ANVIL_VERBOSE=dispatch (read once, engine/core/config.h) prints one line per selection to
+// stderr, as describe_selection() writes it:
+//   anvil dispatch: op=gemm problem=<repr> chosen=cpu.onednn by=order declined: cpu.eigen
+//   (supported, but cpu.onednn comes first in the order); ref (supported, but ...)
+// (one line in reality). `by` is the rule of Note [Variant selection] that decided: forced,
+// autotune, heuristic or order. Every other variant is listed with its reason: its own
+// supports() answer, or why a supporting variant was passed over. A training loop repeats the
+// same problems every step, so ANVIL_VERBOSE=dispatch prints each distinct decision (op, problem
+// key, chosen variant, rule) once per process; ANVIL_VERBOSE=dispatch_all prints every call.
+// A selection that fails prints nothing: its error lists every variant's reason.
+
+// 0 = off, 1 = each distinct decision once, 2 = every selection (ANVIL_VERBOSE).
+int dispatch_verbosity();
+inline bool dispatch_verbose() { return dispatch_verbosity() != 0; }
+// The log line for one decision (no newline): `chosen` indexes `candidates`, which were
+// decided under `policy` (Note [Dispatch log]).
+std::string describe_selection(const std::string& op, const std::string& problem,
+                               const std::vector<Candidate>& candidates, std::size_t chosen,
+                               const SelectionPolicy& policy);
+// Prints describe_selection() to stderr, once per distinct (op, key, decision) unless
+// ANVIL_VERBOSE=dispatch_all.
+void report_selection(const std::string& op, const std::string& key, const std::string& problem,
+                      const std::vector<Candidate>& candidates, std::size_t chosen,
+                      const SelectionPolicy& policy);
 
 // ---- autotune -------------------------------------------------------------------------------
 // Off by default; on with ANVIL_AUTOTUNE=1 or set_autotune(true).

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The global index of variant tables (engine/dispatch/variant_table.h).
+#include <algorithm>
 #include <mutex>
 
 #include "engine/dispatch/registration.h"
@@ -20,6 +21,11 @@ std::vector<VariantTableBase*>& tables() {
 void register_variant_table(VariantTableBase* table) {
   std::lock_guard<std::mutex> lock(mu());
   tables().push_back(table);
+}
+void unregister_variant_table(VariantTableBase* table) {
+  std::lock_guard<std::mutex> lock(mu());
+  auto& t = tables();
+  t.erase(std::remove(t.begin(), t.end(), table), t.end());
 }
 std::vector<VariantTableBase*> variant_tables() {
   register_builtin_kernels();  // the built-in tables exist once filled (Note [Kernel registration])

@@ -31,21 +31,43 @@ class VariantTableBase {
   struct Info {
     std::string name;
     DeviceType device;
-    int priority;
     std::string description;
   };
   virtual ~VariantTableBase() = default;
   virtual const std::string& op() const = 0;
+  // The registered variants in the table's order (`ref` last).
   virtual std::vector<Info> list() const = 0;
+  // The declared order (Note [Variant order]): every name the table may hold, registered or not.
+  virtual std::vector<std::string> order() const = 0;
   virtual void clear_autotune_cache() = 0;
 };
 
-// Global index of tables by op name, for `anvil info`, benchmarks and error messages.
+// Global index of tables by op name, for `anvil info`, benchmarks and error messages. A table
+// joins it when constructed and leaves it when destroyed.
 void register_variant_table(VariantTableBase* table);
+void unregister_variant_table(VariantTableBase* table);
 std::vector<VariantTableBase*> variant_tables();
 VariantTableBase* find_variant_table(const std::string& op);
 
-inline constexpr int kRefPriority = -1000000;  // `ref` sorts after everything
+// Note [Variant order]
+// A table's order (selection step 4 of Note [Variant selection], and every listing) is one
+// ordered list of names, declared once with set_order() before any variant is added; for the
+// built-in tables every list is in one file, kernels/variant_order.cpp (CPU and CUDA names
+// together, `ref` last). add(v) puts v at its name's place in that list and throws when the list
+// does not name it, so the list and the registered variants cannot drift apart; a name the list
+// holds but nobody registers (a CUDA variant in a process that never loads the CUDA library) is
+// simply absent. A table whose order was never declared knows only `ref`.
+// Variants added at run time that no list names (tests, benchmark stand-ins) are placed
+// explicitly: add(VariantPlace::before("x"), v) inserts the name into the order, then adds v.
+struct VariantPlace {
+  enum class Kind { first, before, after, last };
+  Kind kind = Kind::last;
+  std::string anchor;  // for before / after: a name in the declared order
+  static VariantPlace first() { return {Kind::first, {}}; }
+  static VariantPlace before(std::string name) { return {Kind::before, std::move(name)}; }
+  static VariantPlace after(std::string name) { return {Kind::after, std::move(name)}; }
+  static VariantPlace last() { return {Kind::last, {}}; }  // last before `ref`
+};
 
 // Note [Variant snapshots]
 // Variants are added while other threads select: the CUDA library registers its variants on the
@@ -59,8 +81,8 @@ inline constexpr int kRefPriority = -1000000;  // `ref` sorts after everything
 //     acquire load: no lock and no reference count on the per-op-call path;
 //   - replaced snapshots are kept until the table dies, since a reader may still be walking one
 //     (a table has a few dozen variants at most, so this is a few kilobytes).
-// The autotune cache (tuned_) is guarded by mu_; forcing is per thread or under its own lock
-// (selection.cpp).
+// The autotune cache (tuned_) and the declared order (order_, read by writers and order()) are
+// guarded by mu_; forcing is per thread or under its own lock (selection.cpp).
 template <typename Problem, typename Args>
 class VariantTable final : public VariantTableBase {
  public:
@@ -68,9 +90,8 @@ class VariantTable final : public VariantTableBase {
   using SupportFn = std::function<Support(const Problem&)>;
   struct Variant {
     std::string name;
-    DeviceType device = DeviceType::cpu;
-    int priority = 0;    // higher is tried first
-    SupportFn supports;  // null = supports everything on its device
+    DeviceType device = DeviceType::cpu;  // CPU variants leave it unset
+    SupportFn supports;                   // null = supports everything on its device
     Fn fn;
     std::string description;  // one line for listings
     // Runs only when forced by name, never by default, heuristic or autotune: for variants that
@@ -80,7 +101,7 @@ class VariantTable final : public VariantTableBase {
   // Returns the name of the preferred variant for a problem, or "" for no preference.
   using Heuristic = std::function<std::string(const Problem&)>;
 
-  // The variants of one snapshot in priority order (`ref` last): a cheap view that stays valid
+  // The variants of one snapshot in the table's order (`ref` last): a cheap view that stays valid
   // as long as the table, whatever is added later (Note [Variant snapshots]).
   class VariantList {
    public:
@@ -127,24 +148,59 @@ class VariantTable final : public VariantTableBase {
     publish(std::make_unique<Snapshot>());
     register_variant_table(this);
   }
+  ~VariantTable() override { unregister_variant_table(this); }
   VariantTable(const VariantTable&) = delete;
   VariantTable& operator=(const VariantTable&) = delete;
 
   const std::string& op() const override { return op_; }
 
-  // Adds a variant; names are unique; the table stays sorted by priority with `ref` last.
+  // Declares the order of the table's variants (Note [Variant order]): unique names, `ref` last.
+  // Once, before any variant is added.
+  void set_order(std::vector<std::string> names) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ANVIL_CHECK(snapshot().variants.empty() && !order_declared_, op_.c_str(),
+                "set_order: the order must be declared once, before any variant is added");
+    ANVIL_CHECK(!names.empty() && names.back() == "ref", op_.c_str(),
+                "set_order: the list must end with 'ref', got [", join(names), "]");
+    for (std::size_t i = 0; i < names.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j)
+        ANVIL_CHECK(names[i] != names[j], op_.c_str(), "set_order: '", names[i],
+                    "' listed twice in [", join(names), "]");
+    order_ = std::move(names);
+    order_declared_ = true;
+  }
+  std::vector<std::string> order() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return order_;
+  }
+
+  // Adds a variant at its name's place in the declared order (Note [Variant order]); names are
+  // unique. Throws when the order does not name it.
   void add(Variant v) {
     std::lock_guard<std::mutex> lock(mu_);
-    const Snapshot& cur = snapshot();
-    for (const Variant* e : cur.variants)
-      ANVIL_CHECK(e->name != v.name, op_.c_str(), "variant '", v.name, "' registered twice");
-    if (v.name == "ref") v.priority = kRefPriority;
-    nodes_.push_back(std::make_unique<const Variant>(std::move(v)));
-    auto next = std::make_unique<Snapshot>(cur);
-    next->variants.push_back(nodes_.back().get());
-    std::stable_sort(next->variants.begin(), next->variants.end(),
-                     [](const Variant* a, const Variant* b) { return a->priority > b->priority; });
-    publish(std::move(next));
+    ANVIL_CHECK(position(v.name) < order_.size(), op_.c_str(), "variant '", v.name,
+                "' is not in the table's declared order [", join(order_),
+                "]: add it to kernels/variant_order.cpp, or place it with add(VariantPlace, v)");
+    insert(std::move(v));
+  }
+  // Adds a variant that the declared order does not name, at an explicit place (tests and
+  // benchmarks that add variants at run time): the name joins the order, then the variant.
+  void add(const VariantPlace& place, Variant v) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ANVIL_CHECK(position(v.name) == order_.size(), op_.c_str(), "variant '", v.name,
+                "' is in the declared order already: add it without a place");
+    std::size_t at = order_.size() - 1;  // last: just before `ref`
+    if (place.kind == VariantPlace::Kind::first) at = 0;
+    if (place.kind == VariantPlace::Kind::before || place.kind == VariantPlace::Kind::after) {
+      at = position(place.anchor);
+      ANVIL_CHECK(at < order_.size(), op_.c_str(), "cannot place '", v.name, "' next to '",
+                  place.anchor, "', which is not in the declared order [", join(order_), "]");
+      if (place.kind == VariantPlace::Kind::after) ++at;
+      ANVIL_CHECK(at < order_.size(), op_.c_str(), "cannot place '", v.name,
+                  "' after 'ref': `ref` is always last");
+    }
+    order_.insert(order_.begin() + static_cast<std::ptrdiff_t>(at), v.name);
+    insert(std::move(v));
   }
   void set_heuristic(Heuristic h) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -163,7 +219,7 @@ class VariantTable final : public VariantTableBase {
   std::vector<Info> list() const override {
     std::vector<Info> out;
     for (const Variant* v : snapshot().variants)
-      out.push_back({v->name, v->device, v->priority, v->description});
+      out.push_back({v->name, v->device, v->description});
     return out;
   }
 
@@ -185,7 +241,10 @@ class VariantTable final : public VariantTableBase {
     if (policy.forced.empty() && autotune_enabled() && time_variant)
       policy.tuned_winner = tuned_winner(s, p, cands, time_variant);
     if (s.heuristic) policy.heuristic_pick = s.heuristic(p);
-    return *s.variants[select_variant(op_, p.repr(), cands, policy)];
+    const std::string repr = p.repr();
+    const std::size_t chosen = select_variant(op_, repr, cands, policy);
+    if (dispatch_verbose()) report_selection(op_, p.key(), repr, cands, chosen, policy);
+    return *s.variants[chosen];
   }
 
   // Runs `args` on the selected variant.
@@ -200,11 +259,36 @@ class VariantTable final : public VariantTableBase {
 
  private:
   struct Snapshot {
-    std::vector<const Variant*> variants;  // priority order, `ref` last
+    std::vector<const Variant*> variants;  // in the order of order_, `ref` last
     Heuristic heuristic;
   };
 
   const Snapshot& snapshot() const { return *current_.load(std::memory_order_acquire); }
+  // Index of `name` in order_, or order_.size(). Caller holds mu_.
+  std::size_t position(const std::string& name) const {
+    return static_cast<std::size_t>(std::find(order_.begin(), order_.end(), name) - order_.begin());
+  }
+  static std::string join(const std::vector<std::string>& names) {
+    std::string s;
+    for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+    return s;
+  }
+  // Publishes a snapshot with v added, in the order of order_, which names v. Caller holds mu_.
+  void insert(Variant v) {
+    const Snapshot& cur = snapshot();
+    for (const Variant* e : cur.variants)
+      ANVIL_CHECK(e->name != v.name, op_.c_str(), "variant '", v.name, "' registered twice");
+    nodes_.push_back(std::make_unique<const Variant>(std::move(v)));
+    auto next = std::make_unique<Snapshot>(cur);
+    next->variants.push_back(nodes_.back().get());
+    std::map<std::string, std::size_t> rank;
+    for (std::size_t i = 0; i < order_.size(); ++i) rank[order_[i]] = i;
+    std::sort(next->variants.begin(), next->variants.end(),
+              [&rank](const Variant* a, const Variant* b) {
+                return rank.at(a->name) < rank.at(b->name);
+              });
+    publish(std::move(next));
+  }
   // Caller holds mu_ (or is the constructor).
   void publish(std::unique_ptr<Snapshot> next) {
     current_.store(next.get(), std::memory_order_release);
@@ -258,6 +342,8 @@ class VariantTable final : public VariantTableBase {
   std::vector<std::unique_ptr<const Variant>> nodes_;       // every variant, never moved
   std::vector<std::unique_ptr<const Snapshot>> snapshots_;  // every snapshot published
   std::map<std::string, std::string> tuned_;  // problem key -> winner (autotune cache)
+  std::vector<std::string> order_{"ref"};     // Note [Variant order]
+  bool order_declared_ = false;
 };
 
 // Wall-clock seconds of one call of fn (for autotune trials).

@@ -36,8 +36,8 @@ struct LstmForwardResult {
   std::string variant;               // the variant that ran
 };
 
-// The variant the table selects for `p` (forced, heuristic or by priority; with autotune on
-// and `in` given, the fastest forward on scratch outputs, cached per problem key).
+// The variant the table selects for `p` (forced, heuristic or by the table's order; with autotune
+// on and `in` given, the fastest forward on scratch outputs, cached per problem key).
 const LstmTable::Variant& select_lstm_variant(const LstmProblem& p, const LstmInputs* in = nullptr);
 
 // Runs `variant` forward (training keeps its saved state). Inputs need not be contiguous.

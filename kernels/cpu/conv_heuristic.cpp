@@ -19,7 +19,7 @@
 //     within 1.2x of each other (im2col ahead on backward-weights), but cpu.im2col's several
 //     parallel regions per chunk lose 2-5x at 2 threads when the VM's cores are oversubscribed,
 //     where oneDNN held up.
-//  4. Otherwise: no preference; the priority order puts cpu.onednn first.
+//  4. Otherwise: no preference; the table's order puts cpu.onednn first.
 // Every pick is only a preference: a variant that does not support the problem is passed over
 // (selection step 3 requires support), and forcing or autotune override it.
 #include "kernels/cpu/conv_heuristic.h"

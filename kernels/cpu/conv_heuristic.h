@@ -12,7 +12,7 @@ struct ConvProblem;
 namespace anvil::kernels {
 
 // The preferred variant's name for `p` among those registered in conv_table(), or "" (no
-// preference: priority order decides). Pure function of the problem and the registered names.
+// preference: the table's order decides). Pure function of the problem and the registered names.
 std::string conv_heuristic_pick(const ConvProblem& p);
 
 // conv_table().set_heuristic(conv_heuristic_pick). Call after the conv variants are registered.

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "engine/core/random.h"
+#include "engine/dispatch/floating_variant.h"
 #include "engine/dispatch/dropout_problem.h"
 #include "kernels/cpu/optimizer_register.h"
 #include "kernels/dropout_philox.h"
@@ -46,38 +47,14 @@ void dropout_philox(const DropoutArgs& a) {
   }
 }
 
-Support floating_only(const DropoutProblem& p) {
-  if (p.dtype == DType::f32 || p.dtype == DType::f64) return Support::yes();
-  return Support::no(detail::str_cat("needs f32 or f64, got ", dtype_name(p.dtype)));
-}
-
 }  // namespace
 
 void register_dropout_cpu() {
-  dropout_table().add({.name = "cpu.mt19937",
-                       .device = DeviceType::cpu,
-                       .priority = 100,
-                       .supports = floating_only,
-                       .fn =
-                           [](const DropoutArgs& a) {
-                             if (a.problem.dtype == DType::f64)
-                               dropout_mt19937<double>(a);
-                             else
-                               dropout_mt19937<float>(a);
-                           },
-                       .description = "Bernoulli draw per element from the mt19937_64 Generator"});
-  dropout_table().add({.name = "ref",
-                       .device = DeviceType::cpu,
-                       .priority = 0,
-                       .supports = floating_only,
-                       .fn =
-                           [](const DropoutArgs& a) {
-                             if (a.problem.dtype == DType::f64)
-                               dropout_philox<double>(a);
-                             else
-                               dropout_philox<float>(a);
-                           },
-                       .description = "serial Philox4x32-10, the stream of cuda.custom.dropout"});
+  dropout_table().add(floating_variant("cpu.mt19937", dropout_mt19937<float>,
+                                       dropout_mt19937<double>,
+                                       "Bernoulli draw per element from the mt19937_64 Generator"));
+  dropout_table().add(floating_variant("ref", dropout_philox<float>, dropout_philox<double>,
+                                       "serial Philox4x32-10, the stream of cuda.custom.dropout"));
 }
 
 }  // namespace anvil::kernels

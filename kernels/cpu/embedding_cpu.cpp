@@ -75,14 +75,10 @@ void run_ref(const EmbeddingArgs& a) {
 
 void register_embedding_cpu() {
   embedding_table().add({.name = "cpu.omp",
-                         .device = DeviceType::cpu,
-                         .priority = 100,
                          .supports = embedding_basic_support,
                          .fn = run_omp,
                          .description = "OpenMP row gather; scatter-add over column blocks"});
   embedding_table().add({.name = "ref",
-                         .device = DeviceType::cpu,
-                         .priority = kRefPriority,
                          .supports = embedding_basic_support,
                          .fn = run_ref,
                          .description = "serial loops"});

@@ -103,8 +103,8 @@ namespace {
 //     (sgemm is best or within 2 %, at 93-94 % of the FMA peak on DLBench in all four modes)
 // Eigen comes last in every ranking: it trails everywhere, and its 2-thread GEMM collapses on a
 // busy host (its threads spin-wait on each other: 27-136 GFLOP/s on the M = 64 rows). `ref` is
-// never named; selection falls back to it by priority. The rules do not depend on the thread
-// count: the same variants win at 1 and 2 threads on every FCN/DLBench row.
+// never named; selection falls back to it by the table's order. The rules do not depend on the
+// thread count: the same variants win at 1 and 2 threads on every FCN/DLBench row.
 constexpr std::int64_t kSmallM = 256;      // "batch-sized" M (FCN 64, LSTM 128)
 constexpr std::int64_t kSkinnyN = 128;     // measured at 64 (matmul wins) and 256 (sgemm wins)
 constexpr std::int64_t kSmallK = 128;      // weight-gradient depth (= batch size)

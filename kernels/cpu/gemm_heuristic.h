@@ -12,7 +12,7 @@ struct GemmProblem;
 namespace anvil::kernels {
 
 // The preferred CPU GEMM variant's name for `p` among those registered in gemm_table() that
-// support it, or "" (no preference: priority order decides). Pure function of the problem and
+// support it, or "" (no preference: the table's order decides). Pure function of the problem and
 // the registered variants; exposed for tests and `anvil info`.
 std::string gemm_heuristic_pick(const GemmProblem& p);
 

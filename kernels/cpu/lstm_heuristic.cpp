@@ -3,7 +3,7 @@
 //
 // Note [LSTM heuristic]
 // Forward inference on one thread goes to cpu.onednn (oneDNN's LSTM primitive); everything else
-// follows the priority order (cpu.fused first). One layer of lstm32 / lstm64 (B = 128,
+// follows the table's order (cpu.fused first). One layer of lstm32 / lstm64 (B = 128,
 // I = H = 256), forward without autograd, the two variants interleaved in one process, medians
 // of 20 (dev VM, 2026-11-22):
 //   1 thread:  T = 32: cpu.fused 47.6 ms, cpu.onednn 44.2 ms;  T = 64: 92.1 vs 87.9 ms

@@ -12,7 +12,7 @@ struct LstmProblem;
 namespace anvil::kernels {
 
 // The preferred variant's name for `p` among those registered in lstm_table(), or "" (no
-// preference: priority order decides). Depends on the problem, the registered names and the
+// preference: the table's order decides). Depends on the problem, the registered names and the
 // OpenMP thread count at the call.
 std::string lstm_heuristic_pick(const LstmProblem& p);
 

@@ -50,7 +50,6 @@ void register_cuda_batch_norm() {
   batch_norm2d_table().add({
       .name = "cuda.cudnn",
       .device = DeviceType::cuda,
-      .priority = 110,
       .supports = cudnn_batch_norm_support,
       .fn = run_batch_norm_cudnn,
       .description = "cuDNN CUDNN_BATCHNORM_SPATIAL forward training/inference and backward "
@@ -59,7 +58,6 @@ void register_cuda_batch_norm() {
   batch_norm2d_table().add({
       .name = "cuda.custom",
       .device = DeviceType::cuda,
-      .priority = 100,
       .supports = custom_batch_norm_support,
       .fn = run_batch_norm_custom,
       .description = "block per channel (statistics, gradient sums in double), block per plane "

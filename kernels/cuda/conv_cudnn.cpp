@@ -425,7 +425,6 @@ void register_cuda_conv() {
   conv_table().add({
       .name = kernels::kCudnnDefaultVariant,
       .device = DeviceType::cuda,
-      .priority = 100,
       .supports = [](const ConvProblem& p) { return kernels::cudnn_basic_support(p, false); },
       .fn = [](const ConvArgs& a) { run_default(a, false); },
       .description = "cuDNN, the fastest algorithm of cudnnFind*AlgorithmEx per problem "
@@ -434,18 +433,15 @@ void register_cuda_conv() {
   conv_table().add({
       .name = kernels::kCudnnTf32Variant,
       .device = DeviceType::cuda,
-      .priority = 99,
       .supports = [](const ConvProblem& p) { return kernels::cudnn_basic_support(p, true); },
       .fn = [](const ConvArgs& a) { run_default(a, true); },
       .description = "cuda.cudnn with TF32 tensor-core math (CUDNN_TENSOR_OP_MATH); opt-in",
       .opt_in = true,
   });
-  int priority = 50;
   for (CudnnConvAlgo algo : kernels::kCudnnConvAlgos) {
     conv_table().add({
         .name = kernels::cudnn_variant_name(algo),
         .device = DeviceType::cuda,
-        .priority = priority--,
         .supports = [algo](const ConvProblem& p) { return family_support(algo, p); },
         .fn = [algo](const ConvArgs& a) { run_family(algo, a); },
         .description = detail::str_cat(

@@ -92,7 +92,6 @@ void register_cuda_conv_im2col() {
   conv_table().add({
       .name = "cuda.custom.im2col",
       .device = DeviceType::cuda,
-      .priority = 10,
       .supports = im2col_support,
       .fn = run_im2col,
       .description = "own im2col / col2im kernels + the gemm table per sample and group, "

@@ -43,7 +43,6 @@ void run(const EmbeddingArgs& a) {
 void register_cuda_embedding() {
   embedding_table().add({.name = "cuda.custom.embedding",
                          .device = DeviceType::cuda,
-                         .priority = 100,
                          .supports = embedding_basic_support,
                          .fn = run,
                          .description =

@@ -222,13 +222,12 @@ std::string cublas_version() {
 
 void register_cuda_gemm() {
   add_library_version("cuBLAS", cublas_version());
-  // Priorities only order the CUDA variants among themselves (a CPU problem never reaches
-  // them, and the CPU heuristic names no CUDA variant). Each lower one supports a subset of
-  // what cuda.cublas supports, so cuda.cublas is the default for every CUDA problem.
+  // Their order (kernels/variant_order.cpp) matters only among themselves (a CPU problem never
+  // reaches them, and the CPU heuristic names no CUDA variant). Each later one supports a subset
+  // of what cuda.cublas supports, so cuda.cublas is the default for every CUDA problem.
   gemm_table().add({
       .name = "cuda.cublas",
       .device = DeviceType::cuda,
-      .priority = 300,
       .supports = supports_cublas,
       .fn = gemm_cublas,
       .description = "cuBLAS {S,D}gemmStridedBatched, FP32/FP64 math, row-major by operand swap",
@@ -236,7 +235,6 @@ void register_cuda_gemm() {
   gemm_table().add({
       .name = "cuda.cublas.tf32",
       .device = DeviceType::cuda,
-      .priority = 100,  // Note [TF32 is opt-in]
       .supports = [](const GemmProblem& p) { return supports_f32_only(p, "cuda.cublas.tf32"); },
       .fn = gemm_cublas_tf32,
       .description = "cuBLAS GemmStridedBatchedEx, TF32 tensor cores (lower precision; by name)",
@@ -245,7 +243,6 @@ void register_cuda_gemm() {
   gemm_table().add({
       .name = "cuda.custom.gemm_tiled",
       .device = DeviceType::cuda,
-      .priority = 50,
       .supports =
           [](const GemmProblem& p) {
             Support s = supports_f32_only(p, "cuda.custom.gemm_tiled");

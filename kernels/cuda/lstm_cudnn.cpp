@@ -220,7 +220,6 @@ Support supports(const LstmProblem& p) {
 void register_cuda_lstm_cudnn() {
   lstm_table().add({.name = kName,
                     .device = DeviceType::cuda,
-                    .priority = 80,
                     .supports = supports,
                     .fn =
                         [](const LstmArgs& a) {

@@ -170,14 +170,12 @@ Support supports(const LstmProblem& p) {
 void register_cuda_lstm() {
   lstm_table().add({.name = "cuda.custom.fused",
                     .device = DeviceType::cuda,
-                    .priority = 100,
                     .supports = supports,
                     .fn = [](const LstmArgs& a) { run(a, true); },
                     .description = "one input GEMM for all steps; per step a recurrent GEMM "
                                    "and one fused gate kernel (forward and backward)"});
   lstm_table().add({.name = "cuda.custom.unfused",
                     .device = DeviceType::cuda,
-                    .priority = 50,
                     .supports = supports,
                     .fn = [](const LstmArgs& a) { run(a, false); },
                     .description = "as cuda.custom.fused, but every pointwise gate operation "

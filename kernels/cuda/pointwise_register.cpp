@@ -119,7 +119,6 @@ void register_cuda_pointwise() {
   elementwise_table().add({
       .name = "cuda.custom.elementwise",
       .device = DeviceType::cuda,
-      .priority = 100,
       .supports = elementwise_support,
       .fn = run_elementwise,
       .description = "own CUDA kernel per op: flat when dense, N-d strided otherwise",
@@ -127,7 +126,6 @@ void register_cuda_pointwise() {
   reduce_table().add({
       .name = "cuda.custom.reduce",
       .device = DeviceType::cuda,
-      .priority = 100,
       .supports = reduce_basic_support,
       .fn = run_reduce,
       .description = "warp/block per row (inner == 1), 32-column tiles (inner > 1)",
@@ -135,7 +133,6 @@ void register_cuda_pointwise() {
   softmax_table().add({
       .name = "cuda.custom.softmax",
       .device = DeviceType::cuda,
-      .priority = 100,
       .supports = softmax_basic_support,
       .fn = run_softmax,
       .description = "warp/block per row, max-subtracted, fused cross-entropy",

@@ -56,7 +56,6 @@ void register_cuda_pool() {
     pool_table(kind).add({
         .name = "cuda.custom",
         .device = DeviceType::cuda,
-        .priority = 100,
         .supports = custom_pool_support,
         .fn = run_pool_custom,
         .description = "thread per output (forward) / per input (gathering backward), ref's "
@@ -65,7 +64,6 @@ void register_cuda_pool() {
     pool_table(kind).add({
         .name = "cuda.cudnn",
         .device = DeviceType::cuda,
-        .priority = 90,
         .supports = [](const PoolProblem& p) { return cudnn_pool_plan(p).support; },
         .fn = run_pool_cudnn,
         .description = "cudnnPoolingForward/Backward (max: inference only; no ceil-mode extra "

@@ -125,33 +125,28 @@ void register_cuda_training() {
   const auto opt_support = [](const OptimizerProblem& p) { return floating_only(p.dtype); };
   sgd_update_table().add({.name = "cuda.custom.sgd",
                           .device = DeviceType::cuda,
-                          .priority = 100,
                           .supports = opt_support,
                           .fn = sgd,
                           .description = "fused SGD over all parameters, one launch"});
   adam_update_table().add({.name = "cuda.custom.adam",
                            .device = DeviceType::cuda,
-                           .priority = 100,
                            .supports = opt_support,
                            .fn = adam,
                            .description = "fused Adam over all parameters, one launch"});
   grad_norm_table().add(
       {.name = "cuda.custom.grad_norm",
        .device = DeviceType::cuda,
-       .priority = 100,
        .supports = opt_support,
        .fn = grad_norm,
        .description = "sum of squares of all gradients, two-pass, read back once"});
   grad_scale_table().add({.name = "cuda.custom.grad_scale",
                           .device = DeviceType::cuda,
-                          .priority = 100,
                           .supports = opt_support,
                           .fn = grad_scale,
                           .description = "scales all gradients in one launch"});
   dropout_table().add(
       {.name = "cuda.custom.dropout",
        .device = DeviceType::cuda,
-       .priority = 100,
        .supports = [](const DropoutProblem& p) { return floating_only(p.dtype); },
        .fn = dropout,
        .description = "Philox4x32-10 mask (the stream of ref), y and mask in one pass"});

@@ -175,10 +175,11 @@ TEST_CASE("the CUDA GEMM variants are registered with the expected order", "[cud
     CHECK(v->device == DeviceType::cuda);
   }
   // TF32 and the tiled kernel are never the default (Note [TF32 is opt-in]).
-  CHECK(gemm_table().find("cuda.cublas")->priority >
-        gemm_table().find("cuda.cublas.tf32")->priority);
-  CHECK(gemm_table().find("cuda.cublas.tf32")->priority >
-        gemm_table().find("cuda.custom.gemm_tiled")->priority);
+  std::vector<std::string> order;  // the registered names in the table's order
+  for (const auto& v : gemm_table().variants()) order.push_back(v.name);
+  auto at = [&](const char* n) { return std::find(order.begin(), order.end(), n) - order.begin(); };
+  CHECK(at("cuda.cublas") < at("cuda.cublas.tf32"));
+  CHECK(at("cuda.cublas.tf32") < at("cuda.custom.gemm_tiled"));
   GemmProblem p = GemmProblem::dense(64, 64, 64, false, true);
   p.device = Device::cuda();
   CHECK(gemm_table().select(p).name == "cuda.cublas");

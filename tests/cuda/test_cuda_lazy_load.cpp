@@ -6,7 +6,9 @@
 
 #include <link.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "engine/core/allocator.h"
 #include "engine/core/cuda_backend.h"
@@ -85,8 +87,10 @@ TEST_CASE("the CUDA GEMM variants join the gemm table once the backend was asked
     REQUIRE(v != nullptr);
     CHECK(v->device == DeviceType::cuda);
   }
-  CHECK(gemm_table().find("cuda.cublas")->priority >
-        gemm_table().find("cuda.cublas.tf32")->priority);
+  std::vector<std::string> order;  // the registered names in the table's order
+  for (const auto& v : gemm_table().variants()) order.push_back(v.name);
+  auto at = [&](const char* n) { return std::find(order.begin(), order.end(), n) - order.begin(); };
+  CHECK(at("cuda.cublas") < at("cuda.cublas.tf32"));
 #else
   for (const auto& v : gemm_table().variants()) CHECK(v.device == DeviceType::cpu);
 #endif

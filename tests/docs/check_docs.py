@@ -16,7 +16,7 @@ Checks, each reporting every problem it finds (exit 1 if any):
            --dry-run appended (it must exit 0) and once more with an unknown option added (it
            must fail), so a script that ignored its options would not pass.
   tables   docs/architecture.md's table of variant tables equals `anvil info`: the same ops, and
-           per op the same CPU variants in priority order; the CUDA variants are compared too
+           per op the same CPU variants in the same order; the CUDA variants are compared too
            when the binary lists them (a CUDA build), and otherwise must at least be named in
            kernels/ source.
   spdx     every git-tracked .cpp/.h/.cu/.cuh/.py/.sh/.cmake(.in)/CMakeLists.txt file carries

@@ -51,8 +51,8 @@ void print_info(bool measure_peak) {
             << (cuda_available() ? std::string("available") : cuda_unavailable_reason()) << "\n";
   std::cout << "\nconfiguration\n";
   for (const auto& [k, v] : config_summary()) std::cout << fmt::format("  {:<24} {}\n", k, v);
-  std::cout
-      << "\nvariant tables (op: variants by priority; the first supported one runs by default)\n";
+  std::cout << "\nvariant tables (op: variants in the table's order; the first supported one runs "
+               "by default)\n";
   for (auto* table : variant_tables()) {
     std::string names;
     for (const auto& v : table->list()) names += (names.empty() ? "" : ", ") + v.name;

@@ -289,8 +289,6 @@ void set_gemm_blocked_isa(const char* isa) {
 void register_gemm_blocked() {
   gemm_table().add({
       .name = "cpu.blocked",
-      .device = DeviceType::cpu,
-      .priority = 50,
       .supports =
           [](const GemmProblem& p) {
             if (p.dtype != DType::f32)

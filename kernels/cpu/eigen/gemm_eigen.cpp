@@ -51,8 +51,6 @@ void register_gemm_eigen() {
   if (cpu_has_avx512()) add_thread_setter([](int n) { eigen_avx512::set_num_threads(n); });
   gemm_table().add({
       .name = "cpu.eigen",
-      .device = DeviceType::cpu,
-      .priority = 100,  // behind oneDNN everywhere (Note [GEMM heuristic])
       .supports = supports_eigen,
       .fn = gemm_eigen,
       .description = "Eigen 3.4 product over row-major Maps, AVX-512 code, batched by a loop",

@@ -13,6 +13,7 @@
 #include "engine/core/error.h"
 #include "engine/dispatch/conv_problem.h"
 #include "engine/dispatch/gemm_call.h"
+#include "kernels/cpu/conv_passes.h"
 #include "kernels/cpu/thread_scratch.h"
 
 namespace anvil::kernels {
@@ -386,44 +387,15 @@ void backward_weights(const ConvArgs& a) {
   }
 }
 
-template <typename T>
-void run(const ConvArgs& a) {
-  switch (a.problem.pass) {
-    case ConvPass::forward:
-      forward<T>(a);
-      break;
-    case ConvPass::backward_data:
-      backward_data<T>(a);
-      break;
-    case ConvPass::backward_weights:
-      backward_weights<T>(a);
-      break;
-  }
-}
-
 }  // namespace
 
 void register_conv_im2col() {
-  conv_table().add({
-      .name = "cpu.im2col",
-      .device = DeviceType::cpu,
-      .priority = 200,  // after cpu.onednn (Note [conv2d heuristic])
-      .supports =
-          [](const ConvProblem& p) {
-            if (p.dtype != DType::f32 && p.dtype != DType::f64)
-              return Support::no("cpu.im2col handles f32 and f64 only");
-            return Support::yes();
-          },
-      .fn =
-          [](const ConvArgs& a) {
-            a.problem.validate("conv2d cpu.im2col");
-            if (a.problem.dtype == DType::f64)
-              run<double>(a);
-            else
-              run<float>(a);
-          },
-      .description = "own im2col/col2im (OpenMP) + the gemm table, chunked, bias/relu fused",
-  });
+  conv_table().add(floating_variant(
+      "cpu.im2col",
+      conv_pass_fn("conv2d cpu.im2col",
+                   {forward<float>, backward_data<float>, backward_weights<float>},
+                   {forward<double>, backward_data<double>, backward_weights<double>}),
+      "own im2col/col2im (OpenMP) + the gemm table, chunked, bias/relu fused"));
 }
 
 }  // namespace anvil::kernels

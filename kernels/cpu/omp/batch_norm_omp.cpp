@@ -17,6 +17,7 @@
 #include <cmath>
 #include <vector>
 
+#include "engine/dispatch/floating_variant.h"
 #include "engine/dispatch/batch_norm_problem.h"
 #include "kernels/cpu/omp/omp_kernels.h"
 
@@ -152,26 +153,9 @@ void run(const BatchNormArgs& a) {
 }  // namespace
 
 void register_batch_norm_omp() {
-  batch_norm2d_table().add({
-      .name = "cpu.omp",
-      .device = DeviceType::cpu,
-      .priority = 100,
-      .supports =
-          [](const BatchNormProblem& p) {
-            return is_floating(p.dtype)
-                       ? Support::yes()
-                       : Support::no("cpu.omp batch norm handles f32 and f64 only");
-          },
-      .fn =
-          [](const BatchNormArgs& a) {
-            if (a.problem.dtype == DType::f64)
-              run<double>(a);
-            else
-              run<float>(a);
-          },
-      .description = "OpenMP over N*C planes, one-pass shifted statistics (Note [Batch-norm passes "
-                     "over memory])",
-  });
+  batch_norm2d_table().add(floating_variant("cpu.omp", run<float>, run<double>,
+                                            "OpenMP over N*C planes, one-pass shifted statistics "
+                                            "(Note [Batch-norm passes over memory])"));
 }
 
 }  // namespace anvil::kernels

@@ -135,18 +135,17 @@ void run_omp(const ElementwiseArgs& args) {
   });
 }
 
+// The kernel for the problem's dtype (all four).
+void run_any(const ElementwiseArgs& a) {
+  visit_dtype(a.problem.dtype, [&](auto t) { run_omp<decltype(t)>(a); });
+}
+
 }  // namespace
 
 void register_elementwise_omp() {
   elementwise_table().add({
       .name = "cpu.omp",
-      .device = DeviceType::cpu,
-      .priority = 100,
-      .supports = nullptr,
-      .fn =
-          [](const ElementwiseArgs& a) {
-            visit_dtype(a.problem.dtype, [&](auto zero) { run_omp<decltype(zero)>(a); });
-          },
+      .fn = run_any,
       .description = "OpenMP loops, flat when dense",
   });
 }

@@ -511,8 +511,6 @@ void run_fused(const LstmArgs& a) {
 void register_lstm_fused() {
   lstm_table().add({
       .name = "cpu.fused",
-      .device = DeviceType::cpu,
-      .priority = 200,
       .supports =
           [](const LstmProblem& p) {
             if (p.dtype != DType::f32 && p.dtype != DType::f64)

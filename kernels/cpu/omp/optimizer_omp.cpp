@@ -5,6 +5,7 @@
 // grad_scale multiplies in the parameter's type as ops::mul_scalar_ did.
 #include <omp.h>
 
+#include "engine/dispatch/floating_variant.h"
 #include "engine/dispatch/optimizer_problem.h"
 #include "kernels/cpu/omp/omp_kernels.h"
 #include "kernels/cpu/optimizer_register.h"
@@ -58,28 +59,12 @@ void run_omp(const OptimizerArgs& a) {
   }
 }
 
-void run(const OptimizerArgs& a) {
-  if (a.problem.dtype == DType::f64)
-    run_omp<double>(a);
-  else
-    run_omp<float>(a);
-}
-
-Support floating_only(const OptimizerProblem& p) {
-  if (p.dtype == DType::f32 || p.dtype == DType::f64) return Support::yes();
-  return Support::no(detail::str_cat("needs f32 or f64, got ", dtype_name(p.dtype)));
-}
-
 }  // namespace
 
 void register_optimizer_omp() {
   for (OptimOp op : {OptimOp::sgd, OptimOp::adam, OptimOp::grad_norm, OptimOp::grad_scale})
-    optimizer_table(op).add({.name = "cpu.omp",
-                             .device = DeviceType::cpu,
-                             .priority = 100,
-                             .supports = floating_only,
-                             .fn = run,
-                             .description = "fused OpenMP pass per tensor"});
+    optimizer_table(op).add(floating_variant("cpu.omp", run_omp<float>, run_omp<double>,
+                                             "fused OpenMP pass per tensor"));
 }
 
 }  // namespace anvil::kernels

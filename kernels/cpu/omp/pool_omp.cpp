@@ -22,6 +22,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "engine/dispatch/floating_variant.h"
 #include "engine/dispatch/pool_problem.h"
 #include "kernels/cpu/omp/omp_kernels.h"
 
@@ -402,20 +403,11 @@ Support supports_omp(const PoolProblem& p) {
 
 void register_pool_omp() {
   for (PoolKind kind : {PoolKind::max, PoolKind::avg, PoolKind::adaptive_avg})
-    pool_table(kind).add({
-        .name = "cpu.omp",
-        .device = DeviceType::cpu,
-        .priority = 100,
-        .supports = supports_omp,
-        .fn =
-            [](const PoolArgs& a) {
-              if (a.problem.dtype == DType::f64)
-                run<double>(a);
-              else
-                run<float>(a);
-            },
-        .description = "OpenMP over N*C planes, vectorised row sweeps (Note [Row-sweep pooling])",
-    });
+    pool_table(kind).add({.name = "cpu.omp",
+                          .supports = supports_omp,
+                          .fn = floating_fn(run<float>, run<double>),
+                          .description = "OpenMP over N*C planes, vectorised row sweeps "
+                                         "(Note [Row-sweep pooling])"});
 }
 
 }  // namespace anvil::kernels

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "engine/dispatch/floating_variant.h"
 #include "engine/dispatch/reduce_problem.h"
 #include "kernels/cpu/omp/omp_kernels.h"
 #include "kernels/cpu/vec_math.h"  // ANVIL_VEC_CLONES
@@ -141,32 +142,26 @@ template void reduce_max<float>(const float*, float*, std::int64_t*, std::int64_
 template void reduce_max<double>(const double*, double*, std::int64_t*, std::int64_t, std::int64_t,
                                  std::int64_t);
 
+namespace {
+// The problem's reduction for element type T.
+template <typename T>
+void run_omp(const ReduceArgs& a) {
+  const auto& p = a.problem;
+  if (p.op == ReduceOp::sum)
+    reduce_sum<T>(static_cast<const T*>(a.x), static_cast<T*>(a.out), p.outer, p.reduce, p.inner,
+                  a.scale);
+  else
+    reduce_max<T>(static_cast<const T*>(a.x), static_cast<T*>(a.out), a.index, p.outer, p.reduce,
+                  p.inner);
+}
+}  // namespace
+
 // `cpu.omp` of the reduce table (engine/dispatch/reduce_problem.h): the kernels above.
 void register_reduce_omp() {
-  reduce_table().add({
-      .name = "cpu.omp",
-      .device = DeviceType::cpu,
-      .priority = 100,
-      .supports = reduce_basic_support,
-      .fn =
-          [](const ReduceArgs& a) {
-            const auto& p = a.problem;
-            auto run = [&](auto zero) {
-              using T = decltype(zero);
-              if (p.op == ReduceOp::sum)
-                reduce_sum<T>(static_cast<const T*>(a.x), static_cast<T*>(a.out), p.outer, p.reduce,
-                              p.inner, a.scale);
-              else
-                reduce_max<T>(static_cast<const T*>(a.x), static_cast<T*>(a.out), a.index, p.outer,
-                              p.reduce, p.inner);
-            };
-            if (p.dtype == DType::f64)
-              run(double{});
-            else
-              run(float{});
-          },
-      .description = "OpenMP over outer*inner, row sums in double",
-  });
+  reduce_table().add({.name = "cpu.omp",
+                      .supports = reduce_basic_support,
+                      .fn = floating_fn(run_omp<float>, run_omp<double>),
+                      .description = "OpenMP over outer*inner, row sums in double"});
 }
 
 }  // namespace anvil::kernels

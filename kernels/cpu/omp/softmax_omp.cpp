@@ -353,8 +353,6 @@ ANVIL_INSTANTIATE_SOFTMAX(double)
 void register_softmax_omp() {
   softmax_table().add({
       .name = "cpu.omp",
-      .device = DeviceType::cpu,
-      .priority = 100,
       .supports = softmax_basic_support,
       .fn =
           [](const SoftmaxArgs& a) {
@@ -385,11 +383,8 @@ void register_softmax_omp() {
                       static_cast<T*>(a.grad), static_cast<T*>(a.col_sums), p.rows, p.cols);
               }
             };
-            const bool i32 = p.index_dtype == DType::i32;
-            if (p.dtype == DType::f64)
-              i32 ? run(double{}, std::int32_t{}) : run(double{}, std::int64_t{});
-            else
-              i32 ? run(float{}, std::int32_t{}) : run(float{}, std::int64_t{});
+            visit_floating(
+                p.dtype, [&](auto t) { visit_integer(p.index_dtype, [&](auto i) { run(t, i); }); });
           },
       .description = "OpenMP over rows, one-pass log-sum-exp, vectorised exp (f32)",
   });

@@ -102,10 +102,6 @@ void run_onednn(const BatchNormArgs& a) {
 void register_batch_norm_onednn() {
   batch_norm2d_table().add({
       .name = "cpu.onednn",
-      .device = DeviceType::cpu,
-      // After cpu.omp (100): on plain NCHW oneDNN 2.6 runs its `ncsp_bnorm` implementation,
-      // 3-10x slower than cpu.omp on the ResNet-50 shapes (docs/kernels/pool_bn.md).
-      .priority = 50,
       .supports =
           [](const BatchNormProblem& p) {
             return p.dtype == DType::f32 ? Support::yes()

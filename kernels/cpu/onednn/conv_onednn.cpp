@@ -280,11 +280,9 @@ void run(const VariantSpec& v, const ConvArgs& a) {
   }
 }
 
-void add(const VariantSpec& v, int priority, const char* description) {
+void add(const VariantSpec& v, const char* description) {
   conv_table().add({
       .name = v.name,
-      .device = DeviceType::cpu,
-      .priority = priority,
       .supports = [&v](const ConvProblem& p) { return supports(v, p); },
       .fn = [&v](const ConvArgs& a) { run(v, a); },
       .description = description,
@@ -305,11 +303,9 @@ std::string conv_onednn_impl_name(const std::string& variant, const ConvProblem&
 }
 
 void register_conv_onednn() {
-  // Priorities: Note [conv2d heuristic] picks per problem; this order applies where it names
-  // nothing (1x1, strided 3x3, large filters: cpu.onednn ahead of cpu.im2col at 200).
-  add(kDirect, 300, "oneDNN 2.6 direct convolution, blocked layout, cached reorders");
-  add(kWinograd, 250, "oneDNN 2.6 winograd convolution (3x3 stride 1), blocked layout");
-  add(kDirectNchw, 150, "oneDNN 2.6 direct convolution on plain NCHW/OIHW descs, no reorders");
+  add(kDirect, "oneDNN 2.6 direct convolution, blocked layout, cached reorders");
+  add(kWinograd, "oneDNN 2.6 winograd convolution (3x3 stride 1), blocked layout");
+  add(kDirectNchw, "oneDNN 2.6 direct convolution on plain NCHW/OIHW descs, no reorders");
 }
 
 }  // namespace anvil::kernels

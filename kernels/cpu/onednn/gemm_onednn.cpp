@@ -198,18 +198,12 @@ void register_gemm_onednn() {
                                     std::to_string(v->patch));
   gemm_table().add({
       .name = "cpu.onednn",
-      .device = DeviceType::cpu,
-      // Best or within 2 % on large GEMMs in every mode (Note [GEMM heuristic], rule 4), so it
-      // leads the priority order that applies where the heuristic names nothing.
-      .priority = 300,
       .supports = supports_f32,
       .fn = gemm_dnnl_sgemm,
       .description = "oneDNN 2.6 dnnl_sgemm (row-major), batched by a loop",
   });
   gemm_table().add({
       .name = "cpu.onednn.matmul",
-      .device = DeviceType::cpu,
-      .priority = 200,  // wins skinny-M transposed-B GEMMs by rule (Note [GEMM heuristic])
       .supports = supports_f32,
       .fn = gemm_dnnl_matmul,
       .description = "oneDNN 2.6 matmul primitive, strided descs (no copies), cached per problem",

@@ -326,8 +326,6 @@ void run_onednn(const LstmArgs& a) {
 void register_lstm_onednn() {
   lstm_table().add({
       .name = "cpu.onednn",
-      .device = DeviceType::cpu,
-      .priority = 100,
       .supports =
           [](const LstmProblem& p) {
             if (p.dtype != DType::f32)

@@ -133,11 +133,11 @@ onednn::PrimitiveCache<PoolEntry>& cache() {
 }
 
 // Note [Pool default order]
-// cpu.onednn (priority 200) leads cpu.omp (100) because oneDNN's JIT pooling (it transposes
-// NCHW to a blocked layout internally) beats our row sweeps on the AlexNet and ResNet-50
-// shapes. But for some plain-NCHW shapes (the 64x224x224 VGG16 pool1, large planes in general)
-// oneDNN 2.6 falls back to its `simple_nchw` or `ref` implementation, tens of times slower than
-// cpu.omp. So the tables' heuristic asks oneDNN which implementation it would run (the
+// cpu.onednn leads cpu.omp in the order (kernels/variant_order.cpp) because oneDNN's JIT pooling
+// (it transposes NCHW to a blocked layout internally) beats our row sweeps on the AlexNet and
+// ResNet-50 shapes. But for some plain-NCHW shapes (the 64x224x224 VGG16 pool1, large planes in
+// general) oneDNN 2.6 falls back to its `simple_nchw` or `ref` implementation, tens of times slower
+// than cpu.omp. So the tables' heuristic asks oneDNN which implementation it would run (the
 // primitive is created and cached anyway when it is selected) and names cpu.omp when that is
 // not a JIT one, and always for adaptive pooling. Measurements: docs/kernels/pool_bn.md.
 std::string pool_heuristic(const PoolProblem& p) {
@@ -205,8 +205,6 @@ void register_pool_onednn() {
   for (PoolKind kind : {PoolKind::max, PoolKind::avg, PoolKind::adaptive_avg})
     pool_table(kind).add({
         .name = "cpu.onednn",
-        .device = DeviceType::cpu,
-        .priority = 200,
         .supports = supports_onednn,
         .fn = run_onednn,
         .description = kind == PoolKind::max

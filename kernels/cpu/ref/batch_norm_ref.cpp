@@ -9,6 +9,7 @@
 //   backward (running stats, eval): dx = dy * weight * invstd.
 #include <cmath>
 
+#include "engine/dispatch/floating_variant.h"
 #include "engine/dispatch/batch_norm_problem.h"
 #include "kernels/cpu/ref/ref_kernels.h"
 
@@ -79,24 +80,8 @@ void run(const BatchNormArgs& a) {
 }  // namespace
 
 void register_batch_norm_ref() {
-  batch_norm2d_table().add({
-      .name = "ref",
-      .device = DeviceType::cpu,
-      .priority = kRefPriority,
-      .supports =
-          [](const BatchNormProblem& p) {
-            return is_floating(p.dtype) ? Support::yes()
-                                        : Support::no("ref batch norm handles f32 and f64 only");
-          },
-      .fn =
-          [](const BatchNormArgs& a) {
-            if (a.problem.dtype == DType::f64)
-              run<double>(a);
-            else
-              run<float>(a);
-          },
-      .description = "per-channel loops in double (reference), f32/f64",
-  });
+  batch_norm2d_table().add(floating_variant("ref", run<float>, run<double>,
+                                            "per-channel loops in double (reference), f32/f64"));
 }
 
 }  // namespace anvil::kernels

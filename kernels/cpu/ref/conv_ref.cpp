@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "engine/dispatch/conv_problem.h"
+#include "kernels/cpu/conv_passes.h"
 
 namespace anvil::kernels {
 namespace {
@@ -131,44 +132,14 @@ void backward_weights(const ConvArgs& a) {
     }
 }
 
-template <typename T>
-void run(const ConvArgs& a) {
-  switch (a.problem.pass) {
-    case ConvPass::forward:
-      forward<T>(a);
-      break;
-    case ConvPass::backward_data:
-      backward_data<T>(a);
-      break;
-    case ConvPass::backward_weights:
-      backward_weights<T>(a);
-      break;
-  }
-}
-
 }  // namespace
 
 void register_conv_ref() {
-  conv_table().add({
-      .name = "ref",
-      .device = DeviceType::cpu,
-      .priority = kRefPriority,
-      .supports =
-          [](const ConvProblem& p) {
-            if (p.dtype != DType::f32 && p.dtype != DType::f64)
-              return Support::no("ref conv2d handles f32 and f64 only");
-            return Support::yes();
-          },
-      .fn =
-          [](const ConvArgs& a) {
-            a.problem.validate("conv2d ref");
-            if (a.problem.dtype == DType::f64)
-              run<double>(a);
-            else
-              run<float>(a);
-          },
-      .description = "direct loops, f32/f64, double accumulation, all passes and options",
-  });
+  conv_table().add(floating_variant(
+      "ref",
+      conv_pass_fn("conv2d ref", {forward<float>, backward_data<float>, backward_weights<float>},
+                   {forward<double>, backward_data<double>, backward_weights<double>}),
+      "direct loops, f32/f64, double accumulation, all passes and options"));
 }
 
 }  // namespace anvil::kernels

@@ -24,20 +24,16 @@ void run_ref(const ElementwiseArgs& args) {
   });
 }
 
+// The kernel for the problem's dtype (all four).
+void run_any(const ElementwiseArgs& a) {
+  visit_dtype(a.problem.dtype, [&](auto t) { run_ref<decltype(t)>(a); });
+}
+
 }  // namespace
 
 void register_elementwise_ref() {
-  elementwise_table().add({
-      .name = "ref",
-      .device = DeviceType::cpu,
-      .priority = kRefPriority,
-      .supports = nullptr,
-      .fn =
-          [](const ElementwiseArgs& a) {
-            visit_dtype(a.problem.dtype, [&](auto zero) { run_ref<decltype(zero)>(a); });
-          },
-      .description = "serial strided loop (reference)",
-  });
+  elementwise_table().add(
+      {.name = "ref", .fn = run_any, .description = "serial strided loop (reference)"});
 }
 
 }  // namespace anvil::kernels

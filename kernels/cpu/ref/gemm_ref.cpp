@@ -4,6 +4,7 @@
 // Row-major operands as described in engine/dispatch/gemm_problem.h.
 #include "kernels/cpu/ref/ref_kernels.h"
 
+#include "engine/dispatch/floating_variant.h"
 #include "engine/dispatch/gemm_problem.h"
 
 namespace anvil::kernels {
@@ -46,25 +47,8 @@ void gemm_ref_typed(const GemmArgs& args) {
 }  // namespace
 
 void register_gemm_ref() {
-  gemm_table().add({
-      .name = "ref",
-      .device = DeviceType::cpu,
-      .priority = kRefPriority,
-      .supports =
-          [](const GemmProblem& p) {
-            if (p.dtype != DType::f32 && p.dtype != DType::f64)
-              return Support::no("ref gemm handles f32 and f64 only");
-            return Support::yes();
-          },
-      .fn =
-          [](const GemmArgs& a) {
-            if (a.problem.dtype == DType::f64)
-              gemm_ref_typed<double>(a);
-            else
-              gemm_ref_typed<float>(a);
-          },
-      .description = "triple loop, double accumulation (reference)",
-  });
+  gemm_table().add(floating_variant("ref", gemm_ref_typed<float>, gemm_ref_typed<double>,
+                                    "triple loop, double accumulation (reference)"));
 }
 
 }  // namespace anvil::kernels

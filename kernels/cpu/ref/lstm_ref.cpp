@@ -195,8 +195,6 @@ void run_ref(const LstmArgs& a) {
 void register_lstm_ref() {
   lstm_table().add({
       .name = "ref",
-      .device = DeviceType::cpu,
-      .priority = kRefPriority,
       .supports =
           [](const LstmProblem& p) {
             if (p.dtype != DType::f32 && p.dtype != DType::f64)

@@ -4,6 +4,7 @@
 // Layout: every buffer dense, OptimTensor::numel elements (engine/dispatch/optimizer_problem.h).
 #include <cmath>
 
+#include "engine/dispatch/floating_variant.h"
 #include "engine/dispatch/optimizer_problem.h"
 #include "kernels/cpu/optimizer_register.h"
 
@@ -73,63 +74,17 @@ void grad_scale_ref(const OptimizerArgs& a) {
   }
 }
 
-// Runs fn<T> for the problem's floating dtype.
-template <template <typename> class Fn>
-void for_float(const OptimizerArgs& a) {
-  if (a.problem.dtype == DType::f64)
-    Fn<double>{}(a);
-  else
-    Fn<float>{}(a);
-}
-template <typename T>
-struct SgdRef {
-  void operator()(const OptimizerArgs& a) { sgd_ref<T>(a); }
-};
-template <typename T>
-struct AdamRef {
-  void operator()(const OptimizerArgs& a) { adam_ref<T>(a); }
-};
-template <typename T>
-struct NormRef {
-  void operator()(const OptimizerArgs& a) { grad_norm_ref<T>(a); }
-};
-template <typename T>
-struct ScaleRef {
-  void operator()(const OptimizerArgs& a) { grad_scale_ref<T>(a); }
-};
-
-Support floating_only(const OptimizerProblem& p) {
-  if (p.dtype == DType::f32 || p.dtype == DType::f64) return Support::yes();
-  return Support::no(detail::str_cat("needs f32 or f64, got ", dtype_name(p.dtype)));
-}
-
 }  // namespace
 
 void register_optimizer_ref() {
-  sgd_update_table().add({.name = "ref",
-                          .device = DeviceType::cpu,
-                          .priority = 0,
-                          .supports = floating_only,
-                          .fn = for_float<SgdRef>,
-                          .description = "serial loop per tensor"});
-  adam_update_table().add({.name = "ref",
-                           .device = DeviceType::cpu,
-                           .priority = 0,
-                           .supports = floating_only,
-                           .fn = for_float<AdamRef>,
-                           .description = "serial loop per tensor"});
-  grad_norm_table().add({.name = "ref",
-                         .device = DeviceType::cpu,
-                         .priority = 0,
-                         .supports = floating_only,
-                         .fn = for_float<NormRef>,
-                         .description = "serial double accumulation"});
-  grad_scale_table().add({.name = "ref",
-                          .device = DeviceType::cpu,
-                          .priority = 0,
-                          .supports = floating_only,
-                          .fn = for_float<ScaleRef>,
-                          .description = "serial loop per tensor"});
+  sgd_update_table().add(
+      floating_variant("ref", sgd_ref<float>, sgd_ref<double>, "serial loop per tensor"));
+  adam_update_table().add(
+      floating_variant("ref", adam_ref<float>, adam_ref<double>, "serial loop per tensor"));
+  grad_norm_table().add(floating_variant("ref", grad_norm_ref<float>, grad_norm_ref<double>,
+                                         "serial double accumulation"));
+  grad_scale_table().add(floating_variant("ref", grad_scale_ref<float>, grad_scale_ref<double>,
+                                          "serial loop per tensor"));
 }
 
 }  // namespace anvil::kernels

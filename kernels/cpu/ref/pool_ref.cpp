@@ -7,6 +7,7 @@
 // PyTorch; Note [NaN propagation] in kernels/cpu/elementwise_functors.h).
 #include <limits>
 
+#include "engine/dispatch/floating_variant.h"
 #include "engine/dispatch/pool_problem.h"
 #include "kernels/cpu/ref/ref_kernels.h"
 
@@ -110,30 +111,12 @@ void run(const PoolArgs& a) {
     forward<T>(a);
 }
 
-Support supports_ref(const PoolProblem& p) {
-  if (!is_floating(p.dtype)) return Support::no("ref pooling handles f32 and f64 only");
-  return Support::yes();
-}
-
-void run_any(const PoolArgs& a) {
-  if (a.problem.dtype == DType::f64)
-    run<double>(a);
-  else
-    run<float>(a);
-}
-
 }  // namespace
 
 void register_pool_ref() {
   for (PoolKind kind : {PoolKind::max, PoolKind::avg, PoolKind::adaptive_avg})
-    pool_table(kind).add({
-        .name = "ref",
-        .device = DeviceType::cpu,
-        .priority = kRefPriority,
-        .supports = supports_ref,
-        .fn = run_any,
-        .description = "serial loops over each window (reference), f32/f64",
-    });
+    pool_table(kind).add(floating_variant("ref", run<float>, run<double>,
+                                          "serial loops over each window (reference), f32/f64"));
 }
 
 }  // namespace anvil::kernels

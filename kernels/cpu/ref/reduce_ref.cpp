@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "engine/dispatch/floating_variant.h"
 #include "engine/dispatch/reduce_problem.h"
 #include "kernels/cpu/ref/ref_kernels.h"
 
@@ -45,16 +46,8 @@ void run_ref(const ReduceArgs& a) {
 void register_reduce_ref() {
   reduce_table().add({
       .name = "ref",
-      .device = DeviceType::cpu,
-      .priority = kRefPriority,
       .supports = reduce_basic_support,
-      .fn =
-          [](const ReduceArgs& a) {
-            if (a.problem.dtype == DType::f64)
-              run_ref<double>(a);
-            else
-              run_ref<float>(a);
-          },
+      .fn = floating_fn(run_ref<float>, run_ref<double>),
       .description = "serial loops (reference)",
   });
 }

@@ -101,21 +101,16 @@ void run_ref(const SoftmaxArgs& a) {
 }  // namespace
 
 void register_softmax_ref() {
-  softmax_table().add({
-      .name = "ref",
-      .device = DeviceType::cpu,
-      .priority = kRefPriority,
-      .supports = softmax_basic_support,
-      .fn =
-          [](const SoftmaxArgs& a) {
-            const bool i32 = a.problem.index_dtype == DType::i32;
-            if (a.problem.dtype == DType::f64)
-              i32 ? run_ref<double, std::int32_t>(a) : run_ref<double, std::int64_t>(a);
-            else
-              i32 ? run_ref<float, std::int32_t>(a) : run_ref<float, std::int64_t>(a);
-          },
-      .description = "serial three-pass rows in double (reference)",
-  });
+  softmax_table().add({.name = "ref",
+                       .supports = softmax_basic_support,
+                       .fn =
+                           [](const SoftmaxArgs& a) {
+                             visit_floating(a.problem.dtype, [&](auto t) {
+                               visit_integer(a.problem.index_dtype,
+                                             [&](auto i) { run_ref<decltype(t), decltype(i)>(a); });
+                             });
+                           },
+                       .description = "serial three-pass rows in double (reference)"});
 }
 
 }  // namespace anvil::kernels

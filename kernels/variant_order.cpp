@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// The one ordered list of variant names per op (Note [Variant order]): the default order of
+// selection step 4 (Note [Variant selection]) and of every listing. A variant registers by name
+// only; a name missing here is an error at registration. CPU and CUDA variants share one list
+// (selection skips the other device's variants), so the CUDA library, which registers its
+// variants on first GPU use, finds its places here too. To reorder, edit the list; where a
+// heuristic picks per problem (GEMM, conv2d, LSTM), the order applies where it names nothing.
+#include "kernels/variant_order.h"
+
+#include "engine/dispatch/batch_norm_problem.h"
+#include "engine/dispatch/conv_problem.h"
+#include "engine/dispatch/dropout_problem.h"
+#include "engine/dispatch/elementwise_problem.h"
+#include "engine/dispatch/embedding_problem.h"
+#include "engine/dispatch/gemm_problem.h"
+#include "engine/dispatch/lstm_problem.h"
+#include "engine/dispatch/optimizer_problem.h"
+#include "engine/dispatch/pool_problem.h"
+#include "engine/dispatch/reduce_problem.h"
+#include "engine/dispatch/softmax_problem.h"
+
+namespace anvil::kernels {
+
+void declare_variant_orders() {
+  // oneDNN's sgemm is best or within 2 % on large GEMMs in every mode; the matmul primitive wins
+  // skinny-M transposed-B GEMMs by rule; Eigen trails everywhere (Note [GEMM heuristic]).
+  // cuda.cublas.tf32 runs only when forced (Note [TF32 is opt-in]).
+  gemm_table().set_order({"cpu.onednn", "cuda.cublas", "cpu.onednn.matmul", "cpu.eigen",
+                          "cuda.cublas.tf32", "cpu.blocked", "cuda.custom.gemm_tiled", "ref"});
+  elementwise_table().set_order({"cpu.omp", "cuda.custom.elementwise", "ref"});
+  reduce_table().set_order({"cpu.omp", "cuda.custom.reduce", "ref"});
+  softmax_table().set_order({"cpu.omp", "cuda.custom.softmax", "ref"});
+  // oneDNN's JIT pooling first; a heuristic names cpu.omp where oneDNN falls back to slow code
+  // (Note [Pool default order]).
+  for (PoolKind kind : {PoolKind::max, PoolKind::avg, PoolKind::adaptive_avg})
+    pool_table(kind).set_order({"cpu.onednn", "cpu.omp", "cuda.custom", "cuda.cudnn", "ref"});
+  // cpu.onednn after cpu.omp: on plain NCHW oneDNN 2.6 runs `ncsp_bnorm`, 3-10x slower on the
+  // ResNet-50 shapes (docs/kernels/pool_bn.md).
+  batch_norm2d_table().set_order({"cuda.cudnn", "cpu.omp", "cuda.custom", "cpu.onednn", "ref"});
+  // Note [conv2d heuristic] picks per problem; this order applies where it names nothing (1x1,
+  // strided 3x3, large filters). On CUDA: cuda.cudnn finds the fastest algorithm per problem;
+  // its TF32 twin runs only when forced; then one variant per cuDNN algorithm family
+  // (Note [cuDNN algorithm families], kernels/cudnn_conv_plan.h), then the own im2col kernels.
+  conv_table().set_order({"cpu.onednn", "cpu.onednn.winograd", "cpu.im2col", "cpu.onednn.nchw",
+                          "cuda.cudnn", "cuda.cudnn.tf32", "cuda.cudnn.implicit_gemm",
+                          "cuda.cudnn.implicit_precomp_gemm", "cuda.cudnn.gemm", "cuda.cudnn.fft",
+                          "cuda.cudnn.fft_tiling", "cuda.cudnn.winograd",
+                          "cuda.cudnn.winograd_nonfused", "cuda.custom.im2col", "ref"});
+  // One-thread inference goes to cpu.onednn by heuristic (Note [LSTM heuristic]), the rest
+  // follows the order.
+  lstm_table().set_order(
+      {"cpu.fused", "cpu.onednn", "cuda.custom.fused", "cuda.cudnn", "cuda.custom.unfused", "ref"});
+  sgd_update_table().set_order({"cpu.omp", "cuda.custom.sgd", "ref"});
+  adam_update_table().set_order({"cpu.omp", "cuda.custom.adam", "ref"});
+  grad_norm_table().set_order({"cpu.omp", "cuda.custom.grad_norm", "ref"});
+  grad_scale_table().set_order({"cpu.omp", "cuda.custom.grad_scale", "ref"});
+  dropout_table().set_order({"cpu.mt19937", "cuda.custom.dropout", "ref"});
+  embedding_table().set_order({"cpu.omp", "cuda.custom.embedding", "ref"});
+}
+
+}  // namespace anvil::kernels
