@@ -381,9 +381,21 @@ PtbBatch shard_rows(const PtbBatch& batch, std::int64_t num_shards, std::int64_t
   ANVIL_CHECK(rows % num_shards == 0, "shard_rows", "a batch of ", rows,
               " streams does not split evenly into ", num_shards, " shards");
   const std::int64_t per = rows / num_shards, begin = shard * per;
+  // Rows [begin, begin + per) of the dense [B, t] windows PtbBatcher makes, copied with plain
+  // row copies: data/ sees engine/core only, and Tensor::slice lives in engine/autograd.
+  auto rows_of = [&](const Tensor& full) {
+    ANVIL_CHECK(full.dim() == 2 && full.dtype() == DType::i64 && full.is_contiguous() &&
+                    full.device() == Device::cpu(),
+                "shard_rows", "expects a dense [B, t] i64 window on the CPU, got ",
+                shape_str(full.sizes()));
+    const std::int64_t cols = full.size(1);
+    Tensor part = Tensor::empty({per, cols}, DType::i64);
+    std::copy_n(full.data<std::int64_t>() + begin * cols, per * cols, part.data<std::int64_t>());
+    return part;
+  };
   PtbBatch out = batch;
-  out.inputs = batch.inputs.slice(0, begin, begin + per).contiguous();
-  out.targets = batch.targets.slice(0, begin, begin + per).contiguous();
+  out.inputs = rows_of(batch.inputs);
+  out.targets = rows_of(batch.targets);
   return out;
 }
 
