@@ -36,7 +36,8 @@ std::string join_names(const std::vector<std::string>& names) {
   return s;
 }
 
-void run_gpu_gemm(benchmark::State& state, const std::string& variant, bool ta, bool tb, Shape3 s) {
+void run_gpu_gemm(benchmark::State& state, const std::string& variant, bool ta, bool tb,
+                  const Shape3& s) {
   try {
     GemmBuffers& host = gemm_buffers(s);
     GemmBuffers& dev = gpu_gemm_buffers(s);
