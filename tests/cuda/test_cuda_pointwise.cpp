@@ -241,8 +241,7 @@ TEST_CASE("every EwOp on CUDA matches the CPU across layouts", "[cuda][elementwi
           tag + " sliced");
       if (ew_arity(k.op) == 2) {
         // Broadcasting: a row of b against all of a, a column of a against b.
-        const Tensor& ac = a;
-        const Tensor bc = b.select(0, 0).unsqueeze(0);  // [1, 53]
+        const Tensor ac = a, bc = b.select(0, 0).unsqueeze(0);  // [1, 53]
         check_close(ops::binary(k.op, gpu(ac), gpu(bc), 0.5, 1.75),
                     ops::binary(k.op, ac, bc, 0.5, 1.75),
                     std::string(ew_name(k.op)) + " row broadcast", 2e-6, 1e-6);

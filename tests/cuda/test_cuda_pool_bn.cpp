@@ -195,8 +195,7 @@ TEST_CASE("every GPU pooling variant matches ref on every pass, f32 and f64",
         INFO(v << " on " << c.name << ": " << pg.repr());
         ForceVariant force(op, v);
         auto count = [&](PoolPass pass) {
-          const std::string key =
-              std::string(v).append(" ").append(op).append(" ").append(pool_pass_name(pass));
+          const std::string key = v + " " + op + " " + pool_pass_name(pass);
           ++ran[key];
           if (c.model) ++ran_model[key];
         };
