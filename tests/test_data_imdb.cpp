@@ -151,8 +151,10 @@ TEST_CASE("IMDB malformed: label other than 0 or 1", "[data][imdb][malformed]") 
   for (const std::string label : {"2", "pos", "", " 1", "01", "-1"}) {
     const std::string reviews =
         dir.write("label.tsv", std::string("1\tthe\n").append(label).append("\ta\n"));
-    REQUIRE_THROWS_WITH(read_imdb(reviews, index),
-                        Contains(reviews + " line 2: label '" + label + "' is not 0 or 1"));
+    REQUIRE_THROWS_WITH(read_imdb(reviews, index), Contains(std::string(reviews)
+                                                                .append(" line 2: label '")
+                                                                .append(label)
+                                                                .append("' is not 0 or 1")));
   }
 }
 
