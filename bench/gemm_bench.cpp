@@ -74,8 +74,8 @@ std::string sampled_mismatch(const Tensor& A, bool ta, const Tensor& B, bool tb,
 
 namespace {
 
-void run_gemm(benchmark::State& state, const std::string& variant, bool ta, bool tb, Shape3 s,
-              int threads) {
+void run_gemm(benchmark::State& state, const std::string& variant, bool ta, bool tb,
+              const Shape3& s, int threads) {
   set_num_threads(threads);
   GemmBuffers& buf = gemm_buffers(s);
   const Tensor A = ta ? as_matrix(buf.a, s.k, s.m) : as_matrix(buf.a, s.m, s.k);

@@ -195,19 +195,20 @@ void run_transpose_then_nn(benchmark::State& state, const std::string& variant, 
   const Tensor A = ta ? as_matrix(buf.a, s.k, s.m) : as_matrix(buf.a, s.m, s.k);
   const Tensor B = tb ? as_matrix(buf.b, s.n, s.k) : as_matrix(buf.b, s.k, s.n);
   const Tensor C = as_matrix(buf.c, s.m, s.n);
-  const Tensor An = ta ? ws.at : A, Bn = tb ? ws.bt : B;
+  const Tensor a_plain = ta ? ws.at : A, b_plain = tb ? ws.bt : B;
   const auto transposes = [&] {
     if (ta) transpose_into(A.data<float>(), ws.at.data<float>(), s.k, s.m);
     if (tb) transpose_into(B.data<float>(), ws.bt.data<float>(), s.n, s.k);
   };
   const auto body = [&] {
     transposes();
-    ops::gemm(An, false, Bn, false, C);
+    ops::gemm(a_plain, false, b_plain, false, C);
   };
   const auto force = force_gemm_variant(variant);
   if (!prepare(state, [&] {
-        state.SetLabel(
-            gemm_table().select(ops::gemm_problem_for(An, false, Bn, false, C, 0.0)).name);
+        state.SetLabel(gemm_table()
+                           .select(ops::gemm_problem_for(a_plain, false, b_plain, false, C, 0.0))
+                           .name);
         ops::gemm(A, ta, B, tb, ws.c_ref);  // the plain GEMM of the direct mode
         body();                             // warm-up (workspace page faults, primitives)
         std::string bad = full_mismatch(C, ws.c_ref, s.k * FLT_EPSILON, "C vs direct mode");
@@ -237,14 +238,14 @@ void run_sgd(benchmark::State& state, const std::string& variant, bool fold, Sha
   set_num_threads(threads);
   GemmBuffers& buf = gemm_buffers(s);
   Workspace& ws = workspace_for(s);
-  const Tensor dYt = as_matrix(buf.a, s.k, s.m);  // dY stored [K,M], read transposed
+  const Tensor dy_t = as_matrix(buf.a, s.k, s.m);  // dY stored [K,M], read transposed
   const Tensor X = as_matrix(buf.b, s.k, s.n);
   const std::int64_t mn = s.m * s.n;
   const auto body = [&] {
     if (fold) {
-      ops::gemm(dYt, true, X, false, ws.w, -kLr, 1.0);
+      ops::gemm(dy_t, true, X, false, ws.w, -kLr, 1.0);
     } else {
-      ops::gemm(dYt, true, X, false, ws.dw);
+      ops::gemm(dy_t, true, X, false, ws.dw);
       kernels::sgd_update<float>(ws.w.data<float>(), ws.dw.data<float>(), nullptr, mn, kLr, 0, 0, 0,
                                  false, false);
     }
@@ -253,11 +254,11 @@ void run_sgd(benchmark::State& state, const std::string& variant, bool fold, Sha
   if (!prepare(state, [&] {
         state.SetLabel(
             gemm_table()
-                .select(ops::gemm_problem_for(dYt, true, X, false, ws.w, fold ? 1.0 : 0.0))
+                .select(ops::gemm_problem_for(dy_t, true, X, false, ws.w, fold ? 1.0 : 0.0))
                 .name);
-        ops::gemm(dYt, true, X, false,
+        ops::gemm(dy_t, true, X, false,
                   ws.c_ref);  // plain dW, itself checked against the definition
-        if (std::string bad = sampled_mismatch(dYt, true, X, false, ws.c_ref); !bad.empty())
+        if (std::string bad = sampled_mismatch(dy_t, true, X, false, ws.c_ref); !bad.empty())
           return "plain dW vs the double-precision definition: " + bad;
         Tensor want = Tensor::empty({s.m, s.n});
         const float* w0 = ws.w0.data<float>();
@@ -319,7 +320,7 @@ void run_gpu_transpose_then_nn(benchmark::State& state, const std::string& varia
   std::function<void()> transposes, body;
   GemmBuffers* dev = nullptr;
   GpuWorkspace* ws = nullptr;
-  Tensor A, B, C, An, Bn;
+  Tensor A, B, C, a_plain, b_plain;
   if (!prepare(state, [&] {
         const GemmBuffers& host = gemm_buffers(s);
         dev = &gpu_gemm_buffers(s);
@@ -327,28 +328,30 @@ void run_gpu_transpose_then_nn(benchmark::State& state, const std::string& varia
         A = ta ? as_matrix(dev->a, s.k, s.m) : as_matrix(dev->a, s.m, s.k);
         B = tb ? as_matrix(dev->b, s.n, s.k) : as_matrix(dev->b, s.k, s.n);
         C = as_matrix(dev->c, s.m, s.n);
-        An = ta ? ws->at : A;
-        Bn = tb ? ws->bt : B;
+        a_plain = ta ? ws->at : A;
+        b_plain = tb ? ws->bt : B;
         transposes = [&] {
           if (ta) ws->at.copy_(A.t());
           if (tb) ws->bt.copy_(B.t());
         };
         body = [&] {
           transposes();
-          ops::gemm(An, false, Bn, false, C);
+          ops::gemm(a_plain, false, b_plain, false, C);
         };
         force = std::make_unique<ForceVariant>("gemm", variant);
-        state.SetLabel(
-            gemm_table().select(ops::gemm_problem_for(An, false, Bn, false, C, 0.0)).name);
+        state.SetLabel(gemm_table()
+                           .select(ops::gemm_problem_for(a_plain, false, b_plain, false, C, 0.0))
+                           .name);
         ops::gemm(A, ta, B, tb, ws->c_ref);  // the plain GEMM of the direct mode
         body();                              // warm-up and the result to check
-        const Tensor hC = C.to(Device::cpu());
-        std::string bad = full_mismatch(hC, ws->c_ref.to(Device::cpu()),
+        const Tensor host_c = C.to(Device::cpu());
+        std::string bad = full_mismatch(host_c, ws->c_ref.to(Device::cpu()),
                                         gpu_gemm_pair_tol(variant, s.k), "C vs direct mode");
-        const Tensor hA = ta ? as_matrix(host.a, s.k, s.m) : as_matrix(host.a, s.m, s.k);
-        const Tensor hB = tb ? as_matrix(host.b, s.n, s.k) : as_matrix(host.b, s.k, s.n);
+        const Tensor host_a = ta ? as_matrix(host.a, s.k, s.m) : as_matrix(host.a, s.m, s.k);
+        const Tensor host_b = tb ? as_matrix(host.b, s.n, s.k) : as_matrix(host.b, s.k, s.n);
         if (bad.empty() &&
-            !(bad = sampled_mismatch(hA, ta, hB, tb, hC, gpu_gemm_rel_tol(variant))).empty())
+            !(bad = sampled_mismatch(host_a, ta, host_b, tb, host_c, gpu_gemm_rel_tol(variant)))
+                 .empty())
           bad = "C vs the double-precision definition: " + bad;
         if (!bad.empty()) return bad;
         // The transposes alone, GPU time: at least 3 runs and 0.05 s, mean.
@@ -372,27 +375,27 @@ void run_gpu_sgd(benchmark::State& state, const std::string& variant, bool fold,
   std::unique_ptr<ForceVariant> force;
   std::function<void()> body;
   GpuWorkspace* ws = nullptr;
-  Tensor dYt, X;
+  Tensor dy_t, X;
   if (!prepare(state, [&] {
         const GemmBuffers& host = gemm_buffers(s);
         GemmBuffers& dev = gpu_gemm_buffers(s);
         ws = &gpu_workspace_for(s);
-        dYt = as_matrix(dev.a, s.k, s.m);  // dY stored [K,M], read transposed
+        dy_t = as_matrix(dev.a, s.k, s.m);  // dY stored [K,M], read transposed
         X = as_matrix(dev.b, s.k, s.n);
         body = [&] {
           if (fold) {
-            ops::gemm(dYt, true, X, false, ws->w, -kLr, 1.0);
+            ops::gemm(dy_t, true, X, false, ws->w, -kLr, 1.0);
           } else {
-            ops::gemm(dYt, true, X, false, ws->dw);
+            ops::gemm(dy_t, true, X, false, ws->dw);
             ops::add_(ws->w, ws->dw, -kLr);
           }
         };
         force = std::make_unique<ForceVariant>("gemm", variant);
         state.SetLabel(
             gemm_table()
-                .select(ops::gemm_problem_for(dYt, true, X, false, ws->w, fold ? 1.0 : 0.0))
+                .select(ops::gemm_problem_for(dy_t, true, X, false, ws->w, fold ? 1.0 : 0.0))
                 .name);
-        ops::gemm(dYt, true, X, false,
+        ops::gemm(dy_t, true, X, false,
                   ws->c_ref);  // plain dW, itself checked against the definition
         const Tensor hc = ws->c_ref.to(Device::cpu());
         if (std::string bad =

@@ -36,23 +36,25 @@ std::string join_names(const std::vector<std::string>& names) {
   return s;
 }
 
-void run_gpu_gemm(benchmark::State& state, const std::string& variant, bool ta, bool tb, Shape3 s) {
+void run_gpu_gemm(benchmark::State& state, const std::string& variant, bool ta, bool tb,
+                  const Shape3& s) {
   try {
     GemmBuffers& host = gemm_buffers(s);
     GemmBuffers& dev = gpu_gemm_buffers(s);
     const Tensor A = ta ? as_matrix(dev.a, s.k, s.m) : as_matrix(dev.a, s.m, s.k);
     const Tensor B = tb ? as_matrix(dev.b, s.n, s.k) : as_matrix(dev.b, s.k, s.n);
     const Tensor C = as_matrix(dev.c, s.m, s.n);
-    const Tensor hA = ta ? as_matrix(host.a, s.k, s.m) : as_matrix(host.a, s.m, s.k);
-    const Tensor hB = tb ? as_matrix(host.b, s.n, s.k) : as_matrix(host.b, s.k, s.n);
+    const Tensor host_a = ta ? as_matrix(host.a, s.k, s.m) : as_matrix(host.a, s.m, s.k);
+    const Tensor host_b = tb ? as_matrix(host.b, s.n, s.k) : as_matrix(host.b, s.k, s.n);
     ForceVariant force("gemm", variant);
     state.SetLabel(gemm_table().select(ops::gemm_problem_for(A, ta, B, tb, C, 0.0)).name);
     // C is shared by every variant and mode of this shape: overwrite the previous benchmark's
     // result, so that a variant that leaves C unwritten cannot pass on another one's output.
     Tensor(C).fill_(1e30);
     ops::gemm(A, ta, B, tb, C);  // warm-up (cuBLAS heuristics, module load) and the result to check
-    const Tensor hC = C.to(Device::cpu());
-    const std::string bad = sampled_mismatch(hA, ta, hB, tb, hC, gpu_gemm_rel_tol(variant));
+    const Tensor host_c = C.to(Device::cpu());
+    const std::string bad =
+        sampled_mismatch(host_a, ta, host_b, tb, host_c, gpu_gemm_rel_tol(variant));
     if (!bad.empty()) {
       state.SkipWithError(("validation against ref failed: " + bad).c_str());
       return;

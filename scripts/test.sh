@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The project's test command (README): install the Debian dependencies (idempotent), configure
-# and build build/ (Ninja, Release, warnings as errors), run clang-tidy on the folders that
-# pass it (scripts/tidy.sh --dirs), run every test (format and layering checks included),
+# and build build/ (Ninja, Release, warnings as errors), run clang-tidy on the whole tree
+# (scripts/tidy.sh --dirs), run every test (format and layering checks included),
 # check the installed package with the example, then the sanitizer build.
 #   ANVIL_CI_SANITIZE=0   skip the ASan/UBSan stage (it rebuilds everything once more)
 #   ANVIL_CI_TSAN=0       skip the ThreadSanitizer stage (scripts/tsan.sh: libanvil and the
@@ -26,7 +26,7 @@ for arg in "$@"; do
 done
 if [ "$dry_run" = 1 ]; then
   echo "test.sh plan (--dry-run): install_deps, configure $build/ (-Werror), build (-j $jobs)," \
-    "$([[ "${ANVIL_CI_TIDY:-1}" != 0 ]] && echo "clang-tidy (folders that pass), ")ctest," \
+    "$([[ "${ANVIL_CI_TIDY:-1}" != 0 ]] && echo "clang-tidy (whole tree), ")ctest," \
     "$([[ "${ANVIL_CI_FUZZ:-1}" != 0 ]] && echo "fuzz, ")check_install$([[ "${ANVIL_CI_SANITIZE:-1}" != 0 ]] && echo ", sanitize")"
   exit 0
 fi
@@ -48,7 +48,7 @@ cmake --build "$build" -j "$jobs"
 stage_done
 
 if [[ "${ANVIL_CI_TIDY:-1}" != 0 ]]; then
-  stage "clang-tidy (scripts/tidy.sh --dirs: the folders that pass in full)"
+  stage "clang-tidy (scripts/tidy.sh --dirs: the whole tree, ANVIL_TIDY_DIRS)"
   bash scripts/tidy.sh --dirs --build "$build" --jobs "$jobs"
   stage_done
 fi

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # clang-tidy (the root .clang-tidy: bugprone-*, performance-*, the house naming) over the C++
-# sources of a build's compile_commands.json. By default only the .cpp files changed against the
-# base (plus the .cpp beside a changed header) and every .cpp under ANVIL_TIDY_DIRS; --dirs checks
-# only those folders (what CI runs, scripts/test.sh: they pass today, the rest of the tree does
-# not yet, docs/style.md); --all checks every file.
-#   scripts/tidy.sh [--all|--dirs] [--build DIR] [--base REF] [--jobs N] [--dry-run]
-#   ANVIL_TIDY_DIRS   folders always checked in full (default: the ones that pass today)
+# sources of a build's compile_commands.json: every .cpp under ANVIL_TIDY_DIRS (default: the whole
+# tree) plus the .cpp files changed against the base (a changed header brings the .cpp beside it).
+# --dirs checks only the folders (what CI runs, scripts/test.sh: about 15 CPU-minutes for the
+# whole tree, docs/style.md); --changed only the changed files (quick, before a commit); --all
+# every .cpp of the database. The .cu files are not checked (nvcc's commands; docs/style.md).
+#   scripts/tidy.sh [--all|--dirs|--changed] [--build DIR] [--base REF] [--jobs N] [--dry-run]
+#   ANVIL_TIDY_DIRS   folders always checked in full (default: all of them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${ANVIL_TEST_BUILD_DIR:-build}
@@ -15,17 +16,18 @@ jobs=${ANVIL_JOBS:-$(nproc)}
 all=0
 dirs_only=0
 dry_run=0
-# The folders that pass in full today; the rest is checked where it changes.
-dirs=${ANVIL_TIDY_DIRS:-"engine/core engine/dispatch engine/optim data"}
+# Every folder with C++ sources: the whole tree passes.
+dirs=${ANVIL_TIDY_DIRS:-"engine kernels data models tools bench tests"}
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --all) all=1 ;;
     --dirs) dirs_only=1 ;;
+    --changed) dirs="" ;;
     --build) build=$2; shift ;;
     --base) base=$2; shift ;;
     --jobs) jobs=$2; shift ;;
     --dry-run) dry_run=1 ;;
-    -h|--help) sed -n '3,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,10p' "$0"; exit 0 ;;
     *) echo "tidy.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -38,15 +40,23 @@ elif [[ -z "$base" ]]; then
     if git rev-parse -q --verify "$ref^{commit}" >/dev/null; then base=$ref; break; fi
   done
 fi
+if [[ "$all" = 0 && -z "$dirs" && -z "$base" ]]; then
+  echo "tidy.sh: --changed needs a base branch (origin/main, main or --base REF)" >&2; exit 2
+fi
 if [[ "$dry_run" = 1 ]]; then
   echo "tidy.sh plan (--dry-run): clang-tidy over $([[ $all = 1 ]] && echo "every file" ||
-    echo "$([[ -n $base ]] && echo "the files changed against $base and ")$dirs") of $build/compile_commands.json"
+    echo "$([[ -n $base ]] && echo "the files changed against $base")$([[ -n $base && -n $dirs ]] &&
+      echo " and ")$dirs") of $build/compile_commands.json"
   exit 0
 fi
 command -v clang-tidy >/dev/null ||
   { echo "tidy.sh: clang-tidy is not installed (scripts/install_deps.sh)" >&2; exit 2; }
 db="$build/compile_commands.json"
 [[ -f "$db" ]] || { echo "tidy.sh: $db is missing: configure $build/ first" >&2; exit 2; }
+# The one generated header the sources include (bench/CMakeLists.txt), in case $build is not built.
+if [[ ! -f "$build/bench/generated/anvil_git_rev.h" ]]; then
+  cmake --build "$build" --target anvil_git_revision >/dev/null
+fi
 
 # Every .cpp of the compilation database, relative to the repository.
 mapfile -t known < <(python3 -c '

@@ -21,7 +21,7 @@ namespace {
 
 const Device kGpu = Device::cuda(0);
 
-PoolProblem pool(PoolKind kind, Shape x, std::int64_t k, std::int64_t s, std::int64_t p,
+PoolProblem pool(PoolKind kind, const Shape& x, std::int64_t k, std::int64_t s, std::int64_t p,
                  bool ceil = false, bool include_pad = true, DType dt = DType::f32) {
   return make_pool_problem(kind, x, {k, k}, {s, s}, {p, p}, ceil, include_pad, dt, kGpu, "test");
 }

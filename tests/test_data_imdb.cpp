@@ -24,7 +24,7 @@ using Ids = std::vector<std::int64_t>;
 
 namespace {
 
-const char* kIndexJson =
+const char* const kIndexJson =
     R"({"the": 1, "and": 2, "a": 3, "of": 4, "to": 5, "is": 6, "br": 7, "it's": 8, "film": 9, "movie": 10})";
 
 Ids row(const Tensor& t, std::int64_t r) {
@@ -149,9 +149,12 @@ TEST_CASE("IMDB malformed: label other than 0 or 1", "[data][imdb][malformed]") 
   ScratchDir dir("imdb");
   const std::string index = dir.write("index.json", kIndexJson);
   for (const std::string label : {"2", "pos", "", " 1", "01", "-1"}) {
-    const std::string reviews = dir.write("label.tsv", "1\tthe\n" + label + "\ta\n");
-    REQUIRE_THROWS_WITH(read_imdb(reviews, index),
-                        Contains(reviews + " line 2: label '" + label + "' is not 0 or 1"));
+    const std::string reviews =
+        dir.write("label.tsv", std::string("1\tthe\n").append(label).append("\ta\n"));
+    REQUIRE_THROWS_WITH(read_imdb(reviews, index), Contains(std::string(reviews)
+                                                                .append(" line 2: label '")
+                                                                .append(label)
+                                                                .append("' is not 0 or 1")));
   }
 }
 

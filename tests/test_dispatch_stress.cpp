@@ -69,6 +69,7 @@ void readers_during(int n, Read read, Write write) {
   std::atomic<bool> done{false};
   std::atomic<long> reads{0};
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(n));
   for (int t = 0; t < n; ++t)
     threads.emplace_back([&, t] {
       // At least a few rounds each, even if the writer finishes first.

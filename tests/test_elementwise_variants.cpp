@@ -248,8 +248,8 @@ TEST_CASE(
     "variant",
     "[elementwise][variants]") {
   register_builtin_kernels();
-  const float kNaN = std::numeric_limits<float>::quiet_NaN(),
-              kInf = std::numeric_limits<float>::infinity();
+  constexpr float kNaN = std::numeric_limits<float>::quiet_NaN(),
+                  kInf = std::numeric_limits<float>::infinity();
   const std::vector<float> special = {kNaN, -0.0f, 0.0f, kInf, -kInf, 1e-45f, -1e-45f, 2.5f, -2.5f};
   for (const auto& v : elementwise_table().variants()) {
     ForceVariant force("elementwise", v.name);

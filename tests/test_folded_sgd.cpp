@@ -18,7 +18,7 @@ namespace {
 struct Net {
   std::shared_ptr<nn::Linear> a, b;
   bool tied;
-  Net(std::uint64_t seed, bool tied_) : tied(tied_) {
+  Net(std::uint64_t seed, bool tie) : tied(tie) {
     Generator g(seed);
     a = std::make_shared<nn::Linear>(6, 6, true, &g);
     b = std::make_shared<nn::Linear>(6, 3, true, &g);

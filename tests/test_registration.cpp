@@ -48,6 +48,7 @@ TEST_CASE("threads reaching different tables first all see them complete",
   constexpr int kThreads = 8;
   std::vector<int> sizes(kThreads, 0);
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int i = 0; i < kThreads; ++i)
     threads.emplace_back([i, &sizes] {
       if (i % 2 == 0)

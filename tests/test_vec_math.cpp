@@ -170,7 +170,7 @@ TEST_CASE("f32 softmax and cross-entropy kernels against float64", "[vec_math][s
 TEST_CASE("f32 log-sum-exp keeps the edge cases of the plain formula", "[vec_math][softmax]") {
   const float inf = std::numeric_limits<float>::infinity(),
               nan = std::numeric_limits<float>::quiet_NaN();
-  auto lse_of = [](std::vector<float> v) {
+  auto lse_of = [](const std::vector<float>& v) {
     Tensor x = Tensor::from_vector(v, {1, static_cast<std::int64_t>(v.size())});
     Tensor t = Tensor::from_vector(std::vector<std::int64_t>{0}, {1});
     return ops::cross_entropy_forward(x, t).second.data<float>()[0];

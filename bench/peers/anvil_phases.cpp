@@ -26,7 +26,7 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   using namespace anvil;
-  using clock = std::chrono::steady_clock;
+  using Clock = std::chrono::steady_clock;
   const std::string name = argc > 1 ? argv[1] : "fcn5";
   const int threads = argc > 2 ? std::stoi(argv[2]) : 1;
   const int steps = argc > 3 ? std::stoi(argv[3]) : 10;
@@ -44,15 +44,15 @@ int main(int argc, char** argv) {
   net->train(true);
   std::map<std::string, std::vector<double>> t;
   for (int i = 0; i <= steps; ++i) {  // step 0 is the warm-up
-    const auto t0 = clock::now();
+    const auto t0 = Clock::now();
     opt.zero_grad();
-    const auto t1 = clock::now();
+    const auto t1 = Clock::now();
     Tensor loss = cross_entropy(net->forward(x), y);
-    const auto t2 = clock::now();
+    const auto t2 = Clock::now();
     loss.backward();
-    const auto t3 = clock::now();
+    const auto t3 = Clock::now();
     opt.step();
-    const auto t4 = clock::now();
+    const auto t4 = Clock::now();
     if (i == 0) continue;
     auto s = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
     t["zero_grad"].push_back(s(t0, t1));

@@ -18,7 +18,8 @@ using Grads = std::vector<Tensor>;
 Tensor add(const Tensor& a, const Tensor& b) {
   Tensor out = ops::add(a, b);
   if (any_requires_grad({&a, &b})) {
-    const Shape sa = a.sizes(), sb = b.sizes();
+    const Shape& sa = a.sizes();
+    const Shape& sb = b.sizes();
     const bool ga = a.requires_grad(), gb = b.requires_grad();
     record("AddBackward", {a, b}, {out}, [sa, sb, ga, gb](const Grads& g) {
       return Grads{ga ? ops::sum_to(g[0], sa) : Tensor(), gb ? ops::sum_to(g[0], sb) : Tensor()};
@@ -30,7 +31,8 @@ Tensor add(const Tensor& a, const Tensor& b) {
 Tensor sub(const Tensor& a, const Tensor& b) {
   Tensor out = ops::sub(a, b);
   if (any_requires_grad({&a, &b})) {
-    const Shape sa = a.sizes(), sb = b.sizes();
+    const Shape& sa = a.sizes();
+    const Shape& sb = b.sizes();
     const bool ga = a.requires_grad(), gb = b.requires_grad();
     record("SubBackward", {a, b}, {out}, [sa, sb, ga, gb](const Grads& g) {
       return Grads{ga ? ops::sum_to(g[0], sa) : Tensor(),

@@ -25,7 +25,7 @@ Tensor sum_or_mean(const Tensor& x, const std::vector<std::int64_t>& dims, bool 
                    bool is_mean) {
   Tensor out = is_mean ? ops::mean(x, dims, keepdim) : ops::sum(x, dims, keepdim);
   if (any_requires_grad({&x})) {
-    const Shape in_shape = x.sizes();
+    const Shape& in_shape = x.sizes();
     const Shape kd = keepdim_shape(in_shape, dims);
     const double scale =
         is_mean ? static_cast<double>(out.numel()) / static_cast<double>(x.numel()) : 1.0;
@@ -67,7 +67,7 @@ Tensor mean(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim
 Tensor max(const Tensor& x, std::int64_t dim, bool keepdim) {
   auto [values, index] = ops::max(x, dim, keepdim);
   if (any_requires_grad({&x})) {
-    const Shape in_shape = x.sizes();
+    const Shape& in_shape = x.sizes();
     const std::int64_t d = wrap_dim(dim, x.dim(), "max");
     const Tensor idx = keepdim ? index : raw::unsqueeze(index, d);
     const DType dt = x.dtype();

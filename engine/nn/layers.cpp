@@ -35,7 +35,8 @@ Shape Linear::output_shape(const Shape& in) const {
 }
 
 double Linear::forward_flops(const Shape& in) const {
-  const double rows = static_cast<double>(shape_numel(in) / in_);
+  const std::int64_t rows_i = shape_numel(in) / in_;  // in's leading dimensions, exactly
+  const double rows = static_cast<double>(rows_i);
   return rows * (2.0 * in_ * out_ + (bias_->defined() ? out_ : 0));
 }
 

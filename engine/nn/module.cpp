@@ -43,7 +43,8 @@ std::vector<std::pair<std::string, std::string>> Module::named_extra_state() con
   std::vector<std::pair<std::string, std::string>> out;
   for (auto& [k, v] : extra_state()) out.emplace_back(k, v);
   for (const auto& [n, m] : children_)
-    for (auto& [k, v] : m->named_extra_state()) out.emplace_back(n + "." + k, v);
+    for (auto& [k, v] : m->named_extra_state())
+      out.emplace_back(std::string(n).append(".").append(k), v);
   return out;
 }
 

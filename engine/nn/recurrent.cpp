@@ -96,7 +96,8 @@ Shape LSTM::output_shape(const Shape& in) const {
 }
 
 double LSTM::forward_flops(const Shape& in) const {
-  const double rows = static_cast<double>(shape_numel(in) / in_);  // T * B
+  const std::int64_t rows_i = shape_numel(in) / in_;  // T * B (in is [T, B, in_])
+  const double rows = static_cast<double>(rows_i);
   double f = 0;
   for (std::int64_t l = 0; l < layers_; ++l) {
     const double i = l == 0 ? in_ : hidden_;

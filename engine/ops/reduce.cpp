@@ -130,10 +130,7 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
               shape_str(shape));
   std::vector<std::int64_t> dims;
   for (std::int64_t d = 0; d < g.dim(); ++d) {
-    if (d < lead)
-      dims.push_back(d);
-    else if (shape[d - lead] == 1 && g.sizes()[d] != 1)
-      dims.push_back(d);
+    if (d < lead || (shape[d - lead] == 1 && g.sizes()[d] != 1)) dims.push_back(d);
   }
   Tensor s = dims.empty() ? g : sum(g, dims, true);
   return raw::reshape(s, shape);

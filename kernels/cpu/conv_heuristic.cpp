@@ -40,7 +40,7 @@ std::string conv_heuristic_pick(const ConvProblem& p) {
   if (p.c_per_group() <= 4 && p.groups == 1)  // rule 1: first layers
     return if_registered(p.pass == ConvPass::backward_data ? "cpu.onednn.nchw" : "cpu.onednn");
   if (p.r == 3 && p.s == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dil_h == 1 && p.dil_w == 1) {
-    const std::string wino = if_registered("cpu.onednn.winograd");  // rule 2
+    std::string wino = if_registered("cpu.onednn.winograd");  // rule 2
     if (!wino.empty()) {
       const ConvTable::Variant* v = conv_table().find(wino);
       if (!v->supports || v->supports(p).ok) return wino;

@@ -274,7 +274,7 @@ AlgoInfo algo_info(CudnnConvAlgo algo, const ConvProblem& p) {
 }
 
 Support family_support(CudnnConvAlgo algo, const ConvProblem& p) {
-  const Support basic = kernels::cudnn_basic_support(p, false);
+  Support basic = kernels::cudnn_basic_support(p, false);
   if (!basic.ok) return basic;
   try {
     return algo_info(algo, p).support;

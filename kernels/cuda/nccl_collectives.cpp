@@ -132,12 +132,16 @@ class NcclCollectives final : public DeviceCollectives {
     ANVIL_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
   }
   ~NcclCollectives() override {
-    DeviceGuard guard(device_);
-    for (cudaEvent_t e : free_) (void)cudaEventDestroy(e);
-    for (auto& [ticket, e] : pending_) (void)cudaEventDestroy(e);
-    (void)cudaEventDestroy(ready_);
-    if (!aborted_) (void)api().comm_destroy(comm_);
-    (void)cudaStreamDestroy(stream_);
+    // A destructor must not throw: when the device cannot be made current (DeviceGuard throws,
+    // e.g. while the CUDA runtime unloads at exit), the handles are left to the process's end.
+    try {
+      DeviceGuard guard(device_);
+      for (cudaEvent_t e : free_) (void)cudaEventDestroy(e);
+      for (auto& [ticket, e] : pending_) (void)cudaEventDestroy(e);
+      (void)cudaEventDestroy(ready_);
+      if (!aborted_) (void)api().comm_destroy(comm_);
+      (void)cudaStreamDestroy(stream_);
+    } catch (...) {}
   }
 
   std::uint64_t all_reduce(void* data, std::int64_t count, DType dtype, Op op) override {

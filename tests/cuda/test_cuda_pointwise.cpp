@@ -422,7 +422,7 @@ TEST_CASE("sum, mean and max over every dim combination match the CPU", "[cuda][
 // keep NaN on CUDA as on the CPU (checked there by tests/test_nan_propagation.cpp).
 TEST_CASE("relu, relu_backward and maximum on CUDA propagate NaN as the CPU does",
           "[cuda][elementwise]") {
-  constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
   const Tensor x = Tensor::from_vector(std::vector<float>{nan, -1, 0, -0.0f, 2, nan, 3, -2}, {8});
   const Tensor b = Tensor::from_vector(std::vector<float>{1, nan, -5, 4, nan, nan, 1, -3}, {8});
   const Tensor dy = Tensor::full({8}, 2.0);
@@ -446,8 +446,8 @@ TEST_CASE("relu, relu_backward and maximum on CUDA propagate NaN as the CPU does
 }
 
 TEST_CASE("max on CUDA keeps the first maximum and propagates NaN", "[cuda][reduce]") {
-  constexpr float nan = std::numeric_limits<float>::quiet_NaN();
-  constexpr float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
   Tensor x = Tensor::from_vector(
       std::vector<float>{1, 3, 3, 2, -inf, -inf, -inf, -inf, 1, nan, 5, nan, 2, 2, 2, 2}, {4, 4});
   // Over dim 1 of x (row kernel), and over dim 0 of its dense transpose (column kernel).
@@ -512,7 +512,7 @@ TEST_CASE("softmax, log-softmax and their backward on CUDA match the CPU", "[cud
   // Over a non-last dim through autograd (transposes), and special values.
   const Tensor x = rnd({6, 5, 4}, -3, 3, 70);
   check_close(anvil::softmax(gpu(x), 1), anvil::softmax(x, 1), "softmax dim 1");
-  constexpr float inf = std::numeric_limits<float>::infinity();
+  const float inf = std::numeric_limits<float>::infinity();
   const Tensor sp =
       Tensor::from_vector(std::vector<float>{-inf, -inf, -inf, 1, inf, 2, 0, 0, 0}, {3, 3});
   check_close(ops::log_softmax(gpu(sp)), ops::log_softmax(sp), "special values", 0, 0);

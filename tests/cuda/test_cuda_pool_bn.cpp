@@ -92,7 +92,7 @@ struct PoolCase {
   bool model = false;   // a real layer problem of one of the CNNs
 };
 
-PoolProblem fixed(PoolKind kind, Shape x, std::array<std::int64_t, 2> k,
+PoolProblem fixed(PoolKind kind, const Shape& x, std::array<std::int64_t, 2> k,
                   std::array<std::int64_t, 2> s, std::array<std::int64_t, 2> p, bool ceil,
                   bool include_pad) {
   return make_pool_problem(kind, x, k, s, p, ceil, include_pad, DType::f32, Device::cpu(), "test");
@@ -124,7 +124,7 @@ std::vector<PoolCase> pool_cases() {
                    fixed(kind, {1, 2, 7, 9}, {2, 2}, {2, 2}, {0, 0}, true, include_pad)});
     }
   }
-  auto adaptive = [&](const std::string& name, Shape x, std::array<std::int64_t, 2> out) {
+  auto adaptive = [&](const std::string& name, const Shape& x, std::array<std::int64_t, 2> out) {
     c.push_back({name, make_adaptive_pool_problem(x, out, DType::f32, Device::cpu(), "test")});
   };
   adaptive("adaptive odd 7x9 -> 3x4", {2, 3, 7, 9}, {3, 4});
@@ -557,9 +557,12 @@ TEST_CASE("float64 gradient checks of pooling on the GPU", "[cuda][pool][gradche
                               {x});
       });
     }
-  for (auto [shape, out] : {std::pair<Shape, std::array<std::int64_t, 2>>{{2, 2, 7, 9}, {3, 4}},
-                            {{1, 3, 6, 4}, {3, 2}},
-                            {{2, 3, 5, 5}, {1, 1}}}) {
+  // Named variables, not a structured binding: clang 14 (clang-tidy) cannot capture a binding.
+  for (const auto& c : {std::pair<Shape, std::array<std::int64_t, 2>>{{2, 2, 7, 9}, {3, 4}},
+                        {{1, 3, 6, 4}, {3, 2}},
+                        {{2, 3, 5, 5}, {1, 1}}}) {
+    const Shape& shape = c.first;
+    const std::array<std::int64_t, 2>& out = c.second;
     PoolProblem p = make_adaptive_pool_problem(shape, out, DType::f64, kGpu, "test");
     checked["adaptive"] += for_gpu_variants(adaptive_avg_pool2d_table(), all_pool_passes(p), [&] {
       const Tensor x = uniform_leaf(shape, -1, 1, 6);

@@ -111,6 +111,8 @@ TEST_CASE("mpi asynchronous all_reduces in flight together, barrier", "[dist]") 
   auto c = world();
   std::vector<Tensor> ts;
   std::vector<dist::WorkPtr> ws;
+  ts.reserve(5);
+  ws.reserve(5);
   for (int k = 0; k < 5; ++k) ts.push_back(filled(DType::f32, 100000 + k, c->rank()));
   for (auto& t : ts) ws.push_back(c->all_reduce_async(t, dist::ReduceOp::sum));
   for (int spin = 0; spin < 10; ++spin) c->progress();

@@ -19,7 +19,7 @@ std::string ptb_dir() {
 }
 
 std::string ptb_file(const std::string& name) {
-  const std::string path = ptb_dir() + "/" + name;
+  std::string path = ptb_dir() + "/" + name;
   INFO("PTB file " << path
                    << " not found: set the environment variable ANVIL_PTB_DIR or configure "
                       "with -DANVIL_DATASETS_DIR=<dir holding ptb/> (looked in "
@@ -34,7 +34,7 @@ std::string fashion_mnist_dir() {
 }
 
 std::string fashion_mnist_file(const std::string& name) {
-  const std::string path = fashion_mnist_dir() + "/" + name;
+  std::string path = fashion_mnist_dir() + "/" + name;
   INFO("Fashion-MNIST file "
        << path
        << " not found: install the Debian package "

@@ -71,9 +71,8 @@ void print_info(bool measure_peak) {
                            measure_triad_bandwidth(threads, 16 << 20, 5) / 1e9);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command line; main() only adds a last handler around it.
+int run_cli(int argc, char** argv) {
   CLI::App app{"anvil: a deep-learning engine with built-in benchmarks"};
   app.require_subcommand(1);
 
@@ -192,4 +191,18 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // What escapes run_cli's own handlers (e.g. setting up the options): a message, not a crash.
+  try {
+    return run_cli(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "anvil: error: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "anvil: error: unknown exception\n";
+  }
+  return 1;
 }

@@ -47,8 +47,9 @@ data::TensorDataset first(const data::TensorDataset& ds, std::int64_t n) {
 }
 
 // Reshapes per-sample inputs to the model's sample shape and targets to what its loss wants.
-data::TensorDataset shape_for_model(const models::ModelInfo& model, Tensor inputs, Tensor labels,
-                                    std::int64_t num_classes, const std::string& source) {
+data::TensorDataset shape_for_model(const models::ModelInfo& model, Tensor inputs,
+                                    const Tensor& labels, std::int64_t num_classes,
+                                    const std::string& source) {
   const std::int64_t n = inputs.sizes()[0];
   const std::int64_t per_sample = inputs.numel() / std::max<std::int64_t>(n, 1);
   const std::int64_t wanted = shape_numel(model.sample_shape);

@@ -40,6 +40,8 @@ void embedding_scatter_add(const T* dy, const I* ids, T* grad, std::int64_t n, s
   }
 }
 
+// NOLINTBEGIN(bugprone-macro-parentheses): the arguments are types in template argument
+// lists, where parentheses are not allowed.
 #define ANVIL_EMBEDDING_INSTANTIATE(T, I)                                                   \
   template void embedding_gather<T, I>(const T*, const I*, T*, std::int64_t, std::int64_t); \
   template void embedding_scatter_add<T, I>(const T*, const I*, T*, std::int64_t, std::int64_t);
@@ -48,5 +50,6 @@ ANVIL_EMBEDDING_INSTANTIATE(float, std::int64_t)
 ANVIL_EMBEDDING_INSTANTIATE(double, std::int32_t)
 ANVIL_EMBEDDING_INSTANTIATE(double, std::int64_t)
 #undef ANVIL_EMBEDDING_INSTANTIATE
+// NOLINTEND(bugprone-macro-parentheses)
 
 }  // namespace anvil::kernels

@@ -329,6 +329,8 @@ void cross_entropy_forward_grad(const T* x, const I* target, T* loss, T* lse, T*
     }
 }
 
+// NOLINTBEGIN(bugprone-macro-parentheses): the arguments are types in template argument
+// lists, where parentheses are not allowed.
 #define ANVIL_INSTANTIATE_SOFTMAX(T)                                                               \
   template void softmax_rows<T>(const T*, T*, std::int64_t, std::int64_t, bool);                   \
   template void softmax_backward_rows<T>(const T*, const T*, T*, std::int64_t, std::int64_t,       \
@@ -348,6 +350,7 @@ void cross_entropy_forward_grad(const T* x, const I* target, T* loss, T* lse, T*
 ANVIL_INSTANTIATE_SOFTMAX(float)
 ANVIL_INSTANTIATE_SOFTMAX(double)
 #undef ANVIL_INSTANTIATE_SOFTMAX
+// NOLINTEND(bugprone-macro-parentheses)
 
 // `cpu.omp` of the softmax table (engine/dispatch/softmax_problem.h): the kernels above.
 void register_softmax_omp() {

@@ -82,24 +82,24 @@ void* thread_buffer(int slot, std::size_t bytes) {
 }
 
 std::shared_ptr<const ConvEntry> create_entry(const VariantSpec& v, const ConvProblem& p) {
-  using tag = memory::format_tag;
+  using Tag = memory::format_tag;
   const auto f32 = memory::data_type::f32;
   auto& eng = cpu_engine();
   auto e = std::make_shared<ConvEntry>();
   const Dims src_dims{p.n, p.c, p.h, p.w}, dst_dims{p.n, p.k, p.p(), p.q()};
   const Dims wei_dims = p.groups > 1 ? Dims{p.groups, p.k_per_group(), p.c_per_group(), p.r, p.s}
                                      : Dims{p.k, p.c, p.r, p.s};
-  e->user[kSrc] = memory::desc(src_dims, f32, tag::nchw);
-  e->user[kWei] = memory::desc(wei_dims, f32, p.groups > 1 ? tag::goihw : tag::oihw);
-  e->user[kDst] = memory::desc(dst_dims, f32, tag::nchw);
+  e->user[kSrc] = memory::desc(src_dims, f32, Tag::nchw);
+  e->user[kWei] = memory::desc(wei_dims, f32, p.groups > 1 ? Tag::goihw : Tag::oihw);
+  e->user[kDst] = memory::desc(dst_dims, f32, Tag::nchw);
   memory::desc src_any = e->user[kSrc], wei_any = e->user[kWei], dst_any = e->user[kDst];
   if (v.blocked) {
-    src_any = memory::desc(src_dims, f32, tag::any);
-    wei_any = memory::desc(wei_dims, f32, tag::any);
-    dst_any = memory::desc(dst_dims, f32, tag::any);
+    src_any = memory::desc(src_dims, f32, Tag::any);
+    wei_any = memory::desc(wei_dims, f32, Tag::any);
+    dst_any = memory::desc(dst_dims, f32, Tag::any);
   }
   const bool bias = p.has_bias && p.pass != ConvPass::backward_data;
-  e->bias_md = bias ? memory::desc({p.k}, f32, tag::x) : memory::desc();
+  e->bias_md = bias ? memory::desc({p.k}, f32, Tag::x) : memory::desc();
   // oneDNN's dilation counts the gaps (0 = dense). Symmetric padding: oneDNN's output size rule
   // (H - ext + pl + pr) / stride + 1 is PyTorch's floor rule with pr = pl.
   const Dims strides{p.stride_h, p.stride_w}, dil{p.dil_h - 1, p.dil_w - 1};

@@ -29,8 +29,8 @@ namespace anvil::kernels {
 namespace {
 
 using dnnl::memory;
-using tag = memory::format_tag;
-using dt = memory::data_type;
+using Tag = memory::format_tag;
+using DataType = memory::data_type;
 
 using onednn::cpu_engine;  // one engine and stream per process (onednn_primitive_cache.h)
 using onednn::cpu_stream;
@@ -45,12 +45,12 @@ struct UserDescs {
   memory::desc x, y, state, w_ih, w_hh, bias;
   explicit UserDescs(const LstmProblem& p) {
     const memory::dim T = p.T, B = p.B, I = p.I, H = p.H;
-    x = memory::desc({T, B, I}, dt::f32, tag::tnc);
-    y = memory::desc({T, B, H}, dt::f32, tag::tnc);
-    state = memory::desc({1, 1, B, H}, dt::f32, tag::ldnc);
-    w_ih = memory::desc({1, 1, I, 4, H}, dt::f32, tag::ldgoi);
-    w_hh = memory::desc({1, 1, H, 4, H}, dt::f32, tag::ldgoi);
-    bias = memory::desc({1, 1, 4, H}, dt::f32, tag::ldgo);
+    x = memory::desc({T, B, I}, DataType::f32, Tag::tnc);
+    y = memory::desc({T, B, H}, DataType::f32, Tag::tnc);
+    state = memory::desc({1, 1, B, H}, DataType::f32, Tag::ldnc);
+    w_ih = memory::desc({1, 1, I, 4, H}, DataType::f32, Tag::ldgoi);
+    w_hh = memory::desc({1, 1, H, 4, H}, DataType::f32, Tag::ldgoi);
+    bias = memory::desc({1, 1, 4, H}, DataType::f32, Tag::ldgo);
   }
 };
 
@@ -98,8 +98,8 @@ std::shared_ptr<const Entry> create_entry(const LstmProblem& p) {
   // oneDNN 2.6 backward computed wrong weight-iter gradients for the first step (measured).
   const memory::desc& src_iter = u.state;
   const memory::dim I = p.I, H = p.H;
-  const memory::desc w_ih_any({1, 1, I, 4, H}, dt::f32, tag::any);
-  const memory::desc w_hh_any({1, 1, H, 4, H}, dt::f32, tag::any);
+  const memory::desc w_ih_any({1, 1, I, 4, H}, DataType::f32, Tag::any);
+  const memory::desc w_hh_any({1, 1, H, 4, H}, DataType::f32, Tag::any);
   const bool training = p.pass != LstmPass::forward_inference;
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
