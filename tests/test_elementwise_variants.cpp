@@ -170,7 +170,11 @@ TEST_CASE("every elementwise variant computes every op on every layout",
         const bool large = std::string(layout.name).find("large") != std::string::npos;
         if (large && (dt == DType::f64 || dt == DType::i32)) continue;
         Generator g(++seed);
-        auto [a, b] = layout.make(dt, spec.positive_a, g);
+        // Named tensors, not a structured binding: lambdas below capture them (C++20 allows
+        // capturing bindings, clang-tidy 14's parser does not).
+        const std::pair<Tensor, Tensor> operands = layout.make(dt, spec.positive_a, g);
+        const Tensor& a = operands.first;
+        const Tensor& b = operands.second;
         const bool binary = ew_arity(spec.op) == 2;
         // Scalars the integer kernels can represent exactly.
         const double s = is_int ? 3.0 : kScalar, alpha = is_int ? 2.0 : kAlpha;

@@ -569,7 +569,9 @@ FakeTable& fake_table() {
   // Static: tables register themselves in the global index for the life of the process.
   static FakeTable* table = [] {
     auto* t = new FakeTable("test.fake");
-    auto runs_as = [](std::string name) { return [name](const FakeArgs& a) { *a.ran = name; }; };
+    auto runs_as = [](const std::string& name) {
+      return [name](const FakeArgs& a) { *a.ran = name; };
+    };
     t->set_order({"gpu", "big", "small", "ref"});  // Note [Variant order]
     t->add({.name = "ref", .supports = nullptr, .fn = runs_as("ref")});
     t->add({.name = "small",
@@ -660,7 +662,8 @@ TEST_CASE("autotune times each supporting non-ref variant once per problem and c
   CHECK(timed["big"] > before.at("big"));
   {
     ForceVariant f("test.fake", "big");  // forcing beats the tuned winner and skips timing
-    const auto snapshot = timed;
+    // The copy is the point: select() must leave `timed` as it was.
+    const auto snapshot = timed;  // NOLINT(performance-unnecessary-copy-initialization)
     CHECK(t.select({5}, timer).name == "big");
     CHECK(timed == snapshot);
   }
@@ -735,7 +738,9 @@ TEST_CASE("an opt-in variant runs only when forced: not by default, heuristic or
   // A private table: "approx" is first in the order and the fastest, but opt-in (like TF32).
   static FakeTable* t = [] {
     auto* table = new FakeTable("test.opt_in");
-    auto runs_as = [](std::string name) { return [name](const FakeArgs& a) { *a.ran = name; }; };
+    auto runs_as = [](const std::string& name) {
+      return [name](const FakeArgs& a) { *a.ran = name; };
+    };
     table->set_order({"approx", "exact", "ref"});
     table->add({.name = "ref", .fn = runs_as("ref")});
     table->add({.name = "exact", .fn = runs_as("exact")});

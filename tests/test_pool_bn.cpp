@@ -234,7 +234,7 @@ struct PoolCase {
 
 std::vector<PoolCase> pool_cases() {
   std::vector<PoolCase> c;
-  auto fixed = [&](const std::string& name, Shape s, Pool2dOptions o, bool max = true,
+  auto fixed = [&](const std::string& name, const Shape& s, Pool2dOptions o, bool max = true,
                    bool avg = true) {
     if (max) c.push_back({name, PoolKind::max, s, o});
     if (avg) {

@@ -125,8 +125,8 @@ TEST_CASE("every CPU reduce variant agrees with ref", "[reduce][variants]") {
   }
   harness.finish();
   // Ties keep the first index, NaN wins and sticks to its first position.
-  constexpr float nan = std::numeric_limits<float>::quiet_NaN();
-  const Tensor s = Tensor::from_vector(std::vector<float>{2, 2, 1, 1, 1, nan, 3, nan}, {2, 4});
+  constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor s = Tensor::from_vector(std::vector<float>{2, 2, 1, 1, 1, kNan, 3, kNan}, {2, 4});
   for (const auto& name : names) {
     ForceVariant force("reduce", name);
     auto [v, i] = ops::max(s, 1);
@@ -172,9 +172,9 @@ TEST_CASE("every CPU softmax variant agrees with ref", "[softmax][variants]") {
   }
   harness.finish();
   // Special rows: all -inf, +inf present, NaN present.
-  constexpr float inf = std::numeric_limits<float>::infinity();
-  constexpr float nan = std::numeric_limits<float>::quiet_NaN();
-  const Tensor sp = Tensor::from_vector(std::vector<float>{-inf, -inf, 1, inf, 0, nan}, {3, 2});
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor sp = Tensor::from_vector(std::vector<float>{-kInf, -kInf, 1, kInf, 0, kNan}, {3, 2});
   std::vector<double> expect;
   {
     ForceVariant force("softmax", "ref");
@@ -182,8 +182,8 @@ TEST_CASE("every CPU softmax variant agrees with ref", "[softmax][variants]") {
         ops::cross_entropy_forward(sp, Tensor::from_vector(std::vector<std::int64_t>{0, 0, 0}, {3}))
             .second);
   }
-  CHECK(expect[0] == -inf);
-  CHECK(expect[1] == inf);
+  CHECK(expect[0] == -kInf);
+  CHECK(expect[1] == kInf);
   CHECK(std::isnan(expect[2]));
   for (const auto& name : names) {
     ForceVariant force("softmax", name);
@@ -243,16 +243,16 @@ TEST_CASE("every CPU variant of the cross-entropy forward with gradient agrees w
   }
   harness.finish();
   // Special rows (all -inf, +inf present, NaN present): the lse conventions of the plain forward.
-  constexpr float inf = std::numeric_limits<float>::infinity();
-  constexpr float nan = std::numeric_limits<float>::quiet_NaN();
-  const Tensor sp = Tensor::from_vector(std::vector<float>{-inf, -inf, 1, inf, 0, nan}, {3, 2});
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor sp = Tensor::from_vector(std::vector<float>{-kInf, -kInf, 1, kInf, 0, kNan}, {3, 2});
   const Tensor zeros = Tensor::from_vector(std::vector<std::int64_t>{0, 0, 0}, {3});
   for (const auto& name : names) {
     ForceVariant force("softmax", name);
     const auto got =
         anvil::test::values_f64(ops::cross_entropy_forward_grad(sp, zeros, false, false).lse);
-    CHECK(got[0] == -inf);
-    CHECK(got[1] == inf);
+    CHECK(got[0] == -kInf);
+    CHECK(got[1] == kInf);
     CHECK(std::isnan(got[2]));
   }
 }

@@ -36,20 +36,20 @@ std::function<void(const Args&)> floating_fn(void (*f32)(const Args&), void (*f6
 // A variant (for VariantTable<Problem, Args>::add) that supports f32 and f64 problems and runs
 // `fn`, which handles both: a CPU variant, not opt-in.
 template <typename Args>
-auto floating_variant(std::string name, std::function<void(const Args&)> fn,
-                      std::string description) {
+auto floating_variant(const std::string& name, std::function<void(const Args&)> fn,
+                      const std::string& description) {
   using Problem = decltype(Args::problem);
   return typename VariantTable<Problem, Args>::Variant{
-      .name = std::move(name),
+      .name = name,
       .supports = [](const Problem& p) { return floating_support(p.dtype); },
       .fn = std::move(fn),
-      .description = std::move(description)};
+      .description = description};
 }
 // The same for a kernel with one function per element type.
 template <typename Args>
-auto floating_variant(std::string name, void (*f32)(const Args&), void (*f64)(const Args&),
-                      std::string description) {
-  return floating_variant<Args>(std::move(name), floating_fn(f32, f64), std::move(description));
+auto floating_variant(const std::string& name, void (*f32)(const Args&), void (*f64)(const Args&),
+                      const std::string& description) {
+  return floating_variant<Args>(name, floating_fn(f32, f64), description);
 }
 
 }  // namespace anvil

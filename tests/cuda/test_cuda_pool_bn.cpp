@@ -190,7 +190,8 @@ TEST_CASE("every GPU pooling variant matches ref on every pass, f32 and f64",
       pg.device = kGpu;
       const Tensor xg = gpu(x), dyg = gpu(dy);
       auto count = [&](const std::string& v, PoolPass pass) {
-        const std::string key = v + " " + op + " " + pool_pass_name(pass);
+        std::string key = v;
+        key.append(" ").append(op).append(" ").append(pool_pass_name(pass));
         ++ran[key];
         if (c.model) ++ran_model[key];
       };

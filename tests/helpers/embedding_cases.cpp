@@ -40,7 +40,7 @@ Tensor run_variant(const EmbeddingTable::Variant& v, const EmbeddingProblem& p, 
   a.problem = p;
   a.ids = ids.data_ptr();
   const Shape shape = p.pass == EmbeddingPass::forward ? Shape{p.n, p.dim} : Shape{p.rows, p.dim};
-  const Tensor out = Tensor::full(shape, 7.0, p.dtype).to(p.device);
+  Tensor out = Tensor::full(shape, 7.0, p.dtype).to(p.device);
   if (p.pass == EmbeddingPass::forward) {
     a.weight = src.data_ptr();
     a.out = out.data_ptr();
