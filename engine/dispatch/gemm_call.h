@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // GemmCall: one GEMM run through the gemm table, with the one autotune rule that every caller
-// (ops::gemm, the cpu.im2col convolution, the cpu.fused and ref LSTM kernels) shares.
+// (ops::gemm, the cpu.im2col and cuda.custom.im2col convolutions, the cpu.fused, ref and
+// cuda.custom LSTM kernels) shares.
 #include "engine/dispatch/gemm_problem.h"
 
 namespace anvil {

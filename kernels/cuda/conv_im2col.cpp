@@ -10,7 +10,7 @@
 #include "engine/core/error.h"
 #include "engine/core/tensor.h"
 #include "engine/dispatch/conv_problem.h"
-#include "engine/dispatch/gemm_problem.h"
+#include "engine/dispatch/gemm_call.h"
 #include "kernels/cuda/conv_im2col_geometry.h"
 #include "kernels/cuda/conv_im2col_kernels.h"
 #include "kernels/cuda/cuda_context.h"
@@ -26,7 +26,8 @@ Support im2col_support(const ConvProblem& p) {
   return Support::yes();
 }
 
-// c = op(a) op(b) (+ c when beta == 1), row-major, through the gemm table on the problem's device.
+// c = op(a) op(b) (+ c when beta == 1), row-major, through the gemm table on the problem's device
+// (Note [GEMM through the table]: the same selection and autotune rule as every other GEMM).
 void gemm(const ConvProblem& p, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
           const void* a, const void* b, void* c, double beta) {
   GemmArgs g;
@@ -38,7 +39,7 @@ void gemm(const ConvProblem& p, bool ta, bool tb, std::int64_t m, std::int64_t n
   g.c = c;
   g.alpha = 1.0;
   g.beta = beta;
-  gemm_table().run(g);
+  run_gemm(g);
 }
 
 void run_im2col(const ConvArgs& a) {

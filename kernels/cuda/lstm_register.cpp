@@ -18,7 +18,7 @@
 #include <memory>
 
 #include "engine/core/tensor.h"
-#include "engine/dispatch/gemm_problem.h"
+#include "engine/dispatch/gemm_call.h"
 #include "engine/dispatch/lstm_problem.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_context.h"
@@ -34,7 +34,8 @@ struct CudaLstmSaved final : LstmSaved {
   Tensor cs;     // [T, B, H] the c sequence
 };
 
-// Row-major C[m, n] = op(A) op(B) (+ C with beta_one) on `device`, through the gemm table.
+// Row-major C[m, n] = op(A) op(B) (+ C with beta_one) on `device`, through the gemm table
+// (Note [GEMM through the table]).
 void gemm(Device device, DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
           const void* a, std::int64_t lda, const void* b, std::int64_t ldb, void* c,
           std::int64_t ldc, bool beta_one) {
@@ -52,7 +53,7 @@ void gemm(Device device, DType dt, bool ta, bool tb, std::int64_t m, std::int64_
   args.c = c;
   args.alpha = 1.0;
   args.beta = beta_one ? 1.0 : 0.0;
-  gemm_table().run(args);
+  run_gemm(args);
 }
 
 const char* at(const void* p, std::int64_t elements, DType dt) {
