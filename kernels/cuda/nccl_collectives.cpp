@@ -145,18 +145,21 @@ class NcclCollectives final : public DeviceCollectives {
   }
 
   std::uint64_t all_reduce(void* data, std::int64_t count, DType dtype, Op op) override {
+    if (count == 0) return end();  // Note [Empty collectives]
     begin();
     ANVIL_NCCL_CHECK(api().all_reduce(data, data, static_cast<std::size_t>(count), nccl_type(dtype),
                                       nccl_op(op), comm_, stream_));
     return end();
   }
   std::uint64_t broadcast(void* data, std::int64_t count, DType dtype, int root) override {
+    if (count == 0) return end();
     begin();
     ANVIL_NCCL_CHECK(api().broadcast(data, data, static_cast<std::size_t>(count), nccl_type(dtype),
                                      root, comm_, stream_));
     return end();
   }
   std::uint64_t all_gather(const void* in, void* out, std::int64_t count, DType dtype) override {
+    if (count == 0) return end();
     begin();
     ANVIL_NCCL_CHECK(api().all_gather(in, out, static_cast<std::size_t>(count), nccl_type(dtype),
                                       comm_, stream_));
@@ -175,8 +178,8 @@ class NcclCollectives final : public DeviceCollectives {
   }
   void wait(std::uint64_t ticket, double timeout_seconds) override {
     ANVIL_CHECK(!aborted_, "nccl wait", "the communicator was aborted after an earlier error");
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+    const auto start = std::chrono::steady_clock::now();
+    const auto deadline = start + std::chrono::duration<double>(timeout_seconds);
     while (!query(ticket)) {
       ncclResult_t async = ncclSuccess;
       ANVIL_NCCL_CHECK(api().comm_get_async_error(comm_, &async));
@@ -192,7 +195,11 @@ class NcclCollectives final : public DeviceCollectives {
                                     " s (ANVIL_DIST_TIMEOUT); a peer rank may have died or "
                                     "stalled; communicator aborted"));
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      // Note [Polling a collective]: yield while it is young, then sleep between polls.
+      if (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(2))
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     const auto it = pending_.find(ticket);
     if (it == pending_.end()) return;
@@ -209,6 +216,17 @@ class NcclCollectives final : public DeviceCollectives {
   }
 
  private:
+  // Note [Empty collectives]
+  // An operation of 0 elements (the interface allows any size, and an empty tensor's data
+  // pointer may be null) enqueues nothing: every rank has the same count, so every rank skips
+  // it, and its ticket is a completion event on the collective stream like any other.
+  //
+  // Note [Polling a collective]
+  // wait() returns only once the collective is complete (the host watches for NCCL's
+  // asynchronous errors and the timeout meanwhile, as PyTorch's watchdog does), so its polling
+  // interval adds to every blocking call: a 50 us sleep alone would dominate a one-rank or
+  // small-message all-reduce (a few us on the GPU). The first 2 ms of a wait yield instead.
+  //
   // The collective stream waits for the compute stream's work so far.
   void begin() {
     ANVIL_CHECK(!aborted_, "nccl", "the communicator was aborted after an earlier error");
