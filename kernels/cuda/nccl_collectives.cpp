@@ -6,6 +6,7 @@
 #include "kernels/cuda/nccl_collectives.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <type_traits>
 #include <cstring>
@@ -48,6 +49,8 @@ struct NcclApi {
   decltype(&::ncclAllGather) all_gather = nullptr;
 };
 
+constexpr int kMinVersion = 21300;  // NCCL_VERSION(2, 13, 0)
+
 const NcclApi& api() {
   static std::once_flag once;
   static NcclApi a;
@@ -66,10 +69,18 @@ const NcclApi& api() {
       fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, symbol));
       if (fn == nullptr && failure.empty()) failure = name + " has no " + symbol;
     };
+    // The version first: an older library lacks symbols (ncclGetLastError is 2.13's) or the
+    // operations used here (ncclAvg is 2.10's), and should say so rather than "has no ...".
+    sym(a.get_version, "ncclGetVersion");
+    int v = 0;
+    if (failure.empty() && (a.get_version(&v) != ncclSuccess || v < kMinVersion)) {
+      failure =
+          detail::str_cat(name, " is NCCL version code ", v, "; anvil needs NCCL 2.13 or later");
+      return;
+    }
     sym(a.get_error_string, "ncclGetErrorString");
     sym(a.get_last_error, "ncclGetLastError");
     sym(a.get_unique_id, "ncclGetUniqueId");
-    sym(a.get_version, "ncclGetVersion");
     sym(a.comm_init_rank, "ncclCommInitRank");
     sym(a.comm_destroy, "ncclCommDestroy");
     sym(a.comm_abort, "ncclCommAbort");
@@ -91,6 +102,11 @@ void check_nccl(ncclResult_t r, const char* call, const char* file, int line) {
                               last != nullptr ? last : ""));
 }
 #define ANVIL_NCCL_CHECK(call) check_nccl((call), #call, __FILE__, __LINE__)
+
+// 2.28.9 is 22809 (NCCL_VERSION's encoding from 2.9 on).
+std::string version_text(int v) {
+  return detail::str_cat("NCCL ", v / 10000, ".", (v / 100) % 100, ".", v % 100);
+}
 
 ncclDataType_t nccl_type(DType t) {
   switch (t) {
@@ -211,8 +227,7 @@ class NcclCollectives final : public DeviceCollectives {
   std::string version() const override {
     int v = 0;
     api().get_version(&v);
-    // 2.28.9 is 22809 (NCCL_VERSION's encoding from 2.9 on).
-    return detail::str_cat("NCCL ", v / 10000, ".", (v / 100) % 100, ".", v % 100);
+    return version_text(v);
   }
 
  private:
@@ -266,6 +281,12 @@ class NcclCollectives final : public DeviceCollectives {
 
 }  // namespace
 
+std::string library_version() {
+  int v = 0;
+  ANVIL_NCCL_CHECK(api().get_version(&v));
+  return version_text(v);
+}
+
 std::string unique_id() {
   ncclUniqueId uid;
   ANVIL_NCCL_CHECK(api().get_unique_id(&uid));
@@ -279,6 +300,8 @@ std::unique_ptr<DeviceCollectives> create_collectives(cudaStream_t compute, int 
 
 #else  // built without NCCL
 
+std::string library_version() { return unique_id(); }
+
 std::string unique_id() {
   throw Error(
       "nccl: libanvil_cuda was built without NCCL (libnccl.so not found at configure time)");
@@ -291,3 +314,19 @@ std::unique_ptr<DeviceCollectives> create_collectives(cudaStream_t, int, int, in
 #endif
 
 }  // namespace anvil::cuda::nccl
+
+// For tests/cuda/test_cuda_lazy_load.cpp (no GPU needed): loads libnccl.so.2 as --dist nccl does
+// and resolves every symbol of the table. Returns 0 and "NCCL 2.28.9", or -1 and the error.
+extern "C" __attribute__((visibility("default"))) int anvil_nccl_library_version(char* out,
+                                                                                 int size) {
+  int rc = 0;
+  std::string text;
+  try {
+    text = anvil::cuda::nccl::library_version();
+  } catch (const std::exception& e) {
+    rc = -1;
+    text = e.what();
+  }
+  if (size > 0) std::snprintf(out, static_cast<std::size_t>(size), "%s", text.c_str());
+  return rc;
+}
