@@ -162,6 +162,7 @@ class NcclCollectives final : public DeviceCollectives {
 
   std::uint64_t all_reduce(void* data, std::int64_t count, DType dtype, Op op) override {
     if (count == 0) return end();  // Note [Empty collectives]
+    DeviceGuard guard(device_);    // the NCCL call itself runs on the communicator's device
     begin();
     ANVIL_NCCL_CHECK(api().all_reduce(data, data, static_cast<std::size_t>(count), nccl_type(dtype),
                                       nccl_op(op), comm_, stream_));
@@ -169,6 +170,7 @@ class NcclCollectives final : public DeviceCollectives {
   }
   std::uint64_t broadcast(void* data, std::int64_t count, DType dtype, int root) override {
     if (count == 0) return end();
+    DeviceGuard guard(device_);  // the NCCL call itself runs on the communicator's device
     begin();
     ANVIL_NCCL_CHECK(api().broadcast(data, data, static_cast<std::size_t>(count), nccl_type(dtype),
                                      root, comm_, stream_));
@@ -176,6 +178,7 @@ class NcclCollectives final : public DeviceCollectives {
   }
   std::uint64_t all_gather(const void* in, void* out, std::int64_t count, DType dtype) override {
     if (count == 0) return end();
+    DeviceGuard guard(device_);  // the NCCL call itself runs on the communicator's device
     begin();
     ANVIL_NCCL_CHECK(api().all_gather(in, out, static_cast<std::size_t>(count), nccl_type(dtype),
                                       comm_, stream_));
