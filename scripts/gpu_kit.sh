@@ -65,9 +65,11 @@ pack() {
   cp -a "$build"/lib/libanvil.so* "$build/lib/libanvil_cuda.so" "$stage/build/lib/"
   cp "$build/bench/anvil_bench" "$stage/build/bench/"
   cp "$build/bin/anvil" "$stage/build/bin/"
+  # The NCCL all-reduce bench (docs/results/nccl_first_run_checklist.md), when it was built.
+  [ -f "$build/bench/distributed/anvil_dist_bench" ] && cp "$build/bench/distributed/anvil_dist_bench" "$stage/build/bench/"
   cp "$build"/tests/cuda/test_cuda_{runtime,gemm,lazy_load,pool_bn} "$stage/build/tests/cuda/"
   # The libraries the binaries need, except the C/C++ runtime (newer on the GPU image) and CUDA's.
-  ldd "$stage"/build/lib/*.so* "$stage"/build/bench/anvil_bench "$stage"/build/bin/anvil \
+  ldd "$stage"/build/lib/*.so* "$stage"/build/bench/* "$stage"/build/bin/anvil \
       "$stage"/build/tests/cuda/* 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
     while read -r name path; do
       case "$name" in
@@ -171,7 +173,7 @@ PY
   nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
   note "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi failed')"
 
-  ldd "$root"/build/lib/*.so* "$root"/build/bench/anvil_bench "$root"/build/bin/anvil "$root"/build/tests/cuda/* \
+  ldd "$root"/build/lib/*.so* "$root"/build/bench/* "$root"/build/bin/anvil "$root"/build/tests/cuda/* \
     > "$out/ldd.txt" 2>&1
   if grep -q "not found" "$out/ldd.txt"; then
     note "FAIL: libraries not found: $(grep "not found" "$out/ldd.txt" | awk '{print $1}' | sort -u | tr '\n' ' ')"
@@ -186,6 +188,12 @@ PY
   else
     note "cuDNN: not linked"
   fi
+  # NCCL is dlopen()ed by --dist nccl (Note [Lazy NCCL loading]), so ldd does not show it.
+  local nccl_lib="" d
+  for d in ${LD_LIBRARY_PATH//:/ }; do
+    [ -z "$nccl_lib" ] && [ -e "$d/libnccl.so.2" ] && nccl_lib="$d/libnccl.so.2"
+  done
+  note "NCCL: ${nccl_lib:-libnccl.so.2 not on LD_LIBRARY_PATH (--dist nccl will refuse)}"
   note "$("$root/build/tests/cuda/test_cuda_runtime" --anvil-skip-reason)"
 
   if [ "$tests" = 1 ]; then

@@ -113,7 +113,7 @@ Args parse(int argc, char** argv) {
 json run_allreduce(const Args& a, dist::Communicator& comm) {
   json rows = json::array();
   const bool gpu = comm.backend() == "nccl";
-  const Device dev = gpu ? Device::cuda(0) : Device::cpu();
+  const Device dev = gpu ? Device::cuda(comm.cuda_device()) : Device::cpu();
   const double n = comm.size();
   for (std::int64_t bytes = 4; bytes <= a.max_bytes; bytes *= 2) {
     const std::int64_t count = bytes / 4;
@@ -122,7 +122,7 @@ json run_allreduce(const Args& a, dist::Communicator& comm) {
     const int iters =
         static_cast<int>(std::clamp<std::int64_t>(400000000 / (bytes + 100000), 5, 200));
     auto sync = [&] {
-      if (gpu) require_cuda("anvil_dist_bench").synchronize(0);
+      if (gpu) require_cuda("anvil_dist_bench").synchronize(dev.index);
     };
     for (int w = 0; w < 2; ++w) comm.all_reduce(t, dist::ReduceOp::sum);
     sync();

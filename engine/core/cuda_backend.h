@@ -78,6 +78,8 @@ class CudaBackend {
   // rank receives over MPI, then one communicator per rank on `device`. Throw anvil::Error when
   // the library was built without NCCL or NCCL fails.
   virtual std::string nccl_unique_id() = 0;
+  // "0000:19:00.0": tells ranks on one host apart by GPU (Note [One GPU per rank]).
+  virtual std::string pci_bus_id(int device) = 0;
   virtual std::unique_ptr<DeviceCollectives> create_collectives(int device, int rank, int size,
                                                                 const std::string& unique_id) = 0;
 };

@@ -7,9 +7,9 @@
 // Note [Collective stream ordering]
 // Every operation first makes the collective stream wait for an event recorded on the device's
 // compute stream (so it reads gradients the compute stream has finished writing), then runs on
-// the collective stream and records a completion event. wait(ticket) makes the compute stream
-// wait for that event, so later kernels read the result, without blocking the host (except to
-// watch for a timeout or an asynchronous NCCL error).
+// the collective stream and records a completion event. wait(ticket) polls that event from the
+// host until it completes (watching for a timeout or an asynchronous NCCL error meanwhile), then
+// makes the compute stream wait for it too, so later kernels read the result.
 #include <cstdint>
 #include <string>
 

@@ -50,6 +50,9 @@ class Communicator {
   virtual int size() const = 0;
   virtual std::string backend() const = 0;  // "single", "mpi", "nccl"
   virtual std::string version() const = 0;  // "Open MPI v4.1.4", "NCCL 2.28.3", ...
+  // The GPU this rank's device collectives run on (nccl: one per rank, Note [One GPU per rank]);
+  // -1 for the host backends. Models and gradients of this rank belong there.
+  virtual int cuda_device() const { return -1; }
   // In place on a contiguous tensor of f32, f64 or i64 (average: floating types only), of any
   // size including 0. The tensor must stay alive and untouched until the Work completes.
   virtual WorkPtr all_reduce_async(Tensor& t, ReduceOp op) = 0;
@@ -84,7 +87,8 @@ int launcher_world_size();
 // else single). "mpi" loads libanvil_mpi.so and initialises MPI once per process (the same
 // world communicator is returned on every call); "nccl" first checks for a GPU and throws
 // "... nccl backend needs a CUDA GPU: <reason>" before touching MPI. Throws anvil::Error naming
-// the backend and the reason when it cannot be created.
+// the backend and the reason when it cannot be created. "nccl" bootstraps over "mpi" under a
+// multi-rank launch and over nothing for one process (Note [NCCL without MPI on one process]).
 CommunicatorPtr create_communicator(const std::string& name);
 
 // Checks the arguments every backend checks the same way (contiguity, dtype, sizes).

@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // The "nccl" communicator: collectives over CUDA tensors through NCCL in libanvil_cuda.so
 // (engine/core/device_collectives.h), bootstrapped over the MPI world (rank 0's unique id is
-// broadcast as 16 int64 values). Host tensors (metrics, timings) go through the MPI communicator,
-// so callers use one communicator for both. Refuses before touching MPI when there is no GPU.
-#include <cstdlib>
+// broadcast as 16 int64 values), or over nothing for one process outside a multi-rank launch
+// (Note [NCCL without MPI on one process]). Host tensors (metrics, timings) go through the
+// bootstrap communicator, so callers use one communicator for both. Refuses before touching MPI
+// when there is no GPU, and before ncclCommInitRank when two ranks share a GPU.
+#include <unistd.h>
+
 #include <cstring>
 
-#include "engine/core/config.h"
 #include "engine/core/cuda_backend.h"
 #include "engine/core/error.h"
 #include "engine/distributed/communicator.h"
+#include "engine/distributed/nccl_placement.h"
 
 namespace anvil::dist {
 
@@ -47,6 +50,7 @@ class NcclCommunicator final : public Communicator {
   int rank() const override { return mpi_->rank(); }
   int size() const override { return mpi_->size(); }
   std::string backend() const override { return "nccl"; }
+  int cuda_device() const override { return device_; }
   std::string version() const override {
     return c_->version() + " on cuda:" + std::to_string(device_) + ", bootstrap " + mpi_->version();
   }
@@ -91,6 +95,11 @@ class NcclCommunicator final : public Communicator {
 
 }  // namespace
 
+// Note [NCCL without MPI on one process]
+// One process (no launcher, or `mpirun -np 1`) needs no bootstrap: it makes its own unique id
+// and its host collectives are the single backend's identities. So `anvil train --dist nccl`
+// runs on a GPU machine that has NCCL (PyTorch's wheel) but neither Open MPI nor
+// libanvil_mpi.so, which is the case of the lent GPU machines (../shared/gpu/README.md).
 CommunicatorPtr create_nccl_communicator() {
   constexpr const char* kWhere = "create_communicator(\"nccl\")";
   // The GPU check comes first, so a machine without one refuses before MPI starts.
@@ -98,21 +107,37 @@ CommunicatorPtr create_nccl_communicator() {
   ANVIL_CHECK(cuda != nullptr, kWhere,
               "the nccl backend needs a CUDA GPU: ", cuda_unavailable_reason(),
               "; use --dist mpi for CPU training");
-  CommunicatorPtr mpi = create_mpi_for_bootstrap();
-  // One GPU per rank on a node: the node-local rank picks it.
-  const std::string local = env_or_empty("OMPI_COMM_WORLD_LOCAL_RANK");
-  const int device =
-      (local.empty() ? mpi->rank() : std::atoi(local.c_str())) % cuda->device_count();
+  CommunicatorPtr boot =
+      launcher_world_size() > 1 ? create_mpi_for_bootstrap() : create_communicator("single");
+  // One GPU per rank on a node (Note [One GPU per rank]): the node-local rank picks it.
+  char host[256] = {0};
+  ANVIL_CHECK(gethostname(host, sizeof host - 1) == 0, kWhere, "gethostname failed");
+  Tensor mine = Tensor::from_vector(std::vector<std::int64_t>{placement_hash(host)}, {1});
+  const Tensor hosts = boot->all_gather(mine);
+  const std::vector<std::int64_t> host_ids(hosts.data<std::int64_t>(),
+                                           hosts.data<std::int64_t>() + boot->size());
+  const int visible = cuda->device_count();
+  const int device = node_local_rank(host_ids, boot->rank()) % visible;
+  const std::string bus_id = cuda->pci_bus_id(device);
+  mine.data<std::int64_t>()[0] = placement_hash(bus_id);
+  const Tensor gpus = boot->all_gather(mine);
+  const std::string duplicate =
+      duplicate_gpu_message(host_ids,
+                            std::vector<std::int64_t>(gpus.data<std::int64_t>(),
+                                                      gpus.data<std::int64_t>() + boot->size()),
+                            bus_id, visible);
+  ANVIL_CHECK(duplicate.empty(), kWhere, "rank ", boot->rank(), " of ", boot->size(), ": ",
+              duplicate);
   Tensor id = Tensor::zeros({16}, DType::i64);  // 128 bytes
-  if (mpi->rank() == 0) {
+  if (boot->rank() == 0) {
     const std::string uid = cuda->nccl_unique_id();
     ANVIL_CHECK(uid.size() == 128, kWhere, "NCCL unique id of ", uid.size(), " bytes");
     std::memcpy(id.data_ptr(), uid.data(), uid.size());
   }
-  mpi->broadcast(id, 0);
+  boot->broadcast(id, 0);
   const std::string uid(static_cast<const char*>(id.data_ptr()), 128);
   return std::make_shared<NcclCommunicator>(
-      mpi, device, cuda->create_collectives(device, mpi->rank(), mpi->size(), uid));
+      boot, device, cuda->create_collectives(device, boot->rank(), boot->size(), uid));
 }
 
 }  // namespace anvil::dist

@@ -246,6 +246,12 @@ class CudaBackendImpl final : public CudaBackend {
 
   // NCCL (kernels/cuda/nccl_collectives.cpp).
   std::string nccl_unique_id() override { return nccl::unique_id(); }
+  std::string pci_bus_id(int device) override {
+    state(device, "CudaBackend::pci_bus_id");  // checks the index
+    char id[64] = {0};
+    ANVIL_CUDA_CHECK(cudaDeviceGetPCIBusId(id, sizeof id, device));
+    return id;
+  }
   std::unique_ptr<DeviceCollectives> create_collectives(int device, int rank, int size,
                                                         const std::string& unique_id) override {
     return nccl::create_collectives(get_stream(device, "CudaBackend::create_collectives"), device,

@@ -6,6 +6,7 @@
 #include "kernels/cuda/nccl_collectives.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <type_traits>
 #include <cstring>
@@ -48,6 +49,8 @@ struct NcclApi {
   decltype(&::ncclAllGather) all_gather = nullptr;
 };
 
+constexpr int kMinVersion = 21300;  // NCCL_VERSION(2, 13, 0)
+
 const NcclApi& api() {
   static std::once_flag once;
   static NcclApi a;
@@ -66,10 +69,18 @@ const NcclApi& api() {
       fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, symbol));
       if (fn == nullptr && failure.empty()) failure = name + " has no " + symbol;
     };
+    // The version first: an older library lacks symbols (ncclGetLastError is 2.13's) or the
+    // operations used here (ncclAvg is 2.10's), and should say so rather than "has no ...".
+    sym(a.get_version, "ncclGetVersion");
+    int v = 0;
+    if (failure.empty() && (a.get_version(&v) != ncclSuccess || v < kMinVersion)) {
+      failure =
+          detail::str_cat(name, " is NCCL version code ", v, "; anvil needs NCCL 2.13 or later");
+      return;
+    }
     sym(a.get_error_string, "ncclGetErrorString");
     sym(a.get_last_error, "ncclGetLastError");
     sym(a.get_unique_id, "ncclGetUniqueId");
-    sym(a.get_version, "ncclGetVersion");
     sym(a.comm_init_rank, "ncclCommInitRank");
     sym(a.comm_destroy, "ncclCommDestroy");
     sym(a.comm_abort, "ncclCommAbort");
@@ -91,6 +102,11 @@ void check_nccl(ncclResult_t r, const char* call, const char* file, int line) {
                               last != nullptr ? last : ""));
 }
 #define ANVIL_NCCL_CHECK(call) check_nccl((call), #call, __FILE__, __LINE__)
+
+// 2.28.9 is 22809 (NCCL_VERSION's encoding from 2.9 on).
+std::string version_text(int v) {
+  return detail::str_cat("NCCL ", v / 10000, ".", (v / 100) % 100, ".", v % 100);
+}
 
 ncclDataType_t nccl_type(DType t) {
   switch (t) {
@@ -145,18 +161,24 @@ class NcclCollectives final : public DeviceCollectives {
   }
 
   std::uint64_t all_reduce(void* data, std::int64_t count, DType dtype, Op op) override {
+    if (count == 0) return end();  // Note [Empty collectives]
+    DeviceGuard guard(device_);    // the NCCL call itself runs on the communicator's device
     begin();
     ANVIL_NCCL_CHECK(api().all_reduce(data, data, static_cast<std::size_t>(count), nccl_type(dtype),
                                       nccl_op(op), comm_, stream_));
     return end();
   }
   std::uint64_t broadcast(void* data, std::int64_t count, DType dtype, int root) override {
+    if (count == 0) return end();
+    DeviceGuard guard(device_);  // the NCCL call itself runs on the communicator's device
     begin();
     ANVIL_NCCL_CHECK(api().broadcast(data, data, static_cast<std::size_t>(count), nccl_type(dtype),
                                      root, comm_, stream_));
     return end();
   }
   std::uint64_t all_gather(const void* in, void* out, std::int64_t count, DType dtype) override {
+    if (count == 0) return end();
+    DeviceGuard guard(device_);  // the NCCL call itself runs on the communicator's device
     begin();
     ANVIL_NCCL_CHECK(api().all_gather(in, out, static_cast<std::size_t>(count), nccl_type(dtype),
                                       comm_, stream_));
@@ -175,8 +197,8 @@ class NcclCollectives final : public DeviceCollectives {
   }
   void wait(std::uint64_t ticket, double timeout_seconds) override {
     ANVIL_CHECK(!aborted_, "nccl wait", "the communicator was aborted after an earlier error");
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+    const auto start = std::chrono::steady_clock::now();
+    const auto deadline = start + std::chrono::duration<double>(timeout_seconds);
     while (!query(ticket)) {
       ncclResult_t async = ncclSuccess;
       ANVIL_NCCL_CHECK(api().comm_get_async_error(comm_, &async));
@@ -192,7 +214,11 @@ class NcclCollectives final : public DeviceCollectives {
                                     " s (ANVIL_DIST_TIMEOUT); a peer rank may have died or "
                                     "stalled; communicator aborted"));
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      // Note [Polling a collective]: yield while it is young, then sleep between polls.
+      if (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(2))
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     const auto it = pending_.find(ticket);
     if (it == pending_.end()) return;
@@ -204,11 +230,21 @@ class NcclCollectives final : public DeviceCollectives {
   std::string version() const override {
     int v = 0;
     api().get_version(&v);
-    // 2.28.9 is 22809 (NCCL_VERSION's encoding from 2.9 on).
-    return detail::str_cat("NCCL ", v / 10000, ".", (v / 100) % 100, ".", v % 100);
+    return version_text(v);
   }
 
  private:
+  // Note [Empty collectives]
+  // An operation of 0 elements (the interface allows any size, and an empty tensor's data
+  // pointer may be null) enqueues nothing: every rank has the same count, so every rank skips
+  // it, and its ticket is a completion event on the collective stream like any other.
+  //
+  // Note [Polling a collective]
+  // wait() returns only once the collective is complete (the host watches for NCCL's
+  // asynchronous errors and the timeout meanwhile, as PyTorch's watchdog does), so its polling
+  // interval adds to every blocking call: a 50 us sleep alone would dominate a one-rank or
+  // small-message all-reduce (a few us on the GPU). The first 2 ms of a wait yield instead.
+  //
   // The collective stream waits for the compute stream's work so far.
   void begin() {
     ANVIL_CHECK(!aborted_, "nccl", "the communicator was aborted after an earlier error");
@@ -248,6 +284,12 @@ class NcclCollectives final : public DeviceCollectives {
 
 }  // namespace
 
+std::string library_version() {
+  int v = 0;
+  ANVIL_NCCL_CHECK(api().get_version(&v));
+  return version_text(v);
+}
+
 std::string unique_id() {
   ncclUniqueId uid;
   ANVIL_NCCL_CHECK(api().get_unique_id(&uid));
@@ -261,6 +303,8 @@ std::unique_ptr<DeviceCollectives> create_collectives(cudaStream_t compute, int 
 
 #else  // built without NCCL
 
+std::string library_version() { return unique_id(); }
+
 std::string unique_id() {
   throw Error(
       "nccl: libanvil_cuda was built without NCCL (libnccl.so not found at configure time)");
@@ -273,3 +317,19 @@ std::unique_ptr<DeviceCollectives> create_collectives(cudaStream_t, int, int, in
 #endif
 
 }  // namespace anvil::cuda::nccl
+
+// For tests/cuda/test_cuda_lazy_load.cpp (no GPU needed): loads libnccl.so.2 as --dist nccl does
+// and resolves every symbol of the table. Returns 0 and "NCCL 2.28.9", or -1 and the error.
+extern "C" __attribute__((visibility("default"))) int anvil_nccl_library_version(char* out,
+                                                                                 int size) {
+  int rc = 0;
+  std::string text;
+  try {
+    text = anvil::cuda::nccl::library_version();
+  } catch (const std::exception& e) {
+    rc = -1;
+    text = e.what();
+  }
+  if (size > 0) std::snprintf(out, static_cast<std::size_t>(size), "%s", text.c_str());
+  return rc;
+}

@@ -12,6 +12,8 @@
 
 namespace anvil::cuda::nccl {
 
+// "NCCL 2.28.9": loads libnccl.so.2 (Note [Lazy NCCL loading]) and resolves its symbols.
+std::string library_version();
 // ncclGetUniqueId as 128 bytes.
 std::string unique_id();
 // ncclCommInitRank on `device`; `compute` is the device's anvil stream.

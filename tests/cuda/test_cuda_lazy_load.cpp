@@ -4,6 +4,7 @@
 // which the engine keeps working on the CPU. Runs everywhere (no GPU needed).
 #include <catch2/catch.hpp>
 
+#include <dlfcn.h>
 #include <link.h>
 
 #include <algorithm>
@@ -23,6 +24,24 @@ using namespace anvil;
 using Catch::Matchers::Contains;
 
 namespace {
+// The path of the first mapped shared object whose path contains `part` ("" when none).
+std::string mapped_path(const std::string& part) {
+  struct Query {
+    const std::string* part;
+    std::string path;
+  } q{&part, ""};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        auto* query = static_cast<Query*>(data);
+        if (query->path.empty() && info->dlpi_name != nullptr &&
+            std::string(info->dlpi_name).find(*query->part) != std::string::npos)
+          query->path = info->dlpi_name;
+        return 0;
+      },
+      &q);
+  return q.path;
+}
+
 // True when a shared object whose path contains `part` is mapped into this process.
 bool is_mapped(const std::string& part) {
   struct Query {
@@ -141,5 +160,34 @@ TEST_CASE("the CUDA pooling and batch-norm variants join their tables and select
   CHECK(batch_norm2d_table().select(eval_bwd).name == "cuda.custom");
 #else
   for (const auto& v : batch_norm2d_table().variants()) CHECK(v.device == DeviceType::cpu);
+#endif
+}
+
+// Note [Lazy NCCL loading] without a GPU: the backend's NCCL table (dlopen of libnccl.so.2, then
+// every dlsym) is what --dist nccl runs first on a GPU machine; a wrong symbol name or an
+// unloadable library shows here. Where the toolkit has no NCCL the test says so and checks the
+// refusal's text instead.
+TEST_CASE("the backend's NCCL table resolves from libnccl.so.2", "[cuda][lazy][nccl]") {
+#if !ANVIL_TEST_CUDA_BUILT
+  WARN("the CUDA backend is not built: its NCCL table is not checked");
+#else
+  (void)cuda_available();  // loads libanvil_cuda.so, GPU or not
+  const std::string path = mapped_path("libanvil_cuda");
+  REQUIRE_FALSE(path.empty());
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(handle != nullptr);
+  using Probe = int (*)(char*, int);
+  auto probe = reinterpret_cast<Probe>(dlsym(handle, "anvil_nccl_library_version"));
+  REQUIRE(probe != nullptr);
+  char text[1024] = {0};
+  const int rc = probe(text, sizeof text);
+  dlclose(handle);
+  if (rc != 0) {
+    CHECK_THAT(std::string(text), Contains("built without NCCL") || Contains("cannot load"));
+    WARN("NCCL is not usable here, the table is not checked: " << text);
+    return;
+  }
+  CHECK_THAT(std::string(text), Catch::Matchers::StartsWith("NCCL 2."));
+  CHECK(is_mapped("libnccl"));
 #endif
 }

@@ -11,6 +11,7 @@
 #include "data/loader.h"
 #include "engine/autograd/hooks.h"
 #include "engine/core/cuda_backend.h"
+#include "engine/distributed/nccl_placement.h"
 #include "tests/distributed/dist_test_util.h"
 
 using namespace anvil;
@@ -55,6 +56,39 @@ TEST_CASE("create_communicator: unknown backend and nccl without a GPU are refus
   REQUIRE_THROWS_WITH(dist::create_communicator("nccl"),
                       Catch::Contains("the nccl backend needs a CUDA GPU"));
   REQUIRE_FALSE(mapped("libanvil_mpi"));  // refused before MPI was touched
+}
+
+TEST_CASE("nccl placement: node-local ranks and one GPU per rank", "[dist]") {
+  const std::int64_t a = dist::placement_hash("node-a"), b = dist::placement_hash("node-b");
+  REQUIRE(a == dist::placement_hash("node-a"));
+  REQUIRE(a != b);
+  REQUIRE(dist::placement_hash("0000:19:00.0") != dist::placement_hash("0000:1a:00.0"));
+  // Ranks 0, 2 on node a and 1, 3 on node b (mpirun's round robin over two hosts).
+  const std::vector<std::int64_t> hosts{a, b, a, b};
+  REQUIRE(dist::node_local_rank(hosts, 0) == 0);
+  REQUIRE(dist::node_local_rank(hosts, 1) == 0);
+  REQUIRE(dist::node_local_rank(hosts, 2) == 1);
+  REQUIRE(dist::node_local_rank(hosts, 3) == 1);
+  REQUIRE_THROWS_WITH(dist::node_local_rank(hosts, 4), Catch::Contains("rank 4 outside [0, 4)"));
+  const std::int64_t gpu0 = dist::placement_hash("0000:19:00.0");
+  const std::int64_t gpu1 = dist::placement_hash("0000:1a:00.0");
+  // One rank on one GPU (the lent GPU machine), and one GPU per rank on each of two hosts.
+  REQUIRE(dist::duplicate_gpu_message({a}, {gpu0}, "0000:19:00.0", 1).empty());
+  REQUIRE(dist::duplicate_gpu_message({a, b}, {gpu0, gpu0}, "0000:19:00.0", 1).empty());
+  // CUDA_VISIBLE_DEVICES per rank: each process sees 1 GPU, device 0, but they differ.
+  REQUIRE(dist::duplicate_gpu_message({a, a}, {gpu0, gpu1}, "0000:19:00.0", 1).empty());
+  // Two ranks on a host with one GPU: refused, naming both ranks, before NCCL is asked.
+  const std::string m = dist::duplicate_gpu_message({a, a}, {gpu0, gpu0}, "0000:19:00.0", 1);
+  REQUIRE_THAT(m, Catch::Contains("ranks 0 and 1 are on the same host and the same GPU"));
+  REQUIRE_THAT(m,
+               Catch::Contains("1 GPU(s) visible per process; this rank's GPU: PCI 0000:19:00.0"));
+  REQUIRE_THAT(m, Catch::Contains("NCCL needs one GPU per rank"));
+  REQUIRE_THAT(dist::duplicate_gpu_message({a, b, a, b}, {gpu0, gpu0, gpu1, gpu1}, "x", 2),
+               Catch::Equals(""));
+  REQUIRE_THAT(dist::duplicate_gpu_message({a, b, a, b}, {gpu0, gpu0, gpu1, gpu0}, "x", 2),
+               Catch::Contains("ranks 1 and 3 are on the same host"));
+  REQUIRE_THROWS_WITH(dist::duplicate_gpu_message({a, b}, {gpu0}, "x", 1),
+                      Catch::Contains("2 host ids but 1 GPU ids"));
 }
 
 TEST_CASE("post-accumulate-grad hook: once per backward, with the final gradient", "[dist]") {

@@ -389,6 +389,9 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
               " ranks (", comm->backend(), "); the global batch is split evenly over the ranks");
   ANVIL_CHECK(ranks == 1 || config.device == "cpu" || comm->backend() == "nccl", kWhere,
               "--device cuda on ", ranks, " ranks needs --dist nccl, got ", comm->backend());
+  // NCCL moves only device memory: on the host every collective would go over the bootstrap.
+  ANVIL_CHECK(comm->backend() != "nccl" || config.device == "cuda", kWhere,
+              "--dist nccl trains on the GPU: add --device cuda (or use --dist mpi on the CPU)");
   const std::int64_t rank_batch = batch / ranks;
   std::ostream null_stream(nullptr);
   std::ostream& out = comm->rank() == 0 ? out_all : null_stream;  // rank 0 prints
@@ -401,7 +404,9 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
   r.ranks = ranks;
   r.model = config.model;
   r.threads = get_num_threads();
-  const Device device = training_device(config);
+  // Under nccl each rank trains on its communicator's GPU (Note [One GPU per rank]).
+  const Device device =
+      comm->cuda_device() >= 0 ? Device::cuda(comm->cuda_device()) : training_device(config);
   r.device =
       device.is_cpu() ? "cpu" : device.str() + " " + require_cuda(kWhere).device_name(device.index);
   const TaskData task = load_task_data(info, config.dataset, config.val_split, config.subset);
@@ -427,8 +432,11 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
   // optimizer takes the parameter handles; its state is then created on the same device.
   if (device.is_cuda()) net->to(device);
   auto opt = make_optimizer(config, net->parameters());
+  // Note [Data parallelism on one NCCL rank]: an explicit --dist nccl builds the data-parallel
+  // path on one rank too (averaging over one rank is the identity), so that a machine with one
+  // GPU runs the NCCL broadcast and the bucketed gradient all-reduce; mpi and single do not.
   std::unique_ptr<dist::DataParallel> dp;
-  if (ranks > 1) {
+  if (ranks > 1 || comm->backend() == "nccl") {
     dp = std::make_unique<dist::DataParallel>(
         comm, net->parameters(),
         dist::DataParallelOptions{.bucket_cap_mb = config.bucket_mb, .overlap = config.overlap});
@@ -505,6 +513,8 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
       e.loader_wait_seconds =
           comm->all_reduce_scalar(e.loader_wait_seconds, dist::ReduceOp::average);
       comm_wait_this_run = comm->all_reduce_scalar(comm_wait0, dist::ReduceOp::average);
+    } else if (dp) {
+      comm_wait_this_run = dp->wait_seconds_total();  // one NCCL rank
     }
     samples_this_run += samples;
     cpu_this_run += process_cpu_seconds() - cpu0;
@@ -602,7 +612,7 @@ void print_summary(const TrainReport& r, std::ostream& out) {
                      r.dist_version);
   out << fmt::format("throughput         {:.0f} samples/s total, {:.0f} per rank\n",
                      r.samples_per_second_total, r.samples_per_second_per_rank);
-  if (r.ranks > 1)
+  if (r.ranks > 1 || r.dist_backend == "nccl")
     out << fmt::format("communication wait {:.2f} % of training time (gradient all-reduce)\n",
                        r.comm_wait_fraction * 100.0);
 }
