@@ -7,6 +7,8 @@
 #   gpu_kit_mpi.sh pack STAGE BUILD   (called by gpu_kit.sh pack; STAGE is the kit's root)
 #   gpu_kit_mpi.sh env ROOT           (prints the environment that makes ROOT/mpi work, as `export`)
 #   gpu_kit_mpi.sh run ROOT OUT       (called by gpu_kit.sh run; appends to OUT/summary.txt)
+#   gpu_kit_mpi.sh without-system-mpi COMMAND...  (COMMAND with this machine's Open MPI hidden:
+#                                      the check that the kit needs none, docs/cuda.md)
 # Relocation (Note [Relocated Open MPI]) and the environment of `run`: see the header of
 # gpu_kit.sh and docs/cuda.md's GPU-kit section.
 set -uo pipefail
@@ -245,9 +247,31 @@ run_dist() {
   return $status
 }
 
+# Runs COMMAND in a private mount namespace where this machine's Open MPI is hidden, as on the GPU
+# machine (needs root and unshare(1)): empty folders over Open MPI's, PMIx's and hwloc's plugin,
+# help and configuration folders, /dev/null over the Open MPI programs and over every file of
+# libmpi*, libopen-*, libmca_common_*, liboshmem, libpmix, libhwloc, libevent* and libmunge in
+# /usr/lib/x86_64-linux-gnu. Fails (loudly) when the namespace cannot be made.
+without_system_mpi() {
+  [ $# -gt 0 ] || { echo "gpu_kit_mpi.sh without-system-mpi: no command" >&2; return 2; }
+  unshare -m --propagation private bash -c '
+    set -e
+    sys=/usr/lib/x86_64-linux-gnu
+    empty=$(mktemp -d)
+    for d in $sys/openmpi $sys/pmix2 $sys/hwloc /usr/share/openmpi /etc/openmpi; do
+      [ -d "$d" ] && mount --bind "$empty" "$d"
+    done
+    for f in /usr/bin/orterun /usr/bin/orted /usr/bin/ompi_info $sys/libmpi*.so* $sys/libopen-*.so*              $sys/libmca_common_*.so* $sys/liboshmem*.so* $sys/libpmix*.so* $sys/libhwloc*.so*              $sys/libevent*.so* $sys/libmunge*.so*; do
+      [ -e "$f" ] && [ ! -L "$f" ] && mount --bind /dev/null "$f"
+    done
+    echo "without-system-mpi: hidden: $(mount | grep -c -e "$sys" -e /usr/bin/o -e openmpi) mounts; /usr/bin/mpirun is now $(readlink -f /usr/bin/mpirun) ($(stat -c %F "$(readlink -f /usr/bin/mpirun)"))"
+    exec "$@"' without-system-mpi "$@"
+}
+
 case "${1:-}" in
   pack) shift; pack_mpi "$@" ;;
   env) shift; mpi_env "$@" ;;
   run) shift; run_dist "$@" ;;
-  *) sed -n 3,11p "$0"; exit 2 ;;
+  without-system-mpi) shift; without_system_mpi "$@" ;;
+  *) sed -n 3,13p "$0"; exit 2 ;;
 esac
