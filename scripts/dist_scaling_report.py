@@ -55,7 +55,9 @@ def report(folder):
     step_ranks = rank_counts(folder, r"steps_np(\d+)_(?:strong|weak)\.json")
     ars = {n: load(folder, f"allreduce_np{n}.json") for n in ar_ranks}
     one = load(folder, "steps_np1.json")
-    ctx = (one or next(iter(ars.values()), None) or {}).get("context", {})
+    # The context of a run on several ranks (the backend and its version), else the 1-rank one.
+    multi = [ars[n] for n in ar_ranks] + [load(folder, f"steps_np{n}_weak.json") for n in step_ranks]
+    ctx = (next((d for d in multi if d and "context" in d), None) or one or {}).get("context", {})
     out.append("## Data-parallel scaling over rank counts (measured)\n")
     out.append(f"Machine: {ctx.get('cpu', '?')}; backend {ctx.get('backend', '?')} "
                f"({ctx.get('backend_version', '?')}), {ctx.get('threads_per_rank', '?')} "
