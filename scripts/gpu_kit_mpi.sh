@@ -178,6 +178,16 @@ run_dist() {
     return 1
   fi
   note "dist: libraries: all resolve; libmpi.so.40 => $(awk '$1 == "libmpi.so.40" {print $3; exit}' "$d/ldd.txt")"
+  # PMIx 4 (mpirun's server for the ranks) listens on TCP: without an up loopback mpirun stops with
+  # "The PMIx server's listener thread failed to start" (checked here in `unshare -n`).
+  local lo_flags
+  lo_flags=$(python3 -c 'import fcntl, socket, struct  # SIOCGIFFLAGS in this network namespace
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+print(struct.unpack("H", fcntl.ioctl(s.fileno(), 0x8913, struct.pack("256s", b"lo"))[16:18])[0])' \
+    2>/dev/null || echo 0)
+  if [ $((lo_flags & 1)) = 0 ]; then
+    note "dist: WARNING: the loopback interface lo is down (flags $lo_flags): mpirun's PMIx server needs it"
+  fi
   # A small /dev/shm (a container's default 64 MiB) cannot hold 16 ranks' shared-memory segments.
   local shm_mb
   shm_mb=$(df -Pm /dev/shm 2>/dev/null | awk 'NR == 2 {print $4}')
@@ -195,13 +205,13 @@ run_dist() {
 
   # a. MPI works here: the collectives and the 2-rank data-parallel correctness tests.
   local filter="mpi*,data parallel on 2 ranks equals*"
-  step mpi_check 90 "${mpi[@]}" --bind-to none -np 2 "$root/build/tests/distributed/test_dist_mpi" "$filter"
+  step mpi_check 90 "${mpi[@]}" --bind-to none -np 2 "$root/build/tests/distributed/test_dist_mpi" --use-colour no "$filter"
   if [ "$rc" != 0 ] && grep -qiE "CMA|process_vm_(readv|writev)|single.copy" "$d/mpi_check.txt"; then
     # Containers may forbid cross-process memory access (process_vm_readv): copy through the segment.
     export OMPI_MCA_btl_vader_single_copy_mechanism=none
     note "dist: single-copy (CMA) failed; again with btl_vader_single_copy_mechanism=none"
     status=0
-    step mpi_check_nocma 90 "${mpi[@]}" --bind-to none -np 2 "$root/build/tests/distributed/test_dist_mpi" "$filter"
+    step mpi_check_nocma 90 "${mpi[@]}" --bind-to none -np 2 "$root/build/tests/distributed/test_dist_mpi" --use-colour no "$filter"
   fi
   note "dist mpi_check: $(grep -hE '^(All tests passed|test cases:)' "$d"/mpi_check*.txt | tail -1)"
   if [ "$status" != 0 ]; then
@@ -224,7 +234,7 @@ run_dist() {
 
   # c. The NCCL single-GPU path (one rank: the communicator, its all-reduce sweep, anvil train).
   local before=$status
-  step nccl_test 90 "${mpi[@]}" --bind-to none -np 1 "$root/build/tests/distributed/test_dist_nccl"
+  step nccl_test 90 "${mpi[@]}" --bind-to none -np 1 "$root/build/tests/distributed/test_dist_nccl" --use-colour no
   if ! grep -q "^GPU tests run on" "$summary"; then
     # Without a GPU the test binary must say so (exit 77, "SKIPPED: <reason>"), under mpirun.
     if [ "$rc" = 77 ] && grep -q "^SKIPPED: " "$d/nccl_test.txt"; then status=$before; fi
