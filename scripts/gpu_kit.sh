@@ -5,7 +5,7 @@
 # Google Benchmark or Catch2 to build against), by carrying a build made here.
 #
 #   here:        bash scripts/gpu_kit.sh pack [--with-fashion-mnist] [--with-mpi]
-#                  -> .gpukit/anvil-gpu-kit.tar.xz (about 9 MiB; 35 MiB with Fashion-MNIST)
+#                  -> .gpukit/anvil-gpu-kit.tar.xz (10 MiB; 40 MiB with Fashion-MNIST; +3 MiB with MPI)
 #   GPU machine: bash scripts/gpu_kit.sh run [--out DIR] [--tests-only] [--bench-only]
 #                  [--dist | --dist-only]
 #                  (from the repository root, with .gpukit/ carried along)
