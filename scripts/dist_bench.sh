@@ -35,7 +35,7 @@ while [[ $# -gt 0 ]]; do
     --bind) bind=$2; shift 2 ;;
     --timeout) timeout_s=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
-    -h|--help) sed -n 3,18p "$0"; exit 0 ;;
+    -h|--help) sed -n 3,16p "$0"; exit 0 ;;
     *) echo "dist_bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done

@@ -55,7 +55,9 @@
 #   summary.txt       one line per stage with its exit status
 # The exit status is non-zero when a test binary failed or a library did not resolve (on a
 # machine without a GPU the GPU test binaries exit 77, "skipped"). CTest `gpu_kit` packs and runs
-# the kit with --tests-only on every build that has the CUDA backend (tests/cuda/test_gpu_kit.sh).
+# the kit with --tests-only on every build that has the CUDA backend (tests/cuda/test_gpu_kit.sh);
+# with the MPI backend too, it packs --with-mpi and runs --dist-only (2 ranks) with this machine's
+# Open MPI hidden (gpu_kit_mpi.sh without-system-mpi).
 # ANVIL_GPU_KIT_DIR moves .gpukit elsewhere.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -265,5 +267,5 @@ PY
 case "${1:-}" in
   pack) shift; pack "$@" ;;
   run) shift; run "$@" ;;
-  *) sed -n '3,59p' "$0"; exit 2 ;;
+  *) sed -n '3,61p' "$0"; exit 2 ;;
 esac
