@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Distributed benchmarks on this machine (docs/distributed.md): the all-reduce sweep
-# (4 B .. 256 MiB) at 2 ranks, and the training step of every DLBench network at 1 rank (global
-# batch B) and 2 ranks (B/2 per rank: strong scaling; B per rank: weak scaling, overlapped and
-# not), one thread per rank; then the report with the alpha-beta projection
-# (scripts/dist_report.py). Usage:
+# (4 B .. 256 MiB) at every rank count of --ranks above 1 (default 2), and the training step of
+# every DLBench network at 1 rank (global batch B) and at each rank count n (B/n per rank: strong
+# scaling; B per rank: weak scaling, overlapped and, at --plain-ranks, not), one thread per rank;
+# then the report with the alpha-beta projection (scripts/dist_report.py, from the 2-rank runs)
+# and, with more than one rank count, the scaling table (scripts/dist_scaling_report.py). Usage:
 #   scripts/dist_bench.sh [--build DIR] [--out DIR] [--reps N] [--models m1,m2] [--batches b1,b2]
-#                         [--max-bytes BYTES]
-set -euo pipefail
+#                         [--max-bytes BYTES] [--ranks 2,4,..] [--plain-ranks 2,..] [--bind none|core]
+#                         [--timeout S] [--budget S]
+# --bind core: one rank per core (mpirun --bind-to core --map-by core); none (default) lets ranks
+# share a small machine. --timeout: each mpirun at most S seconds; --budget: all of them together
+# at most S seconds (a run that would start with less than 10 s left is skipped and listed).
+# A failed, timed-out or skipped run is listed in commands.txt and makes the exit status 1, and
+# the others still run. Strong scaling needs n to divide B (other models are left out at that n).
+set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build out=results/dist_$(date -u +%Y-%m-%d) reps=2
 models=fcn5,fcn8,alexnet,resnet50,vgg16,lstm32,lstm64
 # Global batches: the papers' CPU batch, except ResNet-50 and VGG16 (8 and 4: a step at 16 takes
 # tens of seconds on one core of a 2-core machine).
 batches=64,64,16,8,4,128,128
-max_bytes=268435456
+max_bytes=268435456 ranks=2 plain_ranks='' bind=none timeout_s=0 budget=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build) build=$2; shift 2 ;;
@@ -23,23 +30,72 @@ while [[ $# -gt 0 ]]; do
     --models) models=$2; shift 2 ;;
     --batches) batches=$2; shift 2 ;;
     --max-bytes) max_bytes=$2; shift 2 ;;
-    -h|--help) sed -n 3,9p "$0"; exit 0 ;;
+    --ranks) ranks=$2; shift 2 ;;
+    --plain-ranks) plain_ranks=$2; shift 2 ;;
+    --bind) bind=$2; shift 2 ;;
+    --timeout) timeout_s=$2; shift 2 ;;
+    --budget) budget=$2; shift 2 ;;
+    -h|--help) sed -n 3,16p "$0"; exit 0 ;;
     *) echo "dist_bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 bench=$build/bench/distributed/anvil_dist_bench
 [[ -x $bench ]] || { echo "dist_bench.sh: $bench not built (cmake --build $build --target anvil_dist_bench anvil_mpi)" >&2; exit 1; }
+[[ $bind == none || $bind == core ]] || { echo "dist_bench.sh: --bind none|core, got $bind" >&2; exit 2; }
+plain_ranks=${plain_ranks:-$ranks}
 mkdir -p "$out"
-mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 -x OMP_WAIT_POLICY=PASSIVE)
-half=$(python3 -c "print(','.join(str(int(b)//2) for b in '$batches'.split(',')))")
+mpi=(mpirun --allow-run-as-root --oversubscribe -x OMP_NUM_THREADS=1 -x OMP_WAIT_POLICY=PASSIVE)
+if [[ $bind == core ]]; then mpi+=(--bind-to core --map-by core); else mpi+=(--bind-to none); fi
 lscpu > "$out/lscpu.txt"
 uptime > "$out/load.txt"  # a shared machine: the load average says how much of it was ours
-run() { echo "+ $*" | tee -a "$out/commands.txt"; "$@"; }
-run "${mpi[@]}" -np 2 "$bench" allreduce --max-bytes "$max_bytes" --out "$out/allreduce_np2.json"
+: > "$out/commands.txt"
+status=0 t_start=$SECONDS
+run() {  # every mpirun under the per-run timeout and what is left of the budget
+  local limit=$timeout_s
+  if [[ $budget -gt 0 ]]; then
+    local left=$((budget - (SECONDS - t_start)))
+    if [[ $left -lt 10 ]]; then echo "SKIPPED (budget of $budget s spent): $*" | tee -a "$out/commands.txt"; status=1; return; fi
+    [[ $limit -eq 0 || $left -lt $limit ]] && limit=$left
+  fi
+  echo "+ $*" | tee -a "$out/commands.txt"
+  local t0=$SECONDS rc
+  if [[ $limit -gt 0 ]]; then timeout -k 10 "$limit" "$@"; else "$@"; fi
+  rc=$?
+  [[ $rc == 124 || $rc == 137 ]] && echo "TIMEOUT after $limit s: $*" | tee -a "$out/commands.txt"
+  echo "  exit $rc in $((SECONDS - t0)) s" >> "$out/commands.txt"
+  [[ $rc == 0 ]] || status=1
+}
+# "fcn5,lstm32" "64,128" N: the models whose global batch N divides, and their batches / N.
+divided() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import sys
+ms, bs, n = sys.argv[1].split(","), [int(b) for b in sys.argv[2].split(",")], int(sys.argv[3])
+keep = [(m, b // n) for m, b in zip(ms, bs) if b % n == 0]
+print(",".join(m for m, _ in keep), ",".join(str(b) for _, b in keep))
+PY
+}
+in_list() { [[ ,$2, == *,$1,* ]]; }
+IFS=, read -r -a rank_list <<< "$ranks"
+for n in "${rank_list[@]}"; do
+  [[ $n -gt 1 ]] && run "${mpi[@]}" -np "$n" "$bench" allreduce --max-bytes "$max_bytes" --out "$out/allreduce_np$n.json"
+done
 run "${mpi[@]}" -np 1 "$bench" steps --models "$models" --batches "$batches" --reps "$reps" --out "$out/steps_np1.json"
-run "${mpi[@]}" -np 2 "$bench" steps --models "$models" --batches "$half" --reps "$reps" --out "$out/steps_np2_strong.json"
-run "${mpi[@]}" -np 2 "$bench" steps --models "$models" --batches "$batches" --reps "$reps" --out "$out/steps_np2_weak.json"
-run "${mpi[@]}" -np 2 "$bench" steps --models "$models" --batches "$batches" --reps "$reps" --no-overlap --out "$out/steps_np2_weak_nooverlap.json"
+for n in "${rank_list[@]}"; do
+  [[ $n -gt 1 ]] || continue
+  read -r smodels sbatches <<< "$(divided "$models" "$batches" "$n")"
+  if [[ -n $smodels ]]; then
+    run "${mpi[@]}" -np "$n" "$bench" steps --models "$smodels" --batches "$sbatches" --reps "$reps" --out "$out/steps_np${n}_strong.json"
+  fi
+  run "${mpi[@]}" -np "$n" "$bench" steps --models "$models" --batches "$batches" --reps "$reps" --out "$out/steps_np${n}_weak.json"
+  if in_list "$n" "$plain_ranks"; then
+    run "${mpi[@]}" -np "$n" "$bench" steps --models "$models" --batches "$batches" --reps "$reps" --no-overlap --out "$out/steps_np${n}_weak_nooverlap.json"
+  fi
+done
 uptime >> "$out/load.txt"
-python3 "$root/scripts/dist_report.py" "$out" > "$out/report.md"
+python3 "$root/scripts/dist_report.py" "$out" > "$out/report.md" || status=1
 echo "dist_bench.sh: wrote $out/report.md"
+if [[ ${#rank_list[@]} -gt 1 ]]; then
+  python3 "$root/scripts/dist_scaling_report.py" "$out" > "$out/scaling.md" || status=1
+  echo "dist_bench.sh: wrote $out/scaling.md"
+fi
+exit $status

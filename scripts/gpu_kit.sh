@@ -4,10 +4,30 @@
 # packages and no network (the lent H100/H200 machines: nvcc, CMake, PyTorch, no oneDNN,
 # Google Benchmark or Catch2 to build against), by carrying a build made here.
 #
-#   here:        bash scripts/gpu_kit.sh pack [--with-fashion-mnist]
-#                  -> .gpukit/anvil-gpu-kit.tar.xz (about 9 MiB; 35 MiB with Fashion-MNIST)
+#   here:        bash scripts/gpu_kit.sh pack [--with-fashion-mnist] [--with-mpi]
+#                  -> .gpukit/anvil-gpu-kit.tar.xz (10 MiB; 40 MiB with Fashion-MNIST; +3 MiB with MPI)
 #   GPU machine: bash scripts/gpu_kit.sh run [--out DIR] [--tests-only] [--bench-only]
+#                  [--dist | --dist-only]
 #                  (from the repository root, with .gpukit/ carried along)
+#
+# --with-mpi (scripts/gpu_kit_mpi.sh) also packs a relocatable copy of this machine's Open MPI
+# 4.1.4 (mpirun, orted, libmpi, PMIx, hwloc, libevent, the MCA plugins except UCX, OFI, PSM,
+# PSM2, openib and OpenSHMEM ones, help texts, parameter files; Note [Relocated Open MPI]),
+# libanvil_mpi, anvil_dist_bench and test_dist_mpi. run --dist adds, after the
+# other stages, the distributed stage into DIR/dist/ (--dist-only: that stage alone), bounded by
+# ANVIL_GPU_DIST_BUDGET seconds (default 300), every mpirun under `timeout`, as root:
+#   mpi_check.txt     test_dist_mpi on 2 ranks (collectives, data parallel = one process)
+#   scaling/          scripts/dist_bench.sh --ranks ANVIL_GPU_DIST_RANKS (default 1,2,4,8,16),
+#                     one rank per core (--bind-to core when the cores suffice), one thread per
+#                     rank: all-reduce sweeps to ANVIL_GPU_DIST_MAX_BYTES (64 MiB), weak and
+#                     strong steps of ANVIL_GPU_DIST_MODELS / _BATCHES (fcn5,alexnet,lstm32 at
+#                     64,16,128), after-backward runs at ANVIL_GPU_DIST_PLAIN_RANKS (2,16);
+#                     scaling.md (scripts/dist_scaling_report.py), report.md (dist_report.py)
+#   nccl_test.txt, nccl_allreduce*, nccl_train*: the NCCL single-GPU path under mpirun -np 1
+#                     (test_cuda_runtime [nccl], the NCCL all-reduce sweep to 1 GiB, `anvil train
+#                     --dist nccl --device cuda` when Fashion-MNIST is packed); without a GPU
+#                     test_cuda_runtime must exit 77 and the rest is reported skipped
+#   summary.txt       a "dist ..." line per step
 #
 # pack takes the CUDA-enabled Release build in ${ANVIL_BUILD_DIR:-build} (CMake's default
 # flags: no -march=native, ISA-specific kernels are chosen at run time, so it runs on another
@@ -35,7 +55,9 @@
 #   summary.txt       one line per stage with its exit status
 # The exit status is non-zero when a test binary failed or a library did not resolve (on a
 # machine without a GPU the GPU test binaries exit 77, "skipped"). CTest `gpu_kit` packs and runs
-# the kit with --tests-only on every build that has the CUDA backend (tests/cuda/test_gpu_kit.sh).
+# the kit with --tests-only on every build that has the CUDA backend (tests/cuda/test_gpu_kit.sh);
+# with the MPI backend too, it packs --with-mpi and runs --dist-only (2 ranks) with this machine's
+# Open MPI hidden (gpu_kit_mpi.sh without-system-mpi).
 # ANVIL_GPU_KIT_DIR moves .gpukit elsewhere.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -44,10 +66,11 @@ kit_dir="${ANVIL_GPU_KIT_DIR:-.gpukit}"  # relative to the repository root, or a
 kit="$kit_dir/anvil-gpu-kit.tar.xz"
 
 pack() {
-  local with_data=0
+  local with_data=0 with_mpi=0
   while [ $# -gt 0 ]; do
     case "$1" in
       --with-fashion-mnist) with_data=1; shift ;;
+      --with-mpi) with_mpi=1; shift ;;
       *) echo "gpu_kit.sh pack: unknown option $1" >&2; exit 2 ;;
     esac
   done
@@ -65,11 +88,9 @@ pack() {
   cp -a "$build"/lib/libanvil.so* "$build/lib/libanvil_cuda.so" "$stage/build/lib/"
   cp "$build/bench/anvil_bench" "$stage/build/bench/"
   cp "$build/bin/anvil" "$stage/build/bin/"
-  # The NCCL all-reduce bench (docs/results/nccl_first_run_checklist.md), when it was built.
-  [ -f "$build/bench/distributed/anvil_dist_bench" ] && cp "$build/bench/distributed/anvil_dist_bench" "$stage/build/bench/"
   cp "$build"/tests/cuda/test_cuda_{runtime,gemm,lazy_load,pool_bn} "$stage/build/tests/cuda/"
   # The libraries the binaries need, except the C/C++ runtime (newer on the GPU image) and CUDA's.
-  ldd "$stage"/build/lib/*.so* "$stage"/build/bench/* "$stage"/build/bin/anvil \
+  ldd "$stage"/build/lib/*.so* "$stage"/build/bench/anvil_bench "$stage"/build/bin/anvil \
       "$stage"/build/tests/cuda/* 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
     while read -r name path; do
       case "$name" in
@@ -78,6 +99,9 @@ pack() {
         *) cp -L "$path" "$stage/syslib/$name" ;;
       esac
     done
+  if [ "$with_mpi" = 1 ]; then  # Open MPI and the MPI programs (scripts/gpu_kit_mpi.sh)
+    bash scripts/gpu_kit_mpi.sh pack "$stage" "$build" || exit 1
+  fi
   if [ "$with_data" = 1 ]; then
     local fm="${ANVIL_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}"
     [ -f "$fm/train-images-idx3-ubyte.gz" ] || { echo "gpu_kit.sh pack: no Fashion-MNIST in $fm" >&2; exit 1; }
@@ -86,7 +110,8 @@ pack() {
   fi
   { echo "anvil GPU kit"; echo "packed: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n)";
     echo "commit: $(git rev-parse HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo ' (working tree differs)')";
-    echo "build: $build"; echo "system libraries: $(ls "$stage/syslib" | tr '\n' ' ')"; } > "$stage/KIT.txt"
+    echo "build: $build"; echo "system libraries: $(ls "$stage/syslib" | tr '\n' ' ')"
+    [ -f "$stage/mpi/MPI.txt" ] && cat "$stage/mpi/MPI.txt"; } > "$stage/KIT.txt"
   mkdir -p "$kit_dir"
   XZ_OPT=-T0 tar -C "$stage" -cJf "$kit" .
   cat "$stage/KIT.txt"
@@ -128,12 +153,14 @@ run_cases() {
 }
 
 run() {
-  local out="results/gpu-$(date +%Y%m%d-%H%M%S)" tests=1 bench=1
+  local out="results/gpu-$(date +%Y%m%d-%H%M%S)" tests=1 bench=1 dist=0
   while [ $# -gt 0 ]; do
     case "$1" in
       --out) out="$2"; shift 2 ;;
       --tests-only) bench=0; shift ;;
       --bench-only) tests=0; shift ;;
+      --dist) dist=1; shift ;;
+      --dist-only) tests=0; bench=0; dist=1; shift ;;
       *) echo "gpu_kit.sh run: unknown option $1" >&2; exit 2 ;;
     esac
   done
@@ -169,11 +196,12 @@ PY
     [ -d "$d" ] && case ":$cuda_dirs:" in *":$d:"*) ;; *) cuda_dirs="$cuda_dirs:$d" ;; esac
   done
   export LD_LIBRARY_PATH="$root/build/lib:$root/syslib${cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  [ -d "$root/mpi/lib" ] && LD_LIBRARY_PATH="$root/mpi/lib:$LD_LIBRARY_PATH"  # pack --with-mpi
   note "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
   note "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi failed')"
 
-  ldd "$root"/build/lib/*.so* "$root"/build/bench/* "$root"/build/bin/anvil "$root"/build/tests/cuda/* \
+  ldd "$root"/build/lib/*.so* "$root"/build/bench/anvil_bench "$root"/build/bin/anvil "$root"/build/tests/cuda/* \
     > "$out/ldd.txt" 2>&1
   if grep -q "not found" "$out/ldd.txt"; then
     note "FAIL: libraries not found: $(grep "not found" "$out/ldd.txt" | awk '{print $1}' | sort -u | tr '\n' ' ')"
@@ -233,6 +261,11 @@ PY
       done
     fi
   fi
+  if [ "$dist" = 1 ]; then  # scripts/gpu_kit_mpi.sh: MPI check, CPU scaling, NCCL on one GPU
+    local t0=$SECONDS
+    bash scripts/gpu_kit_mpi.sh run "$root" "$out" || status=1
+    note "dist stage: $((SECONDS - t0)) s ($out/dist)"
+  fi
   note "gpu_kit.sh run: done, status $status ($out)"
   return $status
 }
@@ -240,5 +273,5 @@ PY
 case "${1:-}" in
   pack) shift; pack "$@" ;;
   run) shift; run "$@" ;;
-  *) sed -n '3,38p' "$0"; exit 2 ;;
+  *) sed -n '3,61p' "$0"; exit 2 ;;
 esac

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The "nccl" communicator on one GPU and one process (Note [NCCL without MPI on one process]):
-// every collective and dtype on device memory, the event ordering against the compute stream
-// (Note [Collective stream ordering]), and data parallelism over one NCCL rank being plain
-// training on the GPU, bit for bit. Needs a GPU and libnccl.so.2 (gpu_main.cpp skips without a
-// GPU; a missing NCCL fails with the loader's message, since the GPU kit promises it).
+// every collective and dtype on device memory at sizes 0, 1, odd and larger than a gradient
+// bucket, several in flight, the event ordering against the compute stream (Note [Collective
+// stream ordering]), and data parallelism over one NCCL rank being plain training on the GPU,
+// bit for bit. Also run under `mpirun -np 1` (CTest dist_nccl, gpu_kit.sh run --dist). Needs a GPU
+// and libnccl.so.2 (gpu_main.cpp skips without a GPU; a missing NCCL fails with the loader's
+// message, since the GPU kit promises it).
 #include <catch2/catch.hpp>
 
 #include <memory>
@@ -24,6 +26,13 @@ const Device kGpu = Device::cuda(0);
 std::vector<double> host_values(const Tensor& t) {
   const Tensor h = t.to(Device::cpu()).to(DType::f64).contiguous();
   return std::vector<double>(h.data<double>(), h.data<double>() + h.numel());
+}
+
+// i % 97 as `d` on the host (exact in every dtype the communicator takes).
+Tensor pattern(DType d, std::int64_t n) {
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<double>(i % 97);
+  return Tensor::from_vector(v, {n}).to(d);
 }
 }  // namespace
 
@@ -77,6 +86,43 @@ TEST_CASE("nccl communicator on one GPU: collectives, dtypes and stream ordering
   REQUIRE_THROWS_WITH(comm->broadcast(b, 1), Catch::Contains("root 1 outside [0, 1)"));
   Tensor i32 = Tensor::zeros({2}, DType::i32, kGpu);
   REQUIRE_THROWS_WITH(comm->all_reduce(i32), Catch::Contains("is not supported"));
+}
+
+TEST_CASE("nccl on one GPU: every op and dtype at sizes 0, 1, odd and above a bucket, in flight",
+          "[cuda][nccl]") {
+  const dist::CommunicatorPtr comm = dist::create_communicator("nccl");
+  for (DType d : {DType::f32, DType::f64, DType::i64}) {
+    const std::int64_t bucket = 25 * 1048576 / static_cast<std::int64_t>(dtype_size(d));
+    for (std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{1001}, bucket + 3}) {
+      INFO(dtype_name(d) << " x " << n);
+      const Tensor expected = pattern(d, n);
+      const std::vector<double> want = host_values(expected);
+      for (dist::ReduceOp op :
+           {dist::ReduceOp::sum, dist::ReduceOp::average, dist::ReduceOp::max}) {
+        if (op == dist::ReduceOp::average && d == DType::i64) continue;
+        Tensor t = expected.to(kGpu);
+        comm->all_reduce(t, op);
+        REQUIRE(t.device() == kGpu);
+        REQUIRE(host_values(t) == want);
+      }
+      Tensor b = expected.to(kGpu);
+      comm->broadcast(b, 0);
+      REQUIRE(host_values(b) == want);
+      Tensor gathered = Tensor::zeros({n}, d, kGpu);
+      comm->all_gather_async(expected.to(kGpu), gathered)->wait();
+      REQUIRE(host_values(gathered) == want);
+    }
+  }
+  // Several all-reduces in flight at once, waited in order.
+  std::vector<Tensor> ts;
+  std::vector<dist::WorkPtr> works;
+  for (int i = 0; i < 8; ++i) {
+    ts.push_back(Tensor::full({4099}, 1.5 + i, DType::f32, kGpu));
+    works.push_back(comm->all_reduce_async(ts.back(), dist::ReduceOp::sum));
+  }
+  for (auto& w : works) w->wait();
+  for (int i = 0; i < 8; ++i) CHECK(host_values(ts[static_cast<std::size_t>(i)])[4098] == 1.5 + i);
+  comm->barrier();
 }
 
 TEST_CASE("data parallel over one NCCL rank is plain GPU training, bit for bit", "[cuda][nccl]") {

@@ -2,21 +2,27 @@
 # SPDX-License-Identifier: Apache-2.0
 # scripts/gpu_kit.sh packs this build and runs it from the kit alone (CTest: gpu_kit, registered
 # when the CUDA backend and anvil_bench are built):
-#   test_gpu_kit.sh SOURCE_DIR BUILD_DIR
+#   test_gpu_kit.sh SOURCE_DIR BUILD_DIR [--with-mpi]
 # Packs into a temporary folder, runs `gpu_kit.sh run --tests-only` there and checks its summary:
 # every library resolves, oneDNN and Google Benchmark come from the kit (not from this machine),
 # the lazy-load test passes, and the GPU test binaries pass with a GPU or report themselves
 # skipped (exit 77) without one, which must then make the run's status non-zero. This keeps the
 # kit working for a GPU machine that has none of the Debian packages (a new shared library the
 # build starts to need is packed or shows up here as unresolved on such a machine's list).
+# --with-mpi (registered when the MPI backend is built): packs the kit's Open MPI too and runs
+# `gpu_kit.sh run --dist-only` (2 ranks, mlp_mnist, small) with this machine's Open MPI hidden in a
+# private mount namespace (gpu_kit_mpi.sh without-system-mpi; needs root and unshare, and FAILS
+# when they are not available): libmpi comes from the kit, the MPI check and the 2-rank scaling
+# run pass, and the NCCL part passes with a GPU or reports itself skipped (exit 77) without one.
 set -uo pipefail
-src=$1 build=$2
+src=$1 build=$2 with_mpi=()
+[ "${3:-}" = --with-mpi ] && with_mpi=(--with-mpi)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; for f in "$tmp"/pack.log "$tmp"/run.log; do [ -f "$f" ] && sed 's/^/  /' "$f"; done; exit 1; }
 export ANVIL_GPU_KIT_DIR="$tmp/kit" ANVIL_BUILD_DIR="$build"
 
-bash "$src/scripts/gpu_kit.sh" pack > "$tmp/pack.log" 2>&1 || fail "gpu_kit.sh pack exited non-zero"
+bash "$src/scripts/gpu_kit.sh" pack "${with_mpi[@]}" > "$tmp/pack.log" 2>&1 || fail "gpu_kit.sh pack exited non-zero"
 kit="$tmp/kit/anvil-gpu-kit.tar.xz"
 [ -f "$kit" ] || fail "no $kit"
 tar -tJf "$kit" > "$tmp/list.txt" || fail "cannot list $kit"  # a file: grep -q on a pipe would SIGPIPE tar
@@ -48,5 +54,30 @@ else
     grep -q "^$t: exit 77 " "$summary" || fail "$t did not report itself skipped (77) without a GPU"
   done
   [ "$rc" != 0 ] || fail "run exited 0 although the GPU tests were skipped"
+fi
+if [ ${#with_mpi[@]} -gt 0 ]; then
+  grep -Eq "^\./mpi/lib/(libc\.so|libstdc\+\+|libcudart|libnccl)" "$tmp/list.txt" && fail "mpi/lib packs the C/C++ runtime or CUDA's"
+  grep -q "^\./mpi/bin/orterun$" "$tmp/list.txt" || fail "no mpi/bin/orterun in the kit"
+  ANVIL_GPU_DIST_RANKS=1,2 ANVIL_GPU_DIST_MODELS=mlp_mnist ANVIL_GPU_DIST_BATCHES=8 ANVIL_GPU_DIST_PLAIN_RANKS=none \
+  ANVIL_GPU_DIST_MAX_BYTES=4096 ANVIL_GPU_DIST_BUDGET=150 bash "$src/scripts/gpu_kit_mpi.sh" without-system-mpi \
+    bash "$src/scripts/gpu_kit.sh" run --dist-only --out "$tmp/dist" > "$tmp/run.log" 2>&1
+  rc=$?
+  grep -q "^without-system-mpi: hidden: " "$tmp/run.log" ||
+    fail "could not hide this machine's Open MPI (a private mount namespace needs root and unshare)"
+  s="$tmp/dist/summary.txt"
+  [ -f "$s" ] || fail "no summary.txt from run --dist-only"
+  grep -q "^dist: libraries: all resolve; libmpi.so.40 => $tmp/kit/root/mpi/lib/libmpi.so.40$" "$s" ||
+    fail "libmpi does not come from the kit: $(grep '^dist: lib' "$s")"
+  grep -q "^dist mpi_check: exit 0 " "$s" || fail "the 2-rank MPI check failed from the kit"
+  grep -q "^dist mpi_check: All tests passed" "$s" || fail "the MPI check's tests did not all pass"
+  grep -q "^dist scaling: exit 0 " "$s" || fail "dist_bench.sh --ranks 1,2 failed from the kit"
+  grep -q "^| mlp_mnist | 8 | 2 | " "$tmp/dist/dist/scaling/scaling.md" || fail "no 2-rank row in scaling.md"
+  if grep -q "^GPU tests run on" "$s"; then
+    grep -q "^dist nccl_test: exit 0 " "$s" || fail "test_cuda_runtime [nccl] under mpirun -np 1 failed on this GPU machine"
+  else
+    grep -q "^dist nccl: SKIPPED (exit 77): " "$s" || fail "test_cuda_runtime [nccl] did not report itself skipped without a GPU"
+    [ "$rc" != 0 ] || fail "run --dist-only exited 0 although the NCCL part was skipped"
+  fi
+  echo "PASS: Open MPI from the kit with this machine's hidden: $(grep '^dist mpi_check: All' "$s" | cut -d' ' -f3-)"
 fi
 echo "PASS: the GPU kit packs $(du -m "$kit" | cut -f1) MiB and runs from the kit alone; $(grep -c '^test_' "$summary") test binaries ran"

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# The data-parallel scaling report over several rank counts (scripts/dist_bench.sh --ranks
+# 1,2,4,8,16; docs/distributed.md): the all-reduce time and bus bandwidth per message size and
+# rank count, and per model the training step at 1 rank and at n ranks with strong and weak
+# scaling efficiency, throughput and the all-reduce wait. Prints markdown; measured values only.
+"""Usage: dist_scaling_report.py RESULTS_DIR  (allreduce_np<n>.json, steps_np1.json,
+steps_np<n>_strong.json, steps_np<n>_weak.json, steps_np<n>_weak_nooverlap.json)"""
+import json
+import os
+import re
+import sys
+
+
+def load(folder, name):
+    path = os.path.join(folder, name)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def rank_counts(folder, pattern):
+    """The n of every file in folder whose name matches pattern (one group: n), sorted."""
+    found = set()
+    for name in os.listdir(folder):
+        m = re.fullmatch(pattern, name)
+        if m:
+            found.add(int(m.group(1)))
+    return sorted(found)
+
+
+def by_model(doc):
+    return {r["model"]: r for r in (doc or {}).get("steps", [])}
+
+
+def fmt(x, digits=3):
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def pct(x):
+    return "n/a" if x is None else f"{100 * x:.0f} %"
+
+
+def efficiencies(t1, n, strong, weak):
+    """Strong: T1(B) / (n Tn(B/n)); weak: T1(B) / Tn(B per rank). None where a run is missing."""
+    s = t1 / (n * strong) if strong else None
+    w = t1 / weak if weak else None
+    return s, w
+
+
+def report(folder):
+    out = []
+    ar_ranks = rank_counts(folder, r"allreduce_np(\d+)\.json")
+    step_ranks = rank_counts(folder, r"steps_np(\d+)_(?:strong|weak)\.json")
+    ars = {n: load(folder, f"allreduce_np{n}.json") for n in ar_ranks}
+    one = load(folder, "steps_np1.json")
+    # The context of a run on several ranks (the backend and its version), else the 1-rank one.
+    multi = [ars[n] for n in ar_ranks] + [load(folder, f"steps_np{n}_weak.json") for n in step_ranks]
+    ctx = (next((d for d in multi if d and "context" in d), None) or one or {}).get("context", {})
+    out.append("## Data-parallel scaling over rank counts (measured)\n")
+    out.append(f"Machine: {ctx.get('cpu', '?')}; backend {ctx.get('backend', '?')} "
+               f"({ctx.get('backend_version', '?')}), {ctx.get('threads_per_rank', '?')} "
+               f"thread(s) per rank; commit {ctx.get('git', '?')}; load average at the start "
+               f"{ctx.get('loadavg_start', '?')}.\n")
+    if ars:
+        out.append("### All-reduce (sum, f32): time (us) / busbw (GB/s) per rank count\n")
+        sizes = sorted({r["bytes"] for doc in ars.values() for r in doc["allreduce"]})
+        rows = {n: {r["bytes"]: r for r in doc["allreduce"]} for n, doc in ars.items()}
+        out.append("| bytes | " + " | ".join(f"{n} ranks" for n in ar_ranks) + " |")
+        out.append("|---:|" + "---:|" * len(ar_ranks))
+        for s in sizes:
+            cells = []
+            for n in ar_ranks:
+                r = rows[n].get(s)
+                cells.append("n/a" if r is None else f"{r['time_us']:.1f} / {r['busbw_GBps']:.3f}")
+            out.append(f"| {s} | " + " | ".join(cells) + " |")
+        out.append("\nbusbw = bytes / time x 2 (n - 1) / n (nccl-tests); time = the slowest rank's "
+                   "mean per call.\n")
+    if one and step_ranks:
+        out.append("### Training step per rank count (one thread per rank)\n")
+        out.append("| model | global batch B | ranks n | strong: step at B/n per rank (s) | "
+                   "strong eff. | weak: step at B per rank (s) | weak eff. | weak throughput "
+                   "(samples/s) | all-reduce wait share (weak) | wait after backward (s) | "
+                   "wait overlapped (s) |")
+        out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        runs = {n: (by_model(load(folder, f"steps_np{n}_strong.json")),
+                    by_model(load(folder, f"steps_np{n}_weak.json")),
+                    by_model(load(folder, f"steps_np{n}_weak_nooverlap.json")))
+                for n in step_ranks}
+        for m, r1 in by_model(one).items():
+            t1, b = r1["step_s"], r1["rank_batch"]
+            out.append(f"| {m} | {b} | 1 | {fmt(t1)} | 100 % | {fmt(t1)} | 100 % | "
+                       f"{b / t1:.1f} | n/a | n/a | n/a |")
+            for n in step_ranks:
+                strong, weak, plain = (d.get(m) for d in runs[n])
+                s_eff, w_eff = efficiencies(t1, n, strong and strong["step_s"],
+                                            weak and weak["step_s"])
+                share = weak["wait_s"] / weak["step_s"] if weak else None
+                thr = n * weak["rank_batch"] / weak["step_s"] if weak else None
+                out.append(f"| {m} | {b} | {n} | {fmt(strong and strong['step_s'])} | "
+                           f"{pct(s_eff)} | {fmt(weak and weak['step_s'])} | {pct(w_eff)} | "
+                           f"{fmt(thr, 1)} | {pct(share)} | {fmt(plain and plain['wait_s'], 4)} | "
+                           f"{fmt(weak and weak['wait_s'], 4)} |")
+        out.append("\nStrong efficiency = T1(B) / (n Tn(B/n)) (n/a where n does not divide B); "
+                   "weak efficiency = T1(B) / Tn(B per rank); throughput = n B / Tn(B per rank); "
+                   "the wait share is the overlapped weak run's time blocked on gradient "
+                   "all-reduces over its step time; the after-backward wait comes from the "
+                   "--no-overlap run where there is one. Medians of the repetitions; a step time "
+                   "is the slowest rank's.\n")
+    return "\n".join(out)
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    print(report(sys.argv[1]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
