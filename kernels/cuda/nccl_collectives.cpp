@@ -144,8 +144,15 @@ class NcclCollectives final : public DeviceCollectives {
     ncclUniqueId uid;
     std::memcpy(&uid, id.data(), sizeof uid);
     ANVIL_NCCL_CHECK(api().comm_init_rank(&comm_, size, uid, rank));
-    ANVIL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    ANVIL_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
+    // A constructor that throws runs no destructor: free what was made before rethrowing.
+    try {
+      ANVIL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      ANVIL_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
+    } catch (...) {
+      if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+      (void)api().comm_destroy(comm_);
+      throw;
+    }
   }
   ~NcclCollectives() override {
     // A destructor must not throw: when the device cannot be made current (DeviceGuard throws,
