@@ -6,18 +6,12 @@
 # scaling efficiency, throughput and the all-reduce wait. Prints markdown; measured values only.
 """Usage: dist_scaling_report.py RESULTS_DIR  (allreduce_np<n>.json, steps_np1.json,
 steps_np<n>_strong.json, steps_np<n>_weak.json, steps_np<n>_weak_nooverlap.json)"""
-import json
 import os
 import re
 import sys
 
-
-def load(folder, name):
-    path = os.path.join(folder, name)
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return json.load(f)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dist_report import by_model, fmt, load, pct  # noqa: E402  (the shared table helpers)
 
 
 def rank_counts(folder, pattern):
@@ -28,18 +22,6 @@ def rank_counts(folder, pattern):
         if m:
             found.add(int(m.group(1)))
     return sorted(found)
-
-
-def by_model(doc):
-    return {r["model"]: r for r in (doc or {}).get("steps", [])}
-
-
-def fmt(x, digits=3):
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
-def pct(x):
-    return "n/a" if x is None else f"{100 * x:.0f} %"
 
 
 def efficiencies(t1, n, strong, weak):
