@@ -61,6 +61,7 @@
 # ANVIL_GPU_KIT_DIR moves .gpukit elsewhere.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+source scripts/kit_libs.sh  # kit_copy_libs: which shared libraries the kit carries
 
 kit_dir="${ANVIL_GPU_KIT_DIR:-.gpukit}"  # relative to the repository root, or absolute
 kit="$kit_dir/anvil-gpu-kit.tar.xz"
@@ -90,15 +91,8 @@ pack() {
   cp "$build/bin/anvil" "$stage/build/bin/"
   cp "$build"/tests/cuda/test_cuda_{runtime,gemm,lazy_load,pool_bn} "$stage/build/tests/cuda/"
   # The libraries the binaries need, except the C/C++ runtime (newer on the GPU image) and CUDA's.
-  ldd "$stage"/build/lib/*.so* "$stage"/build/bench/anvil_bench "$stage"/build/bin/anvil \
-      "$stage"/build/tests/cuda/* 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
-    while read -r name path; do
-      case "$name" in
-        libanvil*|libc.so*|libm.so*|libstdc++*|libgcc_s*|libdl.so*|libpthread*|librt.so*|ld-linux*) ;;
-        libcuda*|libcublas*|libnv*|libcudnn*|libnccl*) ;;
-        *) cp -L "$path" "$stage/syslib/$name" ;;
-      esac
-    done
+  kit_copy_libs "$stage/syslib" "" "$stage"/build/lib/*.so* "$stage"/build/bench/anvil_bench \
+    "$stage"/build/bin/anvil "$stage"/build/tests/cuda/*
   if [ "$with_mpi" = 1 ]; then  # Open MPI and the MPI programs (scripts/gpu_kit_mpi.sh)
     bash scripts/gpu_kit_mpi.sh pack "$stage" "$build" || exit 1
   fi

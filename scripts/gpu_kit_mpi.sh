@@ -13,6 +13,7 @@
 # gpu_kit.sh and docs/cuda.md's GPU-kit section.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/kit_libs.sh"  # kit_copy_libs: which shared libraries the kit carries
 
 # Note [Relocated Open MPI]
 # Open MPI finds its plugins, help texts and parameter files through its install directories, which
@@ -72,16 +73,9 @@ pack_mpi() {
   cp "$sys"/pmix2/share/pmix/help-*.txt "$m/share/pmix/"
   cp /etc/openmpi/openmpi-default-hostfile "$m/etc/" 2>/dev/null || : > "$m/etc/openmpi-default-hostfile"
   # The libraries of all of it, except the C runtime and what the main kit already packs in syslib/.
-  ldd "$m"/bin/orterun "$m"/bin/orted "$m"/bin/ompi_info "$m"/lib/openmpi/*.so "$m"/lib/pmix/*.so \
-      "$stage"/build/lib/libanvil_mpi.so "$stage"/build/bench/distributed/* "$stage"/build/tests/distributed/* \
-      2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
-    while read -r name path; do
-      case "$name" in
-        libanvil*|libc.so*|libm.so*|libstdc++*|libgcc_s*|libdl.so*|libpthread*|librt.so*|ld-linux*) ;;
-        libcuda*|libcublas*|libnv*|libcudnn*|libnccl*) ;;
-        *) [ -e "$stage/syslib/$name" ] || cp -L "$path" "$m/lib/$name" ;;
-      esac
-    done
+  kit_copy_libs "$m/lib" "$stage/syslib" "$m"/bin/orterun "$m"/bin/orted "$m"/bin/ompi_info \
+    "$m"/lib/openmpi/*.so "$m"/lib/pmix/*.so "$stage"/build/lib/libanvil_mpi.so \
+    "$stage"/build/bench/distributed/* "$stage"/build/tests/distributed/*
   # libmpi's and the plugins' own libraries are found through LD_LIBRARY_PATH; check none is missing.
   if LD_LIBRARY_PATH="$m/lib:$stage/syslib:$stage/build/lib" ldd "$m"/bin/* "$m"/lib/openmpi/*.so \
        "$m"/lib/pmix/*.so "$stage"/build/lib/libanvil_mpi.so 2>&1 | grep -q "not found"; then
