@@ -87,6 +87,16 @@ CudnnConvDims cudnn_conv_dims(const ConvProblem& p, const char* where);
 // adds the bias in the same call; without one the op layer applies ReLU separately).
 Support cudnn_basic_support(const ConvProblem& p, bool tf32);
 
+// Note [Winograd on large filters]
+// cuDNN's Winograd algorithms (both families, every pass) are not used for f32 filters larger than
+// 3x3, neither forced nor by the default's search. Measured on an NVIDIA H200 (cuDNN 9.19,
+// CUDNN_FMA_MATH, 2026-11-26, docs/results/h200_2026-11-26): on 5x5 filters their results were
+// up to 4.6 % of the output's scale away from ref (AlexNet's 96 -> 256 5x5 layer, forward and
+// backward data), beyond any FP32 tolerance, while every 3x3 problem matched ref within it. The
+// transform of a larger tile amplifies rounding error; f64 keeps them (its error is ~1e-9 of
+// f32's). Empty when the algorithm of `value` (pass `pass`) may run `p`, else the reason.
+std::string cudnn_accuracy_refusal(const ConvProblem& p, int value);
+
 // The variant's refusal when cuDNN reports `status` (e.g. "CUDNN_STATUS_NOT_SUPPORTED") for the
 // family's algorithm of the problem's pass.
 std::string cudnn_refusal(const ConvProblem& p, CudnnConvAlgo algo, const std::string& status);

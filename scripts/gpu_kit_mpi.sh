@@ -212,20 +212,9 @@ print(struct.unpack("H", fcntl.ioctl(s.fileno(), 0x8913, struct.pack("256s", b"l
     return 1
   fi
 
-  # b. CPU data-parallel scaling: scripts/dist_bench.sh (all-reduce sweeps, weak and strong steps).
-  local nccl_reserve=60 l
-  l=$(( $(left) - nccl_reserve ))
-  if [ "$l" -lt 30 ]; then
-    note "dist scaling: SKIPPED: $l s left of the budget"; status=1
-  else
-    step scaling "$l" bash "$here/dist_bench.sh" --build "$root/build" --out "$d/scaling" --ranks "$ranks" \
-      --plain-ranks "$plain" --models "$models" --batches "$batches" --reps 2 --max-bytes "$max_bytes" \
-      --bind "$bind" --timeout 90 --budget "$((l - 15))"
-    note "  $(grep -c '^+ ' "$d/scaling/commands.txt" 2>/dev/null) mpirun runs, $(grep -cE '^(TIMEOUT|SKIPPED)' "$d/scaling/commands.txt" 2>/dev/null) timed out or skipped;" \
-         "$d/scaling/scaling.md, $d/scaling/report.md"
-  fi
-
-  # c. The NCCL single-GPU path (one rank: the communicator, its all-reduce sweep, anvil train).
+  # b. The NCCL single-GPU path (one rank: the communicator, its all-reduce sweep, anvil train).
+  # It runs before the scaling sweep, which takes whatever budget is left: the sweep is bounded
+  # and reports what it skipped, while the NCCL path (a few short runs) must not be starved.
   # test_cuda_runtime's [nccl] cases (tests/cuda/test_cuda_nccl.cpp), now started by mpirun.
   step nccl_test 90 "${mpi[@]}" --bind-to none -np 1 "$root/build/tests/cuda/test_cuda_runtime" "[nccl]" --use-colour no
   if ! grep -q "^GPU tests run on" "$summary"; then
@@ -236,21 +225,36 @@ print(struct.unpack("H", fcntl.ioctl(s.fileno(), 0x8913, struct.pack("256s", b"l
     else
       note "dist nccl: FAIL: no GPU, and test_cuda_runtime [nccl] did not report itself skipped (exit $rc)"
     fi
-    return 1
-  fi
-  note "  $(grep -hE '^(All tests passed|test cases:)' "$d/nccl_test.txt" | tail -1)"
-  step nccl_allreduce 60 "${mpi[@]}" --bind-to none -np 1 "$root/build/bench/distributed/anvil_dist_bench" \
-    allreduce --dist nccl --max-bytes 1073741824 --out "$d/nccl_allreduce_np1.json"
-  note "  $(grep -m1 -E 'allreduce +1073741824 B' "$d/nccl_allreduce.txt" || tail -1 "$d/nccl_allreduce.txt")"
-  if [ -f "$root/data/fashion-mnist/train-images-idx3-ubyte.gz" ]; then
-    step nccl_train 90 "${mpi[@]}" --bind-to none -np 1 "$root/build/bin/anvil" train --model mlp_mnist \
-      --dataset "$root/data/fashion-mnist" --device cuda --dist nccl --epochs 1 --optimizer adam --lr 1e-3 \
-      --seed 1 --json-log "$d/nccl_train.json"
-    grep -q "^distributed: nccl backend" "$d/nccl_train.txt" || { note "  no 'distributed: nccl backend' line"; status=1; }
-    note "  $(grep -E '^(distributed|test accuracy|training time)' "$d/nccl_train.txt" | tr -s ' ' | tr '\n' ';')"
+    status=1
   else
-    note "dist nccl_train: SKIPPED: no Fashion-MNIST in the kit (pack --with-fashion-mnist)"; status=1
+    note "  $(grep -hE '^(All tests passed|test cases:)' "$d/nccl_test.txt" | tail -1)"
+    step nccl_allreduce 60 "${mpi[@]}" --bind-to none -np 1 "$root/build/bench/distributed/anvil_dist_bench" \
+      allreduce --dist nccl --max-bytes 1073741824 --out "$d/nccl_allreduce_np1.json"
+    note "  $(grep -m1 -E 'allreduce +1073741824 B' "$d/nccl_allreduce.txt" || tail -1 "$d/nccl_allreduce.txt")"
+    if [ -f "$root/data/fashion-mnist/train-images-idx3-ubyte.gz" ]; then
+      step nccl_train 90 "${mpi[@]}" --bind-to none -np 1 "$root/build/bin/anvil" train --model mlp_mnist \
+        --dataset "$root/data/fashion-mnist" --device cuda --dist nccl --epochs 1 --optimizer adam --lr 1e-3 \
+        --seed 1 --json-log "$d/nccl_train.json"
+      grep -q "^distributed: nccl backend" "$d/nccl_train.txt" || { note "  no 'distributed: nccl backend' line"; status=1; }
+      note "  $(grep -E '^(distributed|test accuracy|training time)' "$d/nccl_train.txt" | tr -s ' ' | tr '\n' ';')"
+    else
+      note "dist nccl_train: SKIPPED: no Fashion-MNIST in the kit (pack --with-fashion-mnist)"; status=1
+    fi
   fi
+
+  # c. CPU data-parallel scaling: scripts/dist_bench.sh (all-reduce sweeps, weak and strong steps).
+  local l
+  l=$(left)
+  if [ "$l" -lt 30 ]; then
+    note "dist scaling: SKIPPED: $l s left of the budget"; status=1
+  else
+    step scaling "$l" bash "$here/dist_bench.sh" --build "$root/build" --out "$d/scaling" --ranks "$ranks" \
+      --plain-ranks "$plain" --models "$models" --batches "$batches" --reps 2 --max-bytes "$max_bytes" \
+      --bind "$bind" --timeout 90 --budget "$((l - 15))"
+    note "  $(grep -c '^+ ' "$d/scaling/commands.txt" 2>/dev/null) mpirun runs, $(grep -cE '^(TIMEOUT|SKIPPED)' "$d/scaling/commands.txt" 2>/dev/null) timed out or skipped;" \
+         "$d/scaling/scaling.md, $d/scaling/report.md"
+  fi
+
   return $status
 }
 

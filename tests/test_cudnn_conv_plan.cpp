@@ -137,6 +137,31 @@ TEST_CASE("cuDNN conv refusals before asking cuDNN", "[cudnn][plan]") {
         "(cuda.cudnn.winograd, backward_data)");
 }
 
+TEST_CASE("Winograd is refused for f32 filters above 3x3 only", "[cudnn][plan]") {
+  // Note [Winograd on large filters]
+  for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights})
+    for (CudnnConvAlgo algo : kCudnnConvAlgos) {
+      INFO(conv_pass_name(pass) << " " << cudnn_algo_name(algo));
+      const bool winograd =
+          algo == CudnnConvAlgo::winograd || algo == CudnnConvAlgo::winograd_nonfused;
+      const int value = cudnn_algo_value(algo, pass);
+      ConvProblem p = problem(pass);  // 3x5, f32
+      p.dtype = DType::f32;
+      CHECK(cudnn_accuracy_refusal(p, value).empty() == !winograd);
+      if (winograd)
+        CHECK_THAT(cudnn_accuracy_refusal(p, value),
+                   Contains("3x5 f32 filter") && Contains(cudnn_algo_enum_name(pass, value)));
+      p.r = 3;
+      p.s = 3;
+      CHECK(cudnn_accuracy_refusal(p, value).empty());
+      p.r = 1;
+      p.s = 7;
+      CHECK(cudnn_accuracy_refusal(p, value).empty() == !winograd);
+      p.dtype = DType::f64;
+      CHECK(cudnn_accuracy_refusal(p, value).empty());
+    }
+}
+
 TEST_CASE("the find-cache key separates what changes the search", "[cudnn][plan]") {
   const ConvProblem p = problem();
   ConvProblem fused = p;

@@ -39,7 +39,7 @@ void run_batch_norm_custom(const BatchNormArgs& a) {
       return;
     case BatchNormPass::backward:
       bn_backward(s, p.dtype, g, a.x, a.dy, a.weight, a.mean, a.var, a.dx, a.dweight, a.dbias,
-                  scratch.data<double>(), p.batch_stats);
+                  static_cast<double*>(scratch.data_ptr()), p.batch_stats);
       return;
   }
 }

@@ -276,6 +276,9 @@ AlgoInfo algo_info(CudnnConvAlgo algo, const ConvProblem& p) {
 Support family_support(CudnnConvAlgo algo, const ConvProblem& p) {
   Support basic = kernels::cudnn_basic_support(p, false);
   if (!basic.ok) return basic;
+  const std::string inaccurate =
+      kernels::cudnn_accuracy_refusal(p, kernels::cudnn_algo_value(algo, p.pass));
+  if (!inaccurate.empty()) return Support::no(inaccurate);
   try {
     return algo_info(algo, p).support;
   } catch (const Error& e) {  // e.g. no device, or cuDNN missing at run time
@@ -333,6 +336,10 @@ CudnnChoice choose(const ConvProblem& p, bool tf32, const Perf* perf, int return
     const bool allowed = tf32 || p.dtype == DType::f64 || !reduced_precision(r.mathType);
     if (!allowed) {
       tried += " (tensor-op math, skipped)";
+      continue;
+    }
+    if (!kernels::cudnn_accuracy_refusal(p, static_cast<int>(r.algo)).empty()) {
+      tried += " (Winograd on a filter above 3x3, skipped)";  // Note [Winograd on large filters]
       continue;
     }
     if (r.memory > ws_bytes) continue;

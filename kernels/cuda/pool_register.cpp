@@ -31,7 +31,7 @@ void run_pool_custom(const PoolArgs& a) {
                       a.workspace->device() == p.device,
                   "cuda.custom max_pool2d", "backward needs the int32 index workspace [", p.n, ",",
                   p.c, ",", p.oh, ",", p.ow, "] of its own forward on ", p.device.str());
-      index = a.workspace->data<std::int32_t>();
+      index = static_cast<const std::int32_t*>(a.workspace->data_ptr());
     }
     cudaStream_t s = stream(device);
     DeviceGuard guard(device);
@@ -42,7 +42,7 @@ void run_pool_custom(const PoolArgs& a) {
   if (p.kind == PoolKind::max && p.pass == PoolPass::forward_training) {
     ANVIL_CHECK(a.workspace != nullptr, "cuda.custom max_pool2d", "no workspace handle");
     *a.workspace = Tensor::empty({p.n, p.c, p.oh, p.ow}, DType::i32, p.device);
-    index = a.workspace->data<std::int32_t>();
+    index = static_cast<std::int32_t*>(a.workspace->data_ptr());  // device memory: not data<T>()
   }
   cudaStream_t s = stream(device);
   DeviceGuard guard(device);

@@ -74,9 +74,7 @@ void adam(const OptimizerArgs& a) {
 }
 
 void grad_norm(const OptimizerArgs& a) {
-  ANVIL_CHECK(a.result != nullptr, "cuda.custom.grad_norm", "no result pointer");
-  *a.result = 0.0;
-  if (a.sum_device != nullptr) {  // clip_grad_norm_async_: stays on the device
+  if (a.sum_device != nullptr) {  // clip_grad_norm_async_: stays on the device, no host result
     with_list(a, "cuda.custom.grad_norm",
               [&](cudaStream_t s, const MultiTensorEntry* e, int n, void* scratch) {
                 multi_tensor_sum_squares_into(s, a.problem.dtype, e, n, scratch,
@@ -84,6 +82,8 @@ void grad_norm(const OptimizerArgs& a) {
               });
     return;
   }
+  ANVIL_CHECK(a.result != nullptr, "cuda.custom.grad_norm", "no result pointer");
+  *a.result = 0.0;
   with_list(a, "cuda.custom.grad_norm",
             [&](cudaStream_t s, const MultiTensorEntry* e, int n, void* scratch) {
               *a.result = multi_tensor_sum_squares(s, a.problem.dtype, e, n, scratch);

@@ -117,9 +117,12 @@ namespace {
 std::vector<double> train_losses(const std::string& model, std::int64_t batch, Device device,
                                  int steps) {
   models::TrainingStep s(model, batch, /*seed=*/2, true, device);
-  // The CPU run draws any dropout mask from the Philox stream of cuda.custom.dropout (`ref`).
-  std::unique_ptr<ForceVariant> drop;
+  // The CPU run draws any dropout mask from the Philox stream of cuda.custom.dropout (`ref`); the
+  // GPU run's GEMMs are IEEE FP32 cuBLAS. A forced variant of the other device is an error, so
+  // each force covers only its own device's run.
+  std::unique_ptr<ForceVariant> drop, gemm;
   if (device.is_cpu()) drop = std::make_unique<ForceVariant>("dropout", "ref");
+  if (device.is_cuda()) gemm = std::make_unique<ForceVariant>("gemm", "cuda.cublas");
   std::vector<double> l;
   for (int i = 0; i < steps; ++i) {
     s.train_step();
@@ -130,7 +133,6 @@ std::vector<double> train_losses(const std::string& model, std::int64_t batch, D
 }  // namespace
 
 TEST_CASE("each LSTM model trains a few steps on the GPU as on the CPU", "[cuda][lstm][models]") {
-  ForceVariant gemm("gemm", "cuda.cublas");
   for (const auto& [model, batch] : std::vector<std::pair<std::string, std::int64_t>>{
            {"lstm32", 8}, {"lstm64", 4}, {"ptb_small", 20}, {"lstm_imdb", 8}}) {
     INFO(model << " batch " << batch);
@@ -167,6 +169,9 @@ double lm_perplexity(Device device, const std::vector<std::int64_t>& train,
   nn::LstmLanguageModel net(vocab, 32, 32, 2, /*two_biases=*/false, &gen);
   for (auto& p : net.parameters()) nn::init::uniform_(p, -0.1, 0.1, &gen);
   if (device.is_cuda()) net.to(device);
+  // IEEE FP32 cuBLAS on the GPU; forced for the GPU run only (the CPU's GEMMs cannot run it).
+  std::unique_ptr<ForceVariant> gemm;
+  if (device.is_cuda()) gemm = std::make_unique<ForceVariant>("gemm", "cuda.cublas");
   optim::SGD opt(net.parameters(), 1.0);
   const std::int64_t B = 10, T = 10;
   anvil::test::train_language_model(net, opt, train, B, T, /*epochs=*/3, device);
@@ -184,7 +189,6 @@ TEST_CASE("a small LSTM language model reaches the CPU's perplexity on the GPU",
   const std::int64_t V = 50;
   const auto train = markov_stream(20 * 20 * 30, V, 1);
   const auto test = markov_stream(20 * 20 * 5, V, 2);
-  ForceVariant gemm("gemm", "cuda.cublas");
   const double cpu = lm_perplexity(Device::cpu(), train, test, V);
   const double gpu = lm_perplexity(kGpu, train, test, V);
   INFO("perplexity: cpu " << cpu << ", gpu " << gpu);
