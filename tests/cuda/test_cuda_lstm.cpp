@@ -163,8 +163,10 @@ std::vector<std::int64_t> markov_stream(std::int64_t n, std::int64_t vocab, std:
 
 // Three epochs of truncated BPTT (B = T = 10) (SGD lr 1, clip 5, the PTB recipe) on `device`, then
 // the held-out perplexity, state carried across windows as anvil train does.
+// `cpu_gemm` forces a CPU GEMM variant (the calibration run); empty: the default.
 double lm_perplexity(Device device, const std::vector<std::int64_t>& train,
-                     const std::vector<std::int64_t>& test, std::int64_t vocab) {
+                     const std::vector<std::int64_t>& test, std::int64_t vocab,
+                     const std::string& cpu_gemm = "") {
   Generator gen(5);
   nn::LstmLanguageModel net(vocab, 32, 32, 2, /*two_biases=*/false, &gen);
   for (auto& p : net.parameters()) nn::init::uniform_(p, -0.1, 0.1, &gen);
@@ -172,6 +174,7 @@ double lm_perplexity(Device device, const std::vector<std::int64_t>& train,
   // IEEE FP32 cuBLAS on the GPU; forced for the GPU run only (the CPU's GEMMs cannot run it).
   std::unique_ptr<ForceVariant> gemm;
   if (device.is_cuda()) gemm = std::make_unique<ForceVariant>("gemm", "cuda.cublas");
+  if (!cpu_gemm.empty()) gemm = std::make_unique<ForceVariant>("gemm", cpu_gemm);
   optim::SGD opt(net.parameters(), 1.0);
   const std::int64_t B = 10, T = 10;
   anvil::test::train_language_model(net, opt, train, B, T, /*epochs=*/3, device);
@@ -190,8 +193,15 @@ TEST_CASE("a small LSTM language model reaches the CPU's perplexity on the GPU",
   const auto train = markov_stream(20 * 20 * 30, V, 1);
   const auto test = markov_stream(20 * 20 * 5, V, 2);
   const double cpu = lm_perplexity(Device::cpu(), train, test, V);
+  // Three epochs of SGD at lr 1 amplify summation-order differences: the same training with
+  // the CPU's other GEMM (cpu.eigen instead of the default) says by how much (Note [Calibrated
+  // GPU training tolerance], tests/cuda/test_cuda_cnn_models.cpp). The GPU run must be within
+  // max(3 %, 4 x that spread); the H200 run of 2026-11-26 ended 4.9 % from the CPU's.
+  const double cpu_alt = lm_perplexity(Device::cpu(), train, test, V, "cpu.eigen");
   const double gpu = lm_perplexity(kGpu, train, test, V);
-  INFO("perplexity: cpu " << cpu << ", gpu " << gpu);
+  const double tol = std::max(0.03, 4.0 * std::fabs(cpu_alt - cpu) / cpu);
+  WARN("perplexity: cpu " << cpu << ", cpu with cpu.eigen " << cpu_alt << ", gpu " << gpu
+                          << "; tolerance " << tol);
   CHECK(cpu < 10.0);
-  CHECK(gpu == Approx(cpu).epsilon(0.03));
+  CHECK(gpu == Approx(cpu).epsilon(tol));
 }
