@@ -161,12 +161,14 @@ std::vector<std::int64_t> markov_stream(std::int64_t n, std::int64_t vocab, std:
   return v;
 }
 
-// Three epochs of truncated BPTT (B = T = 10) (SGD lr 1, clip 5, the PTB recipe) on `device`, then
-// the held-out perplexity, state carried across windows as anvil train does.
-// `cpu_gemm` forces a CPU GEMM variant (the calibration run); empty: the default.
+// `epochs` epochs of truncated BPTT (B = T = 10) (SGD lr 1, clip 5, the PTB recipe) on `device`,
+// then the held-out perplexity, state carried across windows as anvil train does.
+// `cpu_gemm` forces a CPU GEMM variant (the calibration run); empty: the default. With
+// `window_losses`, every training window's loss is appended to it.
 double lm_perplexity(Device device, const std::vector<std::int64_t>& train,
-                     const std::vector<std::int64_t>& test, std::int64_t vocab,
-                     const std::string& cpu_gemm = "") {
+                     const std::vector<std::int64_t>& test, std::int64_t vocab, int epochs,
+                     const std::string& cpu_gemm = "",
+                     std::vector<double>* window_losses = nullptr) {
   Generator gen(5);
   nn::LstmLanguageModel net(vocab, 32, 32, 2, /*two_biases=*/false, &gen);
   for (auto& p : net.parameters()) nn::init::uniform_(p, -0.1, 0.1, &gen);
@@ -177,31 +179,59 @@ double lm_perplexity(Device device, const std::vector<std::int64_t>& train,
   if (!cpu_gemm.empty()) gemm = std::make_unique<ForceVariant>("gemm", cpu_gemm);
   optim::SGD opt(net.parameters(), 1.0);
   const std::int64_t B = 10, T = 10;
-  anvil::test::train_language_model(net, opt, train, B, T, /*epochs=*/3, device);
+  anvil::test::train_language_model(net, opt, train, B, T, epochs, device, window_losses);
   return models::evaluate_language_model(net, test, B, T, device).perplexity;
 }
 
 }  // namespace
 
-TEST_CASE("a small LSTM language model reaches the CPU's perplexity on the GPU",
+// Note [LM perplexity is chaotic after 3 epochs]
+// With this recipe the model sits on the uniform plateau (window loss ~ T log V = 39.1) for about
+// two epochs and leaves it around window 250-300. Leaving the plateau amplifies rounding
+// differences about 1.7x per window: after 3 epochs (360 windows) 18 combinations of correct
+// CPU kernels (lstm cpu.fused/ref/cpu.onednn x gemm default/cpu.eigen/ref x softmax default/ref)
+// end between perplexity 4.81 and 5.77 (base 5.376, up to 10.6 % away; cpu.eigen alone happens to
+// land 0.13 % away), and a 1e-7 relative perturbation of the initial weights gives sd 7 %. After
+// 5 epochs the same combinations stay within 1.6 % (perturbations: sd 0.6 %), so the end
+// perplexity is compared after 5 epochs; the exact comparison is the one of the first epoch's
+// window losses (plateau, no clipping yet), where all those CPU combinations agree to 1e-7 and
+// a wrong carried state (reset, swapped h/c, layers swapped, one window stale) moves a window's
+// loss by 3e-5 .. 5e-4.
+
+TEST_CASE("a small LSTM language model's first epoch matches the CPU's window by window",
           "[cuda][lstm][ptb]") {
-  // The PTB recipe on a synthetic stream (the GPU kit carries no PTB files): the same weights and
-  // data on both devices; the GPU run must end within 3 % of the CPU run's perplexity, and the
-  // CPU run must have learned the stream's structure (ideal perplexity 3, uniform 50; the CPU run
-  // measured 5.31 on the development machine).
   const std::int64_t V = 50;
   const auto train = markov_stream(20 * 20 * 30, V, 1);
   const auto test = markov_stream(20 * 20 * 5, V, 2);
-  const double cpu = lm_perplexity(Device::cpu(), train, test, V);
-  // Three epochs of SGD at lr 1 amplify summation-order differences: the same training with
-  // the CPU's other GEMM (cpu.eigen instead of the default) says by how much (Note [Calibrated
-  // GPU training tolerance], tests/cuda/test_cuda_cnn_models.cpp). The GPU run must be within
-  // max(3 %, 4 x that spread); the H200 run of 2026-11-26 ended 4.9 % from the CPU's.
-  const double cpu_alt = lm_perplexity(Device::cpu(), train, test, V, "cpu.eigen");
-  const double gpu = lm_perplexity(kGpu, train, test, V);
+  std::vector<double> cpu, gpu;
+  (void)lm_perplexity(Device::cpu(), train, test, V, /*epochs=*/1, "", &cpu);
+  (void)lm_perplexity(kGpu, train, test, V, /*epochs=*/1, "", &gpu);
+  REQUIRE(cpu.size() == gpu.size());
+  for (std::size_t i = 0; i < cpu.size(); ++i) {
+    INFO("window " << i);
+    CHECK(gpu[i] == Approx(cpu[i]).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("a small LSTM language model reaches the CPU's perplexity on the GPU",
+          "[cuda][lstm][ptb]") {
+  // The PTB recipe on a synthetic stream (the GPU kit carries no PTB files): the same weights and
+  // data on both devices, five epochs (Note [LM perplexity is chaotic after 3 epochs]); the GPU
+  // run must end within 3 % of the CPU run's perplexity, and the CPU run must have learned the
+  // stream's structure (ideal perplexity 3, uniform 50; the CPU run measures 3.83).
+  const std::int64_t V = 50;
+  const auto train = markov_stream(20 * 20 * 30, V, 1);
+  const auto test = markov_stream(20 * 20 * 5, V, 2);
+  const double cpu = lm_perplexity(Device::cpu(), train, test, V, /*epochs=*/5);
+  // The same training with the CPU's other GEMM says by how much summation order alone moves it
+  // (Note [Calibrated GPU training tolerance], tests/cuda/test_cuda_cnn_models.cpp); one such run
+  // is a sample, not a bound, so the floor of 3 % (about 2x the spread of 18 CPU kernel
+  // combinations) stays.
+  const double cpu_alt = lm_perplexity(Device::cpu(), train, test, V, /*epochs=*/5, "cpu.eigen");
+  const double gpu = lm_perplexity(kGpu, train, test, V, /*epochs=*/5);
   const double tol = std::max(0.03, 4.0 * std::fabs(cpu_alt - cpu) / cpu);
   WARN("perplexity: cpu " << cpu << ", cpu with cpu.eigen " << cpu_alt << ", gpu " << gpu
                           << "; tolerance " << tol);
-  CHECK(cpu < 10.0);
+  CHECK(cpu < 4.5);
   CHECK(gpu == Approx(cpu).epsilon(tol));
 }
