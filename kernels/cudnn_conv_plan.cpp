@@ -163,9 +163,10 @@ std::string cudnn_accuracy_refusal(const ConvProblem& p, int value) {
   const bool winograd = value == cudnn_algo_value(CudnnConvAlgo::winograd, p.pass) ||
                         value == cudnn_algo_value(CudnnConvAlgo::winograd_nonfused, p.pass);
   if (!winograd || p.dtype != DType::f32 || (p.r <= 3 && p.s <= 3)) return {};
-  return detail::str_cat(cudnn_algo_enum_name(p.pass, value), " on a ", p.r, "x", p.s,
-                         " f32 filter: cuDNN's Winograd was measured up to 4.6 % off ref on filters "
-                         "above 3x3 (Note [Winograd on large filters])");
+  return detail::str_cat(
+      cudnn_algo_enum_name(p.pass, value), " on a ", p.r, "x", p.s,
+      " f32 filter: cuDNN's Winograd was measured up to 4.6 % off ref on filters "
+      "above 3x3 (Note [Winograd on large filters])");
 }
 
 std::string cudnn_refusal(const ConvProblem& p, CudnnConvAlgo algo, const std::string& status) {

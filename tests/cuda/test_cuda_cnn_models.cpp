@@ -3,10 +3,10 @@
 // the GPU as on the CPU: same seed, same synthetic batch, plain FP32 (cuda.cublas GEMMs, cuDNN in
 // CUDNN_FMA_MATH); every step's loss, the batch-norm running statistics (ResNet-50) and the
 // parameters after the steps within a tolerance calibrated by two CPU runs (Note [Calibrated GPU
-// training tolerance]: cuDNN's algorithms sum in other orders than the CPU kernels). A model without a GPU path yet (ModelInfo::gpu_path, kCnnGpuPath
-// in models/cnn.cpp: pooling and batch norm need CUDA variants first) must be refused by name, and
-// the test says so with a warning. Runs only with a GPU (gpu_main.cpp reports it skipped
-// otherwise).
+// training tolerance]: cuDNN's algorithms sum in other orders than the CPU kernels). A model
+// without a GPU path yet (ModelInfo::gpu_path, kCnnGpuPath in models/cnn.cpp: pooling and batch
+// norm need CUDA variants first) must be refused by name, and the test says so with a warning. Runs
+// only with a GPU (gpu_main.cpp reports it skipped otherwise).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -96,9 +96,9 @@ TEST_CASE("the CNN models train on the GPU as on the CPU", "[cuda][conv][trainin
     Model model;
     int steps;
   };
-  for (const Compare& c : {Compare{{"cnn_mnist", 8}, 3}, Compare{{"cnn_cifar", 8}, 3},
-                           Compare{{"alexnet", 2}, 3}, Compare{{"resnet50", 2}, 1},
-                           Compare{{"vgg16", 2}, 3}}) {
+  for (const Compare& c :
+       {Compare{{"cnn_mnist", 8}, 3}, Compare{{"cnn_cifar", 8}, 3}, Compare{{"alexnet", 2}, 3},
+        Compare{{"resnet50", 2}, 1}, Compare{{"vgg16", 2}, 3}}) {
     const Model& m = c.model;
     INFO(m.name);
     if (!models::info(m.name).gpu_path) {
