@@ -264,7 +264,13 @@ void run_gpu_model(benchmark::State& state, const std::string& name, Phase phase
     step();
     step();
     reset_peak_memory(dev);
-    for (auto _ : state) state.SetIterationTime(cuda->time_on_stream(dev.index, step));
+    double enqueue_s = 0;  // Note [Host enqueue time] (models/training_step.cpp)
+    for (auto _ : state) {
+      state.SetIterationTime(cuda->time_on_stream(dev.index, step));
+      enqueue_s += steps.last_enqueue_seconds();
+    }
+    if (state.iterations() > 0)
+      state.counters["host_enqueue_ms"] = 1e3 * enqueue_s / static_cast<double>(state.iterations());
     const double fwd = steps.forward_flops();
     const double flops = phase == Phase::train_step ? 3.0 * fwd : fwd;
     state.counters["samples/s"] = benchmark::Counter(static_cast<double>(batch),

@@ -83,14 +83,11 @@ class TrainingStep {
   void upload_batch();
   // GPU: waits for the device's work to finish; CPU: nothing.
   void synchronize();
-  void train_step() {
-    upload_batch();
-    forward_loss();
-    backward();
-    update();
-    synchronize();
-  }
+  void train_step();      // upload_batch + forward_loss + backward + update + synchronize
   void inference_step();  // upload_batch + forward, eval mode, no graph (+ sync)
+  // Host seconds of the last train_step() or inference_step() before its final synchronize():
+  // the time the host spends dispatching and enqueueing a step (Note [Host enqueue time]).
+  double last_enqueue_seconds() const { return enqueue_seconds_; }
 
   nn::Module& net() { return *net_; }
   const ModelInfo& info() const { return *info_; }
@@ -117,6 +114,7 @@ class TrainingStep {
   TimingSgd sgd_;
   std::unique_ptr<optim::SGD> optimizer_;
   Tensor loss_;
+  double enqueue_seconds_ = 0;
 };
 
 }  // namespace anvil::models

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <thread>
 #include <vector>
 
@@ -27,6 +28,8 @@ namespace {
 struct StressProblem {
   int size = 0;
   DeviceType device_type() const { return DeviceType::cpu; }
+  bool operator==(const StressProblem&) const = default;
+  auto fields() const { return std::tie(size); }
   std::string key() const { return "stress " + std::to_string(size); }
   std::string repr() const { return "stress size=" + std::to_string(size); }
 };
@@ -141,11 +144,14 @@ TEST_CASE("select, find and variants() are safe while variants are registered",
   // [Variant snapshots]; checked by reverting add() to that), one table whose writer neither
   // waited for the readers nor yielded failed 7 of 10 runs without ThreadSanitizer; with the
   // start barrier, a yield every 8 registrations and five tables, 10 of 10 (docs/results/
-  // hardening_reverts_2026-11-25.md).
+  // hardening_reverts_2026-11-25.md). Every selection memo hit (Note [Selection memo]) is
+  // checked against the full decision on the same snapshot meanwhile.
+  set_selection_memo_check(true);
   for (int round = 0; round < 5; ++round) {
     INFO("table " << round);
     register_under_readers(new_table("test.stress.register." + std::to_string(round)));
   }
+  set_selection_memo_check(false);
 }
 
 TEST_CASE("forcing, the autotune switch and its cache are safe across threads",

@@ -556,6 +556,8 @@ struct FakeProblem {
   int size = 0;
   DeviceType device = DeviceType::cpu;
   DeviceType device_type() const { return device; }
+  bool operator==(const FakeProblem&) const = default;
+  auto fields() const { return std::tie(size, device); }
   std::string key() const { return "fake " + std::to_string(size); }
   std::string repr() const { return "fake size=" + std::to_string(size); }
 };

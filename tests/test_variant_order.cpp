@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/core/cuda_backend.h"
@@ -24,6 +25,8 @@ namespace {
 
 struct OrderProblem {
   DeviceType device_type() const { return DeviceType::cpu; }
+  bool operator==(const OrderProblem&) const = default;
+  auto fields() const { return std::tuple<>(); }
   std::string key() const { return "order"; }
   std::string repr() const { return "order problem"; }
 };

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/dispatch/variant_table.h"
@@ -21,6 +22,8 @@ namespace {
 struct TallyProblem {
   int size = 0;
   DeviceType device_type() const { return DeviceType::cpu; }
+  bool operator==(const TallyProblem&) const = default;
+  auto fields() const { return std::tie(size); }
   std::string key() const { return std::to_string(size); }
   std::string repr() const { return "tally size=" + std::to_string(size); }
 };

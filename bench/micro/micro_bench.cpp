@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // anvil_micro_bench: per-call costs that must stay small (Google Benchmark, one process).
 //   micro/select/<op>[/threads:t]: VariantTable::select() for a typical CPU problem: every op
-//     call pays it (the candidate list, forcing, heuristic and the variant snapshot);
+//     call pays it (a memo hit: Note [Selection memo]);
+//   micro/select_uncached/<op>[/threads:t]: the full decision (candidate list, supports(),
+//     forcing, heuristic), which every call paid before the memo: the side-by-side baseline;
 //   micro/op/relu/n:4096: a whole small op call (allocation-free unary_into), for scale;
 //   micro/relu_select/<kernel>/<fwd|bwd>/n:<n>: one thread of the dense f32 relu vector select
 //     (Note [ReLU selects]): `current` is the production kernel (kernels/cpu/omp), `nan_to_zero`
@@ -10,11 +12,14 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "anvil/anvil.h"
+#include "engine/dispatch/conv_problem.h"
 #include "engine/dispatch/elementwise_problem.h"
 #include "engine/dispatch/gemm_problem.h"
+#include "engine/dispatch/pool_problem.h"
 #include "engine/ops/elementwise.h"
 #include "kernels/cpu/omp/omp_kernels.h"
 #include "kernels/cpu/vec_math.h"
@@ -81,17 +86,55 @@ void bm_relu_select(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * n * 4 * (kBackward ? 3 : 2));
 }
 
-void bm_select_elementwise(benchmark::State& state) {
+ElementwiseProblem relu_problem() {
   ElementwiseProblem p;
   p.op = EwOp::relu;
   p.numel = 4096;
   p.contiguous = true;
-  for (auto _ : state) benchmark::DoNotOptimize(&elementwise_table().select(p));
+  return p;
 }
 
-void bm_select_gemm(benchmark::State& state) {
-  const GemmProblem p = GemmProblem::dense(64, 512, 784, false, true);
-  for (auto _ : state) benchmark::DoNotOptimize(&gemm_table().select(p));
+// ResNet-50's layer1 3x3 convolution at batch 16.
+ConvProblem resnet_conv_problem() {
+  ConvProblem p;
+  p.n = 16;
+  p.c = p.k = 64;
+  p.h = p.w = 56;
+  p.r = p.s = 3;
+  p.pad_h = p.pad_w = 1;
+  return p;
+}
+
+// ResNet-50's stem max pool at batch 16 (its heuristic asks oneDNN which implementation runs).
+PoolProblem resnet_pool_problem() {
+  return make_pool_problem(PoolKind::max, {16, 64, 112, 112}, {3, 3}, {2, 2}, {1, 1}, false, true,
+                           DType::f32, Device::cpu(), "micro_bench");
+}
+
+// select() (memoised, Note [Selection memo]) and, side by side in the same process,
+// select_uncached(): the full decision every call, which is what select() did before the memo.
+template <typename Table, typename Problem, bool kMemo>
+void bm_select(benchmark::State& state, Table& table, const Problem& p) {
+  for (auto _ : state)
+    benchmark::DoNotOptimize(kMemo ? &table.select(p) : &table.select_uncached(p));
+}
+
+template <bool kMemo>
+void register_select(const char* family) {
+  const std::string f = family;
+  benchmark::RegisterBenchmark((f + "/elementwise").c_str(), [](benchmark::State& s) {
+    bm_select<ElementwiseTable, ElementwiseProblem, kMemo>(s, elementwise_table(), relu_problem());
+  })->ThreadRange(1, 2);
+  benchmark::RegisterBenchmark((f + "/gemm").c_str(), [](benchmark::State& s) {
+    bm_select<GemmTable, GemmProblem, kMemo>(s, gemm_table(),
+                                             GemmProblem::dense(64, 512, 784, false, true));
+  })->ThreadRange(1, 2);
+  benchmark::RegisterBenchmark((f + "/conv2d").c_str(), [](benchmark::State& s) {
+    bm_select<ConvTable, ConvProblem, kMemo>(s, conv_table(), resnet_conv_problem());
+  });
+  benchmark::RegisterBenchmark((f + "/max_pool2d").c_str(), [](benchmark::State& s) {
+    bm_select<PoolTable, PoolProblem, kMemo>(s, max_pool2d_table(), resnet_pool_problem());
+  });
 }
 
 void bm_op_relu(benchmark::State& state) {
@@ -105,9 +148,8 @@ void bm_op_relu(benchmark::State& state) {
 int main(int argc, char** argv) {
   anvil::set_num_threads(1);
   anvil::register_builtin_kernels();
-  benchmark::RegisterBenchmark("micro/select/elementwise", bm_select_elementwise)
-      ->ThreadRange(1, 2);
-  benchmark::RegisterBenchmark("micro/select/gemm", bm_select_gemm)->ThreadRange(1, 2);
+  register_select<true>("micro/select");
+  register_select<false>("micro/select_uncached");
   benchmark::RegisterBenchmark("micro/op/relu/n:4096", bm_op_relu);
   // 1024-4096: input and output fit in a 48 KiB L1d together; 8192: L2; 262144: beyond L2.
   for (const std::int64_t n : {1024, 2048, 4096, 8192, 262144}) {

@@ -70,6 +70,10 @@ void set_num_threads(int n) {
 
 int get_num_threads() { return current_threads(); }
 
+unsigned openmp_context() {
+  return static_cast<unsigned>(omp_get_max_threads()) * 2U + (omp_in_parallel() ? 1U : 0U);
+}
+
 void add_thread_setter(std::function<void(int)> setter) {
   setter(get_num_threads());
   std::lock_guard<std::mutex> lock(setters_mutex());

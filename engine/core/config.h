@@ -21,6 +21,9 @@ namespace anvil {
 // add_thread_setter() (Eigen, oneDNN), so that one knob controls all of them.
 void set_num_threads(int n);
 int get_num_threads();
+// The OpenMP state that variant heuristics read, as one number: omp_get_max_threads() * 2, plus 1
+// inside a parallel region (part of the selection memo's key, engine/dispatch/variant_table.h).
+unsigned openmp_context();
 // Kernel libraries call this at registration to follow set_num_threads().
 void add_thread_setter(std::function<void(int)> setter);
 

@@ -14,6 +14,7 @@
 // (f32/f64; docs/cuda.md, "Pooling and batch norm on the GPU").
 #include <cstdint>
 #include <string>
+#include <tuple>
 
 #include "engine/core/device.h"
 #include "engine/core/dtype.h"
@@ -35,6 +36,11 @@ struct BatchNormProblem {
   double eps = 1e-5;
 
   DeviceType device_type() const { return device.type; }
+  // Every member (Note [Problem fields], engine/dispatch/problem_fields.h).
+  bool operator==(const BatchNormProblem&) const = default;
+  auto fields() const {
+    return std::tie(pass, batch_stats, dtype, device, n, c, h, w, momentum, eps);
+  }
   std::string key() const;  // every field (eps exactly: oneDNN bakes it into its primitive)
   std::string repr()
       const;  // "batch_norm2d forward_training f32 cpu N=16 C=64 H=112 W=112 eps=1e-05"

@@ -12,6 +12,7 @@
 // device field leaves room for cuda.cudnn.<algo>.
 #include <cstdint>
 #include <string>
+#include <tuple>
 
 #include "engine/core/device.h"
 #include "engine/core/dtype.h"
@@ -44,6 +45,12 @@ struct ConvProblem {
   bool is_pointwise() const;  // 1x1, stride 1, no padding: the input is its own im2col matrix
 
   DeviceType device_type() const { return device.type; }
+  // Every member (Note [Problem fields], engine/dispatch/problem_fields.h).
+  bool operator==(const ConvProblem&) const = default;
+  auto fields() const {
+    return std::tie(pass, dtype, device, n, c, h, w, k, r, s, stride_h, stride_w, pad_h, pad_w,
+                    dil_h, dil_w, groups, has_bias, fuse_relu);
+  }
   std::string key() const;  // every field (the autotune / primitive cache key)
   // "conv2d f32 cpu forward N=16 C=64 H=56 W=56 K=64 R=3 S=3 stride=1x1 pad=1x1 dil=1x1
   //  groups=1 bias relu -> P=56 Q=56"

@@ -27,7 +27,8 @@ std::uint64_t dropout_keep_threshold(double p) {
 }
 
 DropoutTable& dropout_table() {
-  static DropoutTable table("dropout");
+  static DropoutTable table(
+      "dropout", "each call draws its mask from the generator: trials would change the masks");
   register_builtin_kernels();  // fills the table on first use
   return table;
 }

@@ -4,6 +4,7 @@
 // dispatches through it).
 #include <cstdint>
 #include <string>
+#include <tuple>
 
 #include "engine/core/device.h"
 #include "engine/core/dtype.h"
@@ -22,6 +23,9 @@ struct DropoutProblem {
   double p = 0.5;
 
   DeviceType device_type() const { return device.type; }
+  // Every member (Note [Problem fields], engine/dispatch/problem_fields.h).
+  bool operator==(const DropoutProblem&) const = default;
+  auto fields() const { return std::tie(dtype, device, numel, p); }
   std::string key() const;
   std::string repr() const;
 };

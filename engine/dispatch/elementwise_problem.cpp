@@ -111,7 +111,8 @@ std::string ElementwiseProblem::repr() const {
 }
 
 ElementwiseTable& elementwise_table() {
-  static ElementwiseTable table("elementwise");
+  static ElementwiseTable table(
+      "elementwise", "its in-place forms (add_, mul_scalar_) would apply every trial to live data");
   register_builtin_kernels();  // fills the table on first use
   return table;
 }

@@ -9,6 +9,7 @@
 // cuda.custom.elementwise once the CUDA backend is loaded (kernels/cuda/pointwise_register.cpp).
 #include <cstdint>
 #include <string>
+#include <tuple>
 
 #include "engine/core/device.h"
 #include "engine/core/dtype.h"
@@ -69,6 +70,9 @@ struct ElementwiseProblem {
   bool contiguous = false;  // all operands dense and of the output's shape (no broadcast)
 
   DeviceType device_type() const { return device.type; }
+  // Every member (Note [Problem fields], engine/dispatch/problem_fields.h).
+  bool operator==(const ElementwiseProblem&) const = default;
+  auto fields() const { return std::tie(op, dtype, device, numel, contiguous); }
   std::string key() const;
   std::string repr() const;
 };

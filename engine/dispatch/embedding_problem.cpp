@@ -26,7 +26,8 @@ std::string EmbeddingProblem::repr() const {
 }
 
 EmbeddingTable& embedding_table() {
-  static EmbeddingTable table("embedding");
+  static EmbeddingTable table(
+      "embedding", "its backward adds into the weight gradient: each trial would add again");
   register_builtin_kernels();  // fills the table on first use
   return table;
 }

@@ -12,6 +12,7 @@
 // stably, and sums each id's rows in position order: deterministic, bit-equal run to run).
 #include <cstdint>
 #include <string>
+#include <tuple>
 
 #include "engine/core/device.h"
 #include "engine/core/dtype.h"
@@ -31,6 +32,9 @@ struct EmbeddingProblem {
   std::int64_t n = 0;     // number of ids
 
   DeviceType device_type() const { return device.type; }
+  // Every member (Note [Problem fields], engine/dispatch/problem_fields.h).
+  bool operator==(const EmbeddingProblem&) const = default;
+  auto fields() const { return std::tie(pass, dtype, index_dtype, device, rows, dim, n); }
   std::string key() const;
   std::string repr() const;
 };

@@ -3,9 +3,9 @@
 // run. The rule is Note [GEMM through the table].
 #include "engine/dispatch/gemm_call.h"
 
-#include "engine/core/cuda_backend.h"
 #include "engine/core/error.h"
 #include "engine/core/tensor.h"
+#include "engine/dispatch/trial_timer.h"
 
 namespace anvil {
 
@@ -47,11 +47,8 @@ void GemmCall::run(const void* a, const void* b, void* c, double alpha, double b
         t.problem.ldc = p.n;
         t.problem.stride_c = p.m * p.n;
       }
-      if (args.problem.device.is_cuda())
-        return require_cuda("gemm autotune").time_on_stream(args.problem.device.index, [&] {
-          v.fn(t);
-        });
-      return time_seconds([&] { v.fn(t); });
+      return time_trial(
+          args.problem.device, [&] { v.fn(t); }, "gemm autotune");
     };
     variant_ = &gemm_table().select(p_, trial);
   }

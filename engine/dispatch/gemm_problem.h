@@ -10,6 +10,7 @@
 // Variants: ref (f32/f64), cpu.eigen, cpu.onednn, cpu.onednn.matmul, cpu.blocked, cuda.*.
 #include <cstdint>
 #include <string>
+#include <tuple>
 
 #include "engine/core/device.h"
 #include "engine/core/dtype.h"
@@ -33,6 +34,12 @@ struct GemmProblem {
                            bool trans_b, DType dtype = DType::f32, std::int64_t batch = 1);
 
   DeviceType device_type() const { return device.type; }
+  // Every member (Note [Problem fields], engine/dispatch/problem_fields.h).
+  bool operator==(const GemmProblem&) const = default;
+  auto fields() const {
+    return std::tie(dtype, device, trans_a, trans_b, m, n, k, lda, ldb, ldc, batch, stride_a,
+                    stride_b, stride_c, beta_zero);
+  }
   // "NN", "NT", "TN" or "TT" (A's mode first).
   std::string mode() const;
   std::string key() const;   // every field that can change the winner

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "engine/core/device.h"
 #include "engine/core/dtype.h"
@@ -34,6 +35,11 @@ struct LstmProblem {
   Device device = Device::cpu();
 
   DeviceType device_type() const { return device.type; }
+  // Every member (Note [Problem fields], engine/dispatch/problem_fields.h).
+  bool operator==(const LstmProblem&) const = default;
+  auto fields() const {
+    return std::tie(T, B, I, H, two_biases, has_initial_state, pass, dtype, device);
+  }
   std::string key() const;
   // "lstm f32 cpu forward_training T=32 B=128 I=256 H=256 biases=1 state=0"
   std::string repr() const;

@@ -53,22 +53,23 @@ double OptimizerProblem::bytes() const {
 }
 
 OptimizerTable& sgd_update_table() {
-  static OptimizerTable table("sgd_update");
+  static OptimizerTable table("sgd_update", "it updates parameters in place");
   register_builtin_kernels();  // fills the table on first use
   return table;
 }
 OptimizerTable& adam_update_table() {
-  static OptimizerTable table("adam_update");
+  static OptimizerTable table("adam_update", "it updates parameters and moments in place");
   register_builtin_kernels();  // fills the table on first use
   return table;
 }
 OptimizerTable& grad_norm_table() {
-  static OptimizerTable table("grad_norm");
+  static OptimizerTable table("grad_norm",
+                              "on a GPU it adds into its accumulator: each trial would add again");
   register_builtin_kernels();  // fills the table on first use
   return table;
 }
 OptimizerTable& grad_scale_table() {
-  static OptimizerTable table("grad_scale");
+  static OptimizerTable table("grad_scale", "it scales gradients in place");
   register_builtin_kernels();  // fills the table on first use
   return table;
 }

@@ -12,6 +12,7 @@
 // cuda.custom.sgd / .adam / .grad_norm / .grad_scale in libanvil_cuda. Tensors are dense.
 #include <cstdint>
 #include <string>
+#include <tuple>
 
 #include "engine/core/device.h"
 #include "engine/core/dtype.h"
@@ -31,6 +32,9 @@ struct OptimizerProblem {
   bool momentum = false;     // sgd: a momentum buffer is read and written
 
   DeviceType device_type() const { return device.type; }
+  // Every member (Note [Problem fields], engine/dispatch/problem_fields.h).
+  bool operator==(const OptimizerProblem&) const = default;
+  auto fields() const { return std::tie(op, dtype, device, tensors, numel, momentum); }
   std::string key() const;
   std::string repr() const;
   // Bytes read and written by one call (the roofline of a memory-bound update).

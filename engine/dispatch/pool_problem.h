@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <tuple>
 
 #include "engine/core/device.h"
 #include "engine/core/dtype.h"
@@ -43,6 +44,12 @@ struct PoolProblem {
   std::int64_t oh = 0, ow = 0;
 
   DeviceType device_type() const { return device.type; }
+  // Every member (Note [Problem fields], engine/dispatch/problem_fields.h).
+  bool operator==(const PoolProblem&) const = default;
+  auto fields() const {
+    return std::tie(kind, pass, dtype, device, n, c, h, w, kh, kw, sh, sw, ph, pw, ceil_mode,
+                    count_include_pad, oh, ow);
+  }
   std::string key() const;  // every field
   std::string repr()
       const;  // "max_pool2d forward_training f32 cpu N=16 C=64 H=112 W=112 k=3x3 s=2x2 p=1x1 ..."

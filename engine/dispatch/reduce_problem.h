@@ -9,6 +9,7 @@
 // cuda.custom.reduce (kernels/cuda/reduce_kernels.cu).
 #include <cstdint>
 #include <string>
+#include <tuple>
 
 #include "engine/core/device.h"
 #include "engine/core/dtype.h"
@@ -26,6 +27,9 @@ struct ReduceProblem {
   std::int64_t outer = 1, reduce = 1, inner = 1;
 
   DeviceType device_type() const { return device.type; }
+  // Every member (Note [Problem fields], engine/dispatch/problem_fields.h).
+  bool operator==(const ReduceProblem&) const = default;
+  auto fields() const { return std::tie(op, dtype, device, outer, reduce, inner); }
   std::string key() const;
   std::string repr() const;
 };

@@ -150,7 +150,8 @@ std::string describe_selection(const std::string& op, const std::string& problem
                 (s.ok ? passed_over : s.reason) + ")";
   }
   return "anvil dispatch: op=" + op + " problem=" + problem + " chosen=" + name + " by=" + by +
-         " declined: " + (declined.empty() ? "none" : declined);
+         " declined: " + (declined.empty() ? "none" : declined) +
+         (policy.autotune_note.empty() ? "" : " autotune: " + policy.autotune_note);
 }
 
 void report_selection(const std::string& op, const std::string& key, const std::string& problem,
@@ -180,6 +181,17 @@ std::atomic<bool>& autotune_flag() {
 }
 }  // namespace
 bool autotune_enabled() { return autotune_flag().load(std::memory_order_relaxed); }
+
+namespace {
+std::atomic<std::uint64_t> memo_hits{0};
+std::atomic<bool> memo_check{false};
+}  // namespace
+std::uint64_t selection_memo_hits() { return memo_hits.load(std::memory_order_relaxed); }
+void count_selection_memo_hit() { memo_hits.fetch_add(1, std::memory_order_relaxed); }
+void set_selection_memo_check(bool on) { memo_check.store(on, std::memory_order_relaxed); }
+bool selection_memo_check() { return memo_check.load(std::memory_order_relaxed); }
+
+unsigned selection_context(bool autotunes) { return openmp_context() * 2U + (autotunes ? 1U : 0U); }
 void set_autotune(bool on) { autotune_flag().store(on, std::memory_order_relaxed); }
 
 }  // namespace anvil

@@ -13,6 +13,7 @@
 //      and supports everything it can compute, so it is the fallback.
 // When nothing supports the problem, the error lists every variant with its reason.
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -37,6 +38,9 @@ struct SelectionPolicy {
   std::string forced;          // "" = not forced
   std::string tuned_winner;    // autotune result for this problem ("" = none yet)
   std::string heuristic_pick;  // the table heuristic's choice ("" = none)
+  // With autotune on, why it did not decide ("" = it ran, or autotune is off): the op does not
+  // autotune (Note [Ops that do not autotune]), or the call passed no trial.
+  std::string autotune_note;
 };
 
 // Index into `candidates` chosen by the rules of Note [Variant selection] (steps 1, 2, 3, 4).
@@ -74,11 +78,12 @@ class ForceVariant {
 //   anvil dispatch: op=gemm problem=<repr> chosen=cpu.onednn by=order declined: cpu.eigen
 //   (supported, but cpu.onednn comes first in the order); ref (supported, but ...)
 // (one line in reality). `by` is the rule of Note [Variant selection] that decided: forced,
-// autotune, heuristic or order. Every other variant is listed with its reason: its own
-// supports() answer, or why a supporting variant was passed over. A training loop repeats the
-// same problems every step, so ANVIL_VERBOSE=dispatch prints each distinct decision (op, problem
-// key, chosen variant, rule) once per process; ANVIL_VERBOSE=dispatch_all prints every call.
-// A selection that fails prints nothing: its error lists every variant's reason.
+// autotune, heuristic or order. With autotune on but not deciding, the line ends with
+// `autotune: <why>` (Note [Ops that do not autotune]). Every other variant is listed with its
+// reason: its own supports() answer, or why a supporting variant was passed over. A training loop
+// repeats the same problems every step, so ANVIL_VERBOSE=dispatch prints each distinct decision
+// (op, problem key, chosen variant, rule) once per process; ANVIL_VERBOSE=dispatch_all prints every
+// call. A selection that fails prints nothing: its error lists every variant's reason.
 
 // 0 = off, 1 = each distinct decision once, 2 = every selection (ANVIL_VERBOSE).
 int dispatch_verbosity();
@@ -93,6 +98,21 @@ std::string describe_selection(const std::string& op, const std::string& problem
 void report_selection(const std::string& op, const std::string& key, const std::string& problem,
                       const std::vector<Candidate>& candidates, std::size_t chosen,
                       const SelectionPolicy& policy);
+
+// ---- the selection memo's context -------------------------------------------------------------
+// Everything besides the problem, the table and forcing that a decision may depend on, as one
+// word (Note [Selection memo]): whether autotune runs (it is on and the caller passed a trial;
+// a decision made without trials must not stand in for a tuned one), and the OpenMP state that
+// heuristics read (openmp_context(), engine/core/config.h).
+unsigned selection_context(bool autotunes);
+// Memo hits over all tables since the process started (diagnostics and tests).
+std::uint64_t selection_memo_hits();
+void count_selection_memo_hit();
+// Off by default. When on, every memo hit is checked against the full decision
+// (select_uncached), and a difference throws anvil::Error naming both variants: the tests run
+// whole model steps this way (tests/test_selection_memo.cpp).
+void set_selection_memo_check(bool on);
+bool selection_memo_check();
 
 // ---- autotune -------------------------------------------------------------------------------
 // Off by default; on with ANVIL_AUTOTUNE=1 or set_autotune(true).

@@ -17,6 +17,7 @@
 // cuda.custom.softmax (kernels/cuda/softmax_kernels.cu).
 #include <cstdint>
 #include <string>
+#include <tuple>
 
 #include "engine/core/device.h"
 #include "engine/core/dtype.h"
@@ -47,6 +48,9 @@ struct SoftmaxProblem {
   std::int64_t rows = 0, cols = 0;
 
   DeviceType device_type() const { return device.type; }
+  // Every member (Note [Problem fields], engine/dispatch/problem_fields.h).
+  bool operator==(const SoftmaxProblem&) const = default;
+  auto fields() const { return std::tie(op, dtype, index_dtype, device, rows, cols); }
   std::string key() const;
   std::string repr() const;
 };

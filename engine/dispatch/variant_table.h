@@ -3,10 +3,11 @@
 // VariantTable<Problem, Args>: one op's ordered list of named kernel variants.
 //
 // A Problem describes one call's shape and settings: it has `DeviceType device_type() const`,
-// `std::string key() const` (the autotune cache key) and `std::string repr() const` (a one-line
-// repro). Args is what a variant's function receives: the problem plus the data pointers.
-// Selection follows Note [Variant selection] (selection.h). Tables are filled by
-// register_builtin_kernels() (kernels/register.h), never by static initialisers.
+// equality and fields() (Note [Problem fields]: the memo and autotune keys), `std::string key()
+// const` (the dispatch log's key) and `std::string repr() const` (a one-line repro). Args is what a
+// variant's function receives: the problem plus the data pointers. Selection follows Note [Variant
+// selection] (selection.h). Tables are filled by register_builtin_kernels() (kernels/register.h),
+// never by static initialisers.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -16,11 +17,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/core/device.h"
 #include "engine/core/error.h"
+#include "engine/dispatch/problem_fields.h"
 #include "engine/dispatch/selection.h"
 
 namespace anvil {
@@ -40,6 +44,8 @@ class VariantTableBase {
   // The declared order (Note [Variant order]): every name the table may hold, registered or not.
   virtual std::vector<std::string> order() const = 0;
   virtual void clear_autotune_cache() = 0;
+  // Why the op never autotunes ("" when it does): Note [Ops that do not autotune].
+  virtual std::string no_autotune_reason() const = 0;
 };
 
 // Global index of tables by op name, for `anvil info`, benchmarks and error messages. A table
@@ -83,7 +89,18 @@ struct VariantPlace {
 //     (a table has a few dozen variants at most, so this is a few kilobytes).
 // The autotune cache (tuned_) and the declared order (order_, read by writers and order()) are
 // guarded by mu_; forcing is per thread or under its own lock (selection.cpp).
+// Note [Selection memo]
+// A training step dispatches hundreds of ops, most with a problem seen in the step before, so
+// select() keeps each decision: (snapshot, selection_context(), forced name, problem) -> variant.
+// That key holds everything a decision reads besides the problem itself: the variant list and
+// heuristic (the snapshot), forcing, whether autotune may run, and the OpenMP thread count that
+// heuristics read (selection_context(), selection.h). A hit costs a hash of the problem's fields
+// (Note [Problem fields]) and a shared lock: no candidate list, no supports() calls, no strings.
+// Not kept: decisions with the dispatch log on (each is logged in full), and failures (they
+// throw again). clear_autotune_cache() empties the memo too; a full memo is emptied.
+// test_selection_memo checks that select() equals select_uncached() on every model problem.
 template <typename Problem, typename Args>
+requires HashableProblem<Problem>
 class VariantTable final : public VariantTableBase {
  public:
   using Fn = std::function<void(const Args&)>;
@@ -144,8 +161,12 @@ class VariantTable final : public VariantTableBase {
     const std::vector<const Variant*>* v_;
   };
 
-  explicit VariantTable(std::string op) : op_(std::move(op)) {
-    publish(std::make_unique<Snapshot>());
+  explicit VariantTable(std::string op) : VariantTable(std::move(op), std::string()) {}
+  // A table whose op cannot autotune, with the reason (Note [Ops that do not autotune]).
+  VariantTable(std::string op, std::string no_autotune_reason) : op_(std::move(op)) {
+    auto first = std::make_unique<Snapshot>();
+    first->no_autotune = std::move(no_autotune_reason);
+    publish(std::move(first));
     register_variant_table(this);
   }
   ~VariantTable() override { unregister_variant_table(this); }
@@ -202,6 +223,21 @@ class VariantTable final : public VariantTableBase {
     order_.insert(order_.begin() + static_cast<std::ptrdiff_t>(at), v.name);
     insert(std::move(v));
   }
+  // Note [Ops that do not autotune]
+  // Autotune runs every candidate on the call's own arguments (Note [Trial timer]). That is
+  // safe only when a variant writes its outputs and nothing else. An op whose call updates
+  // tensors in place (optimizer steps, in-place elementwise forms), adds into an output
+  // (embedding backward, the device gradient-norm accumulator) or draws random numbers (dropout)
+  // cannot be tried more than once per call, so its table declares it with a reason: it then
+  // selects by heuristic and order with autotune on, and the dispatch log says why.
+  void set_no_autotune(std::string reason) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto next = std::make_unique<Snapshot>(snapshot());
+    next->no_autotune = std::move(reason);
+    publish(std::move(next));
+  }
+  std::string no_autotune_reason() const override { return snapshot().no_autotune; }
+
   void set_heuristic(Heuristic h) {
     std::lock_guard<std::mutex> lock(mu_);
     auto next = std::make_unique<Snapshot>(snapshot());
@@ -227,24 +263,40 @@ class VariantTable final : public VariantTableBase {
   std::vector<Candidate> candidates(const Problem& p) const { return candidates(snapshot(), p); }
 
   // The variant that runs `p` (Note [Variant selection]). With autotune on and no winner cached
-  // for p.key(), `time_variant(v)` is called for every supporting variant (it must run v on
-  // scratch outputs and return seconds) and the fastest is cached.
+  // for p, `time_variant(v)` is called for every supporting variant (it must run v on scratch
+  // outputs and return seconds) and the fastest is cached. Repeated decisions come from the
+  // memo (Note [Selection memo]).
   const Variant& select(const Problem& p,
                         const std::function<double(const Variant&)>& time_variant = nullptr) {
     const Snapshot& s = snapshot();  // one snapshot for the whole decision
-    auto cands = candidates(s, p);
-    SelectionPolicy policy;
-    policy.forced = forced_variant(op_);
-    for (std::size_t i = 0; i < cands.size(); ++i)
-      if (s.variants[i]->opt_in && cands[i].support.ok && s.variants[i]->name != policy.forced)
-        cands[i].support = Support::no("opt-in: runs only when forced by name");
-    if (policy.forced.empty() && autotune_enabled() && time_variant)
-      policy.tuned_winner = tuned_winner(s, p, cands, time_variant);
-    if (s.heuristic) policy.heuristic_pick = s.heuristic(p);
-    const std::string repr = p.repr();
-    const std::size_t chosen = select_variant(op_, repr, cands, policy);
-    if (dispatch_verbose()) report_selection(op_, p.key(), repr, cands, chosen, policy);
-    return *s.variants[chosen];
+    // With the dispatch log on, every decision is made (and logged) in full.
+    // The forced name and the autotune switch are read once: the decision is made with the
+    // values it is memoised under, even while another thread changes them.
+    const Inputs in{forced_variant(op_), autotune_enabled()};
+    if (dispatch_verbose()) return decide(s, p, time_variant, in);
+    MemoKey key{&s, selection_context(in.autotune && time_variant != nullptr), in.forced, p};
+    const Variant* hit = nullptr;
+    {
+      std::shared_lock<std::shared_mutex> lock(memo_mu_);
+      if (auto it = memo_.find(key); it != memo_.end()) hit = it->second;
+    }
+    if (hit != nullptr) {
+      count_selection_memo_hit();
+      if (selection_memo_check()) check_memo_hit(*hit, decide(s, p, time_variant, in), p);
+      return *hit;
+    }
+    const Variant& chosen = decide(s, p, time_variant, in);  // throws when nothing fits
+    std::unique_lock<std::shared_mutex> lock(memo_mu_);
+    if (memo_.size() >= kMemoCapacity) memo_.clear();
+    memo_.emplace(std::move(key), &chosen);
+    return chosen;
+  }
+
+  // select() without the memo: every rule of Note [Variant selection] evaluated afresh. The
+  // reference that the memo is tested against (tests/test_selection_memo.cpp).
+  const Variant& select_uncached(
+      const Problem& p, const std::function<double(const Variant&)>& time_variant = nullptr) {
+    return decide(snapshot(), p, time_variant, {forced_variant(op_), autotune_enabled()});
   }
 
   // Runs `args` on the selected variant.
@@ -253,15 +305,74 @@ class VariantTable final : public VariantTableBase {
   }
 
   void clear_autotune_cache() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    tuned_.clear();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      tuned_.clear();
+    }
+    std::unique_lock<std::shared_mutex> lock(memo_mu_);
+    memo_.clear();
   }
 
  private:
   struct Snapshot {
     std::vector<const Variant*> variants;  // in the order of order_, `ref` last
     Heuristic heuristic;
+    std::string no_autotune;  // Note [Ops that do not autotune]
   };
+  // What a decision depends on (Note [Selection memo]).
+  struct MemoKey {
+    const Snapshot* snapshot = nullptr;
+    unsigned context = 0;  // selection_context()
+    std::string forced;    // forced_variant(op_)
+    Problem problem;
+    bool operator==(const MemoKey&) const = default;
+  };
+  struct MemoHash {
+    std::size_t operator()(const MemoKey& k) const {
+      std::size_t h = problem_hash(k.problem);
+      hash_mix(h, std::hash<const void*>{}(k.snapshot));
+      hash_mix(h, k.context);
+      hash_mix(h, std::hash<std::string>{}(k.forced));
+      return h;
+    }
+  };
+  // Distinct decisions kept; a full memo is emptied (a training loop repeats a few hundred).
+  static constexpr std::size_t kMemoCapacity = 4096;
+
+  void check_memo_hit(const Variant& memo, const Variant& full, const Problem& p) const {
+    ANVIL_CHECK(&memo == &full, op_.c_str(), "selection memo returned '", memo.name,
+                "' where the full decision is '", full.name, "' for ", p.repr());
+  }
+
+  // Note [Variant selection], evaluated in full on snapshot s.
+  // The settings a decision reads besides the problem and the snapshot.
+  struct Inputs {
+    std::string forced;  // forced_variant(op_)
+    bool autotune = false;
+  };
+  const Variant& decide(const Snapshot& s, const Problem& p,
+                        const std::function<double(const Variant&)>& time_variant,
+                        const Inputs& in) {
+    auto cands = candidates(s, p);
+    SelectionPolicy policy;
+    policy.forced = in.forced;
+    for (std::size_t i = 0; i < cands.size(); ++i)
+      if (s.variants[i]->opt_in && cands[i].support.ok && s.variants[i]->name != policy.forced)
+        cands[i].support = Support::no("opt-in: runs only when forced by name");
+    if (policy.forced.empty() && in.autotune) {
+      if (!s.no_autotune.empty())
+        policy.autotune_note = "off for this op: " + s.no_autotune;
+      else if (!time_variant)
+        policy.autotune_note = "no trial for this call";
+      else
+        policy.tuned_winner = tuned_winner(s, p, cands, time_variant);
+    }
+    if (s.heuristic) policy.heuristic_pick = s.heuristic(p);
+    const std::string repr = p.repr();
+    const std::size_t chosen = select_variant(op_, repr, cands, policy);
+    if (dispatch_verbose()) report_selection(op_, p.key(), repr, cands, chosen, policy);
+    return *s.variants[chosen];
+  }
 
   const Snapshot& snapshot() const { return *current_.load(std::memory_order_acquire); }
   // Index of `name` in order_, or order_.size(). Caller holds mu_.
@@ -312,10 +423,9 @@ class VariantTable final : public VariantTableBase {
 
   std::string tuned_winner(const Snapshot& s, const Problem& p, const std::vector<Candidate>& cands,
                            const std::function<double(const Variant&)>& time_variant) {
-    const std::string key = p.key();
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (auto it = tuned_.find(key); it != tuned_.end()) return it->second;
+      if (auto it = tuned_.find(p); it != tuned_.end()) return it->second;
     }
     // Timed outside the lock: two threads may time the same new problem; both store a winner.
     std::string best;
@@ -332,7 +442,7 @@ class VariantTable final : public VariantTableBase {
       }
     }
     std::lock_guard<std::mutex> lock(mu_);
-    tuned_[key] = best;
+    tuned_[p] = best;
     return best;
   }
 
@@ -341,17 +451,11 @@ class VariantTable final : public VariantTableBase {
   mutable std::mutex mu_;                                   // guards the members below and writers
   std::vector<std::unique_ptr<const Variant>> nodes_;       // every variant, never moved
   std::vector<std::unique_ptr<const Snapshot>> snapshots_;  // every snapshot published
-  std::map<std::string, std::string> tuned_;  // problem key -> winner (autotune cache)
-  std::vector<std::string> order_{"ref"};     // Note [Variant order]
+  std::unordered_map<Problem, std::string, ProblemHasher> tuned_;  // autotune winners
+  mutable std::shared_mutex memo_mu_;                              // guards memo_
+  std::unordered_map<MemoKey, const Variant*, MemoHash> memo_;     // Note [Selection memo]
+  std::vector<std::string> order_{"ref"};                          // Note [Variant order]
   bool order_declared_ = false;
 };
-
-// Wall-clock seconds of one call of fn (for autotune trials).
-template <typename Fn>
-double time_seconds(Fn&& fn) {
-  const auto t0 = std::chrono::steady_clock::now();
-  fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 }  // namespace anvil

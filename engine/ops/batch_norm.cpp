@@ -5,8 +5,8 @@
 
 #include <type_traits>
 
-#include "engine/core/cuda_backend.h"
 #include "engine/core/views.h"
+#include "engine/dispatch/trial_timer.h"
 #include "engine/ops/elementwise.h"
 
 namespace anvil::ops {
@@ -36,15 +36,6 @@ void update_running(const Tensor& running, const Tensor& batch, double momentum,
   for (std::int64_t i = 0; i < c; ++i)
     r[i * stride] = static_cast<T>((1.0 - momentum) * static_cast<double>(r[i * stride]) +
                                    momentum * factor * static_cast<double>(b[i]));
-}
-
-// One autotune trial of `fn` on `device`: CUDA variants only enqueue work, so they are timed
-// with CUDA events on the device's stream (as GEMM trials are), CPU variants on the host clock.
-template <typename Fn>
-double trial_seconds(const Device& device, Fn&& fn) {
-  if (device.is_cuda())
-    return require_cuda("batch_norm2d autotune").time_on_stream(device.index, fn);
-  return time_seconds(fn);
 }
 
 // The same update for device tensors (CUDA): running *= 1 - momentum, then
@@ -102,7 +93,8 @@ BatchNormForward batch_norm2d_forward(const Tensor& x, const Tensor& weight, con
     t.y = sy.data_ptr();
     t.mean = sm.data_ptr();
     t.var = sv.data_ptr();
-    return trial_seconds(x.device(), [&] { v.fn(t); });
+    return time_trial(
+        x.device(), [&] { v.fn(t); }, "batch_norm2d autotune");
   };
   batch_norm2d_table().run(args, trial);
   if (training && running_mean.defined()) {
@@ -159,7 +151,8 @@ BatchNormGrads batch_norm2d_backward(const Tensor& dy, const Tensor& x, const Te
     t.dx = sdx.data_ptr();
     t.dweight = sw.data_ptr();
     t.dbias = sb.data_ptr();
-    return trial_seconds(x.device(), [&] { v.fn(t); });
+    return time_trial(
+        x.device(), [&] { v.fn(t); }, "batch_norm2d autotune");
   };
   batch_norm2d_table().run(args, trial);
   return g;

@@ -3,6 +3,7 @@
 #include "engine/ops/conv.h"
 
 #include "engine/core/views.h"
+#include "engine/dispatch/trial_timer.h"
 #include "engine/ops/elementwise.h"
 
 namespace anvil::ops {
@@ -14,8 +15,10 @@ std::string pair_str(const std::array<std::int64_t, 2>& a) {
 
 void run(const ConvArgs& args) {
   // Every pass writes only its outputs, so an autotune trial may run on them directly.
-  conv_table().run(args,
-                   [&](const ConvTable::Variant& v) { return time_seconds([&] { v.fn(args); }); });
+  conv_table().run(args, [&](const ConvTable::Variant& v) {
+    return time_trial(
+        args.problem.device, [&] { v.fn(args); }, "conv2d autotune");
+  });
 }
 
 }  // namespace
@@ -101,7 +104,10 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
   args.w = wc.data_ptr();
   args.b = bc.defined() ? bc.data_ptr() : nullptr;
   args.y = y.data_ptr();
-  const auto trial = [&](const ConvTable::Variant& v) { return time_seconds([&] { v.fn(args); }); };
+  const auto trial = [&](const ConvTable::Variant& v) {
+    return time_trial(
+        p.device, [&] { v.fn(args); }, "conv2d autotune");
+  };
   const ConvTable::Variant& v = conv_table().select(p, trial);
   if (relu) {
     ConvProblem pf = p;

@@ -4,6 +4,7 @@
 
 #include "engine/core/views.h"
 #include "engine/dispatch/embedding_problem.h"
+#include "engine/dispatch/trial_timer.h"
 
 namespace anvil::ops {
 namespace {
@@ -180,7 +181,8 @@ const LstmTable::Variant& select_lstm_variant(const LstmProblem& p, const LstmIn
     std::shared_ptr<LstmSaved> saved;
     LstmArgs a = forward_args(p, d, scratch);
     a.saved = &saved;
-    return time_seconds([&] { v.fn(a); });
+    return time_trial(
+        p.device, [&] { v.fn(a); }, "lstm autotune");
   };
   return lstm_table().select(p, trial);
 }

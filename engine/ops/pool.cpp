@@ -3,19 +3,11 @@
 // the variant that made the forward's workspace (Note [Max-pool workspace]).
 #include "engine/ops/pool.h"
 
-#include "engine/core/cuda_backend.h"
 #include "engine/core/views.h"
+#include "engine/dispatch/trial_timer.h"
 
 namespace anvil::ops {
 namespace {
-
-// One autotune trial of `fn` on `device`: CUDA variants only enqueue work, so they are timed
-// with CUDA events on the device's stream (as GEMM trials are), CPU variants on the host clock.
-template <typename Fn>
-double trial_seconds(const Device& device, const char* where, Fn&& fn) {
-  if (device.is_cuda()) return require_cuda(where).time_on_stream(device.index, fn);
-  return time_seconds(fn);
-}
 
 void check_cpu_or_same(const Tensor& x, const char* where) {
   check_defined(x, where, "input");
@@ -69,7 +61,8 @@ PoolForward pool2d_forward(const Tensor& x, const PoolProblem& problem, bool tra
     PoolArgs t = args;
     t.y = scratch_y.data_ptr();
     t.workspace = &scratch_ws;
-    return trial_seconds(x.device(), "pool autotune", [&] { v.fn(t); });
+    return time_trial(
+        x.device(), [&] { v.fn(t); }, "pool autotune");
   };
   const auto& v = table.select(args.problem, trial);
   f.variant = v.name;
@@ -103,7 +96,8 @@ Tensor pool2d_backward(const Tensor& dy, const PoolForward& fwd) {
       Tensor scratch = Tensor::empty(dx.sizes(), dx.dtype(), dx.device());
       PoolArgs t = args;
       t.dx = scratch.data_ptr();
-      return trial_seconds(dx.device(), "pool autotune", [&] { v.fn(t); });
+      return time_trial(
+          dx.device(), [&] { v.fn(t); }, "pool autotune");
     };
     table.run(args, trial);
     return dx;

@@ -9,6 +9,7 @@
 
 #include "engine/core/views.h"
 #include "engine/dispatch/reduce_problem.h"
+#include "engine/dispatch/trial_timer.h"
 
 namespace anvil::ops {
 namespace {
@@ -89,7 +90,11 @@ void run(const Plan& p, ReduceOp op, const Tensor& out, std::int64_t* index, dou
   args.out = out.data_ptr();
   args.index = index;
   args.scale = scale;
-  reduce_table().run(args);
+  // Every variant writes out (and index) without reading them: a trial may run on them.
+  reduce_table().run(args, [&args](const ReduceTable::Variant& v) {
+    return time_trial(
+        args.problem.device, [&] { v.fn(args); }, "reduce autotune");
+  });
 }
 
 Tensor sum_impl(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim, bool mean,

@@ -5,6 +5,7 @@
 
 #include "engine/core/views.h"
 #include "engine/dispatch/softmax_problem.h"
+#include "engine/dispatch/trial_timer.h"
 
 namespace anvil::ops {
 namespace {
@@ -29,7 +30,14 @@ SoftmaxArgs make_args(SoftmaxOp op, const Tensor& x, std::int64_t rows, std::int
 
 void run(const SoftmaxArgs& args) {
   if (args.problem.rows == 0) return;  // nothing to compute (and possibly no buffers)
-  softmax_table().run(args);
+  // An autotune trial runs on the call's own outputs, which every form but the fused
+  // cross-entropy forward+gradient writes without reading (that one may overwrite its logits in
+  // place and sums into col_sums): it selects without trials.
+  if (args.grad != nullptr) return softmax_table().run(args);
+  softmax_table().run(args, [&args](const SoftmaxTable::Variant& v) {
+    return time_trial(
+        args.problem.device, [&] { v.fn(args); }, "softmax autotune");
+  });
 }
 }  // namespace
 

@@ -15,13 +15,17 @@ import subprocess
 import sys
 
 LINE = re.compile(r"^anvil dispatch: op=(?P<op>\S+) problem=(?P<problem>.+?) chosen=(?P<chosen>\S+)"
-                  r" by=(?P<by>forced|autotune|heuristic|order) declined: (?P<declined>.+)$")
+                  r" by=(?P<by>forced|autotune|heuristic|order) declined: (?P<declined>.+?)"
+                  r"(?: autotune: (?P<autotune>.+))?$")
 ITEM = re.compile(r"^(?P<name>\S+) \((?P<reason>.+)\)$")
 
 
-def run(demo, verbose):
+def run(demo, verbose, autotune=False):
     env = dict(os.environ)
     env.pop("ANVIL_VERBOSE", None)
+    env.pop("ANVIL_AUTOTUNE", None)
+    if autotune:
+        env["ANVIL_AUTOTUNE"] = "1"
     if verbose:
         env["ANVIL_VERBOSE"] = verbose
     p = subprocess.run([demo], env=env, capture_output=True, text=True, timeout=120)
@@ -86,6 +90,22 @@ def main():
     n = sum(1 for l in every if l.startswith("anvil dispatch: op=gemm "))
     if n < 3:
         problems.append(f"ANVIL_VERBOSE=dispatch_all: expected every gemm selection (>= 3), got {n}")
+
+    # With autotune on: GEMM decides by autotune; elementwise cannot autotune (in-place forms)
+    # and every one of its lines says why (Note [Ops that do not autotune]).
+    _, tuned = run(demo, "dispatch", autotune=True)
+    tuned_parsed = [p for p in (parse(l, tables, problems) for l in tuned) if p]
+    if not any(m["op"] == "gemm" and m["by"] == "autotune" for m, _ in tuned_parsed):
+        problems.append(f"ANVIL_AUTOTUNE=1: expected a gemm line decided by autotune: {tuned}")
+    for m, _ in tuned_parsed:
+        if m["op"] == "elementwise" and m["by"] != "forced" and not (
+                m["autotune"] or "").startswith("off for this op: "):
+            problems.append(f"ANVIL_AUTOTUNE=1: elementwise must say it does not autotune: "
+                            f"{m.string}")
+        if m["op"] == "gemm" and m["autotune"]:
+            problems.append(f"ANVIL_AUTOTUNE=1: gemm autotunes, no note expected: {m.string}")
+    if not any(m["op"] == "elementwise" and m["autotune"] for m, _ in tuned_parsed):
+        problems.append(f"ANVIL_AUTOTUNE=1: no elementwise line with its autotune note: {tuned}")
 
     print("\n".join(problems + [f"check_dispatch_log: {len(lines)} line(s) checked, "
                                 f"{len(problems)} problem(s)"]))

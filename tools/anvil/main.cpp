@@ -58,6 +58,11 @@ void print_info(bool measure_peak) {
     for (const auto& v : table->list()) names += (names.empty() ? "" : ", ") + v.name;
     std::cout << fmt::format("  {:<22} {}\n", table->op(), names);
   }
+  std::cout << "\nops that never autotune (Note [Ops that do not autotune]; the others time "
+               "their variants with ANVIL_AUTOTUNE=1)\n";
+  for (auto* table : variant_tables())
+    if (const std::string why = table->no_autotune_reason(); !why.empty())
+      std::cout << fmt::format("  {:<22} {}\n", table->op(), why);
   if (!measure_peak) return;
   const int threads = get_num_threads();
   std::cout << fmt::format("\nmeasured peak ({} FMA loops and a STREAM triad, best of 3)\n",
