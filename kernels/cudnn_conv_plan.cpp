@@ -8,11 +8,10 @@
 #include <cstdlib>
 #include <iostream>
 #include <limits>
-#include <map>
-#include <mutex>
 
 #include "engine/core/config.h"
 #include "engine/core/error.h"
+#include "kernels/stable_cache.h"
 
 namespace anvil::kernels {
 namespace {
@@ -39,12 +38,9 @@ constexpr const char* kBwdFilterNames[] = {
 
 int index_of(CudnnConvAlgo algo) { return static_cast<int>(algo); }
 
-struct ChoiceStore {
-  std::mutex mu;
-  std::map<std::string, CudnnChoice> choices;
-};
-ChoiceStore& store() {
-  static auto* s = new ChoiceStore();  // leaked: read from static destructors of benchmarks
+using ChoiceCache = StableCache<CudnnConvKey, CudnnChoice, CudnnConvKeyHash>;
+ChoiceCache& store() {
+  static auto* s = new ChoiceCache();  // leaked: Note [Stable cache entries]
   return *s;
 }
 
@@ -175,54 +171,123 @@ std::string cudnn_refusal(const ConvProblem& p, CudnnConvAlgo algo, const std::s
                          cudnn_variant_name(algo), ", ", conv_pass_name(p.pass), ")");
 }
 
-std::string cudnn_find_key(const ConvProblem& p, bool tf32) {
-  ConvProblem q = p;
-  q.fuse_relu = false;
-  return q.key() + (tf32 ? " tf32" : " ieee");
+CudnnConvKey cudnn_conv_key(const ConvProblem& p, bool tf32) {
+  CudnnConvKey k{p, tf32};
+  k.problem.fuse_relu = false;
+  return k;
 }
 
-std::size_t cudnn_workspace_cap_bytes() {
-  const std::string env = env_or_empty("ANVIL_CUDNN_WORKSPACE_MB");
-  if (env.empty()) return std::size_t{1024} << 20;
-  char* end = nullptr;
-  const long long mb = std::strtoll(env.c_str(), &end, 10);
-  ANVIL_CHECK(end != nullptr && *end == '\0' && mb >= 0 && mb <= (1LL << 24),
-              "ANVIL_CUDNN_WORKSPACE_MB", "expected a number of MiB in [0, 2^24], got '", env, "'");
-  return static_cast<std::size_t>(mb) << 20;
+std::size_t CudnnConvKeyHash::operator()(const CudnnConvKey& k) const noexcept {
+  const ConvProblem& p = k.problem;
+  std::uint64_t h = 0;
+  for (std::int64_t v : {static_cast<std::int64_t>(p.pass),
+                         static_cast<std::int64_t>(p.dtype),
+                         static_cast<std::int64_t>(p.device.type),
+                         static_cast<std::int64_t>(p.device.index),
+                         p.n,
+                         p.c,
+                         p.h,
+                         p.w,
+                         p.k,
+                         p.r,
+                         p.s,
+                         p.stride_h,
+                         p.stride_w,
+                         p.pad_h,
+                         p.pad_w,
+                         p.dil_h,
+                         p.dil_w,
+                         p.groups,
+                         static_cast<std::int64_t>(p.has_bias),
+                         static_cast<std::int64_t>(p.fuse_relu),
+                         static_cast<std::int64_t>(k.tf32)})
+    h = hash_mix(h, static_cast<std::uint64_t>(v));
+  return static_cast<std::size_t>(h);
 }
 
-std::optional<CudnnChoice> cudnn_cached_choice(const std::string& key) {
-  std::lock_guard<std::mutex> lock(store().mu);
-  auto it = store().choices.find(key);
-  if (it == store().choices.end()) return std::nullopt;
-  return it->second;
-}
-
-void cudnn_record_choice(const std::string& key, CudnnChoice choice) {
-  if (env_or_empty("ANVIL_CUDNN_LOG") == "1") {
-    char ms[32];
-    std::snprintf(ms, sizeof ms, "%.4f", choice.ms);
-    std::cerr << "cuda.cudnn: " << choice.problem << " -> " << choice.algo_name << " (" << ms
-              << " ms, workspace " << (choice.workspace >> 20) << " MiB; " << choice.candidates
-              << ")\n";
+std::string cudnn_math_name(CudnnMath m) {
+  switch (m) {
+    case CudnnMath::default_math:
+      return "CUDNN_DEFAULT_MATH";
+    case CudnnMath::tensor_op:
+      return "CUDNN_TENSOR_OP_MATH";
+    case CudnnMath::tensor_op_allow_conversion:
+      return "CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION";
+    case CudnnMath::fma:
+      return "CUDNN_FMA_MATH";
   }
-  std::lock_guard<std::mutex> lock(store().mu);
-  store().choices[key] = std::move(choice);
+  return detail::str_cat("CUDNN_MATH_", static_cast<int>(m), "?");
 }
 
-std::vector<std::pair<std::string, CudnnChoice>> cudnn_choices() {
-  std::lock_guard<std::mutex> lock(store().mu);
-  return {store().choices.begin(), store().choices.end()};
+CudnnMath cudnn_search_math(DType dtype, bool tf32) {
+  if (dtype == DType::f64) return CudnnMath::default_math;
+  return tf32 ? CudnnMath::tensor_op : CudnnMath::fma;
 }
 
-void cudnn_clear_choices() {
-  std::lock_guard<std::mutex> lock(store().mu);
-  store().choices.clear();
+std::optional<CudnnMath> cudnn_run_math(CudnnMath timed, DType dtype, bool tf32) {
+  // Note [cuDNN math type of the timed algorithm]
+  const bool known = timed == CudnnMath::default_math || timed == CudnnMath::tensor_op ||
+                     timed == CudnnMath::tensor_op_allow_conversion || timed == CudnnMath::fma;
+  if (!known) return std::nullopt;
+  switch (dtype) {
+    case DType::f32:
+      if (tf32) return timed;
+      if (timed == CudnnMath::tensor_op || timed == CudnnMath::tensor_op_allow_conversion)
+        return std::nullopt;
+      return CudnnMath::fma;  // DEFAULT would let cuDNN use TF32 again on Ampere and later
+    case DType::f64:
+      if (timed == CudnnMath::tensor_op_allow_conversion) return std::nullopt;
+      return timed;
+    default:
+      return std::nullopt;
+  }
 }
+
+std::size_t cudnn_workspace_cap(const std::string& env_mb, std::optional<std::size_t> available) {
+  // Note [cuDNN workspace cap]
+  if (env_mb.empty()) return available ? *available / 2 : kCudnnWorkspaceFallbackBytes;
+  char* end = nullptr;
+  const long long mb = std::strtoll(env_mb.c_str(), &end, 10);
+  ANVIL_CHECK(end != nullptr && *end == '\0' && mb >= 0 && mb <= (1LL << 24),
+              "ANVIL_CUDNN_WORKSPACE_MB", "expected a number of MiB in [0, 2^24], got '", env_mb,
+              "'");
+  const std::size_t bytes = static_cast<std::size_t>(mb) << 20;
+  return available ? std::min(bytes, *available) : bytes;
+}
+
+std::size_t cudnn_workspace_cap_bytes(std::optional<std::size_t> available) {
+  return cudnn_workspace_cap(env_or_empty("ANVIL_CUDNN_WORKSPACE_MB"), available);
+}
+
+const CudnnChoice* cudnn_find_choice(const CudnnConvKey& key) { return store().find(key); }
+
+const CudnnChoice& cudnn_record_choice(const CudnnConvKey& key, CudnnChoice choice) {
+  const auto [stored, inserted] =
+      store().insert(key, std::make_unique<const CudnnChoice>(std::move(choice)));
+  if (inserted && env_or_empty("ANVIL_CUDNN_LOG") == "1") {
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%.4f", stored->ms);
+    std::cerr << "cuda.cudnn: " << stored->problem << " -> " << stored->algo_name << " "
+              << cudnn_math_name(stored->math) << " (" << ms << " ms, workspace "
+              << (stored->workspace >> 20) << " MiB of " << (stored->workspace_cap >> 20)
+              << " MiB; " << stored->candidates << ")\n";
+  }
+  return *stored;
+}
+
+std::vector<CudnnChoice> cudnn_choices() {
+  std::vector<CudnnChoice> out;
+  store().for_each([&](const CudnnConvKey&, const CudnnChoice& c) { out.push_back(c); });
+  std::sort(out.begin(), out.end(),
+            [](const CudnnChoice& a, const CudnnChoice& b) { return a.problem < b.problem; });
+  return out;
+}
+
+void cudnn_clear_choices() { store().forget_all(); }
 
 std::string cudnn_default_label(const ConvProblem& p, bool tf32) {
   const std::string base = tf32 ? kCudnnTf32Variant : kCudnnDefaultVariant;
-  const auto c = cudnn_cached_choice(cudnn_find_key(p, tf32));
+  const CudnnChoice* c = cudnn_find_choice(cudnn_conv_key(p, tf32));
   return c ? base + "[" + c->algo_name + "]" : base;
 }
 

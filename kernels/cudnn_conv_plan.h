@@ -4,8 +4,9 @@
 // cuDNN header, so it is compiled into libanvil and unit-tested on machines without a GPU
 // (tests/test_cudnn_conv_plan.cpp): variant names, the algorithm of each pass per variant (as
 // cuDNN's enum values; conv_cudnn.cpp static_asserts them against cudnn_ops.h), the descriptor
-// parameters of a ConvProblem, refusal messages, the problem key of the find cache, the
-// workspace cap, and the cache of the default's choices, which doubles as its dispatch log.
+// parameters of a ConvProblem, refusal messages, the problem key of the find cache, the math
+// type rule, the workspace cap, and the cache of the default's choices, which doubles as its
+// dispatch log.
 //
 // Note [cuDNN algorithm families]
 // cuDNN numbers its algorithms per pass. One variant is one family, with the algorithm of each
@@ -25,8 +26,10 @@
 // FWD_ALGO_DIRECT (3) is not registered: cuDNN does not implement it ("not implemented" on every
 // problem), and a variant that declines every problem is not a variant.
 // The default, cuda.cudnn, measures every algorithm of the pass with cudnnFind*AlgorithmEx once
-// per problem key (cudnn_find_key) under the workspace cap and caches the fastest.
+// per problem key (CudnnConvKey) under the workspace cap (Note [cuDNN workspace cap]) and caches
+// the fastest with its math type (Note [cuDNN math type of the timed algorithm]).
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -103,29 +106,95 @@ std::string cudnn_refusal(const ConvProblem& p, CudnnConvAlgo algo, const std::s
 
 // The find cache's key: every field of the problem that changes the result of the search except
 // the fused ReLU (the fused forward runs the algorithm found for the plain one), plus the math.
-std::string cudnn_find_key(const ConvProblem& p, bool tf32);
+// The device is a field of the problem. A plain struct, so the per-call lookup builds no string
+// (Note [Stable cache entries], kernels/stable_cache.h).
+struct CudnnConvKey {
+  ConvProblem problem;  // fuse_relu always false
+  bool tf32 = false;
+  bool operator==(const CudnnConvKey&) const = default;
+};
+CudnnConvKey cudnn_conv_key(const ConvProblem& p, bool tf32);
+struct CudnnConvKeyHash {
+  std::size_t operator()(const CudnnConvKey& k) const noexcept;
+};
 
-// Workspace cap of the default's search and of every forced algorithm, in bytes:
-// ANVIL_CUDNN_WORKSPACE_MB (MiB, default 1024). Throws anvil::Error on an unparsable value.
-std::size_t cudnn_workspace_cap_bytes();
+// Note [cuDNN math type of the timed algorithm]
+// A convolution descriptor's math type tells cuDNN which kernels it may use: CUDNN_FMA_MATH only
+// FMA (IEEE FP32) kernels, CUDNN_TENSOR_OP_MATH tensor-core kernels too (TF32 for float data),
+// and CUDNN_DEFAULT_MATH, on float data and Ampere or later, also TF32 tensor cores.
+// cudnnFind*AlgorithmEx times each algorithm under the descriptor's math type and reports, per
+// result, the math type that algorithm ran with (perf.mathType), which may differ from the one
+// set (a TF32 search can report an FMA kernel as fastest). The algorithm alone does not name a
+// kernel: running it under another math type may run another kernel than the one timed. So the
+// default stores the math type of the winner and sets it on the descriptor before every run:
+//   - IEEE f32 (cuda.cudnn): searched under FMA; a tensor-op result is never taken, and every
+//     other result runs under FMA too, never under DEFAULT (which would permit TF32 again);
+//   - TF32 (cuda.cudnn.tf32): searched under TENSOR_OP; the winner runs with the math type cuDNN
+//     reported for it;
+//   - f64: searched under DEFAULT (there is no reduced-precision double math); the winner runs
+//     with its reported math type, unless that allows down-conversion (never taken).
+// cuDNN's cudnnMathType_t values (static_asserted in conv_cudnn.cpp).
+enum class CudnnMath : int {
+  default_math = 0,
+  tensor_op = 1,
+  tensor_op_allow_conversion = 2,
+  fma = 3
+};
+// "CUDNN_FMA_MATH", or "CUDNN_MATH_<value>?" when out of range.
+std::string cudnn_math_name(CudnnMath m);
+// The math type the search sets on the descriptor: FMA for IEEE f32, TENSOR_OP for TF32, DEFAULT
+// for f64.
+CudnnMath cudnn_search_math(DType dtype, bool tf32);
+// The math type a search result that cuDNN timed under `timed` runs with, or nullopt when the
+// result must not be taken (a tensor-op result of an IEEE f32 run).
+std::optional<CudnnMath> cudnn_run_math(CudnnMath timed, DType dtype, bool tf32);
+
+// Note [cuDNN workspace cap]
+// The workspace cap of the default's search and of every forced algorithm, in bytes. `available`
+// is what a workspace allocation can get on the device: the free device memory
+// (cudaMemGetInfo) plus the blocks anvil's allocator caches (it gives them back when cudaMalloc
+// runs out, Note [CUDA block cache]); nullopt when unknown. `env_mb` is the text of
+// ANVIL_CUDNN_WORKSPACE_MB ("" when unset).
+//   - unset: half of `available`. The search runs inside the first step, before the later
+//     layers' activations and gradients exist; a workspace that took all of the memory would be
+//     cached and then force the allocator to release its whole cache later in the step. Without
+//     `available`: 1 GiB (kCudnnWorkspaceFallbackBytes).
+//   - set: that many MiB (0 allows only algorithms without workspace), still at most `available`
+//     (a larger workspace cannot be allocated, and the search would fail instead of skipping the
+//     algorithms that need it).
+// Throws anvil::Error on an unparsable value.
+inline constexpr std::size_t kCudnnWorkspaceFallbackBytes = std::size_t{1024} << 20;
+std::size_t cudnn_workspace_cap(const std::string& env_mb, std::optional<std::size_t> available);
+// cudnn_workspace_cap with ANVIL_CUDNN_WORKSPACE_MB read from the environment.
+std::size_t cudnn_workspace_cap_bytes(std::optional<std::size_t> available);
 
 // ---- the default's choices (find cache and dispatch log) ------------------------------------
+// One entry per CudnnConvKey, immutable once stored (Note [Stable cache entries]). The strings are
+// built by the search only, for the dispatch log, labels and reports.
 struct CudnnChoice {
-  int algo = -1;              // cuDNN enum value for the problem's pass
-  std::string algo_name;      // cudnn_algo_enum_name(pass, algo)
-  double ms = 0.0;            // cuDNN's measured time of the winner
-  std::size_t workspace = 0;  // bytes
-  std::string problem;        // ConvProblem::repr()
-  std::string candidates;     // "FFT 0.21 ms, IMPLICIT_GEMM 0.40 ms, WINOGRAD: NOT_SUPPORTED, ..."
+  int algo = -1;                          // cuDNN enum value for the problem's pass
+  CudnnMath math = CudnnMath::fma;        // set on the descriptor for every run
+  CudnnMath timed_math = CudnnMath::fma;  // perf.mathType of the winner, as cuDNN reported it
+  double ms = 0.0;                        // cuDNN's measured time of the winner
+  std::size_t workspace = 0;              // bytes
+  std::size_t workspace_cap = 0;          // bytes, the cap the search ran under
+  std::string algo_name;                  // cudnn_algo_enum_name(pass, algo)
+  std::string problem;                    // ConvProblem::repr()
+  std::string candidates;  // "FFT 0.21 ms, IMPLICIT_GEMM 0.40 ms, WINOGRAD: NOT_SUPPORTED, ..."
+  // The cuDNN descriptors of the problem, with `math` set, owned by the entry (created by
+  // conv_cudnn.cpp, which alone knows their type; null in CPU tests).
+  std::shared_ptr<const void> descriptors;
 };
-// The cached choice for `key`, if the search ran.
-std::optional<CudnnChoice> cudnn_cached_choice(const std::string& key);
-// Stores a search result; with ANVIL_CUDNN_LOG=1 also prints one line to stderr (the dispatch
-// log: "cuda.cudnn: <problem> -> <algorithm> (<ms> ms, workspace <MiB> MiB; <candidates>)").
-void cudnn_record_choice(const std::string& key, CudnnChoice choice);
-// Every cached choice, in key order (for benchmark labels and reports).
-std::vector<std::pair<std::string, CudnnChoice>> cudnn_choices();
-// Forgets every choice (tests).
+// The cached choice for `key`, if the search ran; the pointer stays valid for the whole process.
+const CudnnChoice* cudnn_find_choice(const CudnnConvKey& key);
+// Stores a search result unless another thread stored one for `key` first, and returns the
+// stored one; with ANVIL_CUDNN_LOG=1 also prints one line to stderr for a new entry (the dispatch
+// log: "cuda.cudnn: <problem> -> <algorithm> <math> (<ms> ms, workspace <MiB> MiB of <cap> MiB;
+// <candidates>)").
+const CudnnChoice& cudnn_record_choice(const CudnnConvKey& key, CudnnChoice choice);
+// Every cached choice, ordered by problem text (for benchmark labels and reports).
+std::vector<CudnnChoice> cudnn_choices();
+// Forgets every choice, so that the next call searches again (tests); the entries stay alive.
 void cudnn_clear_choices();
 // The label of the default for `p`: "cuda.cudnn[CUDNN_CONVOLUTION_FWD_ALGO_FFT]" once the search
 // ran for it, else "cuda.cudnn".

@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // The pure logic of the cuDNN conv2d variants (kernels/cudnn_conv_plan.h), on the CPU: variant
 // names and their algorithm of each pass (Note [cuDNN algorithm families]), descriptor
-// parameters of a problem, refusal messages, the find-cache key, the workspace cap, and the
-// choice cache behind cuda.cudnn's labels and dispatch log. The cuDNN calls themselves run only
-// on a GPU (tests/cuda/test_cuda_conv.cpp).
+// parameters of a problem, refusal messages, the find-cache key, the math type rule, the
+// workspace cap, and the choice cache behind cuda.cudnn's labels and dispatch log. The cuDNN calls
+// themselves run only on a GPU (tests/cuda/test_cuda_conv.cpp).
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <memory>
 #include <set>
 #include <string>
 
 #include "kernels/cudnn_conv_plan.h"
+#include "kernels/stable_cache.h"
 
 using namespace anvil;
 using namespace anvil::kernels;
@@ -164,29 +166,100 @@ TEST_CASE("Winograd is refused for f32 filters above 3x3 only", "[cudnn][plan]")
 
 TEST_CASE("the find-cache key separates what changes the search", "[cudnn][plan]") {
   const ConvProblem p = problem();
+  const CudnnConvKeyHash hash;
   ConvProblem fused = p;
   fused.fuse_relu = true;
-  CHECK(cudnn_find_key(p, false) == cudnn_find_key(fused, false));  // same algorithm
-  CHECK(cudnn_find_key(p, false) != cudnn_find_key(p, true));       // TF32 searched apart
-  for (auto change : std::vector<void (*)(ConvProblem&)>{
-           [](ConvProblem& q) { q.pass = ConvPass::backward_data; },
-           [](ConvProblem& q) { q.dtype = DType::f64; },
-           [](ConvProblem& q) { q.device = Device::cuda(1); }, [](ConvProblem& q) { q.n = 9; },
-           [](ConvProblem& q) { q.stride_w = 2; }, [](ConvProblem& q) { q.dil_h = 2; },
-           [](ConvProblem& q) { q.groups = 1; }, [](ConvProblem& q) { q.pad_w = 0; }}) {
+  CHECK(cudnn_conv_key(p, false) == cudnn_conv_key(fused, false));  // same algorithm
+  CHECK(hash(cudnn_conv_key(p, false)) == hash(cudnn_conv_key(fused, false)));
+  CHECK_FALSE(cudnn_conv_key(fused, false).problem.fuse_relu);
+  CHECK_FALSE(cudnn_conv_key(p, false) == cudnn_conv_key(p, true));  // TF32 searched apart
+  CHECK(hash(cudnn_conv_key(p, false)) != hash(cudnn_conv_key(p, true)));
+  std::set<std::size_t> hashes{hash(cudnn_conv_key(p, false))};
+  const std::vector<void (*)(ConvProblem&)> changes = {
+      [](ConvProblem& q) { q.pass = ConvPass::backward_data; },
+      [](ConvProblem& q) { q.dtype = DType::f64; },
+      [](ConvProblem& q) { q.device = Device::cuda(1); },
+      [](ConvProblem& q) { q.n = 9; },
+      [](ConvProblem& q) { q.c = 12; },
+      [](ConvProblem& q) { q.h = 14; },
+      [](ConvProblem& q) { q.w = 12; },
+      [](ConvProblem& q) { q.k = 8; },
+      [](ConvProblem& q) { q.r = 1; },
+      [](ConvProblem& q) { q.s = 3; },
+      [](ConvProblem& q) { q.stride_h = 1; },
+      [](ConvProblem& q) { q.stride_w = 2; },
+      [](ConvProblem& q) { q.pad_h = 0; },
+      [](ConvProblem& q) { q.pad_w = 0; },
+      [](ConvProblem& q) { q.dil_h = 2; },
+      [](ConvProblem& q) { q.dil_w = 1; },
+      [](ConvProblem& q) { q.groups = 1; },
+      [](ConvProblem& q) { q.has_bias = false; }};
+  for (std::size_t i = 0; i < changes.size(); ++i) {
+    INFO("change " << i);
     ConvProblem q = p;
-    change(q);
-    CHECK(cudnn_find_key(q, false) != cudnn_find_key(p, false));
+    changes[i](q);
+    CHECK_FALSE(cudnn_conv_key(q, false) == cudnn_conv_key(p, false));
+    hashes.insert(hash(cudnn_conv_key(q, false)));
   }
+  // Not required of a hash, but a field the hash left out would collide here.
+  CHECK(hashes.size() == changes.size() + 1);
+  // Swapped values of two fields are different keys with different hashes.
+  ConvProblem a = p, b = p;
+  a.pad_h = 0;
+  a.pad_w = 1;
+  b.pad_h = 1;
+  b.pad_w = 0;
+  CHECK(hash(cudnn_conv_key(a, false)) != hash(cudnn_conv_key(b, false)));
 }
 
-TEST_CASE("workspace cap from ANVIL_CUDNN_WORKSPACE_MB", "[cudnn][plan]") {
+TEST_CASE("the math type of a timed cuDNN algorithm and the one it runs with", "[cudnn][plan]") {
+  // Note [cuDNN math type of the timed algorithm]
+  using M = CudnnMath;
+  CHECK(cudnn_search_math(DType::f32, false) == M::fma);
+  CHECK(cudnn_search_math(DType::f32, true) == M::tensor_op);
+  CHECK(cudnn_search_math(DType::f64, false) == M::default_math);
+  // IEEE f32: never a tensor-op result, and never DEFAULT (TF32 on Ampere and later).
+  CHECK_FALSE(cudnn_run_math(M::tensor_op, DType::f32, false).has_value());
+  CHECK_FALSE(cudnn_run_math(M::tensor_op_allow_conversion, DType::f32, false).has_value());
+  CHECK(cudnn_run_math(M::fma, DType::f32, false) == M::fma);
+  CHECK(cudnn_run_math(M::default_math, DType::f32, false) == M::fma);
+  // TF32: exactly the timed math type.
+  for (M m : {M::default_math, M::tensor_op, M::tensor_op_allow_conversion, M::fma})
+    CHECK(cudnn_run_math(m, DType::f32, true) == m);
+  // f64: the timed math type, never a down-conversion.
+  CHECK(cudnn_run_math(M::default_math, DType::f64, false) == M::default_math);
+  CHECK(cudnn_run_math(M::tensor_op, DType::f64, false) == M::tensor_op);
+  CHECK_FALSE(cudnn_run_math(M::tensor_op_allow_conversion, DType::f64, false).has_value());
+  // Values cuDNN does not define are never run.
+  CHECK_FALSE(cudnn_run_math(static_cast<M>(7), DType::f32, true).has_value());
+  CHECK(cudnn_math_name(M::fma) == "CUDNN_FMA_MATH");
+  CHECK(cudnn_math_name(M::tensor_op) == "CUDNN_TENSOR_OP_MATH");
+  CHECK(cudnn_math_name(static_cast<M>(7)) == "CUDNN_MATH_7?");
+}
+
+TEST_CASE("workspace cap from free memory and ANVIL_CUDNN_WORKSPACE_MB", "[cudnn][plan]") {
+  // Note [cuDNN workspace cap]
+  constexpr std::size_t kMiB = std::size_t{1} << 20;
+  // Unset: half of what is available, however large; 1 GiB when that is unknown.
+  CHECK(cudnn_workspace_cap("", std::size_t{80} << 30) == std::size_t{40} << 30);
+  CHECK(cudnn_workspace_cap("", 300 * kMiB) == 150 * kMiB);
+  CHECK(cudnn_workspace_cap("", std::size_t{0}) == 0);
+  CHECK(cudnn_workspace_cap("", std::nullopt) == 1024 * kMiB);
+  // Set: the value, within what is available.
+  CHECK(cudnn_workspace_cap("64", std::size_t{80} << 30) == 64 * kMiB);
+  CHECK(cudnn_workspace_cap("4096", 1000 * kMiB) == 1000 * kMiB);
+  CHECK(cudnn_workspace_cap("4096", std::nullopt) == 4096 * kMiB);
+  CHECK(cudnn_workspace_cap("0", std::size_t{80} << 30) == 0);
+  CHECK_THROWS_WITH(cudnn_workspace_cap("lots", std::nullopt),
+                    Contains("ANVIL_CUDNN_WORKSPACE_MB"));
+  CHECK_THROWS_WITH(cudnn_workspace_cap("-1", std::nullopt), Contains("ANVIL_CUDNN_WORKSPACE_MB"));
+  // The environment is read by cudnn_workspace_cap_bytes.
   ::unsetenv("ANVIL_CUDNN_WORKSPACE_MB");
-  CHECK(cudnn_workspace_cap_bytes() == std::size_t{1024} << 20);
+  CHECK(cudnn_workspace_cap_bytes(std::size_t{8} << 30) == std::size_t{4} << 30);
   ::setenv("ANVIL_CUDNN_WORKSPACE_MB", "64", 1);
-  CHECK(cudnn_workspace_cap_bytes() == std::size_t{64} << 20);
+  CHECK(cudnn_workspace_cap_bytes(std::size_t{8} << 30) == 64 * kMiB);
   ::setenv("ANVIL_CUDNN_WORKSPACE_MB", "lots", 1);
-  CHECK_THROWS_WITH(cudnn_workspace_cap_bytes(), Contains("ANVIL_CUDNN_WORKSPACE_MB"));
+  CHECK_THROWS_WITH(cudnn_workspace_cap_bytes(std::nullopt), Contains("ANVIL_CUDNN_WORKSPACE_MB"));
   ::unsetenv("ANVIL_CUDNN_WORKSPACE_MB");
 }
 
@@ -194,19 +267,51 @@ TEST_CASE("cuda.cudnn's choices label the default once searched", "[cudnn][plan]
   cudnn_clear_choices();
   const ConvProblem p = problem();
   CHECK(cudnn_default_label(p) == "cuda.cudnn");
+  CHECK(cudnn_find_choice(cudnn_conv_key(p, false)) == nullptr);
   CudnnChoice c;
   c.algo = 4;
   c.algo_name = cudnn_algo_enum_name(ConvPass::forward, 4);
   c.ms = 0.25;
   c.problem = p.repr();
-  cudnn_record_choice(cudnn_find_key(p, false), c);
+  const CudnnChoice& stored = cudnn_record_choice(cudnn_conv_key(p, false), c);
+  CHECK(stored.algo == 4);
   CHECK(cudnn_default_label(p) == "cuda.cudnn[CUDNN_CONVOLUTION_FWD_ALGO_FFT]");
   ConvProblem fused = p;
   fused.fuse_relu = true;
   CHECK(cudnn_default_label(fused) == "cuda.cudnn[CUDNN_CONVOLUTION_FWD_ALGO_FFT]");
   CHECK(cudnn_default_label(p, true) == "cuda.cudnn.tf32");  // TF32 not searched yet
+  // The lookup returns the stored entry itself, not a copy.
+  CHECK(cudnn_find_choice(cudnn_conv_key(fused, false)) == &stored);
+  // A second record for the key (another thread's search) keeps the first.
+  CudnnChoice other = c;
+  other.algo = 1;
+  CHECK(&cudnn_record_choice(cudnn_conv_key(p, false), other) == &stored);
+  CHECK(stored.algo == 4);
   REQUIRE(cudnn_choices().size() == 1);
-  CHECK(cudnn_choices()[0].second.algo == 4);
+  CHECK(cudnn_choices()[0].algo == 4);
   cudnn_clear_choices();
   CHECK(cudnn_choices().empty());
+  CHECK(cudnn_find_choice(cudnn_conv_key(p, false)) == nullptr);
+  CHECK(stored.algo == 4);  // forgotten, not destroyed: a reader may still hold it
+}
+
+TEST_CASE("StableCache entries stay put while the map grows", "[cudnn][plan]") {
+  // Note [Stable cache entries]
+  struct IntHash {
+    std::size_t operator()(int v) const noexcept { return static_cast<std::size_t>(v); }
+  };
+  StableCache<int, std::string, IntHash> cache;
+  const auto [first, inserted] = cache.insert(0, std::make_unique<const std::string>("zero"));
+  CHECK(inserted);
+  for (int i = 1; i < 1000; ++i)  // many rehashes
+    cache.insert(i, std::make_unique<const std::string>(std::to_string(i)));
+  CHECK(cache.find(0) == first);
+  CHECK(*first == "zero");
+  const auto [again, inserted_again] = cache.insert(0, std::make_unique<const std::string>("0"));
+  CHECK_FALSE(inserted_again);
+  CHECK(again == first);
+  CHECK(cache.size() == 1000);
+  cache.forget_all();
+  CHECK(cache.find(0) == nullptr);
+  CHECK(*first == "zero");
 }

@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // `cuda.cudnn` batch norm: cudnnBatchNormalizationForwardTraining / ForwardInference / Backward
 // in CUDNN_BATCHNORM_SPATIAL mode on packed NCHW f32/f64 tensors; the per-channel descriptor
-// comes from cudnnDeriveBNTensorDescriptor (1xCx1x1, the data type of x). How the table's
+// comes from cudnnDeriveBNTensorDescriptor (1xCx1x1, the data type of x); both descriptors are
+// built once per (dtype, shape) and cached (Note [Stable cache entries],
+// kernels/stable_cache.h). How the table's
 // mean/var (batch mean, biased variance) are obtained from and given to cuDNN:
 // Note [cuDNN batch norm] in pool_bn_plan.h.
 #include <cudnn.h>
+
+#include <cstdint>
+#include <memory>
 
 #include "engine/core/tensor.h"
 #include "engine/dispatch/batch_norm_problem.h"
@@ -15,8 +20,45 @@
 #include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/pool_bn_cudnn_util.h"
 #include "kernels/cuda/pool_bn_plan.h"
+#include "kernels/stable_cache.h"
 
 namespace anvil::cuda {
+namespace {
+
+// What the descriptors depend on: not the pass, momentum, eps or device (the descriptors are
+// host objects).
+struct BnDescKey {
+  DType dtype = DType::f32;
+  std::int64_t n = 0, c = 0, h = 0, w = 0;
+  bool operator==(const BnDescKey&) const = default;
+};
+struct BnDescKeyHash {
+  std::size_t operator()(const BnDescKey& k) const noexcept {
+    std::uint64_t h = 0;
+    for (std::int64_t v : {static_cast<std::int64_t>(k.dtype), k.n, k.c, k.h, k.w})
+      h = kernels::hash_mix(h, static_cast<std::uint64_t>(v));
+    return static_cast<std::size_t>(h);
+  }
+};
+// x (also y, dy, dx) and the per-channel 1xCx1x1 descriptor, set once and then only read.
+struct BnDescs {
+  TensorDesc x_desc, bn_desc;
+  explicit BnDescs(const BnDescKey& k) {
+    x_desc.set_nchw(cudnn_data_type(k.dtype), static_cast<int>(k.n), static_cast<int>(k.c),
+                    static_cast<int>(k.h), static_cast<int>(k.w));
+    ANVIL_CUDNN_CHECK(
+        cudnnDeriveBNTensorDescriptor(bn_desc.get(), x_desc.get(), CUDNN_BATCHNORM_SPATIAL));
+  }
+};
+
+const BnDescs& bn_descs(const BatchNormProblem& p) {
+  static auto* cache = new kernels::StableCache<BnDescKey, BnDescs, BnDescKeyHash>();
+  const BnDescKey key{p.dtype, p.n, p.c, p.h, p.w};
+  if (const BnDescs* d = cache->find(key)) return *d;
+  return *cache->insert(key, std::make_unique<const BnDescs>(key)).first;
+}
+
+}  // namespace
 
 void run_batch_norm_cudnn(const BatchNormArgs& a) {
   const BatchNormProblem& p = a.problem;
@@ -32,12 +74,9 @@ void run_batch_norm_cudnn(const BatchNormArgs& a) {
   DeviceGuard guard(device);
   cudaStream_t st = stream(device);
   cudnnHandle_t h = cudnn_handle(device);  // bound to st
-  const cudnnDataType_t dt = cudnn_data_type(p.dtype);
-  TensorDesc x_desc, bn_desc;
-  x_desc.set_nchw(dt, static_cast<int>(p.n), static_cast<int>(p.c), static_cast<int>(p.h),
-                  static_cast<int>(p.w));
-  ANVIL_CUDNN_CHECK(
-      cudnnDeriveBNTensorDescriptor(bn_desc.get(), x_desc.get(), CUDNN_BATCHNORM_SPATIAL));
+  const BnDescs& descs = bn_descs(p);
+  const TensorDesc& x_desc = descs.x_desc;
+  const TensorDesc& bn_desc = descs.bn_desc;
   const ScalingFactors one_zero(p.dtype);
   switch (p.pass) {
     case BatchNormPass::forward_training: {

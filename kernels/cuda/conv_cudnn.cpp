@@ -18,11 +18,12 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <map>
-#include <mutex>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "engine/core/allocator.h"
 #include "engine/core/config.h"
 #include "engine/core/error.h"
 #include "engine/core/tensor.h"
@@ -33,6 +34,7 @@
 #include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/register_cuda.h"
 #include "kernels/cudnn_conv_plan.h"
+#include "kernels/stable_cache.h"
 
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // Note [Legacy cuDNN API]
 
@@ -41,6 +43,8 @@ namespace {
 
 using kernels::CudnnChoice;
 using kernels::CudnnConvAlgo;
+using kernels::CudnnConvKey;
+using kernels::CudnnMath;
 
 // The enum values of kernels/cudnn_conv_plan.cpp are cuDNN's.
 static_assert(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM == 0 &&
@@ -64,6 +68,12 @@ static_assert(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 == 0 &&
               CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED == 5 &&
               CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING == 6 &&
               CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT == 7);
+// So are the math types (Note [cuDNN math type of the timed algorithm]).
+static_assert(static_cast<int>(CudnnMath::default_math) == CUDNN_DEFAULT_MATH &&
+              static_cast<int>(CudnnMath::tensor_op) == CUDNN_TENSOR_OP_MATH &&
+              static_cast<int>(CudnnMath::tensor_op_allow_conversion) ==
+                  CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION &&
+              static_cast<int>(CudnnMath::fma) == CUDNN_FMA_MATH);
 
 // ---- descriptors (RAII) -----------------------------------------------------------------------
 
@@ -100,20 +110,25 @@ cudnnDataType_t data_type(DType d) {
   return d == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
 }
 
+cudnnMathType_t to_cudnn(CudnnMath m) { return static_cast<cudnnMathType_t>(m); }
+
 // IEEE FP32 unless TF32 was asked for: CUDNN_DEFAULT_MATH would let cuDNN use TF32 tensor cores
 // for float data on Ampere and later, CUDNN_FMA_MATH restricts it to FMA kernels. f64 keeps the
 // default (there is no reduced-precision double math).
 cudnnMathType_t math_type(const ConvProblem& p, bool tf32) {
-  if (p.dtype == DType::f64) return CUDNN_DEFAULT_MATH;
-  return tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+  return to_cudnn(kernels::cudnn_search_math(p.dtype, tf32));
 }
 
 // x [N, C, H, W], y [N, K, P, Q] (also dx / dy), w [K, C/groups, R, S] (also dw), bias
-// [1, K, 1, 1] (also db), and the convolution itself.
+// [1, K, 1, 1] (also db), the convolution itself, and for a forward that may fuse the ReLU
+// (f32 with a bias) the activation. Created once per problem and cached beside its choice
+// (Note [Stable cache entries]); after construction only read: cuDNN's execution calls take
+// descriptors as inputs and do not modify them.
 struct ConvDescs {
   TensorDesc x, y, bias;
   FilterDesc w;
   ConvDesc conv;
+  std::unique_ptr<ActivationDesc> relu;
   ConvDescs(const ConvProblem& p, cudnnMathType_t math) {
     const kernels::CudnnConvDims d = kernels::cudnn_conv_dims(p, "cuda.cudnn");
     const cudnnDataType_t t = data_type(p.dtype);
@@ -138,6 +153,11 @@ struct ConvDescs {
     ANVIL_CHECK(n == d.y[0] && k == d.y[1] && pp == d.y[2] && q == d.y[3], "cuda.cudnn",
                 "cuDNN's output [", n, ',', k, ',', pp, ',', q, "] differs from anvil's [", d.y[0],
                 ',', d.y[1], ',', d.y[2], ',', d.y[3], "] for ", p.repr());
+    if (p.pass == ConvPass::forward && p.has_bias && p.dtype == DType::f32) {
+      relu = std::make_unique<ActivationDesc>();
+      ANVIL_CUDNN_CHECK(
+          cudnnSetActivationDescriptor(relu->d, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
+    }
   }
 };
 
@@ -174,14 +194,27 @@ struct Scalars {
   const void* zero() const { return dbl ? static_cast<const void*>(&d0) : &f0; }
 };
 
-// Runs algorithm `algo` (cuDNN's value for the problem's pass) with `ws_bytes` of workspace.
-void run_algo(const ConvArgs& a, int algo, cudnnMathType_t math, std::size_t ws_bytes) {
+// Bytes a workspace allocation on `device` can get: the device's free memory plus the blocks
+// anvil's allocator caches (Note [cuDNN workspace cap]); nullopt when CUDA cannot tell.
+std::optional<std::size_t> available_bytes(int device) {
+  DeviceGuard guard(device);  // cudaMemGetInfo reports the current device
+  std::size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::nullopt;
+  }
+  const MemoryStats st = memory_stats(Device::cuda(device));
+  return free_bytes + static_cast<std::size_t>(std::max<std::int64_t>(st.reserved - st.current, 0));
+}
+
+// Runs algorithm `algo` (cuDNN's value for the problem's pass) with `ws_bytes` of workspace on the
+// problem's cached descriptors `d`, whose convolution carries the math type to run with.
+void run_algo(const ConvArgs& a, const ConvDescs& d, int algo, std::size_t ws_bytes) {
   const ConvProblem& p = a.problem;
   const int dev = p.device.index;
   cudaStream_t s = stream(dev);
   DeviceGuard guard(dev);
   cudnnHandle_t h = cudnn_handle(dev);
-  const ConvDescs d(p, math);
   const Tensor ws = workspace(ws_bytes, p.device);
   void* wsp = ws_bytes > 0 ? ws.data_ptr() : nullptr;
   const Scalars sc(p.dtype);
@@ -189,10 +222,9 @@ void run_algo(const ConvArgs& a, int algo, cudnnMathType_t math, std::size_t ws_
     case ConvPass::forward: {
       const auto fa = static_cast<cudnnConvolutionFwdAlgo_t>(algo);
       if (p.fuse_relu) {  // f32 with a bias (cudnn_basic_support)
-        ANVIL_CHECK(a.b != nullptr, "cuda.cudnn", "fused ReLU without a bias in ", p.repr());
-        ActivationDesc act;
-        ANVIL_CUDNN_CHECK(
-            cudnnSetActivationDescriptor(act.d, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
+        ANVIL_CHECK(a.b != nullptr && d.relu != nullptr, "cuda.cudnn",
+                    "fused ReLU without a bias in ", p.repr());
+        const cudnnActivationDescriptor_t act = d.relu->d;
         // y = relu(1 * conv(x) + 0 * z + bias) with z = y: z is zeroed first so that the
         // uninitialised output cannot contribute NaN * 0.
         const std::size_t y_bytes =
@@ -200,7 +232,7 @@ void run_algo(const ConvArgs& a, int algo, cudnnMathType_t math, std::size_t ws_
         ANVIL_CUDA_CHECK(cudaMemsetAsync(a.y, 0, y_bytes, s));
         const cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
             h, sc.one(), d.x.d, a.x, d.w.d, a.w, d.conv.d, fa, wsp, ws_bytes, sc.zero(), d.y.d, a.y,
-            d.bias.d, a.b, act.d, d.y.d, a.y);
+            d.bias.d, a.b, act, d.y.d, a.y);
         if (st == CUDNN_STATUS_SUCCESS) return;
         // Not every algorithm has a fused kernel (CUDNN_STATUS_NOT_SUPPORTED), and the workspace
         // was sized for the plain convolution: the same three steps apart, in place (a real
@@ -209,7 +241,7 @@ void run_algo(const ConvArgs& a, int algo, cudnnMathType_t math, std::size_t ws_
                                                   wsp, ws_bytes, sc.zero(), d.y.d, a.y));
         ANVIL_CUDNN_CHECK(cudnnAddTensor(h, sc.one(), d.bias.d, a.b, sc.one(), d.y.d, a.y));
         ANVIL_CUDNN_CHECK(
-            cudnnActivationForward(h, act.d, sc.one(), d.y.d, a.y, sc.zero(), d.y.d, a.y));
+            cudnnActivationForward(h, act, sc.one(), d.y.d, a.y, sc.zero(), d.y.d, a.y));
         return;
       }
       ANVIL_CUDNN_CHECK(cudnnConvolutionForward(h, sc.one(), d.x.d, a.x, d.w.d, a.w, d.conv.d, fa,
@@ -237,40 +269,51 @@ void run_algo(const ConvArgs& a, int algo, cudnnMathType_t math, std::size_t ws_
 
 // ---- one algorithm family --------------------------------------------------------------------
 
-struct AlgoInfo {
+// Whether cuDNN supports the family's algorithm for a problem and with how much workspace, and the
+// problem's descriptors (IEEE math) when it does; one immutable entry per (problem, family).
+struct FamilyEntry {
   Support support;
   std::size_t workspace = 0;
+  std::unique_ptr<const ConvDescs> descs;  // null when not supported
+};
+struct FamilyKey {
+  CudnnConvKey key;
+  CudnnConvAlgo algo;
+  bool operator==(const FamilyKey&) const = default;
+};
+struct FamilyKeyHash {
+  std::size_t operator()(const FamilyKey& k) const noexcept {
+    return kernels::hash_mix(kernels::CudnnConvKeyHash()(k.key),
+                             static_cast<std::uint64_t>(k.algo));
+  }
 };
 
-// Whether cuDNN supports the family's algorithm for `p` and with how much workspace, asked once
-// per problem key (cudnnGetConvolution*WorkspaceSize answers CUDNN_STATUS_NOT_SUPPORTED for an
-// algorithm that cannot run the configuration).
-AlgoInfo algo_info(CudnnConvAlgo algo, const ConvProblem& p) {
-  static std::mutex mu;
-  static auto* cache = new std::map<std::string, AlgoInfo>();
-  const std::string key = kernels::cudnn_find_key(p, false) + " " + kernels::cudnn_algo_name(algo);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = cache->find(key); it != cache->end()) return it->second;
-  }
-  AlgoInfo info;
-  const int dev = p.device.index;
+// Asked once per problem and family (cudnnGetConvolution*WorkspaceSize answers
+// CUDNN_STATUS_NOT_SUPPORTED for an algorithm that cannot run the configuration); the workspace
+// cap is the one of that moment (Note [cuDNN workspace cap]).
+const FamilyEntry& family_entry(CudnnConvAlgo algo, const ConvProblem& p) {
+  static auto* cache = new kernels::StableCache<FamilyKey, FamilyEntry, FamilyKeyHash>();
+  const FamilyKey key{kernels::cudnn_conv_key(p, false), algo};
+  if (const FamilyEntry* e = cache->find(key)) return *e;
+  const ConvProblem& q = key.key.problem;
+  auto entry = std::make_unique<FamilyEntry>();
+  const int dev = q.device.index;
   DeviceGuard guard(dev);
   cudnnHandle_t h = cudnn_handle(dev);
-  const ConvDescs d(p, math_type(p, false));
-  const cudnnStatus_t st =
-      workspace_size(h, d, p.pass, kernels::cudnn_algo_value(algo, p.pass), &info.workspace);
-  const std::size_t cap = kernels::cudnn_workspace_cap_bytes();
+  auto descs = std::make_unique<const ConvDescs>(q, math_type(q, false));
+  const int value = kernels::cudnn_algo_value(algo, q.pass);
+  const cudnnStatus_t st = workspace_size(h, *descs, q.pass, value, &entry->workspace);
+  const std::size_t cap = kernels::cudnn_workspace_cap_bytes(available_bytes(dev));
   if (st != CUDNN_STATUS_SUCCESS)
-    info.support = Support::no(kernels::cudnn_refusal(p, algo, cudnn_status_text(st)));
-  else if (info.workspace > cap)
-    info.support = Support::no(detail::str_cat(
-        kernels::cudnn_algo_enum_name(p.pass, kernels::cudnn_algo_value(algo, p.pass)), " needs ",
-        info.workspace >> 20, " MiB of workspace, above the cap of ", cap >> 20,
-        " MiB (ANVIL_CUDNN_WORKSPACE_MB)"));
-  std::lock_guard<std::mutex> lock(mu);
-  cache->emplace(key, info);
-  return info;
+    entry->support = Support::no(kernels::cudnn_refusal(q, algo, cudnn_status_text(st)));
+  else if (entry->workspace > cap)
+    entry->support = Support::no(
+        detail::str_cat(kernels::cudnn_algo_enum_name(q.pass, value), " needs ",
+                        entry->workspace >> 20, " MiB of workspace, above the cap of ", cap >> 20,
+                        " MiB (ANVIL_CUDNN_WORKSPACE_MB, Note [cuDNN workspace cap])"));
+  else
+    entry->descs = std::move(descs);
+  return *cache->insert(key, std::move(entry)).first;
 }
 
 Support family_support(CudnnConvAlgo algo, const ConvProblem& p) {
@@ -280,24 +323,19 @@ Support family_support(CudnnConvAlgo algo, const ConvProblem& p) {
       kernels::cudnn_accuracy_refusal(p, kernels::cudnn_algo_value(algo, p.pass));
   if (!inaccurate.empty()) return Support::no(inaccurate);
   try {
-    return algo_info(algo, p).support;
+    return family_entry(algo, p).support;
   } catch (const Error& e) {  // e.g. no device, or cuDNN missing at run time
     return Support::no(e.what());
   }
 }
 
 void run_family(CudnnConvAlgo algo, const ConvArgs& a) {
-  const AlgoInfo info = algo_info(algo, a.problem);
-  ANVIL_CHECK(info.support.ok, kernels::cudnn_variant_name(algo).c_str(), info.support.reason);
-  run_algo(a, kernels::cudnn_algo_value(algo, a.problem.pass), math_type(a.problem, false),
-           info.workspace);
+  const FamilyEntry& e = family_entry(algo, a.problem);
+  if (!e.support.ok) fail(kernels::cudnn_variant_name(algo).c_str(), e.support.reason);
+  run_algo(a, *e.descs, kernels::cudnn_algo_value(algo, a.problem.pass), e.workspace);
 }
 
 // ---- the default: cudnnFind*AlgorithmEx once per problem -------------------------------------
-
-bool reduced_precision(cudnnMathType_t m) {
-  return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-}
 
 // The largest workspace any algorithm of the pass needs, up to `cap` (cuDNN's search then tries
 // every algorithm that fits, and the allocation is no larger than something will use).
@@ -315,13 +353,14 @@ std::size_t search_workspace(cudnnHandle_t h, const ConvDescs& d, ConvPass pass,
   return most;
 }
 
+// The fastest result cuDNN measured that this run may take, with the math type to run it with
+// (Note [cuDNN math type of the timed algorithm]); `perf` is in cuDNN's order (fastest first).
 template <typename Perf>
-CudnnChoice choose(const ConvProblem& p, bool tf32, const Perf* perf, int returned,
+CudnnChoice choose(const ConvProblem& p, bool tf32, const std::vector<Perf>& perf,
                    std::size_t ws_bytes) {
   CudnnChoice best;
   std::string tried;
-  for (int i = 0; i < returned; ++i) {
-    const Perf& r = perf[i];
+  for (const Perf& r : perf) {
     const std::string name = kernels::cudnn_algo_enum_name(p.pass, static_cast<int>(r.algo));
     const std::string shortname = name.substr(name.rfind("ALGO_") + 5);
     if (!tried.empty()) tried += ", ";
@@ -332,10 +371,15 @@ CudnnChoice choose(const ConvProblem& p, bool tf32, const Perf* perf, int return
     char ms[32];
     std::snprintf(ms, sizeof ms, "%.4f", static_cast<double>(r.time));
     tried += shortname + " " + ms + " ms";
+    const auto timed = static_cast<CudnnMath>(r.mathType);
+    if (timed != kernels::cudnn_search_math(p.dtype, tf32)) {
+      tried += ' ';  // (not " " + name: GCC 12's -Wrestrict misfires on it)
+      tried += kernels::cudnn_math_name(timed);
+    }
     // IEEE runs never take a tensor-op (TF32) result; TF32 runs may take either.
-    const bool allowed = tf32 || p.dtype == DType::f64 || !reduced_precision(r.mathType);
-    if (!allowed) {
-      tried += " (tensor-op math, skipped)";
+    const std::optional<CudnnMath> run = kernels::cudnn_run_math(timed, p.dtype, tf32);
+    if (!run) {
+      tried += " (skipped)";
       continue;
     }
     if (!kernels::cudnn_accuracy_refusal(p, static_cast<int>(r.algo)).empty()) {
@@ -347,6 +391,8 @@ CudnnChoice choose(const ConvProblem& p, bool tf32, const Perf* perf, int return
       best.algo = static_cast<int>(r.algo);
       best.ms = static_cast<double>(r.time);
       best.workspace = r.memory;
+      best.timed_math = timed;
+      best.math = *run;
     }
   }
   best.candidates = tried;
@@ -359,59 +405,69 @@ CudnnChoice choose(const ConvProblem& p, bool tf32, const Perf* perf, int return
 }
 
 // Measures every algorithm of the pass on the call's own buffers (outputs are overwritten, and
-// recomputed by the caller afterwards) and caches the fastest.
-CudnnChoice search(const ConvArgs& a, bool tf32, const std::string& key) {
-  const ConvProblem& p = a.problem;
+// recomputed by the caller afterwards) and caches the fastest with the problem's descriptors,
+// whose convolution then carries the winner's math type. Runs once per key; strings are built
+// here only.
+const CudnnChoice& search(const ConvArgs& a, bool tf32, const CudnnConvKey& key) {
+  const ConvProblem& p = key.problem;  // the call's problem without the fused ReLU
   const int dev = p.device.index;
   DeviceGuard guard(dev);
   cudnnHandle_t h = cudnn_handle(dev);
-  const ConvDescs d(p, math_type(p, tf32));
-  std::size_t cap = kernels::cudnn_workspace_cap_bytes();
-  std::size_t free_bytes = 0, total_bytes = 0;
-  if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess)
-    cap = std::min(cap, free_bytes / 2);
-  else
-    (void)cudaGetLastError();
+  auto descs = std::make_shared<ConvDescs>(p, math_type(p, tf32));
+  const ConvDescs& d = *descs;
+  const std::size_t cap = kernels::cudnn_workspace_cap_bytes(available_bytes(dev));
   const std::size_t ws_bytes = search_workspace(h, d, p.pass, cap);
   const Tensor ws = workspace(ws_bytes, p.device);
   void* wsp = ws_bytes > 0 ? ws.data_ptr() : nullptr;
-  int returned = 0;
+  // Room for every result cuDNN may return (cudnnGetConvolution*AlgorithmMaxCount), not just one
+  // per algorithm: the count is cuDNN's to choose.
+  int max_count = 0, returned = 0;
   CudnnChoice c;
   switch (p.pass) {
     case ConvPass::forward: {
-      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-      ANVIL_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-          h, d.x.d, a.x, d.w.d, a.w, d.conv.d, d.y.d, a.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-          &returned, perf, wsp, ws_bytes));
-      c = choose(p, tf32, perf, returned, ws_bytes);
+      ANVIL_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_count));
+      std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<std::size_t>(max_count));
+      ANVIL_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(h, d.x.d, a.x, d.w.d, a.w, d.conv.d,
+                                                               d.y.d, a.y, max_count, &returned,
+                                                               perf.data(), wsp, ws_bytes));
+      perf.resize(static_cast<std::size_t>(returned));
+      c = choose(p, tf32, perf, ws_bytes);
       break;
     }
     case ConvPass::backward_data: {
-      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      ANVIL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_count));
+      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<std::size_t>(max_count));
       ANVIL_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-          h, d.w.d, a.w, d.y.d, a.dy, d.conv.d, d.x.d, a.dx, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-          &returned, perf, wsp, ws_bytes));
-      c = choose(p, tf32, perf, returned, ws_bytes);
+          h, d.w.d, a.w, d.y.d, a.dy, d.conv.d, d.x.d, a.dx, max_count, &returned, perf.data(), wsp,
+          ws_bytes));
+      perf.resize(static_cast<std::size_t>(returned));
+      c = choose(p, tf32, perf, ws_bytes);
       break;
     }
     case ConvPass::backward_weights: {
-      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      ANVIL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_count));
+      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<std::size_t>(max_count));
       ANVIL_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-          h, d.x.d, a.x, d.y.d, a.dy, d.conv.d, d.w.d, a.dw,
-          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf, wsp, ws_bytes));
-      c = choose(p, tf32, perf, returned, ws_bytes);
+          h, d.x.d, a.x, d.y.d, a.dy, d.conv.d, d.w.d, a.dw, max_count, &returned, perf.data(), wsp,
+          ws_bytes));
+      perf.resize(static_cast<std::size_t>(returned));
+      c = choose(p, tf32, perf, ws_bytes);
       break;
     }
   }
-  kernels::cudnn_record_choice(key, c);
-  return c;
+  // Note [cuDNN math type of the timed algorithm]: the winner runs with its own math type.
+  ANVIL_CUDNN_CHECK(cudnnSetConvolutionMathType(descs->conv.d, to_cudnn(c.math)));
+  c.workspace_cap = cap;
+  c.descriptors = std::move(descs);
+  return kernels::cudnn_record_choice(key, std::move(c));
 }
 
+// The hot path: one lookup by a plain struct, then the cached descriptors.
 void run_default(const ConvArgs& a, bool tf32) {
-  const std::string key = kernels::cudnn_find_key(a.problem, tf32);
-  std::optional<CudnnChoice> c = kernels::cudnn_cached_choice(key);
-  if (!c) c = search(a, tf32, key);
-  run_algo(a, c->algo, math_type(a.problem, tf32), c->workspace);
+  const CudnnConvKey key = kernels::cudnn_conv_key(a.problem, tf32);
+  const CudnnChoice* c = kernels::cudnn_find_choice(key);
+  if (c == nullptr) c = &search(a, tf32, key);
+  run_algo(a, *static_cast<const ConvDescs*>(c->descriptors.get()), c->algo, c->workspace);
 }
 
 // "9.19.0" of the libcudnn loaded at run time (cudnnGetVersion: major * 10000 + minor * 100 +

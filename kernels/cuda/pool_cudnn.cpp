@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // `cuda.cudnn` pooling: cudnnPoolingForward / cudnnPoolingBackward on packed NCHW f32/f64
 // tensors, with the descriptor parameters and refusals of cudnn_pool_plan() (pool_bn_plan.h,
-// Note [cuDNN pooling refusals]). Descriptors are created per call (host-only, microseconds)
-// and destroyed by RAII guards; the work runs on the device's anvil stream (cudnn_handle.h).
+// Note [cuDNN pooling refusals]). The plan and its descriptors are built once per problem and
+// cached (Note [Stable cache entries], kernels/stable_cache.h); the work runs on the device's
+// anvil stream (cudnn_handle.h).
 #include <cudnn.h>
+
+#include <cstdint>
+#include <memory>
 
 #include "engine/core/tensor.h"
 #include "engine/dispatch/pool_problem.h"
@@ -13,6 +17,7 @@
 #include "kernels/cuda/cudnn_handle.h"
 #include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/pool_bn_plan.h"
+#include "kernels/stable_cache.h"
 
 namespace anvil::cuda {
 namespace {
@@ -42,26 +47,58 @@ class PoolingDesc {
   cudnnPoolingDescriptor_t d_ = nullptr;
 };
 
+// The plan of one problem and its descriptors, set once and then only read.
+struct PoolEntry {
+  CudnnPoolPlan plan;
+  TensorDesc x_desc, y_desc;
+  PoolingDesc pool;
+  PoolEntry(const CudnnPoolPlan& pl, DType dtype) : plan(pl) {
+    const cudnnDataType_t dt = cudnn_data_type(dtype);
+    x_desc.set_nchw(dt, plan.n, plan.c, plan.h, plan.w);
+    y_desc.set_nchw(dt, plan.n, plan.c, plan.oh, plan.ow);
+    // NaN option: CUDNN_PROPAGATE_NAN, since in ref a NaN always wins a max window (Note [NaN
+    // propagation]; ignored by the average modes).
+    ANVIL_CUDNN_CHECK(cudnnSetPooling2dDescriptor(
+        pool.get(), mode_of(plan.mode), CUDNN_PROPAGATE_NAN, plan.window_h, plan.window_w,
+        plan.pad_h, plan.pad_w, plan.stride_h, plan.stride_w));
+  }
+};
+
+struct PoolProblemHash {
+  std::size_t operator()(const PoolProblem& p) const noexcept {
+    std::uint64_t h = 0;
+    for (std::int64_t v :
+         {static_cast<std::int64_t>(p.kind), static_cast<std::int64_t>(p.pass),
+          static_cast<std::int64_t>(p.dtype), static_cast<std::int64_t>(p.device.type),
+          static_cast<std::int64_t>(p.device.index), p.n, p.c, p.h, p.w, p.kh, p.kw, p.sh, p.sw,
+          p.ph, p.pw, static_cast<std::int64_t>(p.ceil_mode),
+          static_cast<std::int64_t>(p.count_include_pad), p.oh, p.ow})
+      h = kernels::hash_mix(h, static_cast<std::uint64_t>(v));
+    return static_cast<std::size_t>(h);
+  }
+};
+
+// One lookup per call; a refused problem is not cached (it throws every time, as before).
+const PoolEntry& pool_entry(const PoolProblem& p) {
+  static auto* cache = new kernels::StableCache<PoolProblem, PoolEntry, PoolProblemHash>();
+  if (const PoolEntry* e = cache->find(p)) return *e;
+  const CudnnPoolPlan plan = cudnn_pool_plan(p);
+  ANVIL_CHECK(plan.support.ok, "cuda.cudnn pooling", "cannot run ", p.repr(), ": ",
+              plan.support.reason);
+  return *cache->insert(p, std::make_unique<const PoolEntry>(plan, p.dtype)).first;
+}
+
 }  // namespace
 
 void run_pool_cudnn(const PoolArgs& a) {
   const PoolProblem& p = a.problem;
-  const CudnnPoolPlan plan = cudnn_pool_plan(p);
-  ANVIL_CHECK(plan.support.ok, "cuda.cudnn pooling", "cannot run ", p.repr(), ": ",
-              plan.support.reason);
+  const PoolEntry& e = pool_entry(p);
+  const TensorDesc& x_desc = e.x_desc;
+  const TensorDesc& y_desc = e.y_desc;
+  const PoolingDesc& pool = e.pool;
   const int device = p.device.index;
   DeviceGuard guard(device);
   cudnnHandle_t h = cudnn_handle(device);  // bound to the device's anvil stream
-  const cudnnDataType_t dt = cudnn_data_type(p.dtype);
-  TensorDesc x_desc, y_desc;
-  x_desc.set_nchw(dt, plan.n, plan.c, plan.h, plan.w);
-  y_desc.set_nchw(dt, plan.n, plan.c, plan.oh, plan.ow);
-  PoolingDesc pool;
-  // NaN option: CUDNN_PROPAGATE_NAN, since in ref a NaN always wins a max window (Note [NaN
-  // propagation]; ignored by the average modes).
-  ANVIL_CUDNN_CHECK(cudnnSetPooling2dDescriptor(pool.get(), mode_of(plan.mode), CUDNN_PROPAGATE_NAN,
-                                                plan.window_h, plan.window_w, plan.pad_h,
-                                                plan.pad_w, plan.stride_h, plan.stride_w));
   const ScalingFactors one_zero(p.dtype);  // alpha = 1, beta = 0 in the data type's width
   if (p.pass != PoolPass::backward) {
     // y = 1 * pool(x) + 0 * y. Max runs here for inference only (the plan declines training).

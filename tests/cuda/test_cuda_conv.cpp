@@ -157,12 +157,101 @@ TEST_CASE("cuda.cudnn names the algorithm it chose and caches it", "[cuda][conv]
   const Tensor y1 = conv2d(x, w, Tensor(), o);
   const auto choices = kernels::cudnn_choices();
   REQUIRE(choices.size() == 1);
-  INFO(choices[0].second.problem << " -> " << choices[0].second.algo_name << "; "
-                                 << choices[0].second.candidates);
-  CHECK(choices[0].second.algo_name.rfind("CUDNN_CONVOLUTION_FWD_ALGO_", 0) == 0);
+  INFO(choices[0].problem << " -> " << choices[0].algo_name << "; " << choices[0].candidates);
+  CHECK(choices[0].algo_name.rfind("CUDNN_CONVOLUTION_FWD_ALGO_", 0) == 0);
+  CHECK(choices[0].descriptors != nullptr);     // cached beside the choice
   const Tensor y2 = conv2d(x, w, Tensor(), o);  // cached: no second search
   CHECK(kernels::cudnn_choices().size() == 1);
   CHECK(test::max_abs_diff(y1.to(Device::cpu()), y2.to(Device::cpu())) == 0.0);
+}
+
+namespace {
+
+// Runs `variant` of the conv2d table directly on constant operands: x (and dy) = w = v with
+// v = 1 + 3 * 2^-13, which TF32 (10 mantissa bits, spacing 2^-10 at 1) rounds to 1. With stride 1
+// and no padding every result is (number of terms) * v^2 (Note [cuDNN math type of the timed
+// algorithm]): an IEEE FP32 kernel lands within a few 1e-7 of it (the sums are positive), a TF32
+// one 7.3e-4 below. Returns the largest relative distance over the pass's output.
+double constant_operand_error(const char* variant, ConvPass pass) {
+  constexpr std::int64_t kN = 4, kC = 32, kH = 12, kW = 12, kK = 32, kR = 3, kS = 3,
+                         kP = kH - kR + 1, kQ = kW - kS + 1;
+  const double v = 1.0 + 3.0 / 8192.0;
+  ConvProblem p = anvil::test::conv_problem_of({"tf32 probe", kN, kC, kH, kW, kK, kR, kS}, pass,
+                                               DType::f32, false, false);
+  p.device = kGpu;
+  const Tensor x = Tensor::full({kN, kC, kH, kW}, v, DType::f32, kGpu);
+  const Tensor w = Tensor::full({kK, kC, kR, kS}, v, DType::f32, kGpu);
+  const Tensor dy = Tensor::full({kN, kK, kP, kQ}, v, DType::f32, kGpu);
+  Tensor y = Tensor::empty({kN, kK, kP, kQ}, DType::f32, kGpu);
+  Tensor dx = Tensor::empty({kN, kC, kH, kW}, DType::f32, kGpu);
+  Tensor dw = Tensor::empty({kK, kC, kR, kS}, DType::f32, kGpu);
+  const ConvArgs a = anvil::test::conv_args(p, x.data_ptr(), w.data_ptr(), nullptr, y.data_ptr(),
+                                            dy.data_ptr(), dx.data_ptr(), dw.data_ptr(), nullptr);
+  const ConvTable::Variant* var = conv_table().find(variant);
+  REQUIRE(var != nullptr);
+  var->fn(a);
+  // Terms per output: forward C*R*S; backward data K times the filter taps that reach (h, w);
+  // backward filter N*P*Q.
+  const auto taps = [](std::int64_t i, std::int64_t len, std::int64_t out) {
+    std::int64_t n = 0;
+    for (std::int64_t r = 0; r < len; ++r) n += (i - r >= 0 && i - r < out) ? 1 : 0;
+    return n;
+  };
+  const Tensor& out = pass == ConvPass::forward ? y : pass == ConvPass::backward_data ? dx : dw;
+  const std::vector<double> got = values_f64(out.to(Device::cpu()));
+  double worst = 0.0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    double terms = 0.0;
+    if (pass == ConvPass::forward) {
+      terms = static_cast<double>(kC * kR * kS);
+    } else if (pass == ConvPass::backward_data) {
+      const auto hw = static_cast<std::int64_t>(i) % (kH * kW);
+      terms = static_cast<double>(kK * taps(hw / kW, kR, kP) * taps(hw % kW, kS, kQ));
+    } else {
+      terms = static_cast<double>(kN * kP * kQ);
+    }
+    const double expected = terms * v * v;
+    worst = std::max(worst, std::abs(got[i] - expected) / expected);
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("cuda.cudnn runs the math type it timed; IEEE FP32 never on tensor cores",
+          "[cuda][conv]") {
+  setup();
+  kernels::cudnn_clear_choices();
+  for (const bool tf32 : {false, true})
+    for (const ConvPass pass :
+         {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
+      const char* variant = tf32 ? kernels::kCudnnTf32Variant : kernels::kCudnnDefaultVariant;
+      const double err = constant_operand_error(variant, pass);
+      ConvProblem p = anvil::test::conv_problem_of({"tf32 probe", 4, 32, 12, 12, 32, 3, 3}, pass,
+                                                   DType::f32, false, false);
+      p.device = kGpu;
+      const kernels::CudnnChoice* c = kernels::cudnn_find_choice(kernels::cudnn_conv_key(p, tf32));
+      REQUIRE(c != nullptr);
+      INFO(variant << ' ' << conv_pass_name(pass) << ": " << c->algo_name << " runs "
+                   << kernels::cudnn_math_name(c->math) << ", timed "
+                   << kernels::cudnn_math_name(c->timed_math) << ", relative error " << err << "; "
+                   << c->candidates);
+      CHECK(c->descriptors != nullptr);
+      CHECK(c->workspace <= c->workspace_cap);
+      if (tf32) {
+        CHECK(c->math == c->timed_math);  // exactly the kernel cuDNN timed
+      } else {
+        CHECK(c->math == kernels::CudnnMath::fma);  // never DEFAULT: that allows TF32 again
+        CHECK(c->timed_math != kernels::CudnnMath::tensor_op);
+        CHECK(c->timed_math != kernels::CudnnMath::tensor_op_allow_conversion);
+        CHECK(err < 5e-5);  // a TF32 kernel is 7.3e-4 off
+      }
+      // The second call runs the cached entry itself: no new search, the same entry.
+      const std::size_t searched = kernels::cudnn_choices().size();
+      CHECK(constant_operand_error(variant, pass) < (tf32 ? 1e-2 : 5e-5));
+      CHECK(kernels::cudnn_choices().size() == searched);
+      CHECK(kernels::cudnn_find_choice(kernels::cudnn_conv_key(p, tf32)) == c);
+    }
 }
 
 TEST_CASE("float64 gradient check of conv2d (+ bias, ReLU) run on the GPU",
