@@ -177,34 +177,6 @@ CudnnConvKey cudnn_conv_key(const ConvProblem& p, bool tf32) {
   return k;
 }
 
-std::size_t CudnnConvKeyHash::operator()(const CudnnConvKey& k) const noexcept {
-  const ConvProblem& p = k.problem;
-  std::uint64_t h = 0;
-  for (std::int64_t v : {static_cast<std::int64_t>(p.pass),
-                         static_cast<std::int64_t>(p.dtype),
-                         static_cast<std::int64_t>(p.device.type),
-                         static_cast<std::int64_t>(p.device.index),
-                         p.n,
-                         p.c,
-                         p.h,
-                         p.w,
-                         p.k,
-                         p.r,
-                         p.s,
-                         p.stride_h,
-                         p.stride_w,
-                         p.pad_h,
-                         p.pad_w,
-                         p.dil_h,
-                         p.dil_w,
-                         p.groups,
-                         static_cast<std::int64_t>(p.has_bias),
-                         static_cast<std::int64_t>(p.fuse_relu),
-                         static_cast<std::int64_t>(k.tf32)})
-    h = hash_mix(h, static_cast<std::uint64_t>(v));
-  return static_cast<std::size_t>(h);
-}
-
 std::string cudnn_math_name(CudnnMath m) {
   switch (m) {
     case CudnnMath::default_math:

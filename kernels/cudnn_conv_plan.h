@@ -32,10 +32,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "engine/dispatch/conv_problem.h"
+#include "engine/dispatch/problem_fields.h"
 #include "engine/dispatch/selection.h"
 
 namespace anvil::kernels {
@@ -112,11 +114,10 @@ struct CudnnConvKey {
   ConvProblem problem;  // fuse_relu always false
   bool tf32 = false;
   bool operator==(const CudnnConvKey&) const = default;
+  auto fields() const { return std::tuple_cat(problem.fields(), std::tie(tf32)); }
 };
 CudnnConvKey cudnn_conv_key(const ConvProblem& p, bool tf32);
-struct CudnnConvKeyHash {
-  std::size_t operator()(const CudnnConvKey& k) const noexcept;
-};
+using CudnnConvKeyHash = ProblemHasher;  // Note [Problem fields]
 
 // Note [cuDNN math type of the timed algorithm]
 // A convolution descriptor's math type tells cuDNN which kernels it may use: CUDNN_FMA_MATH only

@@ -24,15 +24,6 @@
 
 namespace anvil::kernels {
 
-// Mixes `v` into the running hash `h` (the 64-bit finaliser of splitmix64 over h ^ v, with a
-// golden-ratio offset so that equal fields at different positions do not cancel).
-inline std::uint64_t hash_mix(std::uint64_t h, std::uint64_t v) {
-  std::uint64_t z = h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 template <typename Key, typename Value, typename Hash>
 class StableCache {
  public:

@@ -63,9 +63,6 @@ struct ConvProblem {
   // Throws anvil::Error naming `where` on non-positive sizes, groups that do not divide C and K,
   // or a filter larger than the padded input.
   void validate(const char* where) const;
-
-  // Field by field (the key of per-problem caches, e.g. kernels/cudnn_conv_plan.h's).
-  bool operator==(const ConvProblem&) const = default;
 };
 
 // The data of one call. All tensors are dense (contiguous NCHW / KCRS); outputs are overwritten.

@@ -66,9 +66,6 @@ struct PoolProblem {
     q.pass = p;
     return q;
   }
-
-  // Field by field (the key of per-problem caches, e.g. the cuDNN descriptors of pool_cudnn.cpp).
-  bool operator==(const PoolProblem&) const = default;
 };
 
 // Builds and validates the problem of `kind` (max or avg) for an input of shape x_shape

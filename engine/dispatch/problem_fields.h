@@ -13,6 +13,7 @@
 // dispatch log, error messages and the kernels' own primitive caches.
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <tuple>
 
@@ -33,15 +34,20 @@ std::size_t hash_field(const T& v) {
   return std::hash<T>{}(v);
 }
 
-// The hash of a tuple of fields, in order.
+// The hash of a tuple of fields, in order, finished with splitmix64's finaliser: std::hash of
+// an integer is the integer itself, and problems differ in a few small fields.
 template <typename... T>
 std::size_t hash_fields(const std::tuple<T...>& fields) {
   std::size_t h = sizeof...(T);
   std::apply([&h](const auto&... f) { (hash_mix(h, hash_field(f)), ...); }, fields);
-  return h;
+  std::uint64_t z = h;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return static_cast<std::size_t>(z ^ (z >> 31));
 }
 
-// A problem the selection memo can key by: equality, and fields() to hash.
+// A problem the selection memo (or any per-problem cache) can key by: equality, and fields()
+// to hash.
 template <typename P>
 concept HashableProblem = requires(const P& p) {
   { p == p } -> std::convertible_to<bool>;
@@ -53,7 +59,7 @@ std::size_t problem_hash(const P& p) {
   return hash_fields(p.fields());
 }
 
-// For unordered containers keyed by a problem.
+// For unordered containers keyed by a problem (or any struct with == and fields()).
 struct ProblemHasher {
   template <HashableProblem P>
   std::size_t operator()(const P& p) const {

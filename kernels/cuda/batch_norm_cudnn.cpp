@@ -10,9 +10,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <tuple>
 
 #include "engine/core/tensor.h"
 #include "engine/dispatch/batch_norm_problem.h"
+#include "engine/dispatch/problem_fields.h"
 #include "kernels/cuda/batch_norm_kernels.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_context.h"
@@ -31,14 +33,7 @@ struct BnDescKey {
   DType dtype = DType::f32;
   std::int64_t n = 0, c = 0, h = 0, w = 0;
   bool operator==(const BnDescKey&) const = default;
-};
-struct BnDescKeyHash {
-  std::size_t operator()(const BnDescKey& k) const noexcept {
-    std::uint64_t h = 0;
-    for (std::int64_t v : {static_cast<std::int64_t>(k.dtype), k.n, k.c, k.h, k.w})
-      h = kernels::hash_mix(h, static_cast<std::uint64_t>(v));
-    return static_cast<std::size_t>(h);
-  }
+  auto fields() const { return std::tie(dtype, n, c, h, w); }
 };
 // x (also y, dy, dx) and the per-channel 1xCx1x1 descriptor, set once and then only read.
 struct BnDescs {
@@ -52,7 +47,7 @@ struct BnDescs {
 };
 
 const BnDescs& bn_descs(const BatchNormProblem& p) {
-  static auto* cache = new kernels::StableCache<BnDescKey, BnDescs, BnDescKeyHash>();
+  static auto* cache = new kernels::StableCache<BnDescKey, BnDescs, ProblemHasher>();
   const BnDescKey key{p.dtype, p.n, p.c, p.h, p.w};
   if (const BnDescs* d = cache->find(key)) return *d;
   return *cache->insert(key, std::make_unique<const BnDescs>(key)).first;

@@ -280,13 +280,9 @@ struct FamilyKey {
   CudnnConvKey key;
   CudnnConvAlgo algo;
   bool operator==(const FamilyKey&) const = default;
+  auto fields() const { return std::tuple_cat(key.fields(), std::tie(algo)); }
 };
-struct FamilyKeyHash {
-  std::size_t operator()(const FamilyKey& k) const noexcept {
-    return kernels::hash_mix(kernels::CudnnConvKeyHash()(k.key),
-                             static_cast<std::uint64_t>(k.algo));
-  }
-};
+using FamilyKeyHash = ProblemHasher;  // Note [Problem fields]
 
 // Asked once per problem and family (cudnnGetConvolution*WorkspaceSize answers
 // CUDNN_STATUS_NOT_SUPPORTED for an algorithm that cannot run the configuration); the workspace

@@ -11,6 +11,7 @@
 
 #include "engine/core/tensor.h"
 #include "engine/dispatch/pool_problem.h"
+#include "engine/dispatch/problem_fields.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/pool_bn_cudnn_util.h"
@@ -64,23 +65,9 @@ struct PoolEntry {
   }
 };
 
-struct PoolProblemHash {
-  std::size_t operator()(const PoolProblem& p) const noexcept {
-    std::uint64_t h = 0;
-    for (std::int64_t v :
-         {static_cast<std::int64_t>(p.kind), static_cast<std::int64_t>(p.pass),
-          static_cast<std::int64_t>(p.dtype), static_cast<std::int64_t>(p.device.type),
-          static_cast<std::int64_t>(p.device.index), p.n, p.c, p.h, p.w, p.kh, p.kw, p.sh, p.sw,
-          p.ph, p.pw, static_cast<std::int64_t>(p.ceil_mode),
-          static_cast<std::int64_t>(p.count_include_pad), p.oh, p.ow})
-      h = kernels::hash_mix(h, static_cast<std::uint64_t>(v));
-    return static_cast<std::size_t>(h);
-  }
-};
-
 // One lookup per call; a refused problem is not cached (it throws every time, as before).
 const PoolEntry& pool_entry(const PoolProblem& p) {
-  static auto* cache = new kernels::StableCache<PoolProblem, PoolEntry, PoolProblemHash>();
+  static auto* cache = new kernels::StableCache<PoolProblem, PoolEntry, ProblemHasher>();
   if (const PoolEntry* e = cache->find(p)) return *e;
   const CudnnPoolPlan plan = cudnn_pool_plan(p);
   ANVIL_CHECK(plan.support.ok, "cuda.cudnn pooling", "cannot run ", p.repr(), ": ",
