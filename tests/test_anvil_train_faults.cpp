@@ -36,7 +36,7 @@ tools::TrainConfig tiny_run() {
 }
 
 fs::path temp_dir(const std::string& name) {
-  const fs::path d =
+  fs::path d =
       fs::temp_directory_path() / ("anvil_test_faults_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
