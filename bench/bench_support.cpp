@@ -133,6 +133,7 @@ Options parse_options(int& argc, char** argv) {
     }
   }
   argc = out;
+  check_forced_variant_ops();  // --anvil_variant or ANVIL_VARIANT for an op anvil does not have
   if (o.peak_gflops_per_core > 0) {
     o.peak_source = "given with --anvil_peak";
   } else if (listing) {

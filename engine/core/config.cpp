@@ -4,11 +4,15 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/core/parse_number.h"
 
 namespace anvil {
 namespace {
@@ -20,21 +24,29 @@ std::vector<std::function<void(int)>>& setters() {
   static std::vector<std::function<void(int)>> s;
   return s;
 }
-int& current_threads() {
-  static int n = [] {
-    const std::string env = env_or_empty("ANVIL_NUM_THREADS");
-    if (!env.empty()) {
-      char* end = nullptr;
-      const long v = std::strtol(env.c_str(), &end, 10);
-      ANVIL_CHECK(end && *end == '\0' && v > 0 && v < 4096, "ANVIL_NUM_THREADS",
-                  "expected a positive integer, got '", env, "'");
-      omp_set_num_threads(static_cast<int>(v));
-      return static_cast<int>(v);
-    }
-    return omp_get_max_threads();
-  }();
-  return n;
+// The thread count before any set_num_threads(): ANVIL_NUM_THREADS, else OpenMP's default
+// (OMP_NUM_THREADS or the hardware threads). Both are held to max_threads(), so that a huge
+// count is refused with its variable's name instead of crashing libgomp's thread creation.
+int default_threads() {
+  const std::string env = env_or_empty("ANVIL_NUM_THREADS");
+  if (!env.empty()) {
+    const auto v = parse_number<int>(env);
+    ANVIL_CHECK_CONFIG(v && *v >= 1 && *v <= max_threads(), "ANVIL_NUM_THREADS",
+                       "expected a thread count in [1, ", max_threads(), "] (",
+                       thread_limit_reason(), "), got '", env, "'");
+    omp_set_num_threads(*v);
+    return *v;
+  }
+  const int omp = omp_get_max_threads();
+  ANVIL_CHECK_CONFIG(omp >= 1 && omp <= max_threads(), "OMP_NUM_THREADS", "OpenMP's default of ",
+                     omp, " threads (OMP_NUM_THREADS='", env_or_empty("OMP_NUM_THREADS"),
+                     "') exceeds anvil's limit of ", max_threads(), " (", thread_limit_reason(),
+                     "); set --threads or ANVIL_NUM_THREADS");
+  return omp;
 }
+// 0 until decided: the default is computed on first use (and may throw), set_num_threads()
+// overrides it without computing it.
+std::atomic<int> g_threads{0};
 }  // namespace
 
 std::string env_or_empty(const char* name) {
@@ -60,15 +72,34 @@ bool verbose_enabled(const std::string& topic) {
   return false;
 }
 
+int max_threads() {
+  const auto hw = static_cast<int>(std::thread::hardware_concurrency());
+  return std::max(kMinThreadLimit, kThreadsPerHardwareThread * hw);
+}
+
+std::string thread_limit_reason() {
+  return std::to_string(kThreadsPerHardwareThread) + " x the " +
+         std::to_string(std::thread::hardware_concurrency()) + " hardware threads, at least " +
+         std::to_string(kMinThreadLimit);
+}
+
 void set_num_threads(int n) {
-  ANVIL_CHECK(n > 0, "set_num_threads", "thread count must be positive, got ", n);
+  ANVIL_CHECK_CONFIG(n >= 1 && n <= max_threads(), "set_num_threads",
+                     "expected a thread count in [1, ", max_threads(), "] (", thread_limit_reason(),
+                     "), got ", n);
   omp_set_num_threads(n);
-  current_threads() = n;
+  g_threads.store(n);
   std::lock_guard<std::mutex> lock(setters_mutex());
   for (auto& s : setters()) s(n);
 }
 
-int get_num_threads() { return current_threads(); }
+int get_num_threads() {
+  int n = g_threads.load();
+  if (n != 0) return n;
+  n = default_threads();
+  int expected = 0;  // a concurrent set_num_threads() wins
+  return g_threads.compare_exchange_strong(expected, n) ? n : expected;
+}
 
 unsigned openmp_context() {
   return static_cast<unsigned>(omp_get_max_threads()) * 2U + (omp_in_parallel() ? 1U : 0U);

@@ -3,7 +3,8 @@
 // Every run-time knob of anvil, read in one place and printable into benchmark contexts.
 //
 // Environment variables (read once, on first use):
-//   ANVIL_NUM_THREADS  threads for OpenMP, Eigen and oneDNN (default: OpenMP's default)
+//   ANVIL_NUM_THREADS  threads for OpenMP, Eigen and oneDNN (default: OpenMP's default, i.e.
+//                      OMP_NUM_THREADS or the hardware threads); at most max_threads()
 //   ANVIL_VARIANT      forced variants, "op=name[,op=name...]" (e.g. "gemm=cpu.blocked")
 //   ANVIL_AUTOTUNE     1 to time the candidate variants once per problem and keep the fastest
 //   ANVIL_CUDA_LIBRARY path of libanvil_cuda.so when it is not next to libanvil
@@ -17,9 +18,25 @@
 
 namespace anvil {
 
+// Note [Thread limit]
+// A thread count is at most max_threads(): kThreadsPerHardwareThread x the hardware threads,
+// and at least kMinThreadLimit so that small machines can still test oversubscription. Far more
+// threads than cores only slows a run down, and libgomp crashes (SIGSEGV) when it cannot create
+// the threads of a huge team (OMP_NUM_THREADS=100000), so every way of choosing the count
+// (set_num_threads, ANVIL_NUM_THREADS, OpenMP's inherited default) is held to the same limit
+// and refused with anvil::ConfigError naming the knob and the value.
+inline constexpr int kThreadsPerHardwareThread = 4;
+inline constexpr int kMinThreadLimit = 16;
+int max_threads();
+// "4 x the 2 hardware threads, at least 16": how max_threads() was reached, for messages.
+std::string thread_limit_reason();
+
 // Sets the thread count of OpenMP and of every library registered through
-// add_thread_setter() (Eigen, oneDNN), so that one knob controls all of them.
+// add_thread_setter() (Eigen, oneDNN), so that one knob controls all of them. Throws
+// anvil::ConfigError outside [1, max_threads()].
 void set_num_threads(int n);
+// The count set, else the default (ANVIL_NUM_THREADS or OpenMP's); throws anvil::ConfigError
+// when the default exceeds max_threads().
 int get_num_threads();
 // The OpenMP state that variant heuristics read, as one number: omp_get_max_threads() * 2, plus 1
 // inside a parallel region (part of the selection memo's key, engine/dispatch/variant_table.h).

@@ -15,6 +15,14 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A knob out of its range: an option, an environment variable or a setting such as a thread
+// count that the caller chose. The library throws it like any Error; the `anvil` tool turns it
+// into a usage error (exit status 2) instead of a failed run (1).
+class ConfigError : public Error {
+ public:
+  using Error::Error;
+};
+
 namespace detail {
 // Concatenates anything with operator<< into one string.
 template <typename... Args>
@@ -31,10 +39,22 @@ template <typename... Args>
   throw Error(detail::str_cat(where, ": ", std::forward<Args>(args)...));
 }
 
+// Throws anvil::ConfigError("<where>: <message...>").
+template <typename... Args>
+[[noreturn]] void fail_config(const char* where, Args&&... args) {
+  throw ConfigError(detail::str_cat(where, ": ", std::forward<Args>(args)...));
+}
+
 }  // namespace anvil
 
 // ANVIL_CHECK(cond, "where", parts...): throws anvil::Error when cond is false.
 #define ANVIL_CHECK(cond, where, ...)               \
   do {                                              \
     if (!(cond)) ::anvil::fail(where, __VA_ARGS__); \
+  } while (0)
+
+// ANVIL_CHECK_CONFIG(cond, "where", parts...): throws anvil::ConfigError when cond is false.
+#define ANVIL_CHECK_CONFIG(cond, where, ...)               \
+  do {                                                     \
+    if (!(cond)) ::anvil::fail_config(where, __VA_ARGS__); \
   } while (0)

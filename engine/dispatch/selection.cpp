@@ -9,6 +9,7 @@
 
 #include "engine/core/config.h"
 #include "engine/core/error.h"
+#include "engine/dispatch/variant_table.h"
 
 namespace anvil {
 
@@ -77,8 +78,8 @@ std::map<std::string, std::string> parse_variant_spec(const std::string& spec) {
     pos = end + 1;
     if (item.empty()) continue;
     const std::size_t eq = item.find('=');
-    ANVIL_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < item.size(), "parse_variant_spec",
-                "expected op=name in '", spec, "', got '", item, "'");
+    ANVIL_CHECK_CONFIG(eq != std::string::npos && eq > 0 && eq + 1 < item.size(),
+                       "parse_variant_spec", "expected op=name in '", spec, "', got '", item, "'");
     out[item.substr(0, eq)] = item.substr(eq + 1);
   }
   return out;
@@ -92,6 +93,33 @@ std::string forced_variant(const std::string& op) {
   }
   if (auto it = env_forced().find(op); it != env_forced().end()) return it->second;
   return {};
+}
+
+void check_forced_variant_ops() {
+  std::set<std::string> ops;
+  for (const auto* table : variant_tables()) ops.insert(table->op());
+  auto check = [&](const std::string& source, const std::map<std::string, std::string>& forced) {
+    for (const auto& [op, name] : forced) {
+      if (ops.count(op) != 0) continue;
+      std::string known;
+      for (const auto& o : ops) known += (known.empty() ? "" : ", ") + o;
+      fail_config(source.c_str(), "forces variant '", name, "' for op '", op,
+                  "', which anvil does not have; ops are: ", known);
+    }
+  };
+  std::map<std::string, std::string> env;
+  try {
+    env = env_forced();
+  } catch (const Error& e) {  // a malformed spec, from parse_variant_spec
+    fail_config("ANVIL_VARIANT", e.what());
+  }
+  check("ANVIL_VARIANT", env);
+  std::map<std::string, std::string> global;
+  {
+    std::lock_guard<std::mutex> lock(global_mutex());
+    global = global_forced();
+  }
+  check("--variant (set_forced_variant)", global);
 }
 
 void set_forced_variant(const std::string& op, const std::string& name) {

@@ -55,8 +55,15 @@ std::size_t select_variant(const std::string& op, const std::string& problem,
 std::string forced_variant(const std::string& op);
 // Process-wide forcing, as a CLI flag sets it; name "" clears it.
 void set_forced_variant(const std::string& op, const std::string& name);
-// Parses "op=name[,op=name...]" (the ANVIL_VARIANT / --variant syntax) into a map.
+// Parses "op=name[,op=name...]" (the ANVIL_VARIANT / --variant syntax) into a map; a malformed
+// spec throws anvil::ConfigError.
 std::map<std::string, std::string> parse_variant_spec(const std::string& spec);
+// Throws anvil::ConfigError when ANVIL_VARIANT or set_forced_variant() forces a variant for an op
+// that has no variant table (a typo such as "gem=ref"), naming the op and listing the ops;
+// selection only ever asks for the ops it dispatches, so such a forcing would otherwise be
+// ignored without a word. Variant names are checked when the op runs (select_variant): CUDA
+// variants join their tables only when the GPU backend loads. Registers the built-in kernels.
+void check_forced_variant_ops();
 
 // RAII: forces `name` for `op` on this thread while alive.
 class ForceVariant {

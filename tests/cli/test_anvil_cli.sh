@@ -4,7 +4,8 @@
 #  - models / info print what they promise;
 #  - `anvil train` for one short epoch on a Fashion-MNIST subset prints the metrics and writes a
 #    valid JSON log, then resumes from its checkpoint for a second epoch;
-#  - bad options and bad data fail with a non-zero status and one clear line on stderr.
+#  - bad options and bad data fail with a non-zero status and one clear line on stderr
+#    (tests/cli/test_anvil_limits.sh checks the statuses: 2 for usage errors, 1 otherwise).
 # Usage: test_anvil_cli.sh path/to/anvil
 set -uo pipefail
 anvil=${1:?usage: test_anvil_cli.sh path/to/anvil}
@@ -103,11 +104,11 @@ expect_error "missing dataset folder" "^anvil: error: anvil train: unknown datas
   "$anvil" train --model mlp_mnist --dataset "$tmp/none"
 expect_error "model and dataset disagree" '^anvil: error: .*model lstm32 takes token ids, not the images of fashion-mnist' -- \
   "$anvil" train --model lstm32 --dataset fashion-mnist --subset 100
-expect_error "zero epochs" '^--epochs: Value 0 not in range 1 to' -- "$anvil" train --model mlp_mnist --epochs 0
-expect_error "unknown optimizer" '^--optimizer: rmsprop not in \{sgd,adam\}' -- \
+expect_error "zero epochs" '^anvil: error: anvil train: --epochs must be in \[1, [0-9]+\], got 0' -- "$anvil" train --model mlp_mnist --epochs 0
+expect_error "unknown optimizer" '^anvil: error: --optimizer: rmsprop not in \{sgd,adam\}' -- \
   "$anvil" train --model mlp_mnist --optimizer rmsprop
 expect_error "unknown option" 'arguments were not expected: .*--bogus' -- "$anvil" train --model mlp_mnist --bogus 1
-expect_error "no subcommand" '^A subcommand is required' -- "$anvil"
+expect_error "no subcommand" '^anvil: error: A subcommand is required' -- "$anvil"
 mkdir -p "$tmp/bad"
 # All four files present, the training images not in the IDX format.
 printf 'not an idx file' >"$tmp/bad/train-images-idx3-ubyte"

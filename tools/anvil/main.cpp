@@ -3,10 +3,12 @@
 //   anvil models [NAME]   the model zoo (parameters, FLOPs per sample) or one model's layer table
 //   anvil train ...       train a model on real data and report the papers' metrics (trainer.h)
 //   anvil info            devices, threads, library versions, variant tables, measured peak
-// Every error is one line on stderr ("anvil: error: ...") and exit status 1; a usage error is
-// CLI11's message and its non-zero status.
+// Every error is one line on stderr ("anvil: error: ..."). Exit status 2: a usage error (an
+// option the parser refuses, a knob out of its limits, a bad environment variable:
+// anvil::ConfigError); 1: any other failure (a dataset, a checkpoint, a diverged run).
 #include <unistd.h>
 
+#include <cstdint>
 #include <iostream>
 #include <string>
 
@@ -15,12 +17,44 @@
 
 #include "anvil/anvil.h"
 #include "engine/core/process_stats.h"
+#include "engine/core/parse_number.h"
 #include "kernels/cpu/peak/machine_peak.h"
+#include "tools/anvil/environment.h"
 #include "tools/anvil/trainer.h"
 
 namespace {
 
 using namespace anvil;
+
+constexpr int kUsageError = 2;  // docs/training.md: usage errors exit 2, other failures 1
+
+// One line on stderr, whatever the message holds.
+int report_error(const std::string& message, int status) {
+  std::string line = message;
+  for (char& ch : line)
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  std::cout << std::flush;
+  std::cerr << "anvil: error: " << line << "\n" << std::flush;
+  return status;
+}
+
+// --seed as text: CLI11 reads "-1" into an unsigned integer as 2^64 - 1 without a word.
+std::uint64_t parse_seed(const std::string& text) {
+  const auto seed = parse_number<std::uint64_t>(text);
+  ANVIL_CHECK_CONFIG(seed.has_value(), "--seed", "expected an integer in [0, ", UINT64_MAX,
+                     "], got '", text, "'");
+  return *seed;
+}
+
+// --variant op=name[,op=name...]: forced for the whole process, as ANVIL_VARIANT, and checked
+// with it (check_forced_variant_ops: an op anvil does not have is an error).
+void force_variants(const std::string& spec) {
+  try {
+    for (const auto& [op, name] : parse_variant_spec(spec)) set_forced_variant(op, name);
+  } catch (const Error& e) {
+    fail_config("--variant", e.what());
+  }
+}
 
 void print_models(const std::string& name) {
   if (!name.empty()) {
@@ -99,12 +133,15 @@ int run_cli(int argc, char** argv) {
   train_cmd->add_option("--model", c.model, "model name (anvil models)")->required();
   train_cmd->add_option("--dataset", c.dataset, "fashion-mnist, ptb, or a dataset folder")
       ->capture_default_str();
-  const auto positive = CLI::Range(1, 1 << 30);
-  train_cmd->add_option("--epochs", c.epochs, "epochs to train")
-      ->capture_default_str()
-      ->check(positive);
-  train_cmd->add_option("--batch", c.batch, "mini-batch size (default: the model's paper batch)")
-      ->check(positive);
+  // The limits of --epochs, --batch, --threads, --bucket-mb, --seed are checked by
+  // run_training's check_config (trainer.h) with messages that name them.
+  train_cmd
+      ->add_option("--epochs", c.epochs,
+                   fmt::format("epochs to train (1 to {})", tools::kMaxEpochs))
+      ->capture_default_str();
+  auto* batch_opt = train_cmd->add_option(
+      "--batch", c.batch,
+      fmt::format("mini-batch size, 1 to {} (default: the model's paper batch)", tools::kMaxBatch));
   train_cmd->add_option("--optimizer", c.optimizer, "sgd or adam")
       ->capture_default_str()
       ->check(CLI::IsMember({"sgd", "adam"}));
@@ -124,8 +161,10 @@ int run_cli(int argc, char** argv) {
       ->add_option("--decay-after", c.decay_after,
                    "first epoch (0-based count of epochs done) to decay after")
       ->check(CLI::NonNegativeNumber);
-  train_cmd->add_option("--threads", c.threads, "CPU threads (default: ANVIL_NUM_THREADS or all)")
-      ->check(positive);
+  auto* threads_opt = train_cmd->add_option(
+      "--threads", c.threads,
+      fmt::format("CPU threads, 1 to {} ({}; default: ANVIL_NUM_THREADS or OpenMP's)",
+                  max_threads(), thread_limit_reason()));
   train_cmd
       ->add_option(
           "--device", c.device,
@@ -133,8 +172,21 @@ int run_cli(int argc, char** argv) {
           "models`)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  train_cmd->add_option("--seed", c.seed, "seed of initialisation, data order and dropout")
+  std::string seed_text = std::to_string(c.seed);
+  train_cmd
+      ->add_option("--seed", seed_text,
+                   "seed of initialisation, data order and dropout (0 to 2^64 - 1)")
       ->capture_default_str();
+  std::string variant_spec;
+  train_cmd->add_option("--variant", variant_spec,
+                        "force kernel variants, op=name[,op=name...] (as ANVIL_VARIANT; the ops "
+                        "and variants: anvil info)");
+  train_cmd
+      ->add_option("--on-divergence", c.on_divergence,
+                   "a non-finite loss or gradient norm: stop (an error, exit status 1) or "
+                   "continue; no checkpoint with non-finite weights is written either way")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"stop", "continue"}));
   auto* target_opt =
       train_cmd
           ->add_option("--target-accuracy", target,
@@ -166,22 +218,39 @@ int run_cli(int argc, char** argv) {
       ->add_option("--dist", c.dist,
                    "communicator: auto (mpi under mpirun -np N > 1), single, mpi or nccl")
       ->check(CLI::IsMember({"auto", "single", "mpi", "nccl"}));
-  train_cmd->add_option("--bucket-mb", c.bucket_mb, "gradient bucket cap in MiB (default 25)");
+  train_cmd->add_option(
+      "--bucket-mb", c.bucket_mb,
+      fmt::format("gradient bucket cap in MiB, above 0 and at most {} (default 25)",
+                  tools::kMaxBucketMb));
   train_cmd->add_flag("--no-overlap", no_overlap,
                       "all-reduce the gradients after backward instead of during it");
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    return report_error(e.what(), kUsageError);
   }
 
   try {
+    const bool train = static_cast<bool>(*train_cmd);
+    if (train) {
+      // 0 means "the default" in TrainConfig (check_config lets it pass); given, it is out of
+      // range. Negative values reach check_config.
+      ANVIL_CHECK_CONFIG(!(*batch_opt && c.batch == 0), "anvil train", "--batch must be in [1, ",
+                         tools::kMaxBatch, "], got 0");
+      ANVIL_CHECK_CONFIG(!(*threads_opt && c.threads == 0), "anvil train",
+                         "--threads must be in [1, ", max_threads(), "] (", thread_limit_reason(),
+                         "), got 0");
+      c.seed = parse_seed(seed_text);
+      if (!variant_spec.empty()) force_variants(variant_spec);
+    }
+    tools::check_environment(train && c.threads > 0);
     if (*models_cmd) {
       print_models(model_name);
     } else if (*info_cmd) {
       print_info(!no_peak);
-    } else if (*train_cmd) {
+    } else if (train) {
       if (*target_opt) c.target_accuracy = target;
       c.loader_thread = !no_loader_thread;
       c.normalize = !no_normalize;
@@ -190,10 +259,10 @@ int run_cli(int argc, char** argv) {
       const auto report = tools::run_training(c, std::cout);
       if (report.rank == 0) tools::print_summary(report, std::cout);  // rank 0 prints
     }
+  } catch (const ConfigError& e) {
+    return report_error(e.what(), kUsageError);
   } catch (const std::exception& e) {
-    std::cout << std::flush;
-    std::cerr << "anvil: error: " << e.what() << "\n" << std::flush;
-    return 1;
+    return report_error(e.what(), 1);
   }
   return 0;
 }

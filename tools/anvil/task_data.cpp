@@ -182,4 +182,27 @@ TaskData load_task_data(const models::ModelInfo& model, const std::string& datas
   fail(kWhere, "unreachable dataset format");
 }
 
+void check_split_sizes(const TaskData& task, std::int64_t batch, double val_split) {
+  auto check = [&](const char* split, std::int64_t n, const char* unit, std::int64_t needed,
+                   const char* remedy) {
+    ANVIL_CHECK(n >= needed, kWhere, "the ", split, " split of ", task.description, " has ", n, " ",
+                unit, ", too few for this run (at least ", needed, " needed", remedy, ")");
+  };
+  if (task.language_model) {
+    const std::int64_t needed = 2 * batch;  // 2 tokens (input and target) per row of the batch
+    const char* remedy = "; a larger --subset or a smaller --batch";
+    check("training", static_cast<std::int64_t>(task.lm_train.size()), "tokens", needed, remedy);
+    if (val_split > 0 || !task.lm_val.empty())  // ptb.valid.txt validates whatever --val-split
+      check("validation", static_cast<std::int64_t>(task.lm_val.size()), "tokens", needed,
+            "; a larger --val-split or --subset, or a smaller --batch");
+    check("test", static_cast<std::int64_t>(task.lm_test.size()), "tokens", needed, remedy);
+    return;
+  }
+  check("training", task.train.size(), "samples", 1, "; a larger --subset");
+  if (val_split > 0)
+    check("validation", task.val.inputs.defined() ? task.val.size() : 0, "samples", 1,
+          "; a larger --val-split or --subset, or --val-split 0");
+  check("test", task.test.size(), "samples", 1, "; a larger --subset");
+}
+
 }  // namespace anvil::tools

@@ -44,4 +44,12 @@ struct TaskData {
 TaskData load_task_data(const models::ModelInfo& model, const std::string& dataset,
                         double val_split, std::int64_t subset);
 
+// Note [Splits too small for the model]
+// Refuses, before training, a split that the run cannot use: an empty training or test split,
+// a validation split that --val-split asks for but holds no sample, and for language models a
+// token stream shorter than 2 tokens per row of the batch (PtbBatcher's minimum, which
+// evaluation used to hit only after the first epoch had trained). Throws anvil::Error naming
+// the split, its size and what it needs.
+void check_split_sizes(const TaskData& task, std::int64_t batch, double val_split);
+
 }  // namespace anvil::tools

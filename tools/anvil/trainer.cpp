@@ -18,12 +18,15 @@
 #include "data/loader.h"
 #include "data/ptb.h"
 #include "anvil/anvil.h"
+#include "engine/core/parse_number.h"
 #include "engine/core/process_stats.h"
 #include "engine/distributed/data_parallel.h"
 #include "engine/distributed/rank_streams.h"
 #include "engine/optim/checkpoint.h"
 #include "models/language_model_eval.h"
 #include "models/training_step.h"
+#include "tools/anvil/divergence.h"
+#include "tools/anvil/output_paths.h"
 #include "tools/anvil/progress.h"
 #include "tools/anvil/task_data.h"
 
@@ -131,12 +134,8 @@ EvalResult evaluate_language_model(nn::Module& net, const std::vector<std::int64
 }
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& c, std::vector<Tensor> params) {
-  if (c.optimizer == "adam") {
-    ANVIL_CHECK(c.momentum == 0.0, kWhere, "--momentum applies to sgd, not adam");
+  if (c.optimizer == "adam")  // check_config has checked the name and --momentum
     return std::make_unique<optim::Adam>(std::move(params), optim::AdamOptions{.lr = c.lr});
-  }
-  ANVIL_CHECK(c.optimizer == "sgd", kWhere, "--optimizer must be sgd or adam, got '", c.optimizer,
-              "'");
   return std::make_unique<optim::SGD>(std::move(params),
                                       optim::SGDOptions{.lr = c.lr, .momentum = c.momentum});
 }
@@ -146,24 +145,53 @@ double lr_for_epoch(const TrainConfig& c, int epoch /* 0-based */) {
   return c.lr * std::pow(c.lr_decay, epoch - c.decay_after + 1);
 }
 
+// Every knob against its limit (trainer.h), before anything is read or built: a value out of
+// range is the caller's error (anvil::ConfigError, exit status 2 in the CLI).
 void check_config(const TrainConfig& c) {
-  ANVIL_CHECK(c.epochs >= 1, kWhere, "--epochs must be at least 1, got ", c.epochs);
-  ANVIL_CHECK(c.batch >= 0, kWhere, "--batch must be positive, got ", c.batch);
-  ANVIL_CHECK(c.lr > 0 && std::isfinite(c.lr), kWhere, "--lr must be positive, got ", c.lr);
-  ANVIL_CHECK(c.momentum >= 0 && c.momentum < 1, kWhere, "--momentum must be in [0, 1), got ",
-              c.momentum);
-  ANVIL_CHECK(c.clip_norm >= 0, kWhere, "--clip must be >= 0, got ", c.clip_norm);
-  ANVIL_CHECK(c.lr_decay > 0 && c.lr_decay <= 1, kWhere, "--lr-decay must be in (0, 1], got ",
-              c.lr_decay);
-  ANVIL_CHECK(c.threads >= 0, kWhere, "--threads must be >= 0, got ", c.threads);
-  ANVIL_CHECK(c.subset >= 0, kWhere, "--subset must be >= 0, got ", c.subset);
-  ANVIL_CHECK(!c.target_accuracy || (*c.target_accuracy > 0 && *c.target_accuracy <= 1), kWhere,
-              "--target-accuracy must be a fraction in (0, 1], got ",
-              c.target_accuracy.value_or(0));
+  try {
+    (void)models::info(c.model);  // "unknown model 'x'; known models: ..."
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const Error& e) {
+    throw ConfigError(e.what());
+  }
+  ANVIL_CHECK_CONFIG(c.epochs >= 1 && c.epochs <= kMaxEpochs, kWhere, "--epochs must be in [1, ",
+                     kMaxEpochs, "], got ", c.epochs);
+  // 0 = the default (the model's batch, the default thread count).
+  ANVIL_CHECK_CONFIG(c.batch >= 0 && c.batch <= kMaxBatch, kWhere, "--batch must be in [1, ",
+                     kMaxBatch, "], got ", c.batch);
+  ANVIL_CHECK_CONFIG(c.lr > 0 && std::isfinite(c.lr), kWhere,
+                     "--lr must be a positive finite number, got ", c.lr);
+  ANVIL_CHECK_CONFIG(c.momentum >= 0 && c.momentum < 1, kWhere,
+                     "--momentum must be in [0, 1), got ", c.momentum);
+  ANVIL_CHECK_CONFIG(c.clip_norm >= 0 && !std::isnan(c.clip_norm), kWhere,
+                     "--clip must be >= 0, got ", c.clip_norm);
+  ANVIL_CHECK_CONFIG(c.lr_decay > 0 && c.lr_decay <= 1, kWhere,
+                     "--lr-decay must be in (0, 1], got ", c.lr_decay);
+  ANVIL_CHECK_CONFIG(c.decay_after >= 0 && c.decay_after <= kMaxEpochs, kWhere,
+                     "--decay-after must be in [0, ", kMaxEpochs, "], got ", c.decay_after);
+  ANVIL_CHECK_CONFIG(c.threads >= 0 && c.threads <= max_threads(), kWhere,
+                     "--threads must be in [1, ", max_threads(), "] (", thread_limit_reason(),
+                     "), got ", c.threads);
+  ANVIL_CHECK_CONFIG(c.subset >= 0, kWhere, "--subset must be >= 0, got ", c.subset);
+  ANVIL_CHECK_CONFIG(c.val_split >= 0.0 && c.val_split < 1.0, kWhere,
+                     "--val-split must be in [0, 1), got ", c.val_split);
+  ANVIL_CHECK_CONFIG(!c.target_accuracy || (*c.target_accuracy > 0 && *c.target_accuracy <= 1),
+                     kWhere, "--target-accuracy must be a fraction in (0, 1], got ",
+                     c.target_accuracy.value_or(0));
+  ANVIL_CHECK_CONFIG(c.bucket_mb > 0 && c.bucket_mb <= kMaxBucketMb, kWhere,
+                     "--bucket-mb must be in (0, ", kMaxBucketMb, "] MiB, got ", c.bucket_mb);
+  ANVIL_CHECK_CONFIG(c.on_divergence == "stop" || c.on_divergence == "continue", kWhere,
+                     "--on-divergence must be stop or continue, got '", c.on_divergence, "'");
+  ANVIL_CHECK_CONFIG(c.optimizer == "sgd" || c.optimizer == "adam", kWhere,
+                     "--optimizer must be sgd or adam, got '", c.optimizer, "'");
+  ANVIL_CHECK_CONFIG(c.optimizer == "sgd" || c.momentum == 0.0, kWhere,
+                     "--momentum applies to sgd, not adam");
   if (c.device != "cpu") {
-    ANVIL_CHECK(c.device == "cuda", kWhere, "--device must be cpu or cuda, got '", c.device, "'");
+    ANVIL_CHECK_CONFIG(c.device == "cuda", kWhere, "--device must be cpu or cuda, got '", c.device,
+                       "'");
     // Before the GPU check, so that the answer does not depend on the machine.
-    ANVIL_CHECK(
+    ANVIL_CHECK_CONFIG(
         models::info(c.model).gpu_path, kWhere, "--device cuda: ", c.model,
         " has no GPU path (some of its ops have CPU kernels only; ModelInfo::gpu_path); train it "
         "on cpu");
@@ -189,26 +217,42 @@ struct ResumeState {
   std::optional<double> time_to_target;
 };
 
+// Note [Resume metadata is checked first]
+// A checkpoint's run metadata is validated with the rest of the file before anything is loaded:
+// the configuration keys must equal this run's, and the counters must be numbers in range
+// (parse_number, never std::stoi, whose error is a bare "stoi"). Only then does load_checkpoint
+// touch the model and the optimizer, so a bad file changes nothing.
 ResumeState resume_from(const TrainConfig& c, std::int64_t batch, nn::Module& net,
                         optim::Optimizer& opt) {
-  // The configuration is checked before anything is loaded into the model.
   const auto meta = optim::read_checkpoint_info(c.resume).metadata;
   auto get = [&](const std::string& key) -> std::string {
     const auto it = meta.find(key);
-    ANVIL_CHECK(it != meta.end(), kWhere, "checkpoint ", c.resume,
-                " was not written by anvil train (no ", key, ")");
+    ANVIL_CHECK(it != meta.end(), kWhere, "--resume ", c.resume, " has no '", key,
+                "': not a checkpoint of anvil train");
     return it->second;
   };
   for (const auto& [key, value] : run_metadata(c, batch))
     ANVIL_CHECK(get(key) == value, kWhere, "--resume ", c.resume, ": the checkpoint has ", key,
                 " = ", get(key), " but this run has ", value,
                 "; resuming must repeat the configuration");
-  optim::load_checkpoint(c.resume, net, &opt);
+  // A time in seconds: finite and not negative.
+  auto seconds = [&](const std::string& key, const std::string& text) {
+    const auto v = parse_number<double>(text);
+    ANVIL_CHECK(v && std::isfinite(*v) && *v >= 0, kWhere, "--resume ", c.resume, ": ", key, " = '",
+                text, "' is not a number of seconds (finite, >= 0)");
+    return *v;
+  };
   ResumeState s;
-  s.epochs_done = std::stoi(get("anvil_train.epochs_done"));
-  s.training_seconds = std::stod(get("anvil_train.training_seconds"));
+  const std::string done = get("anvil_train.epochs_done");
+  const auto epochs_done = parse_number<int>(done);
+  ANVIL_CHECK(epochs_done && *epochs_done >= 1 && *epochs_done <= kMaxEpochs, kWhere, "--resume ",
+              c.resume, ": anvil_train.epochs_done = '", done, "' is not an epoch count in [1, ",
+              kMaxEpochs, "]");
+  s.epochs_done = *epochs_done;
+  s.training_seconds = seconds("anvil_train.training_seconds", get("anvil_train.training_seconds"));
   if (const auto it = meta.find("anvil_train.time_to_target"); it != meta.end())
-    s.time_to_target = std::stod(it->second);
+    s.time_to_target = seconds(it->first, it->second);
+  optim::load_checkpoint(c.resume, net, &opt);
   return s;
 }
 
@@ -249,7 +293,8 @@ nlohmann::json report_json(const TrainConfig& c, const TrainReport& r) {
                  {"resume", c.resume},
                  {"dist", c.dist},
                  {"bucket_mb", c.bucket_mb},
-                 {"overlap", c.overlap}};
+                 {"overlap", c.overlap},
+                 {"on_divergence", c.on_divergence}};
   if (c.target_accuracy) config["target_accuracy"] = *c.target_accuracy;
   json result = {{"training_seconds", r.training_seconds},
                  {"testing_seconds", r.testing_seconds},
@@ -279,15 +324,16 @@ nlohmann::json report_json(const TrainConfig& c, const TrainReport& r) {
       {"first_epoch", r.first_epoch},
       {"epochs", epochs},
       {"result", result},
+      {"diverged", r.diverged ? json(*r.diverged) : json(nullptr)},
       {"finished", r.testing_seconds > 0}};
 }
 
 // Rewrites the JSON log atomically (temporary file + rename): a reader never sees half a log.
 void write_json_log(const TrainConfig& c, const TrainReport& r) {
   if (c.json_log.empty()) return;
-  const std::string tmp = c.json_log + ".tmp";
+  const std::string tmp = temporary_path(c.json_log);  // unique per process
   {
-    std::ofstream f(tmp);
+    std::ofstream f(tmp, std::ios::trunc);
     ANVIL_CHECK(f.good(), kWhere, "cannot write the JSON log ", tmp);
     f << report_json(c, r).dump(2) << '\n';
     ANVIL_CHECK(f.good(), kWhere, "writing the JSON log ", tmp, " failed");
@@ -297,10 +343,28 @@ void write_json_log(const TrainConfig& c, const TrainReport& r) {
   ANVIL_CHECK(!ec, kWhere, "cannot move ", tmp, " to ", c.json_log, ": ", ec.message());
 }
 
+// --clip: the gradients' global norm before clipping (a device scalar, read after the step so
+// that the step does not wait for it); nothing without --clip.
+std::optional<Tensor> clip_gradients(const TrainConfig& c, optim::Optimizer& opt) {
+  if (c.clip_norm <= 0) return std::nullopt;
+  return optim::clip_grad_norm_async_(opt.params(), c.clip_norm);
+}
+std::optional<double> read_norm(const std::optional<Tensor>& norm) {
+  return norm ? std::optional<double>(norm->item()) : std::nullopt;
+}
+
+// What a checkpoint stores of the model: its parameters and buffers.
+std::vector<Tensor> checkpointed_state(nn::Module& net) {
+  std::vector<Tensor> state = net.parameters();
+  for (auto& [name, b] : net.named_buffers()) state.push_back(b);
+  return state;
+}
+
 // One epoch's training loop over the classifier's loader; returns (mean loss, samples).
 std::pair<double, std::int64_t> train_classifier_epoch(
     const TrainConfig& c, const models::ModelInfo& info, nn::Module& net, optim::Optimizer& opt,
-    data::DataLoader& loader, int epoch, Device device, std::ostream& out, dist::DataParallel* dp) {
+    data::DataLoader& loader, int epoch, Device device, std::ostream& out, dist::DataParallel* dp,
+    DivergenceGuard& guard) {
   net.train();
   loader.start_epoch(epoch);
   Progress progress(out, c.progress_bar, fmt::format("epoch {}/{}", epoch + 1, c.epochs),
@@ -313,10 +377,12 @@ std::pair<double, std::int64_t> train_classifier_epoch(
         models::model_forward_loss(info, net, on(b->inputs, device), on(b->targets, device));
     loss.backward();
     if (dp != nullptr) dp->finish_gradients();  // averaged over the ranks before clipping
-    if (c.clip_norm > 0) (void)optim::clip_grad_norm_async_(opt.params(), c.clip_norm);
+    const std::optional<Tensor> norm = clip_gradients(c, opt);
     opt.step();
     const std::int64_t rows = b->inputs.sizes()[0];
-    loss_sum += loss.item() * static_cast<double>(rows);
+    const double step_loss = loss.item();
+    guard.check_step(epoch + 1, step + 1, step_loss, read_norm(norm));
+    loss_sum += step_loss * static_cast<double>(rows);
     n += rows;
     progress.update(++step, loss_sum / static_cast<double>(n));
   }
@@ -336,7 +402,7 @@ std::pair<double, std::int64_t> train_classifier_epoch(
 std::pair<double, std::int64_t> train_language_model_epoch(
     const TrainConfig& c, const models::ModelInfo& info, nn::Module& net, optim::Optimizer& opt,
     const std::vector<std::int64_t>& ids, std::int64_t batch, int epoch, Device device,
-    std::ostream& out, dist::DataParallel* dp) {
+    std::ostream& out, dist::DataParallel* dp, DivergenceGuard& guard) {
   net.train();
   auto& lm = as_language_model(net);
   lm.reset_state();
@@ -356,10 +422,12 @@ std::pair<double, std::int64_t> train_language_model_epoch(
         models::model_forward_loss(info, net, on(b.inputs, device), on(b.targets, device));
     loss.backward();
     if (dp != nullptr) dp->finish_gradients();  // averaged over the ranks before clipping
-    if (c.clip_norm > 0) (void)optim::clip_grad_norm_async_(opt.params(), c.clip_norm);
+    const std::optional<Tensor> norm = clip_gradients(c, opt);
     opt.step();
     const std::int64_t t = b.targets.sizes()[1];
-    nll += loss.item() / static_cast<double>(t) * static_cast<double>(b.targets.numel());
+    const double step_loss = loss.item();
+    guard.check_step(epoch + 1, step + 1, step_loss, read_norm(norm));
+    nll += step_loss / static_cast<double>(t) * static_cast<double>(b.targets.numel());
     tokens += b.targets.numel();
     progress.update(++step, nll / static_cast<double>(tokens));
   }
@@ -382,7 +450,6 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
   const std::int64_t batch = config.batch > 0 ? config.batch : info.cpu_batch;
   // Note [Distributed anvil train]: the communicator and the checks that depend on the rank
   // count come before any data is read or model built.
-  ANVIL_CHECK(config.bucket_mb > 0, kWhere, "--bucket-mb must be positive, got ", config.bucket_mb);
   const dist::CommunicatorPtr comm = dist::create_communicator(config.dist);
   const int ranks = comm->size();
   ANVIL_CHECK(batch % ranks == 0, kWhere, "--batch ", batch, " is not divisible by the ", ranks,
@@ -395,6 +462,7 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
   const std::int64_t rank_batch = batch / ranks;
   std::ostream null_stream(nullptr);
   std::ostream& out = comm->rank() == 0 ? out_all : null_stream;  // rank 0 prints
+  if (comm->rank() == 0) check_output_paths(config);              // rank 0 writes them
   if (config.threads > 0) set_num_threads(config.threads);
 
   TrainReport r;
@@ -415,6 +483,7 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
   r.metric = lm ? "perplexity" : "accuracy";
   ANVIL_CHECK(!(lm && config.target_accuracy), kWhere, "--target-accuracy applies to classifiers; ",
               config.model, " reports perplexity");
+  check_split_sizes(task, batch, config.val_split);
   if (lm) {
     r.train_samples = static_cast<std::int64_t>(task.lm_train.size());
     r.val_samples = static_cast<std::int64_t>(task.lm_val.size());
@@ -440,9 +509,7 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
     dp = std::make_unique<dist::DataParallel>(
         comm, net->parameters(),
         dist::DataParallelOptions{.bucket_cap_mb = config.bucket_mb, .overlap = config.overlap});
-    std::vector<Tensor> state = net->parameters();
-    for (auto& [name, b] : net->named_buffers()) state.push_back(b);
-    dp->broadcast_from_root(state);  // every rank starts from rank 0's model
+    dp->broadcast_from_root(checkpointed_state(*net));  // every rank starts from rank 0's model
     dp->prepare_optimizer(*opt);
   }
 
@@ -482,6 +549,7 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
     for (const std::string& note : dp->notes()) out << "data parallel: " << note << "\n";
   }
 
+  DivergenceGuard guard(config.on_divergence == "stop", config.checkpoint);
   double wall_this_run = 0, cpu_this_run = 0, wait_this_run = 0, comm_wait_this_run = 0;
   std::int64_t samples_this_run = 0;
   for (int epoch = resumed.epochs_done; epoch < config.epochs; ++epoch) {
@@ -500,10 +568,10 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
     std::int64_t samples = 0;
     if (lm) {
       std::tie(e.train_loss, samples) = train_language_model_epoch(
-          config, info, *net, *opt, task.lm_train, batch, epoch, device, out, dp.get());
+          config, info, *net, *opt, task.lm_train, batch, epoch, device, out, dp.get(), guard);
     } else {
-      std::tie(e.train_loss, samples) =
-          train_classifier_epoch(config, info, *net, *opt, *loader, epoch, device, out, dp.get());
+      std::tie(e.train_loss, samples) = train_classifier_epoch(config, info, *net, *opt, *loader,
+                                                               epoch, device, out, dp.get(), guard);
       e.loader_wait_seconds = loader->wait_seconds();
     }
     e.train_seconds = seconds_since(t0);
@@ -553,7 +621,15 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
                e.loader_wait_seconds, e.rss_end_bytes / 1048576.0, e.rss_peak_bytes / 1048576.0)
         << std::flush;
 
-    if (!config.checkpoint.empty() && comm->rank() == 0) {  // rank 0 writes
+    // Note [Divergence]: never a checkpoint of non-finite weights.
+    if (!guard.first() && !all_finite(checkpointed_state(*net)))
+      guard.weights_not_finite(epoch + 1);
+    if (guard.first() && !r.diverged) {  // --on-divergence continue: said once
+      r.diverged = *guard.first();
+      out << "anvil train: training diverged at " << *r.diverged
+          << "; continuing (--on-divergence continue), no further checkpoints\n";
+    }
+    if (!config.checkpoint.empty() && comm->rank() == 0 && !guard.first()) {  // rank 0 writes
       auto meta = run_metadata(config, batch);
       meta["anvil_train.epochs_done"] = std::to_string(epoch + 1);
       meta["anvil_train.training_seconds"] = fmt::format("{}", r.training_seconds);

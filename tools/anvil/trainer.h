@@ -25,6 +25,14 @@
 
 namespace anvil::tools {
 
+// Limits of the knobs (docs/training.md, "Limits"): run_training refuses a value outside them
+// with anvil::ConfigError naming the option and the value (exit status 2 in the CLI), before
+// anything is read. Threads are held to anvil::max_threads() (Note [Thread limit]); a seed is
+// any 64-bit unsigned integer.
+inline constexpr int kMaxEpochs = 1'000'000;
+inline constexpr std::int64_t kMaxBatch = std::int64_t{1} << 20;
+inline constexpr double kMaxBucketMb = 65536.0;  // 64 GiB, more than any model's gradients
+
 struct TrainConfig {
   std::string model;
   std::string dataset = "fashion-mnist";  // a name or a folder (task_data.h)
@@ -49,6 +57,9 @@ struct TrainConfig {
   std::string resume;         // a checkpoint of the same configuration to continue from
   std::string json_log;       // a JSON document rewritten after every epoch when set
   bool progress_bar = false;  // redraw one line (a terminal) instead of printing lines
+  // Note [Divergence]: "stop" ends the run at the first non-finite loss or gradient norm;
+  // "continue" trains on. Either way no checkpoint with non-finite weights is written.
+  std::string on_divergence = "stop";
   // Data parallelism (docs/distributed.md): the communicator backend (auto = mpi under mpirun
   // with more than one rank, else single), the gradient bucket cap and whether bucket
   // all-reduces overlap backward. `batch` is the global batch, split evenly over the ranks.
@@ -99,6 +110,9 @@ struct TrainReport {
   double samples_per_second_total = 0.0;
   double samples_per_second_per_rank = 0.0;
   double comm_wait_fraction = 0.0;
+  // Note [Divergence]: the first non-finite loss, gradient norm or weights of a run that went on
+  // (--on-divergence continue), e.g. "epoch 2, step 17: loss nan".
+  std::optional<std::string> diverged;
 };
 
 // Runs the whole configuration, printing progress and per-epoch lines to `out` (rank 0 only under
