@@ -37,7 +37,7 @@ struct BudgetMB {
 
 // A sparse file of `bytes` zero bytes (no disk blocks).
 std::string sparse_file(const ScratchDir& dir, const std::string& name, std::uint64_t bytes) {
-  const std::string path = dir.write(name, std::string());
+  std::string path = dir.write(name, std::string());
   std::filesystem::resize_file(path, bytes);
   return path;
 }
