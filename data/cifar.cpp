@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // CIFAR-10 binary batches: size and label checks, then the records copied into NCHW tensors
 // (data/cifar.h has the format). Files are sized first and the tensors allocated once for all of
-// them; each file is then read whole (30 MB) and copied in.
+// them, within the reader's budget (Note [Reader memory budget]: a sparse file of a few GB is
+// refused by its size); each file is then read whole (30 MB) and copied in.
 #include "data/cifar.h"
 
 #include <array>
@@ -56,6 +57,14 @@ void copy_records(const std::uint8_t* bytes, std::int64_t n, float* images, std:
   }
 }
 
+// Charges the tensor memory of `file`'s n records to the reader's budget, before the tensors are
+// allocated: f32 images (4 bytes per pixel byte) and i64 labels.
+void charge_records(std::int64_t n, ReaderBudget& budget, const std::string& file) {
+  const auto records = static_cast<std::uint64_t>(n);
+  budget.charge(bytes_for(records, kCifarImageBytes * sizeof(float)), file, "its f32 images");
+  budget.charge(bytes_for(records, sizeof(std::int64_t)), file, "its labels");
+}
+
 ImageDataset allocate(std::int64_t n) {
   ImageDataset ds;
   ds.num_classes = kCifar10Classes;
@@ -66,6 +75,7 @@ ImageDataset allocate(std::int64_t n) {
 
 ImageDataset read_cifar10_impl(const std::vector<std::string>& paths, const char* where) {
   ANVIL_CHECK(!paths.empty(), where, "no batch files given");
+  ReaderBudget budget(where);
   // Sizes first: a truncated last batch fails before 150 MB are allocated and filled.
   std::vector<std::int64_t> counts;
   std::int64_t total = 0;
@@ -78,6 +88,7 @@ ImageDataset read_cifar10_impl(const std::vector<std::string>& paths, const char
     const std::uintmax_t size = fs::file_size(path, ec);
     if (ec) fail(where, path, ": cannot read its size: ", ec.message());
     counts.push_back(check_cifar10_size(size, path, where));
+    charge_records(counts.back(), budget, path);
     total += counts.back();
   }
   ImageDataset ds = allocate(total);
@@ -85,13 +96,15 @@ ImageDataset read_cifar10_impl(const std::vector<std::string>& paths, const char
   std::int64_t* y = ds.labels.data<std::int64_t>();
   std::int64_t done = 0;
   for (std::size_t f = 0; f < paths.size(); ++f) {
-    const std::vector<std::uint8_t> bytes = detail::read_file_bytes(paths[f], where);
+    // One file at a time: its buffer is released before the next is read.
+    const std::vector<std::uint8_t> bytes = detail::read_file_bytes(paths[f], where, budget);
     const std::int64_t n = check_cifar10(bytes.data(), bytes.size(), paths[f], where);
     ANVIL_CHECK(n == counts[f], where, paths[f], ": changed while reading (", counts[f],
                 " records when sized, ", n, " when read)");
     copy_records(bytes.data(), n, x + done * kCifarImageBytes, y + done);
     done += n;
     ds.source += (f ? ", " : "") + paths[f];
+    budget.release(bytes.size());
   }
   return ds;
 }
@@ -99,7 +112,10 @@ ImageDataset read_cifar10_impl(const std::vector<std::string>& paths, const char
 }  // namespace
 
 ImageDataset parse_cifar10(const std::uint8_t* bytes, std::size_t size, const std::string& name) {
-  const std::int64_t n = check_cifar10(bytes, size, name, "parse_cifar10");
+  const char* where = "parse_cifar10";
+  const std::int64_t n = check_cifar10(bytes, size, name, where);
+  ReaderBudget budget(where);
+  charge_records(n, budget, name);
   ImageDataset ds = allocate(n);
   copy_records(bytes, n, ds.images.data<float>(), ds.labels.data<std::int64_t>());
   ds.source = name;

@@ -41,7 +41,8 @@ struct Fd {
 };
 
 template <typename Buffer>
-Buffer read_whole(const std::string& path, const char* where, std::uint64_t max_bytes) {
+Buffer read_whole(const std::string& path, const char* where, ReaderBudget& budget,
+                  std::uint64_t max_bytes) {
   Fd f{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
   if (f.fd < 0) {
     const int err = errno;
@@ -58,6 +59,7 @@ Buffer read_whole(const std::string& path, const char* where, std::uint64_t max_
   if (size > max_bytes)
     fail(where, path, ": is ", size, " bytes, more than this reader's limit of ", max_bytes,
          " bytes");
+  budget.charge(size, path, "the file's bytes");  // a sparse file is refused here
   Buffer out(static_cast<std::size_t>(size), 0);
   std::uint64_t done = 0;
   while (done < size) {
@@ -76,12 +78,13 @@ Buffer read_whole(const std::string& path, const char* where, std::uint64_t max_
 }  // namespace
 
 std::vector<std::uint8_t> read_file_bytes(const std::string& path, const char* where,
-                                          std::uint64_t max_bytes) {
-  return read_whole<std::vector<std::uint8_t>>(path, where, max_bytes);
+                                          ReaderBudget& budget, std::uint64_t max_bytes) {
+  return read_whole<std::vector<std::uint8_t>>(path, where, budget, max_bytes);
 }
 
-std::string read_file_text(const std::string& path, const char* where, std::uint64_t max_bytes) {
-  return read_whole<std::string>(path, where, max_bytes);
+std::string read_file_text(const std::string& path, const char* where, ReaderBudget& budget,
+                           std::uint64_t max_bytes) {
+  return read_whole<std::string>(path, where, budget, max_bytes);
 }
 
 }  // namespace anvil::data::detail

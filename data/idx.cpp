@@ -149,7 +149,8 @@ IdxHeader parse_idx_header(const std::uint8_t* b, std::size_t size, const std::s
 }
 
 IdxArray parse_idx_impl(const std::uint8_t* bytes, std::size_t size, const std::string& name,
-                        const char* where, const char* has, std::uint64_t max_bytes) {
+                        const char* where, const char* has, std::uint64_t max_bytes,
+                        ReaderBudget& budget) {
   IdxHeader h = parse_idx_header(bytes, size, name, where, max_bytes);
   const std::uint64_t have = size - h.header_bytes;
   if (have < h.payload_bytes)
@@ -158,6 +159,7 @@ IdxArray parse_idx_impl(const std::uint8_t* bytes, std::size_t size, const std::
   if (have > h.payload_bytes)
     fail(where, name, ": declares ", dims_text(h.dims), " = ", h.payload_bytes, " bytes of data, ",
          has, " ", have, " (", have - h.payload_bytes, " bytes after the data)");
+  budget.charge(h.payload_bytes, name, "the IDX payload");  // the copy below
   IdxArray out;
   out.type_code = h.type;
   out.dims = std::move(h.dims);
@@ -179,7 +181,7 @@ IdxArray parse_idx_impl(const std::uint8_t* bytes, std::size_t size, const std::
 // the last member is corrupt data.
 std::vector<std::uint8_t> gunzip_idx(const std::uint8_t* bytes, std::size_t size,
                                      const std::string& name, const char* where,
-                                     std::uint64_t max_bytes) {
+                                     std::uint64_t max_bytes, ReaderBudget& budget) {
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)  // 16 +: gzip wrapper only
     fail(where, name, ": zlib inflateInit2 failed");
@@ -208,6 +210,8 @@ std::vector<std::uint8_t> gunzip_idx(const std::uint8_t* bytes, std::size_t size
       if (produced >= limit) fail_extra();
       std::size_t grow = std::max<std::size_t>(65536, out.size());
       grow = std::min(grow, limit - produced);
+      budget.charge(grow, name, "the gunzipped data");  // before it is allocated
+      out.reserve(produced + grow);                     // exactly: the capacity is what was charged
       out.resize(produced + grow);
     }
     if (zs.avail_in == 0 && in_left > 0) {
@@ -250,7 +254,7 @@ std::vector<std::uint8_t> gunzip_idx(const std::uint8_t* bytes, std::size_t size
 }
 
 IdxArray decode_idx_impl(const std::uint8_t* bytes, std::size_t size, const std::string& name,
-                         const char* where, std::uint64_t max_bytes) {
+                         const char* where, std::uint64_t max_bytes, ReaderBudget& budget) {
   const bool gz_name = ends_with(name, ".gz");
   const bool gz_data = has_gzip_magic(bytes, size);
   if (size == 0) fail(where, name, ": is empty (0 bytes)");
@@ -260,16 +264,22 @@ IdxArray decode_idx_impl(const std::uint8_t* bytes, std::size_t size, const std:
          ", not the gzip magic 1f 8b); a name ending in .gz must hold gzip data");
   if (!gz_name && gz_data)
     fail(where, name, ": is gzip-compressed (starts with 1f 8b); its name must end in .gz");
-  if (!gz_name) return parse_idx_impl(bytes, size, name, where, "file has", max_bytes);
-  const std::vector<std::uint8_t> raw = gunzip_idx(bytes, size, name, where, max_bytes);
-  return parse_idx_impl(raw.data(), raw.size(), name, where, "gunzipped data has", max_bytes);
+  if (!gz_name) return parse_idx_impl(bytes, size, name, where, "file has", max_bytes, budget);
+  const std::vector<std::uint8_t> raw = gunzip_idx(bytes, size, name, where, max_bytes, budget);
+  IdxArray out =
+      parse_idx_impl(raw.data(), raw.size(), name, where, "gunzipped data has", max_bytes, budget);
+  budget.release(raw.capacity());  // freed on return
+  return out;
 }
 
-IdxArray read_idx_impl(const std::string& path, const char* where, std::uint64_t max_bytes) {
+IdxArray read_idx_impl(const std::string& path, const char* where, std::uint64_t max_bytes,
+                       ReaderBudget& budget) {
   // A compressed file is never larger than max_bytes either (gzip adds 18 bytes + 5 per 64 KiB
   // block to incompressible data, far below the 1 KiB IDX header that max_bytes must hold).
-  const std::vector<std::uint8_t> bytes = detail::read_file_bytes(path, where, max_bytes);
-  return decode_idx_impl(bytes.data(), bytes.size(), path, where, max_bytes);
+  const std::vector<std::uint8_t> bytes = detail::read_file_bytes(path, where, budget, max_bytes);
+  IdxArray out = decode_idx_impl(bytes.data(), bytes.size(), path, where, max_bytes, budget);
+  budget.release(bytes.size());  // freed on return
+  return out;
 }
 
 void check_consistent(const IdxArray& a, const std::string& name, const char* where) {
@@ -286,7 +296,7 @@ void check_consistent(const IdxArray& a, const std::string& name, const char* wh
 
 ImageDataset mnist_from_idx_impl(const IdxArray& images, const IdxArray& labels,
                                  const std::string& images_name, const std::string& labels_name,
-                                 const char* where) {
+                                 const char* where, ReaderBudget& budget) {
   check_consistent(images, images_name, where);
   check_consistent(labels, labels_name, where);
   if (images.dims.size() != 3)
@@ -310,6 +320,9 @@ ImageDataset mnist_from_idx_impl(const IdxArray& images, const IdxArray& labels,
       fail(where, labels_name, ": label ", int{labels.data[i]}, " at index ", i, " is outside [0, ",
            kClasses, ")");
 
+  // 4 bytes per pixel byte: a 1 GB array within IdxOptions::max_bytes would need 4 GB more.
+  budget.charge(bytes_for(images.data.size(), sizeof(float)), images_name, "the f32 images");
+  budget.charge(bytes_for(labels.data.size(), sizeof(std::int64_t)), labels_name, "the labels");
   ImageDataset ds;
   ds.num_classes = kClasses;
   ds.images = Tensor::empty({n, 1, rows, cols}, DType::f32);  // [N, 1, H, W]
@@ -329,32 +342,37 @@ ImageDataset mnist_from_idx_impl(const IdxArray& images, const IdxArray& labels,
 IdxArray parse_idx(const std::uint8_t* bytes, std::size_t size, const std::string& name,
                    const IdxOptions& options) {
   const char* where = "parse_idx";
-  return parse_idx_impl(bytes, size, name, where, "file has", max_bytes_of(options, where));
+  ReaderBudget budget(where);
+  return parse_idx_impl(bytes, size, name, where, "file has", max_bytes_of(options, where), budget);
 }
 
 IdxArray decode_idx(const std::uint8_t* bytes, std::size_t size, const std::string& name,
                     const IdxOptions& options) {
   const char* where = "decode_idx";
-  return decode_idx_impl(bytes, size, name, where, max_bytes_of(options, where));
+  ReaderBudget budget(where);
+  return decode_idx_impl(bytes, size, name, where, max_bytes_of(options, where), budget);
 }
 
 IdxArray read_idx(const std::string& path, const IdxOptions& options) {
   const char* where = "read_idx";
-  return read_idx_impl(path, where, max_bytes_of(options, where));
+  ReaderBudget budget(where);
+  return read_idx_impl(path, where, max_bytes_of(options, where), budget);
 }
 
 ImageDataset mnist_from_idx(const IdxArray& images, const IdxArray& labels,
                             const std::string& images_name, const std::string& labels_name) {
-  return mnist_from_idx_impl(images, labels, images_name, labels_name, "mnist_from_idx");
+  ReaderBudget budget("mnist_from_idx");
+  return mnist_from_idx_impl(images, labels, images_name, labels_name, "mnist_from_idx", budget);
 }
 
 ImageDataset read_mnist(const std::string& images_path, const std::string& labels_path,
                         const IdxOptions& options) {
   const char* where = "read_mnist";
   const std::uint64_t max_bytes = max_bytes_of(options, where);
-  const IdxArray labels = read_idx_impl(labels_path, where, max_bytes);
-  const IdxArray images = read_idx_impl(images_path, where, max_bytes);
-  return mnist_from_idx_impl(images, labels, images_path, labels_path, where);
+  ReaderBudget budget(where);
+  const IdxArray labels = read_idx_impl(labels_path, where, max_bytes, budget);
+  const IdxArray images = read_idx_impl(images_path, where, max_bytes, budget);
+  return mnist_from_idx_impl(images, labels, images_path, labels_path, where, budget);
 }
 
 ImageDataset read_mnist_dir(const std::string& dir, const std::string& split,
@@ -381,9 +399,10 @@ ImageDataset read_mnist_dir(const std::string& dir, const std::string& split,
   };
   const std::string labels = pick(prefix + "-labels-idx1-ubyte");
   const std::string images = pick(prefix + "-images-idx3-ubyte");
-  const IdxArray l = read_idx_impl(labels, where, max_bytes);
-  const IdxArray i = read_idx_impl(images, where, max_bytes);
-  return mnist_from_idx_impl(i, l, images, labels, where);
+  ReaderBudget budget(where);
+  const IdxArray l = read_idx_impl(labels, where, max_bytes, budget);
+  const IdxArray i = read_idx_impl(images, where, max_bytes, budget);
+  return mnist_from_idx_impl(i, l, images, labels, where, budget);
 }
 
 }  // namespace anvil::data

@@ -1,22 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// IMDB reviews: the word index (nlohmann-json, checked key by key), the tokenizer and the Keras
-// encoding (Note [IMDB encoding] in imdb.h). Whole files are read into memory (the Keras word
+// IMDB reviews: the word index (engine/core/json_reader.h, checked key by key), the tokenizer and
+// the Keras encoding (Note [IMDB encoding] in imdb.h), within the reader's memory budget
+// (Note [Reader memory budget]). Whole files are read into memory (the Keras word
 // index is 1.6 MB, 25,000 reviews about 33 MB).
 #include "data/imdb.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <limits>
-#include <map>
-#include <unordered_set>
 
 #include "data/image_dataset.h"  // detail::read_file_bytes
+#include "engine/core/json_reader.h"
+#include "engine/core/reader_budget.h"
 
 namespace anvil::data {
 namespace {
-
-using nlohmann::json;
 
 // Length of the valid UTF-8 sequence at s[i], or 0 when it is invalid (truncated, overlong,
 // surrogate, above U+10FFFF, stray continuation byte).
@@ -61,8 +58,8 @@ void check_text(const std::string& text, const std::string& path, const char* wh
   }
 }
 
-std::string read_text(const std::string& path, const char* where) {
-  std::string text = detail::read_file_text(path, where);
+std::string read_text(const std::string& path, const char* where, ReaderBudget& budget) {
+  std::string text = detail::read_file_text(path, where, budget);
   check_text(text, path, where);
   return text;
 }
@@ -94,25 +91,6 @@ void for_each_word(std::string_view text, std::string& buf, OnWord&& on_word) {
   }
 }
 
-const char* json_type(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null:
-      return "null";
-    case json::value_t::boolean:
-      return "a boolean";
-    case json::value_t::string:
-      return "a string";
-    case json::value_t::array:
-      return "an array";
-    case json::value_t::object:
-      return "an object";
-    case json::value_t::number_float:
-      return "a float";
-    default:
-      return "a number";
-  }
-}
-
 void encode_into(std::string_view text, const ImdbWordIndex& index, std::int64_t num_words,
                  std::string& buf, std::vector<std::int64_t>& ids) {
   ids.clear();
@@ -127,7 +105,8 @@ void encode_into(std::string_view text, const ImdbWordIndex& index, std::int64_t
 }
 
 // Parses and checks a word index (defined below, after the public readers that use it).
-ImdbWordIndex word_index_from(const std::string& text, const std::string& path, const char* where);
+ImdbWordIndex word_index_from(const std::string& text, const std::string& path, const char* where,
+                              ReaderBudget& budget);
 
 void check_num_words(std::int64_t num_words, const char* where) {
   ANVIL_CHECK(num_words >= 3, where, "num_words must be at least 3 (ids 0 = padding, 1 = start, ",
@@ -154,58 +133,52 @@ std::vector<std::int64_t> imdb_encode(std::string_view text, const ImdbWordIndex
 
 ImdbWordIndex read_imdb_word_index(const std::string& path) {
   const char* where = "read_imdb_word_index";
-  return word_index_from(read_text(path, where), path, where);
+  ReaderBudget budget(where);
+  return word_index_from(read_text(path, where, budget), path, where, budget);
 }
 
 ImdbWordIndex parse_imdb_word_index(const std::string& text, const std::string& name) {
   const char* where = "parse_imdb_word_index";
+  ReaderBudget budget(where);
   check_text(text, name, where);
-  return word_index_from(text, name, where);
+  return word_index_from(text, name, where, budget);
 }
 
 namespace {
 
-ImdbWordIndex word_index_from(const std::string& text, const std::string& path, const char* where) {
-  // The parser keeps the last of two equal keys; the callback sees every key of the top-level
-  // object and rejects a repeated one.
-  std::unordered_set<std::string> keys;
-  const json::parser_callback_t on_event = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::key && depth == 1) {
-      const std::string& key = parsed.get_ref<const std::string&>();
-      if (!keys.insert(key).second) fail(where, path, ": word '", key, "' is given twice");
-    }
-    return true;
-  };
-  json doc;
-  try {
-    doc = json::parse(text, on_event);
-  } catch (const json::exception& e) {
-    fail(where, path, ": malformed JSON: ", e.what());
-  }
+// What one word of the index costs besides its text: the JSON key and value (charged by
+// parse_json), then the hash-map node and bucket of ImdbWordIndex and of the rank check.
+constexpr std::uint64_t kIndexEntryBytes = 96;
+
+ImdbWordIndex word_index_from(const std::string& text, const std::string& path, const char* where,
+                              ReaderBudget& budget) {
+  // One object level, keys unique (parse_json refuses a repeated one in O(1): Note [Linear
+  // JSON]); a rank is an integer, so anything nested is refused below, but no deeper than 64.
+  const JsonValue doc = parse_json(text, path, where, "malformed JSON", budget);
   if (!doc.is_object())
-    fail(where, path, ": must be a JSON object {\"word\": rank, ...}, found ", json_type(doc));
-  if (doc.empty()) fail(where, path, ": has no words (an empty JSON object)");
+    fail(where, path, ": must be a JSON object {\"word\": rank, ...}, found ", doc.type_name());
+  if (doc.size() == 0) fail(where, path, ": has no words (an empty JSON object)");
   constexpr std::int64_t kMaxRank = std::numeric_limits<std::int64_t>::max() - kImdbIndexFrom;
+  budget.charge(bytes_for(doc.size(), kIndexEntryBytes), path, "the word index");
   ImdbWordIndex index;
   index.reserve(doc.size());
-  std::map<std::int64_t, const std::string*> by_rank;
-  for (const auto& [word, value] : doc.items()) {
-    if (!value.is_number_integer())
-      fail(where, path, ": the rank of '", word, "' is ", value.dump(), " (", json_type(value),
-           "), not an integer");
-    // nlohmann-json stores a non-negative integer as unsigned, a negative one as signed.
-    const bool in_range = value.is_number_unsigned() ? value.get<std::uint64_t>() >= 1 &&
-                                                           value.get<std::uint64_t>() <=
-                                                               static_cast<std::uint64_t>(kMaxRank)
-                                                     : value.get<std::int64_t>() >= 1;
-    if (!in_range)
-      fail(where, path, ": the rank of '", word, "' is ", value.dump(),
-           "; ranks go from 1 (the most ", "frequent word) to ", kMaxRank);
-    const std::int64_t rank = value.get<std::int64_t>();
+  std::unordered_map<std::int64_t, const std::string*> by_rank;
+  by_rank.reserve(doc.size());
+  for (std::size_t i = 0; i < doc.size(); ++i) {
+    const std::string& word = doc.keys()[i];
+    const JsonValue& value = doc.items()[i];
+    if (!value.is_integer())
+      fail(where, path, ": the rank of ", json_prefix(word), " is ", value.preview(), " (",
+           value.type_name(), "), not an integer");
+    std::int64_t rank = 0;
+    if (!value.as_int(rank) || rank < 1 || rank > kMaxRank)
+      fail(where, path, ": the rank of ", json_prefix(word), " is ", value.preview(),
+           "; ranks go from 1 (the most frequent word) to ", kMaxRank);
     const auto it = index.emplace(word, rank).first;
     const auto [r, fresh] = by_rank.emplace(rank, &it->first);
     if (!fresh)
-      fail(where, path, ": words '", *r->second, "' and '", word, "' have the same rank ", rank);
+      fail(where, path, ": words ", json_prefix(*r->second), " and ", json_prefix(word),
+           " have the same rank ", rank);
   }
   return index;
 }
@@ -217,9 +190,10 @@ SequenceDataset imdb_from(const std::string* reviews, const std::string* word_in
                           std::int64_t num_words, std::int64_t maxlen, const char* where) {
   check_num_words(num_words, where);
   ANVIL_CHECK(maxlen >= 1, where, "maxlen must be at least 1, got ", maxlen);
+  ReaderBudget budget(where);  // one for the reviews, the index and the tensors
   std::string read;
   if (reviews == nullptr)
-    read = read_text(reviews_path, where);
+    read = read_text(reviews_path, where, budget);
   else
     check_text(*reviews, reviews_path, where);
   const std::string& text = reviews != nullptr ? *reviews : read;
@@ -228,7 +202,11 @@ SequenceDataset imdb_from(const std::string* reviews, const std::string* word_in
     std::string_view text;
     std::int64_t label;
   };
+  const auto newlines = static_cast<std::uint64_t>(std::count(text.begin(), text.end(), '\n'));
+  budget.charge(bytes_for(newlines + 1, sizeof(Line)), reviews_path, "the review lines");
   std::vector<Line> lines;
+  lines.reserve(newlines + 1);
+  std::size_t longest = 0;
   std::int64_t line_no = 0;
   for (std::size_t i = 0; i < text.size();) {
     ++line_no;
@@ -247,13 +225,29 @@ SequenceDataset imdb_from(const std::string* reviews, const std::string* word_in
     if (label != "0" && label != "1")
       fail(where, reviews_path, " line ", line_no, ": label '", label, "' is not 0 or 1");
     lines.push_back({line.substr(tab + 1), label == "1" ? 1 : 0});
+    longest = std::max(longest, line.size());
   }
   if (lines.empty()) fail(where, reviews_path, ": has no reviews");
 
-  const ImdbWordIndex index = word_index != nullptr
-                                  ? parse_imdb_word_index(*word_index, word_index_path)
-                                  : read_imdb_word_index(word_index_path);
+  ImdbWordIndex index;
+  if (word_index != nullptr) {
+    check_text(*word_index, word_index_path, "parse_imdb_word_index");
+    index = word_index_from(*word_index, word_index_path, "parse_imdb_word_index", budget);
+  } else {
+    const char* index_where = "read_imdb_word_index";
+    index = word_index_from(read_text(word_index_path, index_where, budget), word_index_path,
+                            index_where, budget);
+  }
   const auto n = static_cast<std::int64_t>(lines.size());
+  // [N, maxlen] ids (8 bytes each: a 4-byte review becomes maxlen * 8 bytes), the labels, and
+  // the ids of the longest review before it is cut (at most one word per two bytes, + start).
+  budget.charge(
+      bytes_for(bytes_for(static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(maxlen)),
+                sizeof(std::int64_t)),
+      reviews_path, "the token tensor");
+  budget.charge(bytes_for(static_cast<std::uint64_t>(n), sizeof(std::int64_t)) +
+                    bytes_for(longest / 2 + 2, sizeof(std::int64_t)),
+                reviews_path, "the labels and a review's ids");
   SequenceDataset ds;
   ds.vocab_size = num_words;
   ds.num_classes = 2;

@@ -99,16 +99,32 @@ void check_content(const std::string& text, const std::string& path, const char*
   check_text(text, path, where);
 }
 
-// Reads and checks a PTB text file.
-std::string read_text(const std::string& path, const char* where) {
+// Reads and checks a PTB text file, its size charged to `budget` before it is read.
+std::string read_text(const std::string& path, const char* where, ReaderBudget& budget) {
   // Regular files only (a FIFO or /dev/zero is refused: Note [Bounded file reads]).
-  std::string text = detail::read_file_text(path, where);
+  std::string text = detail::read_file_text(path, where, budget);
   check_content(text, path, where);
   return text;
 }
 
 void fail_no_words(const std::string& path, const char* where) {
   fail(where, "'", path, "' is empty (no words, only whitespace)");
+}
+
+// What a distinct word costs a vocabulary being built or loaded, besides its text (charged
+// three times: the counting or duplicate-check map, the word list, the id map): the nodes and
+// buckets of two hash maps, two std::string headers and the sort's pair (Note [Reader memory
+// budget]; estimates, generous).
+constexpr std::uint64_t kVocabularyWordBytes = 224;
+
+void charge_vocabulary_word(std::string_view w, ReaderBudget& budget, const std::string& path) {
+  budget.charge(kVocabularyWordBytes + 3 * w.size(), path, "the vocabulary");
+}
+
+// A token kept as a std::string: its header, and its text when it does not fit in the header.
+std::uint64_t string_bytes(std::string_view w) {
+  constexpr std::size_t kInline = 15;  // libstdc++'s small-string capacity
+  return sizeof(std::string) + (w.size() > kInline ? w.size() + 1 : 0);
 }
 
 }  // namespace
@@ -131,17 +147,22 @@ Vocabulary::Vocabulary(std::vector<std::string> words) : words_(std::move(words)
 Vocabulary Vocabulary::build(const std::vector<std::string>& paths) {
   const char* where = "Vocabulary::build";
   ANVIL_CHECK(!paths.empty(), where, "no files given");
+  ReaderBudget budget(where);
   std::unordered_map<std::string, std::int64_t, WordHash, std::equal_to<>> counts;
   for (const std::string& path : paths) {
-    const std::string text = read_text(path, where);
+    const std::string text = read_text(path, where, budget);
     const auto add = [&](std::string_view w) {
       auto it = counts.find(w);
-      if (it == counts.end()) it = counts.emplace(std::string(w), 0).first;
+      if (it == counts.end()) {
+        charge_vocabulary_word(w, budget, path);
+        it = counts.emplace(std::string(w), 0).first;
+      }
       ++it->second;
     };
     const std::int64_t words = tokenize(
         text, [&](std::string_view w, std::int64_t) { add(w); }, [&](std::int64_t) { add(kEos); });
     if (words == 0) fail_no_words(path, where);
+    budget.release(text.size());  // freed before the next file is read
   }
   std::vector<std::pair<std::string, std::int64_t>> sorted(counts.begin(), counts.end());
   std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
@@ -154,16 +175,18 @@ Vocabulary Vocabulary::build(const std::vector<std::string>& paths) {
 }
 
 Vocabulary Vocabulary::load(const std::string& path) {
-  return load_text(read_text(path, "Vocabulary::load"), path, "Vocabulary::load");
+  ReaderBudget budget("Vocabulary::load");
+  return load_text(read_text(path, "Vocabulary::load", budget), path, "Vocabulary::load", budget);
 }
 
 Vocabulary Vocabulary::parse(const std::string& text, const std::string& name) {
+  ReaderBudget budget("Vocabulary::parse");
   check_content(text, name, "Vocabulary::parse");
-  return load_text(text, name, "Vocabulary::parse");
+  return load_text(text, name, "Vocabulary::parse", budget);
 }
 
 Vocabulary Vocabulary::load_text(const std::string& text, const std::string& path,
-                                 const char* where) {
+                                 const char* where, ReaderBudget& budget) {
   std::vector<std::string> words;
   std::unordered_map<std::string, std::int64_t, WordHash, std::equal_to<>> first_line;
   std::int64_t line = 1;
@@ -178,6 +201,7 @@ Vocabulary Vocabulary::load_text(const std::string& text, const std::string& pat
     if (std::any_of(w.begin(), w.end(), is_space))
       fail(where, "'", path, "' line ", line, ": '", w,
            "' contains whitespace (expected one word per line)");
+    charge_vocabulary_word(w, budget, path);
     const auto [it, inserted] = first_line.emplace(std::string(w), line);
     if (!inserted)
       fail(where, "'", path, "' line ", line, ": duplicate word '", w, "' (first on line ",
@@ -223,8 +247,8 @@ namespace {
 // read_ptb_ids and parse_ptb_ids: `text` (read from `path` only once the vocabulary passed its
 // checks, when `text` is null) to ids.
 std::vector<std::int64_t> ptb_ids(const std::string* given, const std::string& path,
-                                  const Vocabulary& vocab, UnknownWords unknown,
-                                  const char* where) {
+                                  const Vocabulary& vocab, UnknownWords unknown, const char* where,
+                                  ReaderBudget& budget) {
   ANVIL_CHECK(vocab.size() > 0, where, "the vocabulary is empty (reading '", path, "')");
   const std::int64_t eos = vocab.find(kEos);
   ANVIL_CHECK(eos >= 0, where, "the vocabulary (", vocab.size(), " words) has no ", kEos,
@@ -237,12 +261,18 @@ std::vector<std::int64_t> ptb_ids(const std::string* given, const std::string& p
   }
   std::string read;
   if (given == nullptr)
-    read = read_text(path, where);
+    read = read_text(path, where, budget);
   else
     check_content(*given, path, where);
   const std::string& text = given != nullptr ? *given : read;
+  // Counted first, so that the ids (8 bytes per token: a newline is an <eos>) are charged
+  // before they are allocated, and allocated once.
+  std::uint64_t tokens = 0;
+  tokenize(
+      text, [&](std::string_view, std::int64_t) { ++tokens; }, [&](std::int64_t) { ++tokens; });
+  budget.charge(bytes_for(tokens, sizeof(std::int64_t)), path, "the token ids");
   std::vector<std::int64_t> ids;
-  ids.reserve(text.size() / 5);
+  ids.reserve(tokens);
   const std::int64_t words = tokenize(
       text,
       [&](std::string_view w, std::int64_t line) {
@@ -264,16 +294,23 @@ std::vector<std::int64_t> ptb_ids(const std::string* given, const std::string& p
 
 std::vector<std::int64_t> read_ptb_ids(const std::string& path, const Vocabulary& vocab,
                                        UnknownWords unknown) {
-  return ptb_ids(nullptr, path, vocab, unknown, "read_ptb_ids");
+  const char* where = "read_ptb_ids";
+  ReaderBudget budget(where);
+  return ptb_ids(nullptr, path, vocab, unknown, where, budget);
 }
 
 std::vector<std::int64_t> parse_ptb_ids(const std::string& text, const std::string& name,
                                         const Vocabulary& vocab, UnknownWords unknown) {
-  return ptb_ids(&text, name, vocab, unknown, "parse_ptb_ids");
+  const char* where = "parse_ptb_ids";
+  ReaderBudget budget(where);
+  return ptb_ids(&text, name, vocab, unknown, where, budget);
 }
 
 Tensor read_ptb_tensor(const std::string& path, const Vocabulary& vocab, UnknownWords unknown) {
-  std::vector<std::int64_t> ids = read_ptb_ids(path, vocab, unknown);
+  const char* where = "read_ptb_tensor";
+  ReaderBudget budget(where);
+  std::vector<std::int64_t> ids = ptb_ids(nullptr, path, vocab, unknown, where, budget);
+  budget.charge(bytes_for(ids.size(), sizeof(std::int64_t)), path, "the tensor copy of the ids");
   const Shape shape{static_cast<std::int64_t>(ids.size())};
   return Tensor::from_vector(ids, shape);
 }
@@ -281,8 +318,23 @@ Tensor read_ptb_tensor(const std::string& path, const Vocabulary& vocab, Unknown
 namespace {
 
 std::vector<std::string> parse_ptb_words_impl(const std::string& text, const std::string& path,
-                                              const char* where) {
+                                              const char* where, ReaderBudget& budget) {
+  // Sized first (so the list is charged and allocated once), then filled.
+  std::uint64_t bytes = 0, tokens = 0;
+  const std::uint64_t eos_bytes = string_bytes(kEos);
+  tokenize(
+      text,
+      [&](std::string_view w, std::int64_t) {
+        bytes += string_bytes(w);
+        ++tokens;
+      },
+      [&](std::int64_t) {
+        bytes += eos_bytes;
+        ++tokens;
+      });
+  budget.charge(bytes, path, "the words");
   std::vector<std::string> out;
+  out.reserve(tokens);
   const std::int64_t words = tokenize(
       text, [&](std::string_view w, std::int64_t) { out.emplace_back(w); },
       [&](std::int64_t) { out.emplace_back(kEos); });
@@ -293,12 +345,16 @@ std::vector<std::string> parse_ptb_words_impl(const std::string& text, const std
 }  // namespace
 
 std::vector<std::string> read_ptb_words(const std::string& path) {
-  return parse_ptb_words_impl(read_text(path, "read_ptb_words"), path, "read_ptb_words");
+  const char* where = "read_ptb_words";
+  ReaderBudget budget(where);
+  return parse_ptb_words_impl(read_text(path, where, budget), path, where, budget);
 }
 
 std::vector<std::string> parse_ptb_words(const std::string& text, const std::string& name) {
-  check_content(text, name, "parse_ptb_words");
-  return parse_ptb_words_impl(text, name, "parse_ptb_words");
+  const char* where = "parse_ptb_words";
+  ReaderBudget budget(where);
+  check_content(text, name, where);
+  return parse_ptb_words_impl(text, name, where, budget);
 }
 
 // ---- batcher ----------------------------------------------------------------------------------

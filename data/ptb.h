@@ -25,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/core/reader_budget.h"
 #include "engine/core/tensor.h"
 
 namespace anvil::data {
@@ -69,7 +70,8 @@ class Vocabulary {
   const std::vector<std::string>& words() const { return words_; }
 
  private:
-  static Vocabulary load_text(const std::string& text, const std::string& path, const char* where);
+  static Vocabulary load_text(const std::string& text, const std::string& path, const char* where,
+                              ReaderBudget& budget);
   std::vector<std::string> words_;
   std::unordered_map<std::string, std::int64_t, WordHash, std::equal_to<>> ids_;
 };

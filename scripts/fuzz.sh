@@ -19,6 +19,8 @@
 #     --keep-corpus   keep the working corpus (printed) instead of deleting it
 #     TARGET          idx, cifar, safetensors, ptb, imdb (default: all)
 #   ANVIL_FUZZ_CXX    the compiler (default: clang++, else the newest clang++-N found)
+#   ANVIL_FUZZ_US_PER_BYTE  the performance guard: an input taking longer than 1 s + this many
+#                     microseconds per byte fails (default 10; see "Performance guard" below)
 #
 # Reproduce a finding:  <build>/fuzz_<target> <build>/artifacts/<target>/crash-...
 #
@@ -43,7 +45,7 @@ while [[ $# -gt 0 ]]; do
     --build-dir=*) build=${1#*=}; shift ;;
     --keep-corpus) keep=1; shift ;;
     --long) long=1; shift ;;
-    -h|--help) sed -n '3,28p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,30p' "$0"; exit 0 ;;
     -*) echo "fuzz: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -80,7 +82,8 @@ flags=(-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
 # Everything but the targets' entry files is compiled once, instrumented for coverage
 # (fuzzer-no-link), and linked into each target.
 sources=(data/idx.cpp data/cifar.cpp data/file_bytes.cpp data/ptb.cpp data/imdb.cpp
-         engine/core/safetensors.cpp engine/core/random.cpp engine/core/tensor.cpp
+         engine/core/safetensors.cpp engine/core/json_reader.cpp engine/core/reader_budget.cpp
+         engine/core/random.cpp engine/core/tensor.cpp
          engine/core/transpose.cpp engine/core/cpu_allocator.cpp engine/core/views.cpp
          tests/fuzz/fuzz_support.cpp)
 echo "=== fuzz: building with $cxx ($("$cxx" --version | head -1))"
@@ -100,14 +103,32 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/anvil_fuzz.XXXXXX")
 [[ $keep == 1 ]] || trap 'rm -rf "$work"' EXIT
 
 # Inputs up to this many bytes per target. The compressed reader (IDX, which gunzips) gets more
-# room, so that a gzip stream can carry a real header and several deflate blocks; a checkpoint
-# header with a generator text (6 KB) needs more than the plain-text readers.
+# room, so that a gzip stream can carry a real header and several deflate blocks. The JSON
+# readers (safetensors header, IMDB word index) get 1 MiB: room for headers thousands of entries
+# wide and nesting far past the depth cap of 64 (Note [Linear JSON]), the inputs on which a
+# quadratic parser or a recursive message took minutes or crashed.
 max_len_of() {
   case "$1" in
     idx) echo 262144 ;;
-    safetensors) echo 65536 ;;
+    safetensors | imdb) echo 1048576 ;;
     *) echo 16384 ;;
   esac
+}
+
+# Performance guard: the readers are linear in their input. Two bounds, both failures:
+#   - in the harnesses (tests/fuzz/fuzz_guard.h), an input of n bytes that takes longer than
+#     1 s + ANVIL_FUZZ_US_PER_BYTE microseconds per byte (default 10: 11.5 s for 1 MiB; the
+#     readers need about 1 us per byte under ASan + UBSan: 6.4 s for a 5.8 MB header) traps;
+#     IDX is left out there, as 1 byte of gzip may inflate to 1000 (bounded by max_bytes);
+#   - libFuzzer's -timeout, the same bound at the target's -max_len and at least 10 s, for any
+#     input that never returns (IDX included).
+us_per_byte=${ANVIL_FUZZ_US_PER_BYTE:-10}
+[[ "$us_per_byte" =~ ^[0-9]+$ && "$us_per_byte" -ge 1 ]] ||
+  { echo "fuzz: ANVIL_FUZZ_US_PER_BYTE must be a positive integer" >&2; exit 2; }
+export ANVIL_FUZZ_US_PER_BYTE=$us_per_byte
+timeout_of() {
+  local t=$(( $(max_len_of "$1") * us_per_byte / 1000000 + 2 ))
+  echo $(( t < 10 ? 10 : t ))
 }
 
 failed=()
@@ -127,13 +148,13 @@ for t in "${targets[@]}"; do
     budget=(-max_total_time="$seconds")
     echo "=== fuzz: $t for ${seconds} s over $(ls "$corpus" | wc -l) seed inputs"
   fi
-  # -timeout 10: an input that takes 10 s is a hang (the readers are linear in the input).
+  # -timeout: the performance guard above (an input slower than us_per_byte per byte fails).
   start=$(date +%s)
   # A run stopped by SIGINT exits 72 after "libFuzzer: run interrupted" (clang 14's libFuzzer has
   # no flag to change that code); findings exit 1 (sanitizers), 70 (timeout), 71 (out of memory)
   # or 77, and print no such line.
   rc=0
-  "$build/fuzz_$t" "$corpus" "${budget[@]}" -max_len="$(max_len_of "$t")" -timeout=10 \
+  "$build/fuzz_$t" "$corpus" "${budget[@]}" -max_len="$(max_len_of "$t")" -timeout="$(timeout_of "$t")" \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/" \
     >"$build/fuzz_$t.log" 2>&1 || rc=$?
   status=done

@@ -214,7 +214,7 @@ TEST_CASE("IMDB malformed: two words with the same rank or a word given twice",
                                                       Contains("have the same rank 2") &&
                                                       Contains("'and'") && Contains("'a'"));
   const std::string key = dir.write("key.json", R"({"the": 1, "and": 2, "the": 3})");
-  REQUIRE_THROWS_WITH(read_imdb_word_index(key), Contains(key + ": word 'the' is given twice"));
+  REQUIRE_THROWS_WITH(read_imdb_word_index(key), Contains(key + ": duplicate key 'the'"));
 }
 
 TEST_CASE("IMDB malformed: num_words and maxlen out of range", "[data][imdb][malformed]") {

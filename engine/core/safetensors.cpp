@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/core/json_reader.h"
+#include "engine/core/reader_budget.h"
 #include "engine/core/views.h"
 
 namespace anvil {
@@ -26,8 +28,6 @@ static_assert(std::endian::native == std::endian::little,
               "safetensors I/O assumes a little-endian host");
 
 namespace {
-
-using Json = nlohmann::json;
 
 // The reference implementation refuses headers above 100 MB; so do we (before allocating).
 constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
@@ -160,86 +160,62 @@ struct Entry {
 };
 
 // A JSON value that is a non-negative integer fitting in `limit`.
-bool as_uint(const Json& j, std::uint64_t limit, std::uint64_t& out) {
-  if (j.is_number_unsigned())
-    out = j.get<std::uint64_t>();
-  else if (j.is_number_integer() && j.get<std::int64_t>() >= 0)
-    out = static_cast<std::uint64_t>(j.get<std::int64_t>());
-  else
-    return false;
-  return out <= limit;
+bool as_uint(const JsonValue& j, std::uint64_t limit, std::uint64_t& out) {
+  return j.as_uint(out) && out <= limit;
 }
 
-Entry parse_entry(const std::string& path, const std::string& name, const Json& j) {
+// Note [Safetensors read budget]
+// What load_safetensors allocates besides the tensors' bytes, charged per entry to the
+// reader's budget (Note [Reader memory budget]): the Entry with its shape and name, then the
+// Tensor with its storage header and the name again in NamedTensors. Estimates, generous.
+constexpr std::uint64_t kEntryBytes = sizeof(Entry) + 64;
+constexpr std::uint64_t kTensorOverheadBytes = 256;
+constexpr std::uint64_t kMetadataEntryBytes = 96;  // a std::map node with two strings
+
+Entry parse_entry(const std::string& path, const std::string& name, const JsonValue& j) {
   const char* where = "load_safetensors";
-  ANVIL_CHECK(j.is_object(), where, path, ": tensor '", name, "' is not a JSON object: ", j.dump());
-  for (const auto& [key, value] : j.items()) {
-    (void)value;
-    ANVIL_CHECK(key == "dtype" || key == "shape" || key == "data_offsets", where, path,
-                ": tensor '", name, "' has an unknown field '", key,
-                "' (expected dtype, shape, data_offsets)");
-  }
+  const std::string quoted = json_prefix(name);
+  ANVIL_CHECK(j.is_object(), where, path, ": tensor ", quoted,
+              " is not a JSON object: ", j.preview());
+  for (const std::string& key : j.keys())
+    ANVIL_CHECK(key == "dtype" || key == "shape" || key == "data_offsets", where, path, ": tensor ",
+                quoted, " has an unknown field ", json_prefix(key),
+                " (expected dtype, shape, data_offsets)");
   for (const char* key : {"dtype", "shape", "data_offsets"})
-    ANVIL_CHECK(j.contains(key), where, path, ": tensor '", name, "' has no '", key, "'");
+    ANVIL_CHECK(j.find(key) != nullptr, where, path, ": tensor ", quoted, " has no '", key, "'");
   Entry e;
   e.name = name;
-  const Json& dt = j["dtype"];
-  ANVIL_CHECK(dt.is_string() && parse_st_dtype(dt.get<std::string>(), e.dtype), where, path,
-              ": tensor '", name, "' has unsupported dtype ", dt.dump(),
-              " (anvil reads F32, F64, I32, I64)");
-  const Json& sh = j["shape"];
-  ANVIL_CHECK(sh.is_array(), where, path, ": tensor '", name,
-              "': shape is not an array: ", sh.dump());
+  const JsonValue& dt = *j.find("dtype");
+  ANVIL_CHECK(dt.is_string() && parse_st_dtype(dt.str(), e.dtype), where, path, ": tensor ", quoted,
+              " has unsupported dtype ", dt.preview(), " (anvil reads F32, F64, I32, I64)");
+  const JsonValue& sh = *j.find("shape");
+  ANVIL_CHECK(sh.is_array(), where, path, ": tensor ", quoted,
+              ": shape is not an array: ", sh.preview());
   std::uint64_t numel = 1;
-  for (const Json& d : sh) {
+  for (const JsonValue& d : sh.items()) {
     std::uint64_t v = 0;
     ANVIL_CHECK(as_uint(d, static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()), v),
-                where, path, ": tensor '", name, "': shape ", sh.dump(),
+                where, path, ": tensor ", quoted, ": shape ", sh.preview(),
                 " must hold non-negative integers");
-    ANVIL_CHECK(!__builtin_mul_overflow(numel, v, &numel), where, path, ": tensor '", name,
-                "': shape ", sh.dump(), " has too many elements");
+    ANVIL_CHECK(!__builtin_mul_overflow(numel, v, &numel), where, path, ": tensor ", quoted,
+                ": shape ", sh.preview(), " has too many elements");
     e.shape.push_back(static_cast<std::int64_t>(v));
   }
-  const Json& off = j["data_offsets"];
+  const JsonValue& off = *j.find("data_offsets");
   ANVIL_CHECK(off.is_array() && off.size() == 2 &&
-                  as_uint(off[0], std::numeric_limits<std::uint64_t>::max(), e.begin) &&
-                  as_uint(off[1], std::numeric_limits<std::uint64_t>::max(), e.end) &&
+                  as_uint(off.items()[0], std::numeric_limits<std::uint64_t>::max(), e.begin) &&
+                  as_uint(off.items()[1], std::numeric_limits<std::uint64_t>::max(), e.end) &&
                   e.begin <= e.end,
-              where, path, ": tensor '", name, "': data_offsets ", off.dump(),
+              where, path, ": tensor ", quoted, ": data_offsets ", off.preview(),
               " must be [begin, end] with 0 <= begin <= end");
   std::uint64_t bytes = 0;
   ANVIL_CHECK(
       !__builtin_mul_overflow(numel, static_cast<std::uint64_t>(dtype_size(e.dtype)), &bytes),
-      where, path, ": tensor '", name, "': shape ", sh.dump(), " has too many bytes");
-  ANVIL_CHECK(e.end - e.begin == bytes, where, path, ": tensor '", name, "': shape ",
+      where, path, ": tensor ", quoted, ": shape ", sh.preview(), " has too many bytes");
+  ANVIL_CHECK(e.end - e.begin == bytes, where, path, ": tensor ", quoted, ": shape ",
               shape_str(e.shape), " ", st_dtype(e.dtype), " needs ", bytes,
               " bytes but data_offsets [", e.begin, ", ", e.end, "] hold ", e.end - e.begin);
   return e;
-}
-
-// Parses the header, rejecting duplicate keys at any depth (nlohmann keeps the last silently).
-Json parse_header(const std::string& path, const std::string& text) {
-  std::vector<std::set<std::string>> keys;
-  std::string duplicate;
-  Json::parser_callback_t cb = [&](int, Json::parse_event_t ev, Json& parsed) {
-    if (ev == Json::parse_event_t::object_start)
-      keys.emplace_back();
-    else if (ev == Json::parse_event_t::object_end)
-      keys.pop_back();
-    else if (ev == Json::parse_event_t::key && !keys.empty() &&
-             !keys.back().insert(parsed.get<std::string>()).second && duplicate.empty())
-      duplicate = parsed.get<std::string>();
-    return true;
-  };
-  Json j;
-  try {
-    j = Json::parse(text.begin(), text.end(), cb);
-  } catch (const Json::exception& e) {
-    fail("load_safetensors", path, ": invalid JSON header: ", e.what());
-  }
-  ANVIL_CHECK(duplicate.empty(), "load_safetensors", path, ": duplicate key '", duplicate,
-              "' in the header");
-  return j;
 }
 
 void read_exact(int fd, void* dst, std::uint64_t bytes, std::uint64_t offset,
@@ -350,7 +326,7 @@ Source memory_source(const std::uint8_t* bytes, std::size_t size) {
           }};
 }
 
-Header read_header(const Source& src, const std::string& path) {
+Header read_header(const Source& src, const std::string& path, ReaderBudget& budget) {
   const char* where = "load_safetensors";
   const std::uint64_t file_size = src.size;
   ANVIL_CHECK(file_size >= 8, where, path, ": file is ", file_size,
@@ -361,28 +337,42 @@ Header read_header(const Source& src, const std::string& path) {
               " is larger than the rest of the file (", file_size - 8, " bytes)");
   ANVIL_CHECK(n <= kMaxHeaderBytes, where, path, ": header length ", n, " exceeds the limit of ",
               kMaxHeaderBytes, " bytes");
+  budget.charge(n, path, "the JSON header");
   std::string text(static_cast<std::size_t>(n), '\0');
   src.read(text.data(), n, 8);
   ANVIL_CHECK(!text.empty() && text[0] == '{', where, path,
               ": header does not start with '{' (not a safetensors file?)");
-  const Json json = parse_header(path, text);
+  // Linear in the header, duplicate keys refused at every depth (Note [Linear JSON]).
+  const JsonValue json = parse_json(text, path, where, "invalid JSON header", budget,
+                                    {.max_depth = 64, .max_bytes = kMaxHeaderBytes});
   ANVIL_CHECK(json.is_object(), where, path, ": header is not a JSON object");
+  budget.release(n);  // the text goes when this returns; the tree stays charged until then
+  text = std::string();
 
   Header h;
   h.data_begin = 8 + n;
   const std::uint64_t data_size = file_size - h.data_begin;
-  for (const auto& [key, value] : json.items()) {
+  budget.charge(bytes_for(json.size(), kEntryBytes), path, "the header's entries");
+  h.entries.reserve(json.size());
+  for (std::size_t i = 0; i < json.size(); ++i) {
+    const std::string& key = json.keys()[i];
+    const JsonValue& value = json.items()[i];
     if (key == kMetadataKey) {
       ANVIL_CHECK(value.is_object(), where, path, ": ", kMetadataKey, " is not a JSON object");
-      for (const auto& [k, v] : value.items()) {
-        ANVIL_CHECK(v.is_string(), where, path, ": metadata '", k, "' is not a string: ", v.dump());
-        h.metadata.emplace(k, v.get<std::string>());
+      for (std::size_t m = 0; m < value.size(); ++m) {
+        const JsonValue& v = value.items()[m];
+        ANVIL_CHECK(v.is_string(), where, path, ": metadata ", json_prefix(value.keys()[m]),
+                    " is not a string: ", v.preview());
+        budget.charge(kMetadataEntryBytes + value.keys()[m].size() + v.str().size(), path,
+                      "the header's metadata");
+        h.metadata.emplace(value.keys()[m], v.str());
       }
       continue;
     }
     Entry e = parse_entry(path, key, value);
-    ANVIL_CHECK(e.end <= data_size, where, path, ": tensor '", e.name, "': data_offsets [", e.begin,
-                ", ", e.end, "] lie outside the data section (", data_size, " bytes)");
+    ANVIL_CHECK(e.end <= data_size, where, path, ": tensor ", json_prefix(e.name),
+                ": data_offsets [", e.begin, ", ", e.end, "] lie outside the data section (",
+                data_size, " bytes)");
     h.entries.push_back(std::move(e));
   }
   // The tensors must tile the data section exactly: no overlap, no hole, nothing after.
@@ -392,11 +382,11 @@ Header read_header(const Source& src, const std::string& path) {
   });
   std::uint64_t covered = 0;
   for (std::size_t i = 0; i < es.size(); ++i) {
-    ANVIL_CHECK(es[i].begin >= covered, where, path, ": tensor '", es[i].name, "' data_offsets [",
-                es[i].begin, ", ", es[i].end, "] overlap tensor '", es[i - 1].name, "' [",
-                es[i - 1].begin, ", ", es[i - 1].end, "]");
+    ANVIL_CHECK(es[i].begin >= covered, where, path, ": tensor ", json_prefix(es[i].name),
+                " data_offsets [", es[i].begin, ", ", es[i].end, "] overlap tensor ",
+                json_prefix(es[i - 1].name), " [", es[i - 1].begin, ", ", es[i - 1].end, "]");
     ANVIL_CHECK(es[i].begin == covered, where, path, ": bytes [", covered, ", ", es[i].begin,
-                ") of the data section belong to no tensor (before '", es[i].name, "')");
+                ") of the data section belong to no tensor (before ", json_prefix(es[i].name), ")");
     covered = es[i].end;
   }
   ANVIL_CHECK(covered == data_size, where, path, ": data section is ", data_size,
@@ -418,7 +408,12 @@ int open_for_reading(const std::string& path) {
 namespace {
 
 SafetensorsFile load_from(const Source& src, const std::string& path) {
-  Header h = read_header(src, path);
+  ReaderBudget budget("load_safetensors");
+  Header h = read_header(src, path, budget);
+  // The tensors tile the data section (read_header checked it), so their bytes are its size:
+  // charged before any is allocated, so a sparse or huge file is refused here.
+  budget.charge(src.size - h.data_begin, path, "the tensors' data");
+  budget.charge(bytes_for(h.entries.size(), kTensorOverheadBytes), path, "the tensors");
   SafetensorsFile out;
   out.metadata = std::move(h.metadata);
   out.tensors.reserve(h.entries.size());
@@ -439,7 +434,8 @@ SafetensorsFile load_safetensors(const std::string& path) {
 
 std::map<std::string, std::string> load_safetensors_metadata(const std::string& path) {
   Fd fd(open_for_reading(path));
-  return read_header(file_source(fd.fd, path), path).metadata;
+  ReaderBudget budget("load_safetensors");
+  return read_header(file_source(fd.fd, path), path, budget).metadata;
 }
 
 SafetensorsFile parse_safetensors(const std::uint8_t* bytes, std::size_t size,

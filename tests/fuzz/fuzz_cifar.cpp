@@ -7,8 +7,10 @@
 #include <cstdint>
 
 #include "data/cifar.h"
+#include "tests/fuzz/fuzz_guard.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const anvil_fuzz::TimeGuard guard(size);  // linear time (scripts/fuzz.sh)
   try {
     const anvil::data::ImageDataset ds = anvil::data::parse_cifar10(data, size, "fuzz.bin");
     // Touch the result: the label of the last record must be what the input holds.

@@ -11,8 +11,10 @@
 #include <string>
 
 #include "data/imdb.h"
+#include "tests/fuzz/fuzz_guard.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const anvil_fuzz::TimeGuard guard(size);  // linear time (scripts/fuzz.sh)
   using namespace anvil::data;
   const char* p = reinterpret_cast<const char*>(data);
   const char* nul = static_cast<const char*>(std::memchr(p, 0, size));

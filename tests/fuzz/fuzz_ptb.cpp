@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "data/ptb.h"
+#include "tests/fuzz/fuzz_guard.h"
 
 namespace {
 
@@ -62,6 +63,7 @@ bool plain_ascii(const std::string& text) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const anvil_fuzz::TimeGuard guard(size);  // linear time (scripts/fuzz.sh)
   using namespace anvil::data;
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {

@@ -14,8 +14,10 @@
 
 #include "engine/core/random.h"
 #include "engine/core/safetensors.h"
+#include "tests/fuzz/fuzz_guard.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const anvil_fuzz::TimeGuard guard(size);  // linear time (scripts/fuzz.sh)
   try {
     const anvil::SafetensorsFile f = anvil::parse_safetensors(data, size, "fuzz.safetensors");
     std::uint64_t header = 0;
