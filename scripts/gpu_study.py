@@ -152,7 +152,7 @@ def lstm_jobs(a):
     anvil = Job("anvil gpu_lstm rows", argv, 4 + 36 * rep_time(0.5, a.reps), cap=360, stdout="anvil_gpu_lstm.txt")
     peer = Job("pytorch cuDNN LSTM (layers, steps; fp32, tf32)",
                [a.python or sys.executable, "bench/peers/pytorch_gpu_lstm.py", "--math", "fp32,tf32",
-                "--reps", str(a.reps)], 90, cap=200, stdout="peer_pytorch_cuda_lstm.jsonl")
+                "--reps", str(a.reps), "--min-time", "0.3"], 100, cap=240, stdout="peer_pytorch_cuda_lstm.jsonl")
     return [anvil, peer]
 
 
