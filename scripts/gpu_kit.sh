@@ -4,11 +4,27 @@
 # packages and no network (the lent H100/H200 machines: nvcc, CMake, PyTorch, no oneDNN,
 # Google Benchmark or Catch2 to build against), by carrying a build made here.
 #
-#   here:        bash scripts/gpu_kit.sh pack [--with-fashion-mnist] [--with-mpi]
+#   here:        bash scripts/gpu_kit.sh pack [--with-fashion-mnist] [--with-mpi] [--allow-dirty]
 #                  -> .gpukit/anvil-gpu-kit.tar.xz (10 MiB; 40 MiB with Fashion-MNIST; +3 MiB with MPI)
 #   GPU machine: bash scripts/gpu_kit.sh run [--out DIR] [--tests-only] [--bench-only]
 #                  [--dist | --dist-only]
 #                  (from the repository root, with .gpukit/ carried along)
+#   the GPU study, one part per call (issue 37; scripts/gpu_study.py says what each part runs):
+#                bash scripts/gpu_kit.sh run --part tests|steps|layers|lstm|memory|peers [--out DIR]
+#                  [--models a,b] [--batches 16,32] [--reps 5] [--budget 540] [--no-compile]
+#                  [--compile-only] [--dry-run]
+#                  -> DIR/<part>/ (DIR default results/gpu-study; with --models/--batches/
+#                  --compile-only a shard, DIR/<part>-<models>[-b<batches>][-compile]/), part.txt
+#                  (kit revision, GPU, status),
+#                  jobs.tsv and missing.txt; every job under `timeout` within --budget seconds
+#                  (default 540: a 10-minute call with the kit's unpacking). --dry-run lists the
+#                  jobs, their commands and time estimates, and needs neither a GPU nor the kit.
+#   anywhere:    bash scripts/gpu_kit.sh report [DIR]  -> DIR/report.md from the part folders
+#                  (scripts/gpu_study_report.py; no GPU; a missing part is named in it)
+#
+# pack refuses a working tree that differs from HEAD, and a build whose revision
+# (build/bench/generated/anvil_git_rev.h) is not HEAD's, unless --allow-dirty: KIT.txt then says
+# "revision: <hash>+dirty". The revision is copied into every part's part.txt and the report.
 #
 # --with-mpi (scripts/gpu_kit_mpi.sh) also packs a relocatable copy of this machine's Open MPI
 # 4.1.4 (mpirun, orted, libmpi, PMIx, hwloc, libevent, the MCA plugins except UCX, OFI, PSM,
@@ -66,16 +82,38 @@ source scripts/kit_libs.sh  # kit_copy_libs: which shared libraries the kit carr
 kit_dir="${ANVIL_GPU_KIT_DIR:-.gpukit}"  # relative to the repository root, or absolute
 kit="$kit_dir/anvil-gpu-kit.tar.xz"
 
+# kit_revision BUILD: prints HEAD's short hash when the tracked files equal HEAD and BUILD's
+# generated revision header names the same hash; else prints why not and returns 1.
+kit_revision() {
+  local head rev
+  head=$(git rev-parse --short HEAD 2>/dev/null) || { echo "not a git checkout"; return 1; }
+  git diff --quiet HEAD 2>/dev/null || { echo "the working tree differs from HEAD $head"; return 1; }
+  rev=$(sed -n 's/^#define ANVIL_GIT_REV "\(.*\)"/\1/p' "$1/bench/generated/anvil_git_rev.h" 2>/dev/null)
+  [ "$rev" = "$head" ] || { echo "the build in $1 is of revision '${rev:-unknown}', HEAD is $head"; return 1; }
+  echo "$head"
+}
+
 pack() {
-  local with_data=0 with_mpi=0
+  local with_data=0 with_mpi=0 allow_dirty=0
   while [ $# -gt 0 ]; do
     case "$1" in
       --with-fashion-mnist) with_data=1; shift ;;
       --with-mpi) with_mpi=1; shift ;;
+      --allow-dirty) allow_dirty=1; shift ;;
       *) echo "gpu_kit.sh pack: unknown option $1" >&2; exit 2 ;;
     esac
   done
   local build="${ANVIL_BUILD_DIR:-build}"
+  # The revision the results will name: HEAD, clean, and the build made from it (the 2026-11-26
+  # results said 76e0058+dirty where the README said 395253e).
+  local revision build_rev
+  revision=$(kit_revision "$build") || {
+    [ "$allow_dirty" = 1 ] || { echo "gpu_kit.sh pack: $revision; commit first, rebuild," \
+      "or pass --allow-dirty (the kit then says so)" >&2; exit 1; }
+    echo "gpu_kit.sh pack: --allow-dirty: $revision" >&2
+    revision="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)+dirty"
+  }
+  build_rev=$(sed -n 's/^#define ANVIL_GIT_REV "\(.*\)"/\1/p' "$build/bench/generated/anvil_git_rev.h" 2>/dev/null)
   local files=(lib/libanvil_cuda.so bench/anvil_bench bin/anvil
                tests/cuda/test_cuda_runtime tests/cuda/test_cuda_gemm tests/cuda/test_cuda_lazy_load
                tests/cuda/test_cuda_pool_bn)
@@ -103,6 +141,7 @@ pack() {
     cp "$fm"/*-ubyte.gz "$stage/data/fashion-mnist/"
   fi
   { echo "anvil GPU kit"; echo "packed: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n)";
+    echo "revision: $revision"; echo "build revision: ${build_rev:-unknown}"
     echo "commit: $(git rev-parse HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo ' (working tree differs)')";
     echo "build: $build"; echo "system libraries: $(ls "$stage/syslib" | tr '\n' ' ')"
     [ -f "$stage/mpi/MPI.txt" ] && cat "$stage/mpi/MPI.txt"; } > "$stage/KIT.txt"
@@ -132,6 +171,11 @@ run_cases() {
     local spec
     spec=$(printf '%s' "$name" | sed 's/[][,\\]/\\&/g')
     local t0=$SECONDS c
+    if [ -n "${ANVIL_GPU_TEST_DEADLINE:-}" ] && [ $((SECONDS + limit)) -gt "$ANVIL_GPU_TEST_DEADLINE" ]; then
+      echo "budget | 0 | $name" >> "$cases"  # not run: the part's budget could not hold its timeout
+      rc=1
+      continue
+    fi
     timeout -k 10 "$limit" "$bin" --durations yes "$spec" < /dev/null >> "$log" 2>&1
     c=$?
     [ "$c" = 124 ] || [ "$c" = 137 ] && { echo "TIMEOUT after $limit s: $name" >> "$log"; c=timeout; }
@@ -147,7 +191,7 @@ run_cases() {
 }
 
 run() {
-  local out="results/gpu-$(date +%Y%m%d-%H%M%S)" tests=1 bench=1 dist=0
+  local out="" tests=1 bench=1 dist=0 part="" dry_run=0 study_args=() budget=540 sub=""
   while [ $# -gt 0 ]; do
     case "$1" in
       --out) out="$2"; shift 2 ;;
@@ -155,13 +199,45 @@ run() {
       --bench-only) tests=0; shift ;;
       --dist) dist=1; shift ;;
       --dist-only) tests=0; bench=0; dist=1; shift ;;
+      --part) part="$2"; shift 2 ;;
+      --dry-run) dry_run=1; shift ;;
+      --budget) budget="$2"; study_args+=("$1" "$2"); shift 2 ;;
+      # A part restricted to some models or batches is a shard: its own folder, <part>-<models>[-b<batches>].
+      --models) study_args+=("$1" "$2"); sub="$sub-${2//,/_}"; shift 2 ;;
+      --batches) study_args+=("$1" "$2"); sub="$sub-b${2//,/_}"; shift 2 ;;
+      --reps) study_args+=("$1" "$2"); shift 2 ;;
+      --no-compile) study_args+=("$1"); shift ;;
+      --compile-only) study_args+=("$1"); sub="$sub-compile"; shift ;;
       *) echo "gpu_kit.sh run: unknown option $1" >&2; exit 2 ;;
     esac
   done
+  if [ -n "$part" ]; then
+    case "$part" in tests|steps|layers|lstm|memory|peers) ;;
+      *) echo "gpu_kit.sh run: --part: tests, steps, layers, lstm, memory or peers, not '$part'" >&2; exit 2 ;; esac
+    [[ "$budget" =~ ^[1-9][0-9]*$ ]] || { echo "gpu_kit.sh run: --budget: whole seconds, not '$budget'" >&2; exit 2; }
+    out="${out:-results/gpu-study}"
+    sub="$part$sub"
+    # The plan needs neither the kit nor a GPU (scripts/gpu_study.py plan).
+    if [ "$dry_run" = 1 ]; then
+      python3 scripts/gpu_study.py plan --part "$part" --out "$out/$sub" \
+        --bench "$kit_dir/root/build/bench/anvil_bench" "${study_args[@]}"
+      return $?
+    fi
+  elif [ "$dry_run" = 1 ] || [ "${#study_args[@]}" -gt 0 ]; then
+    echo "gpu_kit.sh run: --dry-run, --models, --batches, --reps, --budget and --*compile* go with --part" >&2; exit 2
+  fi
+  out="${out:-results/gpu-$(date +%Y%m%d-%H%M%S)}"
   [ -f "$kit" ] || { echo "gpu_kit.sh run: no $kit (make it with 'gpu_kit.sh pack' and carry $kit_dir)" >&2; exit 2; }
   local root
   root="$(cd "$kit_dir" && pwd)/root"  # absolute: LD_LIBRARY_PATH and bench.sh take it from anywhere
   rm -rf "$root" && mkdir -p "$root" && tar -C "$root" -xJf "$kit" || exit 1
+  local part_t0=$SECONDS
+  if [ -n "$part" ]; then  # the setup below logs into the part's folder (a rerun replaces it)
+    out="$out/$sub"
+    rm -rf "$out"; mkdir -p "$out"
+    tests=0; bench=0; dist=0
+    [ "$part" = tests ] && tests=1
+  fi
   mkdir -p "$out"
   local summary="$out/summary.txt" status=0
   : > "$summary"
@@ -219,6 +295,8 @@ PY
   note "$("$root/build/tests/cuda/test_cuda_runtime" --anvil-skip-reason)"
 
   if [ "$tests" = 1 ]; then
+    # --part tests: no test binary starts after the budget (run_cases stops between cases too).
+    [ -n "$part" ] && export ANVIL_GPU_TEST_DEADLINE=$((part_t0 + budget))
     for t in test_cuda_lazy_load test_cuda_gemm test_cuda_runtime test_cuda_pool_bn; do
       local t0=$SECONDS rc
       run_cases "$root/build/tests/cuda/$t" "$out/$t.txt" "$out/$t.cases.txt"
@@ -260,12 +338,33 @@ PY
     bash scripts/gpu_kit_mpi.sh run "$root" "$out" || status=1
     note "dist stage: $((SECONDS - t0)) s ($out/dist)"
   fi
+  if [ -n "$part" ] && [ "$part" != tests ]; then  # scripts/gpu_study.py: the part's jobs
+    PYTHONUNBUFFERED=1 python3 scripts/gpu_study.py run --part "$part" --out "$out" \
+      --bench "$root/build/bench/anvil_bench" --budget $((budget - (SECONDS - part_t0))) \
+      "${study_args[@]}" 2>&1 | tee -a "$summary"
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  fi
+  if [ -n "$part" ]; then  # what the report needs to name this part's origin
+    { echo "part: $part"; echo "revision: $(sed -n 's/^revision: //p' "$root/KIT.txt")"
+      echo "gpu: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+      echo "seconds: $((SECONDS - part_t0))"; echo "status: $status"
+      echo "command: gpu_kit.sh run --part $part ${study_args[*]}"; } > "$out/part.txt"
+    cp "$root/KIT.txt" "$out/KIT.txt"
+  fi
   note "gpu_kit.sh run: done, status $status ($out)"
   return $status
+}
+
+report() {  # report [DIR]: DIR/report.md from the part folders; no GPU, no kit
+  local dir="${1:-results/gpu-study}"
+  [ -d "$dir" ] || { echo "gpu_kit.sh report: no folder $dir" >&2; exit 2; }
+  python3 scripts/gpu_study_report.py "$dir" > "$dir/report.md" || exit 1
+  echo "gpu_kit.sh report: $dir/report.md"
 }
 
 case "${1:-}" in
   pack) shift; pack "$@" ;;
   run) shift; run "$@" ;;
-  *) sed -n '3,61p' "$0"; exit 2 ;;
+  report) shift; report "$@" ;;
+  *) sed -n '3,77p' "$0"; exit 2 ;;
 esac

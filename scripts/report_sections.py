@@ -400,14 +400,18 @@ def lstm_gpu_section(records, out, results_dir):
             layers[(m[3], int(m[4]), m[2])][m[1]] = r["seconds"]
     steps = defaultdict(dict)  # (model, batch) -> input definition -> seconds
     for r in records:
+        # FP32 rows only: a .../input:resident/tf32 row parses to input "resident" as well.
         if (r.get("family") == "model" and r.get("device") == "cuda" and r.get("model") in LSTM_MODELS
-                and r.get("phase") == "train_step" and "error" not in r and "seconds" in r):
+                and r.get("phase") == "train_step" and "error" not in r and "seconds" in r
+                and "/tf32" not in r.get("name", "")):
             steps[(r["model"], int(r["batch"]))][r.get("input", "pageable")] = r["seconds"]
     if not layers and not steps:
         out.append("No GPU LSTM rows in this run (`scripts/gpu_kit.sh run` on a GPU machine produces them: "
                    "`bench.sh --devices cuda`).")
         return
-    torch = read_jsonl(os.path.join(results_dir, "peer_pytorch_cuda_lstm.jsonl"))
+    # FP32 training rows (pytorch_gpu_lstm.py --math fp32,tf32 adds TF32 and inference rows).
+    torch = [t for t in read_jsonl(os.path.join(results_dir, "peer_pytorch_cuda_lstm.jsonl"))
+             if t.get("math", "fp32") == "fp32" and t.get("phase", "train_step") == "train_step"]
     t_layer = {(t["model"], int(t["batch"]), t["pass"]): t["seconds"] for t in torch if t.get("kind") == "layer"}
     t_step = {(t["model"], int(t["batch"])): t for t in torch if t.get("kind") == "step"}
     name = next((t.get("device_name") for t in torch), None) or "the GPU"

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""`gpu_kit.sh report DIR` (scripts/gpu_study_report.py) on the hand-made GPU study of
+tests/fixtures/gpu_study: every section and table is produced with the fixture's numbers, the
+part without a folder (peers) is named as missing, and so are the jobs of missing.txt; with the
+steps folder removed, steps is named as missing too. No GPU, no kit.
+
+    test_gpu_study_report.py FIXTURE_DIR GPU_KIT_SH     (CTest: gpu_study_report)
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+FAILURES = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILURES.append(what)
+
+
+def report(kit, folder):
+    r = subprocess.run(["bash", kit, "report", folder], capture_output=True, text=True)
+    check(r.returncode == 0, f"gpu_kit.sh report exited {r.returncode}: {r.stderr[-500:]}")
+    with open(os.path.join(folder, "report.md")) as f:
+        return f.read()
+
+
+def main():
+    fixture, kit = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory() as tmp:
+        d = os.path.join(tmp, "study")
+        shutil.copytree(fixture, d)
+        text = report(kit, d)
+        for heading in ("## Parts", "## GPU tests", "## Steps over the batch sweep", "### torch.compile",
+                        "## Convolution algorithms per layer", "## LSTM", "### LSTM fusion on the GPU",
+                        "### PyTorch's cuDNN LSTM in FP32 and TF32", "## Memory: the largest training batch",
+                        "### Peak GPU memory at the sweep batches", "## PyTorch alone"):
+            check(heading in text, f"no section '{heading}'")
+        rows = {
+            "steps (3 repetitions, defaults and best)":
+                "| alexnet | train_step | 64 | resident | fp32 | 8.10 (2.5 %) | 7901 | 8.40 (1.5 %) | 0.96 "
+                "| 7.00 (1.5 %) | 1.16 | 914 | 957 |",
+            "failed TF32 row": "| alexnet | train_step | 64 | resident | tf32 | hand-made failure |",
+            "torch.compile's reason": "torch.compile not run: no C compiler",
+            "conv layer": "| alexnet:conv2 | 16 | forward | cuda.cudnn.fft | 0.450 | "
+                          "cuda.cudnn[CUDNN_CONVOLUTION_FWD_ALGO_FFT] | 0.500 | 1.11 | 0.300 | 1 |",
+            "FFT count": "FFT families fastest on 1 of 1 layer-passes.",
+            "LSTM fusion": "| lstm32 | 128 | forward_training | 4.000 | 10.00 | 2.50 | 2.000 | 2.00 |",
+            "PyTorch LSTM TF32": "| layer | lstm32 | 128 | forward_training | 2.000 (1.0 %) | 1.500 (2.0 %) | 0.75 |",
+            "largest batch": "| alexnet | 240 | 256 | 300 | 320 | - |",
+            "budget-stopped probe": "| fcn5 | 16384 | - | not probed | - | stopped: the part's budget ran out |",
+            "peak at a sweep batch": "| alexnet | 64 | 914 | 957 | 0.96 |",
+            "missing part in the parts table": "| peers | **missing** |",
+            "missing part named": "Missing parts: **peers**.",
+            "missing part's section": "**Missing: no `peers` folder.**",
+            "missing.txt job": "- steps-alexnet-b64: pytorch alexnet b64 torch.compile: exited 1",
+            "timed-out test case": "- timeout | 60 | a hanging case",
+            "sweep pairs without rows": "Sweep pairs without anvil rows: fcn5 b32,",
+        }
+        for what, row in rows.items():
+            check(row in text, f"{what}: no line containing\n  {row}")
+        shutil.rmtree(os.path.join(d, "steps-alexnet-b64"))
+        text = report(kit, d)
+        check("Missing parts: **steps**, **peers**." in text, "steps not named missing once its folder is gone")
+        check("**Missing: no `steps` folder.**" in text, "no missing note in the steps section")
+    if FAILURES:
+        print("FAIL:\n" + "\n".join(FAILURES))
+        return 1
+    print("PASS: the GPU study report from the hand-made fixture")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
