@@ -4,6 +4,7 @@
 
 #include "anvil_git_rev.h"  // generated at build time: ANVIL_GIT_REV
 
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <fstream>
@@ -69,6 +70,20 @@ bool on_off(const char* flag, const std::string& v) {
   return v == "on";
 }
 
+// A duration flag: a finite number of seconds above 0 (std::stod alone takes "0", "-1", "nan").
+double positive_seconds(const char* flag, const std::string& v) {
+  std::size_t used = 0;
+  double s = 0;
+  try {
+    s = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size() || !(s > 0) || !std::isfinite(s))
+    throw std::invalid_argument(std::string(flag) + ": expected seconds above 0, got '" + v + "'");
+  return s;
+}
+
 }  // namespace
 
 // The flag chain below declares `v` in each `else if (const char* v = ...)`, which -Wshadow flags
@@ -110,7 +125,9 @@ Options parse_options(int& argc, char** argv) {
     } else if (const char* v = value("--anvil_kernels=")) {
       o.kernels = on_off("--anvil_kernels", v);
     } else if (const char* v = value("--anvil_kernel_min_time=")) {
-      o.kernel_min_time = std::stod(v);
+      o.kernel_min_time = positive_seconds("--anvil_kernel_min_time", v);
+    } else if (const char* v = value("--anvil_gpu_min_time=")) {
+      o.gpu_min_time = positive_seconds("--anvil_gpu_min_time", v);
     } else if (const char* v = value("--anvil_test_broken_variant=")) {
       o.test_broken_variant = on_off("--anvil_test_broken_variant", v);
     } else if (const char* v = value("--anvil_gpu=")) {

@@ -43,6 +43,10 @@ struct Options {
   // pageable), one row each: --anvil_gpu_inputs=pinned,resident,pageable. The first is the
   // default definition.
   std::vector<std::string> gpu_inputs{"pinned", "resident"};
+  // MinTime in seconds of each GPU model-step row (the TF32 rows take half):
+  // --anvil_gpu_min_time=S. Lower it to fit more rows into one call of a lent GPU machine
+  // (scripts/gpu_kit.sh --part).
+  double gpu_min_time = 1.0;
   // GEMM shape groups of the gemm/ and gemm_remedy/ families (bench/gemm_bench.cpp):
   // --anvil_gemm_shapes=dlbench,fcn5,lstm32,deepbench or =all. A model name adds the forward,
   // input-gradient and weight-gradient GEMMs of its layers at its paper CPU batch.

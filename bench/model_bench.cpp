@@ -310,7 +310,7 @@ void register_gpu_model_benchmarks() {
               [=](benchmark::State& st) { run_gpu_model(st, name, phase, batch, source); })
               ->UseManualTime()
               ->Unit(benchmark::kMillisecond)
-              ->MinTime(1.0);
+              ->MinTime(options().gpu_min_time);
         }
         benchmark::RegisterBenchmark(
             detail::str_cat("model/", name, "/", phase_name(phase), "/batch:", batch,
@@ -321,7 +321,7 @@ void register_gpu_model_benchmarks() {
             })
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond)
-            ->MinTime(0.5);
+            ->MinTime(options().gpu_min_time / 2);
       }
     }
   }

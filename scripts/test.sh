@@ -8,7 +8,8 @@
 #   ANVIL_CI_TSAN=0       skip the ThreadSanitizer stage (scripts/tsan.sh: libanvil and the
 #                         threaded tests only, CUDA off; killed after ANVIL_CI_TSAN_LIMIT s, 1800)
 #   ANVIL_CI_FUZZ=0       skip the bounded libFuzzer run of the file readers (scripts/fuzz.sh)
-#   ANVIL_CI_TIDY=0       skip the clang-tidy stage
+#   ANVIL_CI_TIDY=0       skip the clang-tidy stage (it checks only the units that changed since
+#                         .ci/tidy_clean.txt recorded them clean: Note [Tidy cache])
 #   ANVIL_JOBS=N          parallel build/test jobs (default: nproc)
 #   ANVIL_TEST_BUILD_DIR  build directory (default: build)
 #   --dry-run             print the stages these settings run, and exit
@@ -20,7 +21,7 @@ dry_run=0
 for arg in "$@"; do
   case "$arg" in
     --dry-run) dry_run=1 ;;
-    -h|--help) sed -n '3,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,13p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done
@@ -48,8 +49,8 @@ cmake --build "$build" -j "$jobs"
 stage_done
 
 if [[ "${ANVIL_CI_TIDY:-1}" != 0 ]]; then
-  stage "clang-tidy (scripts/tidy.sh --dirs: the whole tree, ANVIL_TIDY_DIRS)"
-  bash scripts/tidy.sh --dirs --build "$build" --jobs "$jobs"
+  stage "clang-tidy (scripts/tidy.sh --dirs: the whole tree less the units .ci/tidy_clean.txt holds clean)"
+  bash scripts/tidy.sh --dirs --build "$build" --jobs "$jobs" --cache .ci/tidy_clean.txt
   stage_done
 fi
 

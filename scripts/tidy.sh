@@ -7,6 +7,12 @@
 # whole tree, docs/style.md); --changed only the changed files (quick, before a commit); --all
 # every .cpp of the database. The .cu files are not checked (nvcc's commands; docs/style.md).
 #   scripts/tidy.sh [--all|--dirs|--changed] [--build DIR] [--base REF] [--jobs N] [--dry-run]
+#                   [--cache FILE] [--record]
+#   --cache FILE      skip the units whose key (scripts/tidy_cache.py, Note [Tidy cache]) FILE lists
+#                     as clean: what CI does with .ci/tidy_clean.txt
+#   --record          after a clean run, write the keys of every unit checked or skipped to the
+#                     cache file (default .ci/tidy_clean.txt): run `scripts/tidy.sh --dirs --record`
+#                     before a commit so that CI checks only what changed after it
 #   ANVIL_TIDY_DIRS   folders always checked in full (default: all of them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +22,8 @@ jobs=${ANVIL_JOBS:-$(nproc)}
 all=0
 dirs_only=0
 dry_run=0
+cache=""
+record=0
 # Every folder with C++ sources: the whole tree passes.
 dirs=${ANVIL_TIDY_DIRS:-"engine kernels data models tools bench tests"}
 while [[ $# -gt 0 ]]; do
@@ -27,7 +35,9 @@ while [[ $# -gt 0 ]]; do
     --base) base=$2; shift ;;
     --jobs) jobs=$2; shift ;;
     --dry-run) dry_run=1 ;;
-    -h|--help) sed -n '3,10p' "$0"; exit 0 ;;
+    --cache) cache=$2; shift ;;
+    --record) record=1 ;;
+    -h|--help) sed -n '3,16p' "$0"; exit 0 ;;
     *) echo "tidy.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -91,13 +101,38 @@ else
     done
   done
 fi
+[[ "$record" = 1 && -z "$cache" ]] && cache=.ci/tidy_clean.txt
+all_files=("${files[@]}")
+keyed=()
+if [[ -n "$cache" && ${#files[@]} -gt 0 ]]; then
+  # Note [Tidy cache]: the units whose key the cache lists were found clean as they are now.
+  mapfile -t keyed < <(python3 scripts/tidy_cache.py keys "$build" "${files[@]}")
+  declare -A clean=()
+  if [[ -f "$cache" ]]; then
+    while read -r k _; do [[ -n "$k" ]] && clean[$k]=1; done < "$cache"
+  fi
+  declare -A cached_file=()
+  for line in "${keyed[@]}"; do
+    [[ -n "${clean[${line%% *}]:-}" ]] && cached_file[${line#* }]=1
+  done
+  files=()
+  for f in "${all_files[@]}"; do [[ -n "${cached_file[$f]:-}" ]] || files+=("$f"); done
+  echo "tidy.sh: $((${#all_files[@]} - ${#files[@]})) of ${#all_files[@]} files unchanged since" \
+    "$cache recorded them clean (Note [Tidy cache]); checking the other ${#files[@]}"
+fi
+record_clean() {
+  [[ "$record" = 1 ]] || return 0
+  printf '%s\n' "${keyed[@]}" | sort -k2 > "$cache"
+  echo "tidy.sh: recorded ${#keyed[@]} clean units in $cache"
+}
 echo "tidy.sh: ${#files[@]} files, $jobs jobs ($(clang-tidy --version | grep -o 'version [0-9.]*'))"
-[[ ${#files[@]} -gt 0 ]] || exit 0
+[[ ${#files[@]} -gt 0 ]] || { record_clean; exit 0; }
 start=$SECONDS
 if printf '%s\n' "${files[@]}" |
    xargs -P "$jobs" -n 1 clang-tidy -p "$build" --quiet --extra-arg=-Wno-error \
      --extra-arg=-Wno-unknown-warning-option 2>/dev/null; then
   echo "tidy.sh: clean, $((SECONDS - start)) s"
+  record_clean
 else
   echo "tidy.sh: clang-tidy found problems (above), $((SECONDS - start)) s" >&2
   exit 1
