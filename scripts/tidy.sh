@@ -104,6 +104,7 @@ fi
 [[ "$record" = 1 && -z "$cache" ]] && cache=.ci/tidy_clean.txt
 all_files=("${files[@]}")
 keyed=()
+declare -A cached_file=()
 if [[ -n "$cache" && ${#files[@]} -gt 0 ]]; then
   # Note [Tidy cache]: the units whose key the cache lists were found clean as they are now.
   mapfile -t keyed < <(python3 scripts/tidy_cache.py keys "$build" "${files[@]}")
@@ -111,7 +112,6 @@ if [[ -n "$cache" && ${#files[@]} -gt 0 ]]; then
   if [[ -f "$cache" ]]; then
     while read -r k _; do [[ -n "$k" ]] && clean[$k]=1; done < "$cache"
   fi
-  declare -A cached_file=()
   for line in "${keyed[@]}"; do
     [[ -n "${clean[${line%% *}]:-}" ]] && cached_file[${line#* }]=1
   done
@@ -120,20 +120,32 @@ if [[ -n "$cache" && ${#files[@]} -gt 0 ]]; then
   echo "tidy.sh: $((${#all_files[@]} - ${#files[@]})) of ${#all_files[@]} files unchanged since" \
     "$cache recorded them clean (Note [Tidy cache]); checking the other ${#files[@]}"
 fi
+passed=$(mktemp)
+trap 'rm -f "$passed"' EXIT
+# With --record, the keys of the units found clean: those checked clean now and those the cache
+# already held. A unit with findings is left out, so the next run checks it again.
 record_clean() {
   [[ "$record" = 1 ]] || return 0
-  printf '%s\n' "${keyed[@]}" | sort -k2 > "$cache"
-  echo "tidy.sh: recorded ${#keyed[@]} clean units in $cache"
+  declare -A ok=()
+  for f in "${all_files[@]}"; do [[ -n "${cached_file[$f]:-}" ]] && ok[$f]=1; done
+  while IFS= read -r f; do ok[$f]=1; done < "$passed"
+  for line in "${keyed[@]}"; do [[ -n "${ok[${line#* }]:-}" ]] && echo "$line"; done |
+    sort -k2 > "$cache"
+  echo "tidy.sh: recorded $(wc -l < "$cache") clean units in $cache"
 }
 echo "tidy.sh: ${#files[@]} files, $jobs jobs ($(clang-tidy --version | grep -o 'version [0-9.]*'))"
 [[ ${#files[@]} -gt 0 ]] || { record_clean; exit 0; }
 start=$SECONDS
-if printf '%s\n' "${files[@]}" |
-   xargs -P "$jobs" -n 1 clang-tidy -p "$build" --quiet --extra-arg=-Wno-error \
-     --extra-arg=-Wno-unknown-warning-option 2>/dev/null; then
+# One clang-tidy per unit; a clean unit's name goes to $passed (short appends do not interleave).
+printf '%s\n' "${files[@]}" |
+  xargs -P "$jobs" -I{} sh -c 'clang-tidy -p "$1" --quiet --extra-arg=-Wno-error \
+    --extra-arg=-Wno-unknown-warning-option "$2" 2>/dev/null && echo "$2" >> "$3"' \
+    tidy "$build" {} "$passed" || true
+record_clean
+if [[ $(wc -l < "$passed") -eq ${#files[@]} ]]; then
   echo "tidy.sh: clean, $((SECONDS - start)) s"
-  record_clean
 else
-  echo "tidy.sh: clang-tidy found problems (above), $((SECONDS - start)) s" >&2
+  echo "tidy.sh: clang-tidy found problems (above) in $((${#files[@]} - $(wc -l < "$passed")))" \
+    "of ${#files[@]} files, $((SECONDS - start)) s" >&2
   exit 1
 fi

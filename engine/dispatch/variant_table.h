@@ -163,9 +163,9 @@ class VariantTable final : public VariantTableBase {
 
   explicit VariantTable(std::string op) : VariantTable(std::move(op), std::string()) {}
   // A table whose op cannot autotune, with the reason (Note [Ops that do not autotune]).
-  VariantTable(std::string op, std::string no_autotune_reason) : op_(std::move(op)) {
+  VariantTable(std::string op, const std::string& no_autotune_reason) : op_(std::move(op)) {
     auto first = std::make_unique<Snapshot>();
-    first->no_autotune = std::move(no_autotune_reason);
+    first->no_autotune = no_autotune_reason;
     publish(std::move(first));
     register_variant_table(this);
   }
@@ -229,13 +229,8 @@ class VariantTable final : public VariantTableBase {
   // tensors in place (optimizer steps, in-place elementwise forms), adds into an output
   // (embedding backward, the device gradient-norm accumulator) or draws random numbers (dropout)
   // cannot be tried more than once per call, so its table declares it with a reason: it then
-  // selects by heuristic and order with autotune on, and the dispatch log says why.
-  void set_no_autotune(std::string reason) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto next = std::make_unique<Snapshot>(snapshot());
-    next->no_autotune = std::move(reason);
-    publish(std::move(next));
-  }
+  // selects by heuristic and order with autotune on, and the dispatch log says why. The reason
+  // is given to the table's constructor.
   std::string no_autotune_reason() const override { return snapshot().no_autotune; }
 
   void set_heuristic(Heuristic h) {
