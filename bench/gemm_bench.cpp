@@ -171,15 +171,18 @@ std::vector<Shape3> gemm_shapes() {
       auto add = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
         add_shape(shapes, seen, detail::str_cat(g, "_b", batch, "_", m, "x", n, "x", k), m, n, k);
       };
-      for (const auto& gp : models::gemm_problems(g, batch))
-        add(gp.problem.m, gp.problem.n, gp.problem.k);
-      // An LSTM layer's GEMMs live inside the lstm op's kernels (engine/dispatch/lstm_problem.h),
-      // so the model lists only its decoder's; these are the cell's: input projection hoisted over
-      // T ([T*B, I] x [I, 4H]), the per-step recurrent product ([B, H] x [H, 4H]), and in backward
-      // dX, dh per step, dW_ih and dW_hh.
-      for (const auto& kp : models::kernel_problems(g, batch)) {
-        if (kp.op != "lstm") continue;
-        const auto& p = std::any_cast<const LstmProblem&>(kp.problem);
+      // The layers' GEMMs in model order, except that an LSTM layer's GEMMs live inside the
+      // lstm op's kernels (engine/dispatch/lstm_problem.h), so the model lists only its decoder's
+      // and the cell's are added after them: input projection hoisted over T ([T*B, I] x
+      // [I, 4H]), the per-step recurrent product ([B, H] x [H, 4H]), and in backward dX, dh per
+      // step, dW_ih and dW_hh.
+      const auto problems = models::problems(g, batch);
+      for (const auto& np : problems)
+        if (const auto* gp = std::get_if<GemmProblem>(&np.problem)) add(gp->m, gp->n, gp->k);
+      for (const auto& np : problems) {
+        const auto* lstm = std::get_if<LstmProblem>(&np.problem);
+        if (!lstm) continue;
+        const LstmProblem& p = *lstm;
         add(p.T * p.B, 4 * p.H, p.I);
         add(p.B, 4 * p.H, p.H);
         add(p.T * p.B, p.I, 4 * p.H);

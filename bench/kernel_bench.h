@@ -7,13 +7,13 @@
 // thread count. Note [Kernel benchmarks] in kernel_bench.cpp says how they time and validate.
 #include <benchmark/benchmark.h>
 
-#include <any>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "engine/core/tensor.h"
+#include "engine/dispatch/op_problem.h"
 #include "engine/dispatch/variant_table.h"
 
 namespace anvil::bench::kernel {
@@ -23,8 +23,8 @@ struct Case {
   std::string model;              // "resnet50"
   std::string layer;              // "layer1.0.conv2": the first layer with this problem
   std::vector<std::string> also;  // the other layers of the model with the same problem
-  std::string op;                 // table name: "conv2d", "max_pool2d", "batch_norm2d", "lstm"
-  std::any problem;               // that table's Problem, as the model's layer builds it
+  std::string op;                 // op_name(problem): "conv2d", "max_pool2d", "batch_norm2d", ...
+  OpProblem problem;              // as the model's layer builds it (never a GemmProblem here)
 };
 
 // Registers kernel/<op>/<variant>/<pass>/<model>:<layer>/threads:<t> with the family's timing
@@ -70,7 +70,9 @@ void fill_nan(const Tensor& t);
 std::string compare(const char* what, const Tensor& got, const Tensor& want, double atol,
                     double rtol);
 
-// Per-op registration (kernel_bench_conv.cpp, kernel_bench_other.cpp).
+// Per-op registration (kernel_bench_conv.cpp, kernel_bench_other.cpp); register_case picks the
+// one of the case's problem type.
+void register_case(const Case& c);
 void register_conv(const Case& c);
 void register_pool(const Case& c);
 void register_batch_norm(const Case& c);

@@ -173,7 +173,7 @@ void run_conv(benchmark::State& state, const Case& c, ConvPass pass, const std::
               int threads) {
   try {
     set_num_threads(threads);
-    ConvProblem p = std::any_cast<ConvProblem>(c.problem);
+    ConvProblem p = std::get<ConvProblem>(c.problem);
     p.pass = pass;
     if (pass != ConvPass::forward) p.fuse_relu = false;  // the backward passes never fuse
     ConvProblem plain = p;

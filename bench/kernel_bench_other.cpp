@@ -61,7 +61,7 @@ void run_pool(benchmark::State& state, const Case& c, PoolPass pass, const std::
               int threads) {
   try {
     set_num_threads(threads);
-    const PoolProblem p0 = std::any_cast<PoolProblem>(c.problem);
+    const PoolProblem p0 = std::get<PoolProblem>(c.problem);
     PoolTable& table = pool_table(p0.kind);
     const bool training = pass != PoolPass::forward_inference;
     const PoolProblem pf =
@@ -117,7 +117,7 @@ void run_batch_norm(benchmark::State& state, const Case& c, BatchNormPass pass,
                     const std::string& variant, int threads) {
   try {
     set_num_threads(threads);
-    const BatchNormProblem p0 = std::any_cast<BatchNormProblem>(c.problem);
+    const BatchNormProblem p0 = std::get<BatchNormProblem>(c.problem);
     const bool training = pass != BatchNormPass::forward_inference;
     const BatchNormProblem pf =
         p0.with_pass(training ? BatchNormPass::forward_training : BatchNormPass::forward_inference);
@@ -192,7 +192,7 @@ void run_lstm(benchmark::State& state, const Case& c, LstmPass pass, const std::
               int threads) {
   try {
     set_num_threads(threads);
-    LstmProblem p = std::any_cast<LstmProblem>(c.problem);
+    LstmProblem p = std::get<LstmProblem>(c.problem);
     p.has_initial_state = false;
     const bool training = pass != LstmPass::forward_inference;
     LstmProblem pf = p, pp = p;
@@ -268,7 +268,7 @@ void run_lstm(benchmark::State& state, const Case& c, LstmPass pass, const std::
 }  // namespace
 
 void register_pool(const Case& c) {
-  const PoolProblem& p = std::any_cast<const PoolProblem&>(c.problem);
+  const PoolProblem& p = std::get<PoolProblem>(c.problem);
   const auto variants = variants_of(pool_table(p.kind));
   std::vector<PoolPass> passes{PoolPass::forward_inference, PoolPass::backward};
   if (p.kind == PoolKind::max) passes.insert(passes.begin(), PoolPass::forward_training);
