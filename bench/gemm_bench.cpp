@@ -26,6 +26,7 @@
 #include "engine/core/views.h"
 #include "engine/dispatch/lstm_problem.h"
 #include "engine/ops/gemm.h"
+#include "harness/problem_descriptor.h"
 
 namespace anvil::bench {
 
@@ -86,7 +87,7 @@ void run_gemm(benchmark::State& state, const std::string& variant, bool ta, bool
     const GemmProblem p = ops::gemm_problem_for(A, ta, B, tb, C, 0.0);
     state.SetLabel(gemm_table().select(p).name);
     ops::gemm(A, ta, B, tb, C);  // warm-up (primitive creation, page faults) and validation
-    const std::string bad = sampled_mismatch(A, ta, B, tb, C);
+    const std::string bad = validating() ? sampled_mismatch(A, ta, B, tb, C) : std::string();
     if (!bad.empty()) {
       state.SkipWithError(("validation against ref failed: " + bad).c_str());
       return;
@@ -198,22 +199,45 @@ std::vector<Shape3> gemm_shapes() {
 std::vector<std::string> gemm_bench_variants() {
   std::vector<std::string> variants{"default"};
   for (const auto& v : gemm_table().variants())
-    if (v.device == DeviceType::cpu && v.name != "ref") variants.push_back(v.name);
+    if (v.device == DeviceType::cpu && v.name != "ref" && !skipped("gemm", v.name))
+      variants.push_back(v.name);
   return variants;
 }
 
 void register_gemm_benchmark(const std::string& name, const Shape3& shape,
                              std::function<void(benchmark::State&)> fn) {
   const double flops = 2.0 * shape.m * shape.n * shape.k;
-  benchmark::RegisterBenchmark(name.c_str(), std::move(fn))
-      ->UseRealTime()
-      ->Unit(benchmark::kMillisecond)
-      ->MinWarmUpTime(flops >= kSelfWarmingFlops ? 0.0 : 0.2)
-      ->MinTime(0.5);
+  register_row(name, std::move(fn), 0.5, flops >= kSelfWarmingFlops ? 0.0 : 0.2);
+}
+
+// gemm/<variant>/<mode>/<descriptor>/threads:<t> for the GEMMs of --anvil_problem: dense f32
+// CPU problems with beta = 0 (what run_gemm times), in their own mode only.
+void register_problem_gemms(const std::vector<std::string>& variants) {
+  for (const auto& np : options().problems) {
+    const auto* p = std::get_if<GemmProblem>(&np.problem);
+    if (!p) continue;
+    if (!(*p == GemmProblem::dense(p->m, p->n, p->k, p->trans_a, p->trans_b)))
+      throw std::invalid_argument("--anvil_problem=" + np.name +
+                                  ": the gemm/ family times dense f32 CPU GEMMs with beta = 0 "
+                                  "and batch 1 only");
+    const Shape3 shape{harness::descriptor(np.problem), p->m, p->n, p->k};
+    const std::string mode = p->mode();
+    for (const auto& variant : variants)
+      for (int t : options().threads)
+        register_gemm_benchmark(
+            detail::str_cat("gemm/", variant, "/", mode, "/", shape.name, "/threads:", t), shape,
+            [=, ta = p->trans_a, tb = p->trans_b](benchmark::State& st) {
+              run_gemm(st, variant, ta, tb, shape, t);
+            });
+  }
 }
 
 void register_gemm_benchmarks() {
   const std::vector<std::string> variants = gemm_bench_variants();
+  if (!options().problems.empty()) {  // --anvil_problem: these instead of the shape groups
+    register_problem_gemms(variants);
+    return;
+  }
   for (const auto& shape : gemm_shapes())
     for (const auto& variant : variants)
       for (const char* mode : {"NN", "NT", "TN", "TT"})

@@ -41,6 +41,7 @@
 #include "engine/dispatch/conv_problem.h"
 #include "engine/dispatch/lstm_problem.h"
 #include "engine/dispatch/pool_problem.h"
+#include "harness/problem_descriptor.h"
 #include "models/registry.h"
 
 namespace anvil::bench::kernel {
@@ -84,10 +85,7 @@ void add(const Case& c, const std::string& variant, const std::string& pass, int
          std::function<void(benchmark::State&)> fn) {
   const std::string name = detail::str_cat("kernel/", c.op, "/", variant, "/", pass, "/", c.model,
                                            ":", c.layer, "/threads:", threads);
-  benchmark::RegisterBenchmark(name.c_str(), std::move(fn))
-      ->UseRealTime()
-      ->Unit(benchmark::kMillisecond)
-      ->MinTime(options().kernel_min_time);
+  register_row(name, std::move(fn), options().kernel_min_time);
 }
 
 void timed_loop(benchmark::State& state, const std::function<void()>& step, double flops,
@@ -164,6 +162,21 @@ namespace anvil::bench {
 
 void register_kernel_benchmarks() {
   if (!options().kernels) return;
+  if (!options().problems.empty()) {  // --anvil_problem: these instead of the models' layers
+    for (const auto& np : options().problems) {
+      if (std::holds_alternative<GemmProblem>(np.problem)) continue;  // the gemm/ family's
+      const std::string d = harness::descriptor(np.problem);
+      const bool f32_cpu = std::visit(
+          [](const auto& q) { return q.dtype == DType::f32 && q.device.is_cpu(); }, np.problem);
+      if (!f32_cpu)
+        throw std::invalid_argument("--anvil_problem=" + np.name +
+                                    ": the kernel/ family times f32 CPU problems only");
+      kernel::Case c{"problem", d, {}, op_name(np.problem), np.problem};
+      c.only_its_pass = true;
+      kernel::register_case(c);
+    }
+    return;
+  }
   std::set<std::string> seen;
   for (const auto& model : options().models) {
     if (!seen.insert(model).second) continue;

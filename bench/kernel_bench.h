@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_support.h"
 #include "engine/core/tensor.h"
 #include "engine/dispatch/op_problem.h"
 #include "engine/dispatch/variant_table.h"
@@ -25,6 +26,8 @@ struct Case {
   std::vector<std::string> also;  // the other layers of the model with the same problem
   std::string op;                 // op_name(problem): "conv2d", "max_pool2d", "batch_norm2d", ...
   OpProblem problem;              // as the model's layer builds it (never a GemmProblem here)
+  // A problem from --anvil_problem: only its own pass is timed (model problems: every pass).
+  bool only_its_pass = false;
 };
 
 // Registers kernel/<op>/<variant>/<pass>/<model>:<layer>/threads:<t> with the family's timing
@@ -37,7 +40,8 @@ template <typename Table>
 std::vector<std::string> variants_of(const Table& table) {
   std::vector<std::string> out{"default"};
   for (const auto& v : table.variants())
-    if (v.device == DeviceType::cpu && v.name != "ref") out.push_back(v.name);
+    if (v.device == DeviceType::cpu && v.name != "ref" && !skipped(table.op(), v.name))
+      out.push_back(v.name);
   return out;
 }
 

@@ -272,31 +272,37 @@ void register_pool(const Case& c) {
   const auto variants = variants_of(pool_table(p.kind));
   std::vector<PoolPass> passes{PoolPass::forward_inference, PoolPass::backward};
   if (p.kind == PoolKind::max) passes.insert(passes.begin(), PoolPass::forward_training);
-  for (PoolPass pass : passes)
+  for (PoolPass pass : passes) {
+    if (c.only_its_pass && pass != p.pass) continue;
     for (int t : options().threads)
       for (const auto& variant : variants)
         add(c, variant, pool_pass_name(pass), t,
             [=](benchmark::State& st) { run_pool(st, c, pass, variant, t); });
+  }
 }
 
 void register_batch_norm(const Case& c) {
   const auto variants = variants_of(batch_norm2d_table());
-  for (BatchNormPass pass :
-       {BatchNormPass::forward_training, BatchNormPass::backward, BatchNormPass::forward_inference})
+  for (BatchNormPass pass : {BatchNormPass::forward_training, BatchNormPass::backward,
+                             BatchNormPass::forward_inference}) {
+    if (c.only_its_pass && pass != std::get<BatchNormProblem>(c.problem).pass) continue;
     for (int t : options().threads)
       for (const auto& variant : variants)
         add(c, variant, batch_norm_pass_name(pass), t,
             [=](benchmark::State& st) { run_batch_norm(st, c, pass, variant, t); });
+  }
 }
 
 void register_lstm(const Case& c) {
   const auto variants = variants_of(lstm_table());
   for (LstmPass pass :
-       {LstmPass::forward_training, LstmPass::backward, LstmPass::forward_inference})
+       {LstmPass::forward_training, LstmPass::backward, LstmPass::forward_inference}) {
+    if (c.only_its_pass && pass != std::get<LstmProblem>(c.problem).pass) continue;
     for (int t : options().threads)
       for (const auto& variant : variants)
         add(c, variant, lstm_pass_name(pass), t,
             [=](benchmark::State& st) { run_lstm(st, c, pass, variant, t); });
+  }
 }
 
 }  // namespace anvil::bench::kernel
