@@ -13,6 +13,8 @@
 
 #include "kernels/cpu/peak/machine_peak.h"
 #include "anvil/anvil.h"
+#include "engine/dispatch/registration.h"
+#include "harness/problem_descriptor.h"
 
 namespace anvil::bench {
 namespace {
@@ -62,6 +64,25 @@ std::string join(const std::vector<std::int64_t>& v) {
 std::string& command_line() {
   static std::string s;
   return s;
+}
+
+// "conv2d=cpu.im2col,cpu.onednn" into skip[op]; every name must be a variant of the op's table.
+void parse_skip_variants(const std::string& v, std::map<std::string, std::set<std::string>>& skip) {
+  const std::size_t eq = v.find('=');
+  const std::string op = v.substr(0, eq);
+  if (eq == std::string::npos || eq + 1 == v.size())
+    throw std::invalid_argument("--anvil_skip_variant: expected op=name[,name...], got '" + v +
+                                "'");
+  register_builtin_kernels();
+  const VariantTableBase* table = find_variant_table(op);
+  if (!table) throw std::invalid_argument("--anvil_skip_variant: unknown op '" + op + "'");
+  for (const auto& name : split(v.substr(eq + 1), ',')) {
+    bool known = false;
+    for (const auto& var : table->list()) known = known || var.name == name;
+    if (!known)
+      throw std::invalid_argument("--anvil_skip_variant: " + op + " has no variant '" + name + "'");
+    skip[op].insert(name);
+  }
 }
 
 bool on_off(const char* flag, const std::string& v) {
@@ -142,6 +163,16 @@ Options parse_options(int& argc, char** argv) {
               "--anvil_gpu_inputs: expected pinned, resident or pageable, got '" + s + "'");
     } else if (const char* v = value("--anvil_gemm_shapes=")) {
       o.gemm_shapes = split(v, ',');
+    } else if (const char* v = value("--anvil_problem=")) {
+      o.problems.push_back({v, harness::parse_op_problem(v)});
+    } else if (const char* v = value("--anvil_problem_file=")) {
+      for (auto& p : harness::read_problem_file(v)) o.problems.push_back(std::move(p));
+    } else if (const char* v = value("--anvil_skip_variant=")) {
+      parse_skip_variants(v, o.skip_variants);
+    } else if (const char* v = value("--anvil_mode=")) {
+      o.mode = v;
+      if (o.mode != "check" && o.mode != "perf")
+        throw std::invalid_argument("--anvil_mode: expected check or perf, got '" + o.mode + "'");
     } else if (const char* v = value("--anvil_peak=")) {
       o.peak_gflops_per_core = std::stod(v);
     } else {
@@ -164,6 +195,26 @@ Options parse_options(int& argc, char** argv) {
 #pragma GCC diagnostic pop
 
 const Options& options() { return mutable_options(); }
+
+bool skipped(const std::string& op, const std::string& variant) {
+  auto it = options().skip_variants.find(op);
+  return it != options().skip_variants.end() && it->second.count(variant) > 0;
+}
+
+bool validating() { return options().mode != "perf"; }
+
+void register_row(const std::string& name, std::function<void(benchmark::State&)> fn,
+                  double min_time, double min_warmup) {
+  auto* b = benchmark::RegisterBenchmark(name.c_str(), std::move(fn))
+                ->UseRealTime()
+                ->Unit(benchmark::kMillisecond);
+  if (options().mode == "check") {
+    b->Iterations(1);
+    return;
+  }
+  if (min_warmup >= 0) b->MinWarmUpTime(min_warmup);
+  b->MinTime(min_time);
+}
 
 void add_context() {
   register_builtin_kernels();

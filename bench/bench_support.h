@@ -5,8 +5,13 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
+
+#include "engine/nn/module.h"
 
 namespace anvil::bench {
 
@@ -51,7 +56,30 @@ struct Options {
   // --anvil_gemm_shapes=dlbench,fcn5,lstm32,deepbench or =all. A model name adds the forward,
   // input-gradient and weight-gradient GEMMs of its layers at its paper CPU batch.
   std::vector<std::string> gemm_shapes{"dlbench", "fcn5"};
+  // Problems given on the command line (harness/problem_descriptor.h), each named by its
+  // "<op>:<descriptor>" text: --anvil_problem=conv2d:mb16ic64ih56oc64kh3ph1 (repeatable) and
+  // --anvil_problem_file=FILE (one per line, # comments). When any is given, the gemm/ and
+  // kernel/ families time these problems instead of the shape groups and the models' layers.
+  std::vector<nn::NamedProblem> problems;
+  // Variants left out of the gemm/ and kernel/ families: --anvil_skip_variant=op=name[,name...]
+  // (repeatable; each name must be a variant of the op's table).
+  std::map<std::string, std::set<std::string>> skip_variants;
+  // --anvil_mode=check|perf (benchdnn's --mode=C|P); empty: both. check validates every row and
+  // times one iteration; perf times without validating (the gemm and conv2d rows; the other
+  // kernel rows always validate).
+  std::string mode;
 };
+
+// Whether --anvil_skip_variant leaves `variant` of table `op` out.
+bool skipped(const std::string& op, const std::string& variant);
+// Whether the rows validate before timing (not with --anvil_mode=perf).
+bool validating();
+
+// Registers a real-time, millisecond row of the gemm/ or kernel/ family: MinTime `min_time` and
+// MinWarmUpTime `min_warmup` (when >= 0), or one iteration with --anvil_mode=check (the warm-up
+// call is validated; one call is timed).
+void register_row(const std::string& name, std::function<void(benchmark::State&)> fn,
+                  double min_time, double min_warmup = -1.0);
 
 // Removes --anvil_* flags from argv (the rest goes to Google Benchmark) and applies
 // --anvil_variant=op=name[,...] through set_forced_variant().

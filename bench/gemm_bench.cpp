@@ -26,6 +26,7 @@
 #include "engine/core/views.h"
 #include "engine/dispatch/lstm_problem.h"
 #include "engine/ops/gemm.h"
+#include "harness/problem_descriptor.h"
 
 namespace anvil::bench {
 
@@ -86,7 +87,7 @@ void run_gemm(benchmark::State& state, const std::string& variant, bool ta, bool
     const GemmProblem p = ops::gemm_problem_for(A, ta, B, tb, C, 0.0);
     state.SetLabel(gemm_table().select(p).name);
     ops::gemm(A, ta, B, tb, C);  // warm-up (primitive creation, page faults) and validation
-    const std::string bad = sampled_mismatch(A, ta, B, tb, C);
+    const std::string bad = validating() ? sampled_mismatch(A, ta, B, tb, C) : std::string();
     if (!bad.empty()) {
       state.SkipWithError(("validation against ref failed: " + bad).c_str());
       return;
@@ -171,15 +172,18 @@ std::vector<Shape3> gemm_shapes() {
       auto add = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
         add_shape(shapes, seen, detail::str_cat(g, "_b", batch, "_", m, "x", n, "x", k), m, n, k);
       };
-      for (const auto& gp : models::gemm_problems(g, batch))
-        add(gp.problem.m, gp.problem.n, gp.problem.k);
-      // An LSTM layer's GEMMs live inside the lstm op's kernels (engine/dispatch/lstm_problem.h),
-      // so the model lists only its decoder's; these are the cell's: input projection hoisted over
-      // T ([T*B, I] x [I, 4H]), the per-step recurrent product ([B, H] x [H, 4H]), and in backward
-      // dX, dh per step, dW_ih and dW_hh.
-      for (const auto& kp : models::kernel_problems(g, batch)) {
-        if (kp.op != "lstm") continue;
-        const auto& p = std::any_cast<const LstmProblem&>(kp.problem);
+      // The layers' GEMMs in model order, except that an LSTM layer's GEMMs live inside the
+      // lstm op's kernels (engine/dispatch/lstm_problem.h), so the model lists only its decoder's
+      // and the cell's are added after them: input projection hoisted over T ([T*B, I] x
+      // [I, 4H]), the per-step recurrent product ([B, H] x [H, 4H]), and in backward dX, dh per
+      // step, dW_ih and dW_hh.
+      const auto problems = models::problems(g, batch);
+      for (const auto& np : problems)
+        if (const auto* gp = std::get_if<GemmProblem>(&np.problem)) add(gp->m, gp->n, gp->k);
+      for (const auto& np : problems) {
+        const auto* lstm = std::get_if<LstmProblem>(&np.problem);
+        if (!lstm) continue;
+        const LstmProblem& p = *lstm;
         add(p.T * p.B, 4 * p.H, p.I);
         add(p.B, 4 * p.H, p.H);
         add(p.T * p.B, p.I, 4 * p.H);
@@ -195,22 +199,45 @@ std::vector<Shape3> gemm_shapes() {
 std::vector<std::string> gemm_bench_variants() {
   std::vector<std::string> variants{"default"};
   for (const auto& v : gemm_table().variants())
-    if (v.device == DeviceType::cpu && v.name != "ref") variants.push_back(v.name);
+    if (v.device == DeviceType::cpu && v.name != "ref" && !skipped("gemm", v.name))
+      variants.push_back(v.name);
   return variants;
 }
 
 void register_gemm_benchmark(const std::string& name, const Shape3& shape,
                              std::function<void(benchmark::State&)> fn) {
   const double flops = 2.0 * shape.m * shape.n * shape.k;
-  benchmark::RegisterBenchmark(name.c_str(), std::move(fn))
-      ->UseRealTime()
-      ->Unit(benchmark::kMillisecond)
-      ->MinWarmUpTime(flops >= kSelfWarmingFlops ? 0.0 : 0.2)
-      ->MinTime(0.5);
+  register_row(name, std::move(fn), 0.5, flops >= kSelfWarmingFlops ? 0.0 : 0.2);
+}
+
+// gemm/<variant>/<mode>/<descriptor>/threads:<t> for the GEMMs of --anvil_problem: dense f32
+// CPU problems with beta = 0 (what run_gemm times), in their own mode only.
+void register_problem_gemms(const std::vector<std::string>& variants) {
+  for (const auto& np : options().problems) {
+    const auto* p = std::get_if<GemmProblem>(&np.problem);
+    if (!p) continue;
+    if (!(*p == GemmProblem::dense(p->m, p->n, p->k, p->trans_a, p->trans_b)))
+      throw std::invalid_argument("--anvil_problem=" + np.name +
+                                  ": the gemm/ family times dense f32 CPU GEMMs with beta = 0 "
+                                  "and batch 1 only");
+    const Shape3 shape{harness::descriptor(np.problem), p->m, p->n, p->k};
+    const std::string mode = p->mode();
+    for (const auto& variant : variants)
+      for (int t : options().threads)
+        register_gemm_benchmark(
+            detail::str_cat("gemm/", variant, "/", mode, "/", shape.name, "/threads:", t), shape,
+            [=, ta = p->trans_a, tb = p->trans_b](benchmark::State& st) {
+              run_gemm(st, variant, ta, tb, shape, t);
+            });
+  }
 }
 
 void register_gemm_benchmarks() {
   const std::vector<std::string> variants = gemm_bench_variants();
+  if (!options().problems.empty()) {  // --anvil_problem: these instead of the shape groups
+    register_problem_gemms(variants);
+    return;
+  }
   for (const auto& shape : gemm_shapes())
     for (const auto& variant : variants)
       for (const char* mode : {"NN", "NT", "TN", "TT"})

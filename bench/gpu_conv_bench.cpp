@@ -12,7 +12,7 @@
 // entries (plus 8 of db) are recomputed from the definition in double (bench/conv_reference.h),
 // bound 1e-5 x sum|terms| scaled x10 for FFT / Winograd transforms and for the default (it may
 // pick either) and x100 for TF32 (10-bit mantissa).
-#include <any>
+#include <variant>
 #include <map>
 #include <set>
 
@@ -140,9 +140,10 @@ void register_gpu_conv_benchmarks() {
     benchmark::AddCustomContext("anvil.gpu_conv_batch." + model, std::to_string(batch));
     std::set<std::string> seen;
     const std::string prefix = model + ":";
-    for (const auto& np : models::kernel_problems(model, batch)) {
-      if (np.op != "conv2d") continue;
-      const ConvProblem p0 = std::any_cast<ConvProblem>(np.problem);
+    for (const auto& np : models::problems(model, batch)) {
+      const auto* conv = std::get_if<ConvProblem>(&np.problem);
+      if (!conv) continue;
+      const ConvProblem p0 = *conv;
       if (!seen.insert(p0.key()).second) continue;
       const std::string layer =
           np.name.rfind(prefix, 0) == 0 ? np.name.substr(prefix.size()) : np.name;

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // kernel/<op>/<variant>/<pass>/<model>:<layer>/threads:<t>: the convolution, pooling, batch-norm
-// and LSTM problems that the --anvil_models networks generate (models::kernel_problems at the
+// and LSTM problems that the --anvil_models networks generate (models::problems at the
 // model's CPU batch), each deduplicated problem run on every CPU variant of its table.
 //
 // Note [Kernel benchmarks]
-// * Registration only reads problem descriptors (models::kernel_problems builds the model
+// * Registration only reads problem descriptors (models::problems builds the model
 //   shapes-only); every buffer is allocated inside the benchmark, on first use, and the
 //   benchmarks of one (problem, pass) run next to each other so that they share their inputs.
 // * Problems are deduplicated per model by the table's problem key; the first layer gives the
@@ -41,62 +41,40 @@
 #include "engine/dispatch/conv_problem.h"
 #include "engine/dispatch/lstm_problem.h"
 #include "engine/dispatch/pool_problem.h"
+#include "harness/problem_descriptor.h"
 #include "models/registry.h"
 
 namespace anvil::bench::kernel {
 namespace {
 
-bool is_pool(const std::string& op) {
-  return op == "max_pool2d" || op == "avg_pool2d" || op == "adaptive_avg_pool2d";
-}
-
-// The table's key and repr of a problem held in std::any ("" for an op without benchmarks).
-std::pair<std::string, std::string> key_and_repr(const std::string& op, const std::any& p) {
-  if (op == "conv2d") {
-    const auto& q = std::any_cast<const ConvProblem&>(p);
-    return {q.key(), q.repr()};
-  }
-  if (is_pool(op)) {
-    const auto& q = std::any_cast<const PoolProblem&>(p);
-    return {q.key(), q.repr()};
-  }
-  if (op == "batch_norm2d") {
-    const auto& q = std::any_cast<const BatchNormProblem&>(p);
-    return {q.key(), q.repr()};
-  }
-  if (op == "lstm") {
-    const auto& q = std::any_cast<const LstmProblem&>(p);
-    return {q.key(), q.repr()};
-  }
-  return {};
+// The table's key and repr of a problem.
+std::pair<std::string, std::string> key_and_repr(const OpProblem& p) {
+  return std::visit([](const auto& q) { return std::pair{q.key(), q.repr()}; }, p);
 }
 
 std::vector<Case> cases_of(const std::string& model) {
-  const auto problems = models::kernel_problems(model, models::info(model).cpu_batch);
+  const auto problems = models::problems(model, models::info(model).cpu_batch);
   std::vector<Case> cases;
   std::map<std::string, std::size_t> by_key;  // op + key -> index in cases
   const std::string prefix = model + ":";
   for (const auto& np : problems) {
-    const auto [key, repr] = key_and_repr(np.op, np.problem);
-    if (key.empty()) {
-      std::fprintf(stderr, "anvil_bench: no kernel benchmark for op %s (%s)\n", np.op.c_str(),
-                   np.name.c_str());
-      continue;
-    }
+    if (std::holds_alternative<GemmProblem>(np.problem)) continue;  // the gemm/ family's
+    const std::string op = op_name(np.problem);
+    const std::string key = key_and_repr(np.problem).first;
     std::string layer = np.name.rfind(prefix, 0) == 0 ? np.name.substr(prefix.size()) : np.name;
-    auto [it, fresh] = by_key.emplace(np.op + "|" + key, cases.size());
+    auto [it, fresh] = by_key.emplace(op + "|" + key, cases.size());
     if (!fresh) {
       cases[it->second].also.push_back(layer);
       continue;
     }
-    cases.push_back({model, layer, {}, np.op, np.problem});
+    cases.push_back({model, layer, {}, op, np.problem});
   }
   for (const auto& c : cases) {
     std::string also;
     for (const auto& l : c.also) also += (also.empty() ? "" : ",") + l;
     benchmark::AddCustomContext(
         "anvil.kernel." + c.model + ":" + c.layer,
-        key_and_repr(c.op, c.problem).second + (also.empty() ? "" : "; also: " + also));
+        key_and_repr(c.problem).second + (also.empty() ? "" : "; also: " + also));
   }
   return cases;
 }
@@ -107,10 +85,7 @@ void add(const Case& c, const std::string& variant, const std::string& pass, int
          std::function<void(benchmark::State&)> fn) {
   const std::string name = detail::str_cat("kernel/", c.op, "/", variant, "/", pass, "/", c.model,
                                            ":", c.layer, "/threads:", threads);
-  benchmark::RegisterBenchmark(name.c_str(), std::move(fn))
-      ->UseRealTime()
-      ->Unit(benchmark::kMillisecond)
-      ->MinTime(options().kernel_min_time);
+  register_row(name, std::move(fn), options().kernel_min_time);
 }
 
 void timed_loop(benchmark::State& state, const std::function<void()>& step, double flops,
@@ -169,27 +144,45 @@ std::string compare(const char* what, const Tensor& got, const Tensor& want, dou
   return {};
 }
 
+void register_case(const Case& c) {
+  struct Register {
+    const Case& c;
+    void operator()(const GemmProblem&) const {}  // the gemm/ family (bench/gemm_bench.cpp)
+    void operator()(const ConvProblem&) const { register_conv(c); }
+    void operator()(const PoolProblem&) const { register_pool(c); }
+    void operator()(const BatchNormProblem&) const { register_batch_norm(c); }
+    void operator()(const LstmProblem&) const { register_lstm(c); }
+  };
+  std::visit(Register{c}, c.problem);
+}
+
 }  // namespace anvil::bench::kernel
 
 namespace anvil::bench {
 
 void register_kernel_benchmarks() {
   if (!options().kernels) return;
+  if (!options().problems.empty()) {  // --anvil_problem: these instead of the models' layers
+    for (const auto& np : options().problems) {
+      if (std::holds_alternative<GemmProblem>(np.problem)) continue;  // the gemm/ family's
+      const std::string d = harness::descriptor(np.problem);
+      const bool f32_cpu = std::visit(
+          [](const auto& q) { return q.dtype == DType::f32 && q.device.is_cpu(); }, np.problem);
+      if (!f32_cpu)
+        throw std::invalid_argument("--anvil_problem=" + np.name +
+                                    ": the kernel/ family times f32 CPU problems only");
+      kernel::Case c{"problem", d, {}, op_name(np.problem), np.problem};
+      c.only_its_pass = true;
+      kernel::register_case(c);
+    }
+    return;
+  }
   std::set<std::string> seen;
   for (const auto& model : options().models) {
     if (!seen.insert(model).second) continue;
     benchmark::AddCustomContext("anvil.kernel_batch." + model,
                                 std::to_string(models::info(model).cpu_batch));
-    for (const auto& c : kernel::cases_of(model)) {
-      if (c.op == "conv2d")
-        kernel::register_conv(c);
-      else if (kernel::is_pool(c.op))
-        kernel::register_pool(c);
-      else if (c.op == "batch_norm2d")
-        kernel::register_batch_norm(c);
-      else if (c.op == "lstm")
-        kernel::register_lstm(c);
-    }
+    for (const auto& c : kernel::cases_of(model)) kernel::register_case(c);
   }
 }
 

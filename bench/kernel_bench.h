@@ -7,13 +7,14 @@
 // thread count. Note [Kernel benchmarks] in kernel_bench.cpp says how they time and validate.
 #include <benchmark/benchmark.h>
 
-#include <any>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "bench/bench_support.h"
 #include "engine/core/tensor.h"
+#include "engine/dispatch/op_problem.h"
 #include "engine/dispatch/variant_table.h"
 
 namespace anvil::bench::kernel {
@@ -23,8 +24,10 @@ struct Case {
   std::string model;              // "resnet50"
   std::string layer;              // "layer1.0.conv2": the first layer with this problem
   std::vector<std::string> also;  // the other layers of the model with the same problem
-  std::string op;                 // table name: "conv2d", "max_pool2d", "batch_norm2d", "lstm"
-  std::any problem;               // that table's Problem, as the model's layer builds it
+  std::string op;                 // op_name(problem): "conv2d", "max_pool2d", "batch_norm2d", ...
+  OpProblem problem;              // as the model's layer builds it (never a GemmProblem here)
+  // A problem from --anvil_problem: only its own pass is timed (model problems: every pass).
+  bool only_its_pass = false;
 };
 
 // Registers kernel/<op>/<variant>/<pass>/<model>:<layer>/threads:<t> with the family's timing
@@ -37,7 +40,8 @@ template <typename Table>
 std::vector<std::string> variants_of(const Table& table) {
   std::vector<std::string> out{"default"};
   for (const auto& v : table.variants())
-    if (v.device == DeviceType::cpu && v.name != "ref") out.push_back(v.name);
+    if (v.device == DeviceType::cpu && v.name != "ref" && !skipped(table.op(), v.name))
+      out.push_back(v.name);
   return out;
 }
 
@@ -70,7 +74,9 @@ void fill_nan(const Tensor& t);
 std::string compare(const char* what, const Tensor& got, const Tensor& want, double atol,
                     double rtol);
 
-// Per-op registration (kernel_bench_conv.cpp, kernel_bench_other.cpp).
+// Per-op registration (kernel_bench_conv.cpp, kernel_bench_other.cpp); register_case picks the
+// one of the case's problem type.
+void register_case(const Case& c);
 void register_conv(const Case& c);
 void register_pool(const Case& c);
 void register_batch_norm(const Case& c);

@@ -61,7 +61,7 @@ void run_pool(benchmark::State& state, const Case& c, PoolPass pass, const std::
               int threads) {
   try {
     set_num_threads(threads);
-    const PoolProblem p0 = std::any_cast<PoolProblem>(c.problem);
+    const PoolProblem p0 = std::get<PoolProblem>(c.problem);
     PoolTable& table = pool_table(p0.kind);
     const bool training = pass != PoolPass::forward_inference;
     const PoolProblem pf =
@@ -117,7 +117,7 @@ void run_batch_norm(benchmark::State& state, const Case& c, BatchNormPass pass,
                     const std::string& variant, int threads) {
   try {
     set_num_threads(threads);
-    const BatchNormProblem p0 = std::any_cast<BatchNormProblem>(c.problem);
+    const BatchNormProblem p0 = std::get<BatchNormProblem>(c.problem);
     const bool training = pass != BatchNormPass::forward_inference;
     const BatchNormProblem pf =
         p0.with_pass(training ? BatchNormPass::forward_training : BatchNormPass::forward_inference);
@@ -192,7 +192,7 @@ void run_lstm(benchmark::State& state, const Case& c, LstmPass pass, const std::
               int threads) {
   try {
     set_num_threads(threads);
-    LstmProblem p = std::any_cast<LstmProblem>(c.problem);
+    LstmProblem p = std::get<LstmProblem>(c.problem);
     p.has_initial_state = false;
     const bool training = pass != LstmPass::forward_inference;
     LstmProblem pf = p, pp = p;
@@ -268,35 +268,41 @@ void run_lstm(benchmark::State& state, const Case& c, LstmPass pass, const std::
 }  // namespace
 
 void register_pool(const Case& c) {
-  const PoolProblem& p = std::any_cast<const PoolProblem&>(c.problem);
+  const PoolProblem& p = std::get<PoolProblem>(c.problem);
   const auto variants = variants_of(pool_table(p.kind));
   std::vector<PoolPass> passes{PoolPass::forward_inference, PoolPass::backward};
   if (p.kind == PoolKind::max) passes.insert(passes.begin(), PoolPass::forward_training);
-  for (PoolPass pass : passes)
+  for (PoolPass pass : passes) {
+    if (c.only_its_pass && pass != p.pass) continue;
     for (int t : options().threads)
       for (const auto& variant : variants)
         add(c, variant, pool_pass_name(pass), t,
             [=](benchmark::State& st) { run_pool(st, c, pass, variant, t); });
+  }
 }
 
 void register_batch_norm(const Case& c) {
   const auto variants = variants_of(batch_norm2d_table());
-  for (BatchNormPass pass :
-       {BatchNormPass::forward_training, BatchNormPass::backward, BatchNormPass::forward_inference})
+  for (BatchNormPass pass : {BatchNormPass::forward_training, BatchNormPass::backward,
+                             BatchNormPass::forward_inference}) {
+    if (c.only_its_pass && pass != std::get<BatchNormProblem>(c.problem).pass) continue;
     for (int t : options().threads)
       for (const auto& variant : variants)
         add(c, variant, batch_norm_pass_name(pass), t,
             [=](benchmark::State& st) { run_batch_norm(st, c, pass, variant, t); });
+  }
 }
 
 void register_lstm(const Case& c) {
   const auto variants = variants_of(lstm_table());
   for (LstmPass pass :
-       {LstmPass::forward_training, LstmPass::backward, LstmPass::forward_inference})
+       {LstmPass::forward_training, LstmPass::backward, LstmPass::forward_inference}) {
+    if (c.only_its_pass && pass != std::get<LstmProblem>(c.problem).pass) continue;
     for (int t : options().threads)
       for (const auto& variant : variants)
         add(c, variant, lstm_pass_name(pass), t,
             [=](benchmark::State& st) { run_lstm(st, c, pass, variant, t); });
+  }
 }
 
 }  // namespace anvil::bench::kernel

@@ -187,7 +187,8 @@ std::vector<std::int64_t> batches_of(const models::ModelInfo& info) {
 void register_lstm_variant_steps(const std::string& name,
                                  const std::vector<std::int64_t>& batches) {
   bool has_lstm = false;
-  for (const auto& p : models::kernel_problems(name, 1)) has_lstm = has_lstm || p.op == "lstm";
+  for (const auto& p : models::problems(name, 1))
+    has_lstm = has_lstm || std::holds_alternative<LstmProblem>(p.problem);
   if (!has_lstm) return;
   for (const auto& v : lstm_table().variants()) {
     if (v.device != DeviceType::cpu || v.name == "ref") continue;

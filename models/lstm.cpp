@@ -33,9 +33,10 @@ class LstmClassifier final : public nn::Module {
     return lstm_->forward_flops({in[1], in[0], embedding_->embedding_dim()}) +
            fc_->forward_flops({in[0], lstm_->hidden_size()});
   }
-  void kernel_problems(const Shape& in, const std::string& prefix,
-                       std::vector<nn::NamedKernelProblem>& out) const override {
-    lstm_->kernel_problems({in[1], in[0], embedding_->embedding_dim()}, prefix + "lstm.", out);
+  void problems(const Shape& in, const std::string& prefix,
+                std::vector<nn::NamedProblem>& out) const override {
+    lstm_->problems({in[1], in[0], embedding_->embedding_dim()}, prefix + "lstm.", out);
+    fc_->problems({in[0], lstm_->hidden_size()}, prefix + "fc.", out);
   }
 
  private:

@@ -109,27 +109,15 @@ std::string ModelSummary::table() const {
   return os.str();
 }
 
-std::vector<nn::NamedGemm> gemm_problems(const std::string& name, std::int64_t batch) {
-  ANVIL_CHECK(batch > 0, "models::gemm_problems", "batch must be positive, got ", batch);
+std::vector<nn::NamedProblem> problems(const std::string& name, std::int64_t batch) {
+  ANVIL_CHECK(batch > 0, "models::problems", "batch must be positive, got ", batch);
   const ModelInfo& m = info(name);
   ShapesOnlyGuard shapes_only;  // Note [Shapes-only construction]
   nn::ModulePtr net = create(name);
   Shape shape = m.sample_shape;
   shape.insert(shape.begin(), batch);
-  std::vector<nn::NamedGemm> out;
-  net->gemm_problems(shape, name + ":", out);
-  return out;
-}
-
-std::vector<nn::NamedKernelProblem> kernel_problems(const std::string& name, std::int64_t batch) {
-  ANVIL_CHECK(batch > 0, "models::kernel_problems", "batch must be positive, got ", batch);
-  const ModelInfo& m = info(name);
-  ShapesOnlyGuard shapes_only;  // Note [Shapes-only construction]
-  nn::ModulePtr net = create(name);
-  Shape shape = m.sample_shape;
-  shape.insert(shape.begin(), batch);
-  std::vector<nn::NamedKernelProblem> out;
-  net->kernel_problems(shape, name + ":", out);
+  std::vector<nn::NamedProblem> out;
+  net->problems(shape, name + ":", out);
   return out;
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The model zoo: networks of ../shared/spec/networks.md by name, with summaries and the GEMM
+// The model zoo: networks of ../shared/spec/networks.md by name, with summaries and the kernel
 // problems their layers generate (one source of truth for tests and kernel benchmarks).
 //   auto net = anvil::models::create("fcn5");
 //   auto s = anvil::models::summary("fcn5");   // params, FLOPs per sample, layer table
@@ -78,11 +78,10 @@ std::vector<std::string> list();
 const ModelInfo& info(const std::string& name);  // throws listing the known names
 nn::ModulePtr create(const std::string& name, const ModelOptions& options = {});
 ModelSummary summary(const std::string& name);
-// Forward, input-gradient and weight-gradient GEMMs of every layer at batch `batch`,
-// named "fcn5:0.forward" etc.
-std::vector<nn::NamedGemm> gemm_problems(const std::string& name, std::int64_t batch);
-// Convolution/pool/batch-norm/LSTM problems of every layer at batch `batch`, named
-// "resnet50:layer3.0.conv2" etc.
-std::vector<nn::NamedKernelProblem> kernel_problems(const std::string& name, std::int64_t batch);
+// The kernel problems of every layer at batch `batch` in forward order (nn::Module::problems):
+// a Linear's forward, input-gradient and weight-gradient GEMMs ("fcn5:0.forward", ...), each
+// convolution, pooling, batch norm ("resnet50:layer3.0.conv2") and LSTM layer
+// ("lstm32:lstm.l0"). The problems are the CPU, f32 ones the model's layers build.
+std::vector<nn::NamedProblem> problems(const std::string& name, std::int64_t batch);
 
 }  // namespace anvil::models

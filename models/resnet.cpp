@@ -64,17 +64,17 @@ double Bottleneck::forward_flops(const Shape& in) const {
   return f;
 }
 
-void Bottleneck::kernel_problems(const Shape& in, const std::string& prefix,
-                                 std::vector<nn::NamedKernelProblem>& out) const {
+void Bottleneck::problems(const Shape& in, const std::string& prefix,
+                          std::vector<nn::NamedProblem>& out) const {
   const Shape s1 = conv1_->output_shape(in), s2 = conv2_->output_shape(s1),
               s3 = conv3_->output_shape(s2);
-  conv1_->kernel_problems(in, prefix + "conv1.", out);
-  bn1_->kernel_problems(s1, prefix + "bn1.", out);
-  conv2_->kernel_problems(s1, prefix + "conv2.", out);
-  bn2_->kernel_problems(s2, prefix + "bn2.", out);
-  conv3_->kernel_problems(s2, prefix + "conv3.", out);
-  bn3_->kernel_problems(s3, prefix + "bn3.", out);
-  if (downsample_) downsample_->kernel_problems(in, prefix + "downsample.", out);
+  conv1_->problems(in, prefix + "conv1.", out);
+  bn1_->problems(s1, prefix + "bn1.", out);
+  conv2_->problems(s1, prefix + "conv2.", out);
+  bn2_->problems(s2, prefix + "bn2.", out);
+  conv3_->problems(s2, prefix + "conv3.", out);
+  bn3_->problems(s3, prefix + "bn3.", out);
+  if (downsample_) downsample_->problems(in, prefix + "downsample.", out);
 }
 
 nn::ModulePtr resnet50(std::int64_t classes, Generator& gen) {

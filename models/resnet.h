@@ -21,8 +21,8 @@ class Bottleneck final : public nn::Module {
   std::string extra_repr() const override;
   Shape output_shape(const Shape& in) const override;
   double forward_flops(const Shape& in) const override;
-  void kernel_problems(const Shape& in, const std::string& prefix,
-                       std::vector<nn::NamedKernelProblem>& out) const override;
+  void problems(const Shape& in, const std::string& prefix,
+                std::vector<nn::NamedProblem>& out) const override;
 
  private:
   std::int64_t in_, width_, stride_;

@@ -336,12 +336,11 @@ TEST_CASE("nn::Conv2d shapes and flops and init and kernel problems", "[conv][nn
   CHECK(test::max_abs(conv.weight()) > 0.9 * bound);
   CHECK(test::max_abs(conv.bias()) <= bound);
   CHECK_THAT(conv.extra_repr(), Contains("in=64, out=128, kernel=3x3, stride=2x2, padding=1x1"));
-  std::vector<nn::NamedKernelProblem> probs;
-  conv.kernel_problems({16, 64, 56, 56}, "resnet50:layer3.0.conv2.", probs);
+  std::vector<nn::NamedProblem> probs;
+  conv.problems({16, 64, 56, 56}, "resnet50:layer3.0.conv2.", probs);
   REQUIRE(probs.size() == 1);
   CHECK(probs[0].name == "resnet50:layer3.0.conv2");
-  CHECK(probs[0].op == "conv2d");
-  const auto& p = std::any_cast<const ConvProblem&>(probs[0].problem);
+  const auto& p = std::get<ConvProblem>(probs[0].problem);
   CHECK(p.pass == ConvPass::forward);
   CHECK(p.n == 16);
   CHECK(p.p() == 28);

@@ -2,10 +2,10 @@
 // The GPU pooling and batch-norm variants' pure logic, on the CPU (no GPU, no CUDA library
 // loaded): which problems cuda.custom and cuda.cudnn run, the reasons when they decline, and the
 // cuDNN pooling descriptor parameters (kernels/cuda/pool_bn_plan.h), on hand-made problems and on
-// the real layer problems of the CNNs (models::kernel_problems).
+// the real layer problems of the CNNs (models::problems).
 #include <catch2/catch.hpp>
 
-#include <any>
+#include <variant>
 #include <map>
 #include <string>
 
@@ -172,9 +172,10 @@ TEST_CASE("cuda batch norm: what each variant runs and declines", "[cuda_plan][b
 TEST_CASE("cuda variants on the CNNs' real layer problems", "[cuda_plan][models]") {
   std::map<std::string, int> ran, declined;
   for (const std::string model : {"alexnet", "vgg16", "resnet50", "cnn_mnist", "cnn_cifar"}) {
-    for (const auto& np : models::kernel_problems(model, 8)) {
-      if (np.op == "batch_norm2d") {
-        BatchNormProblem p = std::any_cast<const BatchNormProblem&>(np.problem);
+    for (const auto& np : models::problems(model, 8)) {
+      const std::string op = op_name(np.problem);
+      if (const auto* bn = std::get_if<BatchNormProblem>(&np.problem)) {
+        BatchNormProblem p = *bn;
         p.device = kGpu;
         for (BatchNormPass pass : {BatchNormPass::forward_training,
                                    BatchNormPass::forward_inference, BatchNormPass::backward}) {
@@ -182,15 +183,15 @@ TEST_CASE("cuda variants on the CNNs' real layer problems", "[cuda_plan][models]
           ++(cudnn_batch_norm_support(q).ok ? ran : declined)["bn cudnn"];
           ++(custom_batch_norm_support(q).ok ? ran : declined)["bn custom"];
         }
-      } else if (np.op.find("pool") != std::string::npos) {
-        PoolProblem p = std::any_cast<const PoolProblem&>(np.problem);
+      } else if (const auto* pool = std::get_if<PoolProblem>(&np.problem)) {
+        PoolProblem p = *pool;
         p.device = kGpu;
         for (PoolPass pass :
              {PoolPass::forward_inference, PoolPass::forward_training, PoolPass::backward}) {
           const PoolProblem q = p.with_pass(pass);
           INFO(np.name << ": " << q.repr());
-          ++(cudnn_pool_plan(q).support.ok ? ran : declined)["pool cudnn " + np.op];
-          ++(custom_pool_support(q).ok ? ran : declined)["pool custom " + np.op];
+          ++(cudnn_pool_plan(q).support.ok ? ran : declined)["pool cudnn " + op];
+          ++(custom_pool_support(q).ok ? ran : declined)["pool custom " + op];
         }
       }
     }

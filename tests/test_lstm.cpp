@@ -440,13 +440,13 @@ TEST_CASE("LSTM module parameters, shapes, state and kernel problems", "[lstm][n
   auto [y1, s1] = lstm.forward(x.slice(0, 0, 2), nn::LstmState{});
   auto [y2, s2] = lstm.forward(x.slice(0, 2, 4), s1);
   CHECK(max_abs_diff(y2, y.slice(0, 2, 4)) < 1e-6);
-  std::vector<nn::NamedKernelProblem> probs;
-  lstm.kernel_problems({4, 3, 6}, "net:lstm.", probs);
+  std::vector<nn::NamedProblem> probs;
+  lstm.problems({4, 3, 6}, "net:lstm.", probs);
   REQUIRE(probs.size() == 2);
   CHECK(probs[0].name == "net:lstm.l0");
   CHECK(probs[1].name == "net:lstm.l1");
-  CHECK(probs[0].op == "lstm");
-  const auto& p1 = std::any_cast<const LstmProblem&>(probs[1].problem);
+  CHECK(std::string(op_name(probs[0].problem)) == "lstm");
+  const auto& p1 = std::get<LstmProblem>(probs[1].problem);
   CHECK(p1.I == 5);
   CHECK(p1.two_biases);
 }
@@ -466,10 +466,12 @@ TEST_CASE("LSTM models have the exact parameter counts", "[lstm][models]") {
   CHECK(info.cpu_batch == 128);
   CHECK(models::info("ptb_small").cpu_batch == 20);
   CHECK(models::info("lstm_imdb").cpu_batch == 500);
-  auto probs = models::kernel_problems("lstm64", 128);
-  REQUIRE(probs.size() == 2);
+  auto probs = models::problems("lstm64", 128);
+  REQUIRE(probs.size() == 5);  // two LSTM layers, then the decoder's three GEMMs
   CHECK(probs[0].name == "lstm64:lstm.l0");
-  const auto& p = std::any_cast<const LstmProblem&>(probs[0].problem);
+  CHECK(probs[2].name == "lstm64:decoder.forward");
+  CHECK(std::get<GemmProblem>(probs[2].problem).m == 64 * 128);
+  const auto& p = std::get<LstmProblem>(probs[0].problem);
   CHECK((p.T == 64 && p.B == 128 && p.I == 256 && p.H == 256 && !p.two_biases));
   auto s = models::summary("lstm32");
   CHECK(s.params == 6180624);

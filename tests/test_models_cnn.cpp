@@ -4,7 +4,7 @@
 // layer problems run through each conv/pool/batch-norm variant against `ref`.
 #include <catch2/catch.hpp>
 
-#include <any>
+#include <variant>
 #include <map>
 #include <set>
 
@@ -63,26 +63,27 @@ TEST_CASE("CNN output shapes", "[models][cnn]") {
 
 TEST_CASE("CNN models list their conv, pool and batch-norm problems by layer name",
           "[models][cnn][problems]") {
-  auto probs = models::kernel_problems("resnet50", 16);
+  auto probs = models::problems("resnet50", 16);
   std::map<std::string, int> per_op;
-  for (const auto& p : probs) ++per_op[p.op];
+  for (const auto& p : probs) ++per_op[op_name(p.problem)];
   CHECK(per_op["conv2d"] == 53);        // stem + 16 blocks x 3 + 4 projections
   CHECK(per_op["batch_norm2d"] == 53);  // one after every conv
   CHECK(per_op["max_pool2d"] == 1);
-  const nn::NamedKernelProblem* l3 = nullptr;
+  CHECK(per_op["gemm"] == 3);  // the classifier's forward, input and weight gradients
+  const nn::NamedProblem* l3 = nullptr;
   for (const auto& p : probs)
     if (p.name == "resnet50:layer3.0.conv2") l3 = &p;
   REQUIRE(l3 != nullptr);
-  const auto& c = std::any_cast<const ConvProblem&>(l3->problem);
+  const auto& c = std::get<ConvProblem>(l3->problem);
   // Stride on the 3x3 conv of the first block of a stage: 256 channels, 28x28 -> 14x14.
   CHECK(c.n == 16);
   CHECK(c.c == 256);
   CHECK(c.h == 28);
   CHECK(c.stride_h == 2);
   CHECK(c.p() == 14);
-  auto vgg = models::kernel_problems("vgg16", 1);
+  auto vgg = models::problems("vgg16", 1);
   int convs = 0;
-  for (const auto& p : vgg) convs += p.op == "conv2d";
+  for (const auto& p : vgg) convs += std::holds_alternative<ConvProblem>(p.problem);
   CHECK(convs == 13);
 }
 
@@ -211,13 +212,14 @@ void compare_variants(const std::string& name, const std::string& op,
 
 // The model's problems at batch 1 whose ref pass is cheap enough for a unit test, every
 // `stride`-th of them, so each model contributes a spread of its real layers.
-std::vector<nn::NamedKernelProblem> sample_problems(const std::string& model, std::size_t stride,
-                                                    double max_flops) {
-  std::vector<nn::NamedKernelProblem> out;
+std::vector<nn::NamedProblem> sample_problems(const std::string& model, std::size_t stride,
+                                              double max_flops) {
+  std::vector<nn::NamedProblem> out;
   std::size_t i = 0;
-  for (auto& p : models::kernel_problems(model, 1)) {
+  for (auto& p : models::problems(model, 1)) {
+    if (std::holds_alternative<GemmProblem>(p.problem)) continue;  // test_gemm_variants.cpp
     double flops = 0;
-    if (p.op == "conv2d") flops = std::any_cast<const ConvProblem&>(p.problem).flops();
+    if (const auto* c = std::get_if<ConvProblem>(&p.problem)) flops = c->flops();
     if (flops > max_flops) continue;
     if (i++ % stride == 0) out.push_back(p);
   }
@@ -245,8 +247,9 @@ TEST_CASE(
     h->skip_ref();  // the oracle
   for (const auto& [model, stride] : strides) {
     for (const auto& np : sample_problems(model, stride, 1e9)) {
-      if (np.op == "conv2d") {
-        const auto& p = std::any_cast<const ConvProblem&>(np.problem);
+      const std::string op = op_name(np.problem);
+      if (const auto* conv = std::get_if<ConvProblem>(&np.problem)) {
+        const ConvProblem& p = *conv;
         Conv2dOptions o;
         o.stride = {p.stride_h, p.stride_w};
         o.padding = {p.pad_h, p.pad_w};
@@ -269,36 +272,37 @@ TEST_CASE(
               return fuse ? conv2d_relu(v[0], v[1], b, o) : conv2d(v[0], v[1], b, o);
             },
             tol, conv_tally);
-      } else if (np.op == "max_pool2d" || np.op == "avg_pool2d") {
-        const auto& p = std::any_cast<const PoolProblem&>(np.problem);
+      } else if (const auto* pool = std::get_if<PoolProblem>(&np.problem);
+                 pool && pool->kind != PoolKind::adaptive_avg) {
+        const PoolProblem& p = *pool;
         Pool2dOptions o;
         o.kernel = {p.kh, p.kw};
         o.stride = {p.sh, p.sw};
         o.padding = {p.ph, p.pw};
         o.ceil_mode = p.ceil_mode;
         o.count_include_pad = p.count_include_pad;
-        const bool is_max = np.op == "max_pool2d";
+        const bool is_max = p.kind == PoolKind::max;
         compare_variants(
-            np.name, np.op, pool_table(p.kind), p.with_pass(PoolPass::forward_training),
+            np.name, op, pool_table(p.kind), p.with_pass(PoolPass::forward_training),
             {normal({p.n, p.c, p.h, p.w}, 0, 1, DType::f32, &gen)},
             [o, is_max](const std::vector<Tensor>& v) {
               return is_max ? max_pool2d(v[0], o) : avg_pool2d(v[0], o);
             },
             1e-5, is_max ? max_tally : avg_tally);
-      } else if (np.op == "adaptive_avg_pool2d") {
-        const auto& p = std::any_cast<const PoolProblem&>(np.problem);
+      } else if (pool) {
+        const PoolProblem& p = *pool;
         compare_variants(
-            np.name, np.op, pool_table(p.kind), p.with_pass(PoolPass::forward_training),
+            np.name, op, pool_table(p.kind), p.with_pass(PoolPass::forward_training),
             {normal({p.n, p.c, p.h, p.w}, 0, 1, DType::f32, &gen)},
             [oh = p.oh, ow = p.ow](const std::vector<Tensor>& v) {
               return adaptive_avg_pool2d(v[0], {oh, ow});
             },
             1e-5, adaptive_tally);
-      } else if (np.op == "batch_norm2d") {
-        const auto& p = std::any_cast<const BatchNormProblem&>(np.problem);
+      } else if (const auto* bn = std::get_if<BatchNormProblem>(&np.problem)) {
+        const BatchNormProblem& p = *bn;
         if (p.n * p.h * p.w < 2) continue;  // training statistics need two values per channel
         compare_variants(
-            np.name, np.op, batch_norm2d_table(), p.with_pass(BatchNormPass::forward_training),
+            np.name, op, batch_norm2d_table(), p.with_pass(BatchNormPass::forward_training),
             {normal({p.n, p.c, p.h, p.w}, 0, 1, DType::f32, &gen),
              uniform({p.c}, 0.5, 1.5, DType::f32, &gen), normal({p.c}, 0, 1, DType::f32, &gen)},
             [c = p.c](const std::vector<Tensor>& v) {

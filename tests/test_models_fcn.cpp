@@ -28,14 +28,16 @@ TEST_CASE("model summaries count parameters and forward FLOPs per layer", "[mode
 }
 
 TEST_CASE("models list the GEMMs of their layers", "[models][problems]") {
-  auto probs = models::gemm_problems("fcn5", 64);
+  auto probs = models::problems("fcn5", 64);
   REQUIRE(probs.size() == 12);  // 4 Linear layers x (forward, grad_input, grad_weight)
   CHECK(probs[0].name == "fcn5:0.forward");
-  CHECK(probs[0].problem.m == 64);
-  CHECK(probs[0].problem.n == 2048);
-  CHECK(probs[0].problem.k == 26752);
-  CHECK(probs[0].problem.mode() == "NT");
-  CHECK(probs[2].problem.mode() == "TN");
+  const auto* fwd = std::get_if<GemmProblem>(&probs[0].problem);
+  REQUIRE(fwd != nullptr);
+  CHECK(fwd->m == 64);
+  CHECK(fwd->n == 2048);
+  CHECK(fwd->k == 26752);
+  CHECK(fwd->mode() == "NT");
+  CHECK(std::get<GemmProblem>(probs[2].problem).mode() == "TN");
 }
 
 TEST_CASE("forward shapes of the FCN models", "[models]") {

@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <any>
+#include <variant>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -494,23 +494,23 @@ TEST_CASE("pooling modules: shapes flops problems", "[pool][nn]") {
   nn::Sequential seq{std::make_shared<nn::MaxPool2d>(test::pool_options(3, 2, 1)),
                      std::make_shared<nn::BatchNorm2d>(64),
                      std::make_shared<nn::GlobalAvgPool2d>()};
-  std::vector<nn::NamedKernelProblem> probs;
-  seq.kernel_problems({4, 64, 112, 112}, "net:", probs);
+  std::vector<nn::NamedProblem> probs;
+  seq.problems({4, 64, 112, 112}, "net:", probs);
   REQUIRE(probs.size() == 3);
   CHECK(probs[0].name == "net:0");
-  CHECK(probs[0].op == "max_pool2d");
-  const auto& mp = std::any_cast<const PoolProblem&>(probs[0].problem);
+  CHECK(std::string(op_name(probs[0].problem)) == "max_pool2d");
+  const auto& mp = std::get<PoolProblem>(probs[0].problem);
   CHECK(mp.oh == 56);
   CHECK(mp.n == 4);
   CHECK(probs[1].name == "net:1");
-  CHECK(probs[1].op == "batch_norm2d");
-  const auto& bp = std::any_cast<const BatchNormProblem&>(probs[1].problem);
+  CHECK(std::string(op_name(probs[1].problem)) == "batch_norm2d");
+  const auto& bp = std::get<BatchNormProblem>(probs[1].problem);
   CHECK(bp.h == 56);
   CHECK(bp.pass == BatchNormPass::forward_training);
-  CHECK(probs[2].op == "adaptive_avg_pool2d");
-  CHECK(std::any_cast<const PoolProblem&>(probs[2].problem).oh == 1);
+  CHECK(std::string(op_name(probs[2].problem)) == "adaptive_avg_pool2d");
+  CHECK(std::get<PoolProblem>(probs[2].problem).oh == 1);
   // Op names are table names.
-  for (const auto& np : probs) CHECK(find_variant_table(np.op) != nullptr);
+  for (const auto& np : probs) CHECK(find_variant_table(op_name(np.problem)) != nullptr);
   CHECK(seq.output_shape({4, 64, 112, 112}) == Shape{4, 64});
 }
 
@@ -546,12 +546,11 @@ TEST_CASE("BatchNorm2d module: parameters buffers modes", "[batch_norm][nn]") {
   Tensor ye = bn.forward(x);
   CHECK(values_f64(bn.running_mean()) == before);
   // Eval output uses the running statistics: not zero-mean per channel any more.
-  std::vector<nn::NamedKernelProblem> probs;
-  bn.kernel_problems({4, 3, 5, 5}, "m:bn.", probs);
+  std::vector<nn::NamedProblem> probs;
+  bn.problems({4, 3, 5, 5}, "m:bn.", probs);
   REQUIRE(probs.size() == 1);
   CHECK(probs[0].name == "m:bn");
-  CHECK(std::any_cast<const BatchNormProblem&>(probs[0].problem).pass ==
-        BatchNormPass::forward_inference);
+  CHECK(std::get<BatchNormProblem>(probs[0].problem).pass == BatchNormPass::forward_inference);
   CHECK_THROWS_WITH(bn.forward(Tensor::zeros({1, 4, 2, 2})), Catch::Contains("[N,3,H,W]"));
 }
 

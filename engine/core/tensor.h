@@ -71,7 +71,7 @@ struct TensorImpl {
 // Note [Shapes-only construction]
 // While a ShapesOnlyGuard lives on this thread, fill_() and the random fills (uniform, normal,
 // randint) leave memory untouched. A model built only to read its shapes, FLOPs and problem
-// lists (models::summary, gemm_problems, kernel_problems) then costs address space but no
+// lists (models::summary, models::problems) then costs address space but no
 // resident pages; filled, its blocks would stay resident in the caching allocator and inflate
 // every later peak-RSS figure of the process. Values read under the guard are garbage.
 class ShapesOnlyGuard {

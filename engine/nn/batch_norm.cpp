@@ -44,14 +44,14 @@ double BatchNorm2d::forward_flops(const Shape& in) const {
   return 2.0 * static_cast<double>(shape_numel(in));
 }
 
-void BatchNorm2d::kernel_problems(const Shape& in, const std::string& prefix,
-                                  std::vector<NamedKernelProblem>& out) const {
+void BatchNorm2d::problems(const Shape& in, const std::string& prefix,
+                           std::vector<NamedProblem>& out) const {
   (void)output_shape(in);
   BatchNormProblem p = make_batch_norm_problem(in, is_training(), momentum_, eps_, weight_->dtype(),
                                                weight_->device(), "BatchNorm2d");
   std::string name = prefix;
   if (!name.empty() && name.back() == '.') name.pop_back();
-  out.push_back({std::move(name), "batch_norm2d", p});
+  out.push_back({std::move(name), p});
 }
 
 }  // namespace anvil::nn

@@ -23,8 +23,8 @@ class BatchNorm2d final : public Module {
   double forward_flops(const Shape& in) const override;
   // One problem, op "batch_norm2d": the forward problem of the current mode at `in`, named
   // `prefix` without its trailing '.'.
-  void kernel_problems(const Shape& in, const std::string& prefix,
-                       std::vector<NamedKernelProblem>& out) const override;
+  void problems(const Shape& in, const std::string& prefix,
+                std::vector<NamedProblem>& out) const override;
 
   Tensor& weight() { return *weight_; }
   Tensor& bias() { return *bias_; }

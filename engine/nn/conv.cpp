@@ -68,15 +68,15 @@ double Conv2d::forward_flops(const Shape& in) const {
   return p.flops();
 }
 
-void Conv2d::kernel_problems(const Shape& in, const std::string& prefix,
-                             std::vector<NamedKernelProblem>& out) const {
+void Conv2d::problems(const Shape& in, const std::string& prefix,
+                      std::vector<NamedProblem>& out) const {
   ConvProblem p = ops::conv2d_problem(in, weight_->sizes(), bias_->defined(), to_params(options_),
                                       weight_->dtype(), "Conv2d");
   p.device = weight_->device();
   p.fuse_relu = fused_relu_;
   std::string name = prefix;
   if (!name.empty() && name.back() == '.') name.pop_back();
-  out.push_back({std::move(name), "conv2d", p});
+  out.push_back({std::move(name), p});
 }
 
 }  // namespace anvil::nn

@@ -25,8 +25,8 @@ class Conv2d final : public Module {
   double forward_flops(const Shape& in) const override;
   // One problem, op "conv2d": the forward ConvProblem at input `in`, named `prefix` without its
   // trailing '.' ("resnet50:layer3.0.conv2." -> "resnet50:layer3.0.conv2").
-  void kernel_problems(const Shape& in, const std::string& prefix,
-                       std::vector<NamedKernelProblem>& out) const override;
+  void problems(const Shape& in, const std::string& prefix,
+                std::vector<NamedProblem>& out) const override;
 
   void set_fused_relu(bool on) { fused_relu_ = on; }
   bool fused_relu() const { return fused_relu_; }

@@ -40,13 +40,13 @@ double Linear::forward_flops(const Shape& in) const {
   return rows * (2.0 * in_ * out_ + (bias_->defined() ? out_ : 0));
 }
 
-void Linear::gemm_problems(const Shape& in, const std::string& prefix,
-                           std::vector<NamedGemm>& out) const {
+void Linear::problems(const Shape& in, const std::string& prefix,
+                      std::vector<NamedProblem>& out) const {
   const std::int64_t rows = shape_numel(in) / in_;
   // Note [Linear layout]: forward NT, input gradient NN, weight gradient TN.
-  NamedGemm fwd{prefix + "forward", GemmProblem::dense(rows, out_, in_, false, true)};
-  fwd.problem.beta_zero = !bias_->defined();  // the bias is pre-written into y (beta = 1)
-  out.push_back(fwd);
+  GemmProblem fwd = GemmProblem::dense(rows, out_, in_, false, true);
+  fwd.beta_zero = !bias_->defined();  // the bias is pre-written into y (beta = 1)
+  out.push_back({prefix + "forward", fwd});
   out.push_back({prefix + "grad_input", GemmProblem::dense(rows, in_, out_, false, false)});
   out.push_back({prefix + "grad_weight", GemmProblem::dense(out_, in_, rows, true, false)});
 }
@@ -139,20 +139,11 @@ double Sequential::forward_flops(const Shape& in) const {
   return f;
 }
 
-void Sequential::gemm_problems(const Shape& in, const std::string& prefix,
-                               std::vector<NamedGemm>& out) const {
+void Sequential::problems(const Shape& in, const std::string& prefix,
+                          std::vector<NamedProblem>& out) const {
   Shape s = in;
   for (const auto& [name, m] : children()) {
-    m->gemm_problems(s, prefix + name + ".", out);
-    s = m->output_shape(s);
-  }
-}
-
-void Sequential::kernel_problems(const Shape& in, const std::string& prefix,
-                                 std::vector<NamedKernelProblem>& out) const {
-  Shape s = in;
-  for (const auto& [name, m] : children()) {
-    m->kernel_problems(s, prefix + name + ".", out);
+    m->problems(s, prefix + name + ".", out);
     s = m->output_shape(s);
   }
 }

@@ -20,8 +20,8 @@ class Linear final : public Module {
   std::string extra_repr() const override;
   Shape output_shape(const Shape& in) const override;
   double forward_flops(const Shape& in) const override;
-  void gemm_problems(const Shape& in, const std::string& prefix,
-                     std::vector<NamedGemm>& out) const override;
+  void problems(const Shape& in, const std::string& prefix,
+                std::vector<NamedProblem>& out) const override;
 
   Tensor& weight() { return *weight_; }
   Tensor& bias() { return *bias_; }
@@ -97,10 +97,8 @@ class Sequential final : public Module {
   std::string type_name() const override { return "Sequential"; }
   Shape output_shape(const Shape& in) const override;
   double forward_flops(const Shape& in) const override;
-  void gemm_problems(const Shape& in, const std::string& prefix,
-                     std::vector<NamedGemm>& out) const override;
-  void kernel_problems(const Shape& in, const std::string& prefix,
-                       std::vector<NamedKernelProblem>& out) const override;
+  void problems(const Shape& in, const std::string& prefix,
+                std::vector<NamedProblem>& out) const override;
   std::size_t size() const { return children().size(); }
 };
 

@@ -2,7 +2,6 @@
 #pragma once
 // nn::Module: named parameters, child modules, train/eval mode, shape and FLOP description.
 // The API follows libtorch: `auto y = model->forward(x); loss.backward(); opt.step();`.
-#include <any>
 #include <map>
 #include <memory>
 #include <string>
@@ -10,23 +9,16 @@
 #include <vector>
 
 #include "engine/core/tensor.h"
-#include "engine/dispatch/gemm_problem.h"
+#include "engine/dispatch/op_problem.h"
 
 namespace anvil::nn {
 
-// A GEMM a layer runs, named "fc1.forward" etc. (shared by tests and benchmarks).
-struct NamedGemm {
+// A kernel problem a layer runs (a GEMM, convolution, pooling, batch norm or LSTM), named after
+// the layer: "fcn5:fc1.forward", "resnet50:layer3.0.conv2", "lstm32:lstm.l0". op_name(problem)
+// names its variant table.
+struct NamedProblem {
   std::string name;
-  GemmProblem problem;
-};
-
-// A non-GEMM kernel problem a layer runs (convolution, pooling, batch norm, LSTM), named
-// "resnet50:layer3.0.conv2" etc. `op` names the variant table ("conv2d", "max_pool2d", ...) and
-// `problem` holds that table's Problem type (std::any keeps nn free of every problem header).
-struct NamedKernelProblem {
-  std::string name;
-  std::string op;
-  std::any problem;
+  OpProblem problem;
 };
 
 class Module {
@@ -46,16 +38,11 @@ class Module {
     (void)in;
     return 0.0;
   }
-  // Appends the GEMMs of forward and backward for input `in`, names prefixed by `prefix`.
-  virtual void gemm_problems(const Shape& in, const std::string& prefix,
-                             std::vector<NamedGemm>& out) const {
-    (void)in;
-    (void)prefix;
-    (void)out;
-  }
-  // Appends the convolution/pool/batch-norm/LSTM problems of this module for input `in`.
-  virtual void kernel_problems(const Shape& in, const std::string& prefix,
-                               std::vector<NamedKernelProblem>& out) const {
+  // Appends the kernel problems of this module for input `in`, in forward order, names prefixed
+  // by `prefix`: a Linear's forward, input-gradient and weight-gradient GEMMs, a convolution's,
+  // pooling's, batch norm's or LSTM layer's table problem. Containers recurse into children.
+  virtual void problems(const Shape& in, const std::string& prefix,
+                        std::vector<NamedProblem>& out) const {
     (void)in;
     (void)prefix;
     (void)out;

@@ -52,10 +52,9 @@ Shape MaxPool2d::output_shape(const Shape& in) const {
 double MaxPool2d::forward_flops(const Shape& in) const {
   return fixed_problem(PoolKind::max, in, options_, "MaxPool2d").flops();
 }
-void MaxPool2d::kernel_problems(const Shape& in, const std::string& prefix,
-                                std::vector<NamedKernelProblem>& out) const {
-  out.push_back(
-      {without_dot(prefix), "max_pool2d", fixed_problem(PoolKind::max, in, options_, "MaxPool2d")});
+void MaxPool2d::problems(const Shape& in, const std::string& prefix,
+                         std::vector<NamedProblem>& out) const {
+  out.push_back({without_dot(prefix), fixed_problem(PoolKind::max, in, options_, "MaxPool2d")});
 }
 
 // ---- AvgPool2d --------------------------------------------------------------------------------
@@ -73,10 +72,9 @@ Shape AvgPool2d::output_shape(const Shape& in) const {
 double AvgPool2d::forward_flops(const Shape& in) const {
   return fixed_problem(PoolKind::avg, in, options_, "AvgPool2d").flops();
 }
-void AvgPool2d::kernel_problems(const Shape& in, const std::string& prefix,
-                                std::vector<NamedKernelProblem>& out) const {
-  out.push_back(
-      {without_dot(prefix), "avg_pool2d", fixed_problem(PoolKind::avg, in, options_, "AvgPool2d")});
+void AvgPool2d::problems(const Shape& in, const std::string& prefix,
+                         std::vector<NamedProblem>& out) const {
+  out.push_back({without_dot(prefix), fixed_problem(PoolKind::avg, in, options_, "AvgPool2d")});
 }
 
 // ---- AdaptiveAvgPool2d ------------------------------------------------------------------------
@@ -98,11 +96,11 @@ double AdaptiveAvgPool2d::forward_flops(const Shape& in) const {
                                     "AdaptiveAvgPool2d")
       .flops();
 }
-void AdaptiveAvgPool2d::kernel_problems(const Shape& in, const std::string& prefix,
-                                        std::vector<NamedKernelProblem>& out) const {
-  out.push_back({without_dot(prefix), "adaptive_avg_pool2d",
-                 make_adaptive_pool_problem(in, output_size_, DType::f32, Device::cpu(),
-                                            "AdaptiveAvgPool2d")});
+void AdaptiveAvgPool2d::problems(const Shape& in, const std::string& prefix,
+                                 std::vector<NamedProblem>& out) const {
+  out.push_back(
+      {without_dot(prefix), make_adaptive_pool_problem(in, output_size_, DType::f32, Device::cpu(),
+                                                       "AdaptiveAvgPool2d")});
 }
 
 // ---- GlobalAvgPool2d --------------------------------------------------------------------------
@@ -116,10 +114,10 @@ double GlobalAvgPool2d::forward_flops(const Shape& in) const {
   return make_adaptive_pool_problem(in, {1, 1}, DType::f32, Device::cpu(), "GlobalAvgPool2d")
       .flops();
 }
-void GlobalAvgPool2d::kernel_problems(const Shape& in, const std::string& prefix,
-                                      std::vector<NamedKernelProblem>& out) const {
+void GlobalAvgPool2d::problems(const Shape& in, const std::string& prefix,
+                               std::vector<NamedProblem>& out) const {
   out.push_back(
-      {without_dot(prefix), "adaptive_avg_pool2d",
+      {without_dot(prefix),
        make_adaptive_pool_problem(in, {1, 1}, DType::f32, Device::cpu(), "GlobalAvgPool2d")});
 }
 

@@ -22,8 +22,8 @@ class MaxPool2d final : public Module {
   double forward_flops(const Shape& in) const override;
   // One problem, op "max_pool2d": the forward PoolProblem at `in`, named `prefix` without its
   // trailing '.'.
-  void kernel_problems(const Shape& in, const std::string& prefix,
-                       std::vector<NamedKernelProblem>& out) const override;
+  void problems(const Shape& in, const std::string& prefix,
+                std::vector<NamedProblem>& out) const override;
   const Pool2dOptions& options() const { return options_; }
 
  private:
@@ -39,8 +39,8 @@ class AvgPool2d final : public Module {
   std::string extra_repr() const override;
   Shape output_shape(const Shape& in) const override;
   double forward_flops(const Shape& in) const override;  // one addition per window element
-  void kernel_problems(const Shape& in, const std::string& prefix,
-                       std::vector<NamedKernelProblem>& out) const override;  // "avg_pool2d"
+  void problems(const Shape& in, const std::string& prefix,
+                std::vector<NamedProblem>& out) const override;  // "avg_pool2d"
   const Pool2dOptions& options() const { return options_; }
 
  private:
@@ -56,9 +56,8 @@ class AdaptiveAvgPool2d final : public Module {
   std::string extra_repr() const override;
   Shape output_shape(const Shape& in) const override;
   double forward_flops(const Shape& in) const override;  // one addition per binned element
-  void kernel_problems(
-      const Shape& in, const std::string& prefix,
-      std::vector<NamedKernelProblem>& out) const override;  // "adaptive_avg_pool2d"
+  void problems(const Shape& in, const std::string& prefix,
+                std::vector<NamedProblem>& out) const override;  // "adaptive_avg_pool2d"
   std::array<std::int64_t, 2> output_size() const { return output_size_; }
 
  private:
@@ -73,9 +72,8 @@ class GlobalAvgPool2d final : public Module {
   std::string type_name() const override { return "GlobalAvgPool2d"; }
   Shape output_shape(const Shape& in) const override;
   double forward_flops(const Shape& in) const override;
-  void kernel_problems(
-      const Shape& in, const std::string& prefix,
-      std::vector<NamedKernelProblem>& out) const override;  // "adaptive_avg_pool2d"
+  void problems(const Shape& in, const std::string& prefix,
+                std::vector<NamedProblem>& out) const override;  // "adaptive_avg_pool2d"
 };
 
 }  // namespace anvil::nn

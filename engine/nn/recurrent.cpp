@@ -106,10 +106,9 @@ double LSTM::forward_flops(const Shape& in) const {
   return f;
 }
 
-void LSTM::kernel_problems(const Shape& in, const std::string& prefix,
-                           std::vector<NamedKernelProblem>& out) const {
-  ANVIL_CHECK(in.size() == 3, "LSTM::kernel_problems", "expected input [T, B, I], got ",
-              shape_str(in));
+void LSTM::problems(const Shape& in, const std::string& prefix,
+                    std::vector<NamedProblem>& out) const {
+  ANVIL_CHECK(in.size() == 3, "LSTM::problems", "expected input [T, B, I], got ", shape_str(in));
   std::string base = prefix;
   if (!base.empty() && base.back() == '.') base.pop_back();
   for (std::int64_t l = 0; l < layers_; ++l) {
@@ -121,7 +120,7 @@ void LSTM::kernel_problems(const Shape& in, const std::string& prefix,
     p.two_biases = two_biases_;
     p.has_initial_state = false;
     p.pass = LstmPass::forward_training;
-    out.push_back({base + ".l" + std::to_string(l), "lstm", p});
+    out.push_back({base + ".l" + std::to_string(l), p});
   }
 }
 
@@ -190,14 +189,10 @@ double LstmLanguageModel::forward_flops(const Shape& in) const {
          decoder_->forward_flops({B * T, lstm_->hidden_size()});
 }
 
-void LstmLanguageModel::gemm_problems(const Shape& in, const std::string& prefix,
-                                      std::vector<NamedGemm>& out) const {
-  decoder_->gemm_problems({in[0] * in[1], lstm_->hidden_size()}, prefix + "decoder.", out);
-}
-
-void LstmLanguageModel::kernel_problems(const Shape& in, const std::string& prefix,
-                                        std::vector<NamedKernelProblem>& out) const {
-  lstm_->kernel_problems({in[1], in[0], embedding_->embedding_dim()}, prefix + "lstm.", out);
+void LstmLanguageModel::problems(const Shape& in, const std::string& prefix,
+                                 std::vector<NamedProblem>& out) const {
+  lstm_->problems({in[1], in[0], embedding_->embedding_dim()}, prefix + "lstm.", out);
+  decoder_->problems({in[0] * in[1], lstm_->hidden_size()}, prefix + "decoder.", out);
 }
 
 }  // namespace anvil::nn

@@ -56,8 +56,8 @@ class LSTM final : public Module {
   double forward_flops(const Shape& in) const override;
   // One "lstm" problem (forward_training) per layer for input [T, B, I], named
   // "<prefix without trailing dot>.l0", ".l1", ...
-  void kernel_problems(const Shape& in, const std::string& prefix,
-                       std::vector<NamedKernelProblem>& out) const override;
+  void problems(const Shape& in, const std::string& prefix,
+                std::vector<NamedProblem>& out) const override;
 
   std::int64_t input_size() const { return in_; }
   std::int64_t hidden_size() const { return hidden_; }
@@ -90,10 +90,9 @@ class LstmLanguageModel final : public Module {
   std::string extra_repr() const override;
   Shape output_shape(const Shape& in) const override;
   double forward_flops(const Shape& in) const override;
-  void gemm_problems(const Shape& in, const std::string& prefix,
-                     std::vector<NamedGemm>& out) const override;
-  void kernel_problems(const Shape& in, const std::string& prefix,
-                       std::vector<NamedKernelProblem>& out) const override;
+  // The LSTM layers' problems, then the decoder's GEMMs.
+  void problems(const Shape& in, const std::string& prefix,
+                std::vector<NamedProblem>& out) const override;
 
   void reset_state() { state_ = {}; }
   void set_carry_state(bool on) {

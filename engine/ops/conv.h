@@ -27,7 +27,7 @@ struct ConvParams {
 ConvProblem conv2d_problem(const Tensor& x, const Tensor& weight, const Tensor& bias,
                            const ConvParams& params, const char* where = "conv2d");
 
-// The same checks on shapes alone (for nn::Conv2d::output_shape and kernel_problems).
+// The same checks on shapes alone (for nn::Conv2d::output_shape and problems).
 ConvProblem conv2d_problem(const Shape& x, const Shape& weight, bool has_bias,
                            const ConvParams& params, DType dtype = DType::f32,
                            const char* where = "conv2d");

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // conv2d on the GPU: every CUDA variant of the conv2d table (cuda.cudnn, cuda.cudnn.tf32 forced,
 // each cuda.cudnn.<family>, cuda.custom.im2col) against the CPU `ref` in f64 on odd shapes and on
-// the conv layers of AlexNet, ResNet-50, VGG16, cnn_mnist and cnn_cifar (models::kernel_problems,
+// the conv layers of AlexNet, ResNet-50, VGG16, cnn_mnist and cnn_cifar (models::problems,
 // batch 1, spatial size cropped to at most 24 so that ref stays fast (about 65 s of f64 ref on 2
 // cores); channels, kernel, stride, padding kept), all three passes, f32 with and without bias and
 // fused ReLU, and f64 where cuDNN offers it. Every variant must run at least kMinRuns
@@ -11,7 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <any>
+#include <variant>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -64,9 +64,10 @@ std::vector<ConvProblem> layer_problems() {
   std::vector<ConvProblem> out;
   std::set<std::string> seen;
   for (const char* model : {"alexnet", "resnet50", "vgg16", "cnn_mnist", "cnn_cifar"}) {
-    for (const auto& nk : models::kernel_problems(model, 1)) {
-      if (nk.op != "conv2d") continue;
-      ConvProblem p = std::any_cast<ConvProblem>(nk.problem);
+    for (const auto& nk : models::problems(model, 1)) {
+      const auto* conv = std::get_if<ConvProblem>(&nk.problem);
+      if (!conv) continue;
+      ConvProblem p = *conv;
       p.pass = ConvPass::forward;
       p.fuse_relu = false;
       p.h = std::max(std::min<std::int64_t>(p.h, 24), p.dil_h * (p.r - 1) + 1);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The GPU pooling and batch-norm variants (cuda.custom, cuda.cudnn) against the CPU `ref`: every
 // variant, every pass, f32 and f64, on odd shapes and on the real layer problems of alexnet,
-// vgg16, resnet50, cnn_mnist and cnn_cifar (models::kernel_problems); max-pool index semantics
+// vgg16, resnet50, cnn_mnist and cnn_cifar (models::problems); max-pool index semantics
 // (first maximum wins ties, the last NaN always wins); float64 gradient checks run on the GPU;
 // running statistics after several training steps; zero-element inputs. Every variant must run at
 // least the stated number of problems (a variant that declines everything fails). Runs only with a
@@ -9,7 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <any>
+#include <variant>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -134,9 +134,10 @@ std::vector<PoolCase> pool_cases() {
   // The real layer problems (batch 2), each distinct problem once.
   std::set<std::string> seen;
   for (const std::string& m : kModels)
-    for (const auto& np : models::kernel_problems(m, 2)) {
-      if (np.op.find("pool") == std::string::npos) continue;
-      PoolProblem p = std::any_cast<const PoolProblem&>(np.problem);
+    for (const auto& np : models::problems(m, 2)) {
+      const auto* pool = std::get_if<PoolProblem>(&np.problem);
+      if (!pool) continue;
+      PoolProblem p = *pool;
       p.pass = PoolPass::forward_inference;
       if (!seen.insert(p.key()).second) continue;
       c.push_back({np.name, p, true});
@@ -360,9 +361,10 @@ std::vector<BnCase> bn_cases() {
   };
   std::set<Shape> seen;
   for (const std::string& m : kModels)
-    for (const auto& np : models::kernel_problems(m, 2)) {
-      if (np.op != "batch_norm2d") continue;
-      const auto& p = std::any_cast<const BatchNormProblem&>(np.problem);
+    for (const auto& np : models::problems(m, 2)) {
+      const auto* bn = std::get_if<BatchNormProblem>(&np.problem);
+      if (!bn) continue;
+      const BatchNormProblem& p = *bn;
       const Shape s{p.n, p.c, p.h, p.w};
       if (seen.insert(s).second) c.push_back({np.name, s, true});
     }

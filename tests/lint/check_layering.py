@@ -30,6 +30,7 @@ LAYERS = [
     ("kernels/", "kernels"),
     ("data/", "data"),
     ("models/", "models"),
+    ("harness/", "harness"),
     ("include/anvil/", "umbrella"),
     ("tools/", "tools"),
     ("bench/", "bench"),
@@ -52,7 +53,10 @@ LAYER_RULES = {
     "models": ENGINE | {"models", "data"},
     "umbrella": ENGINE | {"models", "data"},
     "tools": ENGINE | {"models", "data", "umbrella", "tools"},
-    "bench": ENGINE | {"kernels", "models", "data", "umbrella", "bench"},
+    # What tests and benchmarks share about op problems (descriptors); not installed, and seen
+    # by bench and tests only.
+    "harness": ENGINE | {"models", "harness"},
+    "bench": ENGINE | {"kernels", "models", "data", "umbrella", "harness", "bench"},
     "tests": None,  # tests may include anything
     "examples": {"umbrella"},  # an installed consumer: <anvil/...> only
 }
