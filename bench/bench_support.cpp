@@ -80,7 +80,8 @@ void parse_skip_variants(const std::string& v, std::map<std::string, std::set<st
     bool known = false;
     for (const auto& var : table->list()) known = known || var.name == name;
     if (!known)
-      throw std::invalid_argument("--anvil_skip_variant: " + op + " has no variant '" + name + "'");
+      throw std::invalid_argument(
+          detail::str_cat("--anvil_skip_variant: ", op, " has no variant '", name, "'"));
     skip[op].insert(name);
   }
 }

@@ -62,7 +62,7 @@ std::vector<Case> cases_of(const std::string& model) {
     const std::string op = op_name(np.problem);
     const std::string key = key_and_repr(np.problem).first;
     std::string layer = np.name.rfind(prefix, 0) == 0 ? np.name.substr(prefix.size()) : np.name;
-    auto [it, fresh] = by_key.emplace(op + "|" + key, cases.size());
+    auto [it, fresh] = by_key.emplace(detail::str_cat(op, "|", key), cases.size());
     if (!fresh) {
       cases[it->second].also.push_back(layer);
       continue;

@@ -71,7 +71,7 @@ class Reader {
       if (!known) {
         std::string list;
         for (const auto& a : allowed) list += (list.empty() ? "" : " ") + a;
-        fail("unknown letter '" + key + "' (expected " + list + ")");
+        fail(detail::str_cat("unknown letter '", key, "' (expected ", list, ")"));
       }
       std::size_t k = j;
       while (k < s.size() && s[k] >= '0' && s[k] <= '9') ++k;

@@ -25,7 +25,7 @@ dry_run=0
 cache=""
 record=0
 # Every folder with C++ sources: the whole tree passes.
-dirs=${ANVIL_TIDY_DIRS:-"engine kernels data models tools bench tests"}
+dirs=${ANVIL_TIDY_DIRS:-"engine kernels data models harness tools bench tests"}
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --all) all=1 ;;
