@@ -26,6 +26,7 @@
 #include "models/language_model_eval.h"
 #include "models/training_step.h"
 #include "tools/anvil/divergence.h"
+#include "tools/anvil/fault_hook.h"
 #include "tools/anvil/output_paths.h"
 #include "tools/anvil/progress.h"
 #include "tools/anvil/task_data.h"
@@ -364,7 +365,7 @@ std::vector<Tensor> checkpointed_state(nn::Module& net) {
 std::pair<double, std::int64_t> train_classifier_epoch(
     const TrainConfig& c, const models::ModelInfo& info, nn::Module& net, optim::Optimizer& opt,
     data::DataLoader& loader, int epoch, Device device, std::ostream& out, dist::DataParallel* dp,
-    DivergenceGuard& guard) {
+    DivergenceGuard& guard, FaultHook& faults) {
   net.train();
   loader.start_epoch(epoch);
   Progress progress(out, c.progress_bar, fmt::format("epoch {}/{}", epoch + 1, c.epochs),
@@ -372,6 +373,7 @@ std::pair<double, std::int64_t> train_classifier_epoch(
   double loss_sum = 0;
   std::int64_t n = 0, step = 0;
   while (auto b = loader.next()) {
+    faults.before_step();
     opt.zero_grad();
     Tensor loss =
         models::model_forward_loss(info, net, on(b->inputs, device), on(b->targets, device));
@@ -402,7 +404,7 @@ std::pair<double, std::int64_t> train_classifier_epoch(
 std::pair<double, std::int64_t> train_language_model_epoch(
     const TrainConfig& c, const models::ModelInfo& info, nn::Module& net, optim::Optimizer& opt,
     const std::vector<std::int64_t>& ids, std::int64_t batch, int epoch, Device device,
-    std::ostream& out, dist::DataParallel* dp, DivergenceGuard& guard) {
+    std::ostream& out, dist::DataParallel* dp, DivergenceGuard& guard, FaultHook& faults) {
   net.train();
   auto& lm = as_language_model(net);
   lm.reset_state();
@@ -416,6 +418,7 @@ std::pair<double, std::int64_t> train_language_model_epoch(
   const int rank = dp != nullptr ? dp->comm().rank() : 0;
   while (batches.has_next()) {
     const data::PtbBatch b = data::shard_rows(batches.next(), ranks, rank);
+    faults.before_step();
     opt.zero_grad();
     // networks.md's loss: CE summed over the steps of the window, averaged over the batch.
     Tensor loss =
@@ -550,6 +553,7 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
   }
 
   DivergenceGuard guard(config.on_divergence == "stop", config.checkpoint);
+  FaultHook faults = FaultHook::from_env(comm->rank());  // Note [Test fault hook]
   double wall_this_run = 0, cpu_this_run = 0, wait_this_run = 0, comm_wait_this_run = 0;
   std::int64_t samples_this_run = 0;
   for (int epoch = resumed.epochs_done; epoch < config.epochs; ++epoch) {
@@ -567,11 +571,12 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
     const auto t0 = Clock::now();
     std::int64_t samples = 0;
     if (lm) {
-      std::tie(e.train_loss, samples) = train_language_model_epoch(
-          config, info, *net, *opt, task.lm_train, batch, epoch, device, out, dp.get(), guard);
+      std::tie(e.train_loss, samples) =
+          train_language_model_epoch(config, info, *net, *opt, task.lm_train, batch, epoch, device,
+                                     out, dp.get(), guard, faults);
     } else {
-      std::tie(e.train_loss, samples) = train_classifier_epoch(config, info, *net, *opt, *loader,
-                                                               epoch, device, out, dp.get(), guard);
+      std::tie(e.train_loss, samples) = train_classifier_epoch(
+          config, info, *net, *opt, *loader, epoch, device, out, dp.get(), guard, faults);
       e.loader_wait_seconds = loader->wait_seconds();
     }
     e.train_seconds = seconds_since(t0);
