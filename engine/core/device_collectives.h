@@ -30,6 +30,9 @@ class DeviceCollectives {
   // completion or on an asynchronous NCCL error (the communicator is aborted then).
   virtual void wait(std::uint64_t ticket, double timeout_seconds) = 0;
   virtual std::string version() const = 0;  // "NCCL 2.28.3"
+  // Aborts the communicator (ncclCommAbort): operations in flight stop, later ones throw. For
+  // a program ending a failed job (Note [Failing fast across ranks]); idempotent.
+  virtual void abort() = 0;
 };
 
 }  // namespace anvil

@@ -80,6 +80,14 @@ class NcclCommunicator final : public Communicator {
     return work(c_->all_gather(in.data_ptr(), out.data_ptr(), in.numel(), in.dtype()));
   }
   void barrier() override { mpi_->barrier(); }
+  // Note [Failing fast across ranks]: NCCL's abort first, so that kernels of this rank that wait
+  // for a peer stop and the GPU's resources are released; then the bootstrap ends every process
+  // (MPI_Abort). Peers blocked in NCCL kernels are not told by ncclCommAbort: they end with their
+  // process. On one process the bootstrap is single and this returns.
+  void abort(int code) override {
+    c_->abort();
+    mpi_->abort(code);
+  }
 
  private:
   void check_device(const char* op, const Tensor& t) const {

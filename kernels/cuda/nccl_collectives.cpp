@@ -239,6 +239,7 @@ class NcclCollectives final : public DeviceCollectives {
     api().get_version(&v);
     return version_text(v);
   }
+  void abort() override { abort_comm(); }
 
  private:
   // Note [Empty collectives]
