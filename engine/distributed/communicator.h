@@ -50,9 +50,10 @@ using WorkPtr = std::shared_ptr<Work>;
 // An error on one rank must end the whole job, not only that rank: a rank that returned from
 // main blocked in MPI_Finalize while its peers waited in their next collective for the whole
 // timeout. abort(code) ends every process of the job at once: mpi calls MPI_Abort (the launcher
-// kills every rank; it does not return), nccl first aborts the NCCL communicator (ncclCommAbort:
-// kernels in flight stop, the GPU's resources are released) and then its MPI bootstrap, single
-// returns (there is no other process; the caller exits as usual). The library never calls it
+// kills every rank; it does not return); nccl on several ranks calls its MPI bootstrap's abort
+// (not ncclCommAbort, which can hang when the peers do not abort with it; nccl_communicator.cpp),
+// and on one process aborts the NCCL communicator and returns; single returns (there is no other
+// process; the caller exits as usual). The library never calls it
 // itself (nothing in the library exits): the program decides, after printing its error
 // (tools/anvil/main.cpp).
 class Communicator {
