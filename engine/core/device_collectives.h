@@ -27,9 +27,13 @@ class DeviceCollectives {
   virtual std::uint64_t all_gather(const void* in, void* out, std::int64_t count, DType dtype) = 0;
   virtual bool query(std::uint64_t ticket) = 0;
   // Orders the compute stream after the ticket; throws anvil::Error after timeout_seconds without
-  // completion or on an asynchronous NCCL error (the communicator is aborted then).
+  // completion or on an asynchronous NCCL error (the communicator is then unusable, but not
+  // aborted: Note [NCCL failure without ncclCommAbort] in kernels/cuda/nccl_collectives.cpp).
   virtual void wait(std::uint64_t ticket, double timeout_seconds) = 0;
   virtual std::string version() const = 0;  // "NCCL 2.28.3"
+  // Aborts the communicator (ncclCommAbort): operations in flight stop, later ones throw. For
+  // a program ending a failed job (Note [Failing fast across ranks]); idempotent.
+  virtual void abort() = 0;
 };
 
 }  // namespace anvil

@@ -57,7 +57,7 @@ std::string Communicator::describe() const {
 
 double collective_timeout_seconds() {
   const std::string v = env_or_empty("ANVIL_DIST_TIMEOUT");
-  if (v.empty()) return 300.0;
+  if (v.empty()) return 60.0;  // Note [Collective timeout]
   char* end = nullptr;
   const double s = std::strtod(v.c_str(), &end);
   ANVIL_CHECK(end != v.c_str() && *end == '\0' && s > 0, "ANVIL_DIST_TIMEOUT",

@@ -42,7 +42,20 @@ using WorkPtr = std::shared_ptr<Work>;
 // wait() polls the operation and throws after `timeout_seconds` without completion, naming the
 // operation, the rank and the timeout, so the process exits with a clear error instead of
 // hanging. The communicator is then broken: every later call throws at once. The timeout comes
-// from ANVIL_DIST_TIMEOUT (seconds, default 300).
+// from ANVIL_DIST_TIMEOUT (seconds, default 60: long enough for the imbalance between ranks of a
+// slow CPU step or rank 0's checkpoint write, short enough that a stalled job ends within a
+// minute; raise it for steps that take minutes).
+//
+// Note [Failing fast across ranks]
+// An error on one rank must end the whole job, not only that rank: a rank that returned from
+// main blocked in MPI_Finalize while its peers waited in their next collective for the whole
+// timeout. abort(code) ends every process of the job at once: mpi calls MPI_Abort (the launcher
+// kills every rank; it does not return); nccl on several ranks calls its MPI bootstrap's abort
+// (not ncclCommAbort, which can hang when the peers do not abort with it; nccl_communicator.cpp),
+// and on one process aborts the NCCL communicator and returns; single returns (there is no other
+// process; the caller exits as usual). The library never calls it
+// itself (nothing in the library exits): the program decides, after printing its error
+// (tools/anvil/main.cpp).
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -63,6 +76,9 @@ class Communicator {
   // Lets operations in flight advance. MPI progresses non-blocking collectives only inside MPI
   // calls, so data parallelism calls this between backward nodes (Note [Gradient buckets]).
   virtual void progress() {}
+  // Ends every process of the job with exit status `code` (Note [Failing fast across ranks]).
+  // Does not return for mpi and multi-rank nccl; returns for single.
+  virtual void abort(int code) { (void)code; }
 
   // Blocking forms.
   void all_reduce(Tensor& t, ReduceOp op = ReduceOp::sum) { all_reduce_async(t, op)->wait(); }
@@ -76,7 +92,7 @@ class Communicator {
 };
 using CommunicatorPtr = std::shared_ptr<Communicator>;
 
-// Seconds a wait may last (ANVIL_DIST_TIMEOUT, default 300; Note [Collective timeout]).
+// Seconds a wait may last (ANVIL_DIST_TIMEOUT, default 60; Note [Collective timeout]).
 double collective_timeout_seconds();
 
 // True when this process was started by mpirun with more than one rank (OMPI_COMM_WORLD_SIZE,

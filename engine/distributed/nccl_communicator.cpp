@@ -80,6 +80,18 @@ class NcclCommunicator final : public Communicator {
     return work(c_->all_gather(in.data_ptr(), out.data_ptr(), in.numel(), in.dtype()));
   }
   void barrier() override { mpi_->barrier(); }
+  // Note [Failing fast across ranks]: on several ranks the bootstrap's MPI_Abort alone. It ends
+  // every process, this one included, and the driver releases their GPU resources with them.
+  // ncclCommAbort on one rank of a job whose peers do not abort too can itself hang: it may
+  // wait for its peers inside commReclaim (NVIDIA/nccl#863, where NCCL's maintainer says that
+  // within a node every rank has to abort; #1777, still open, hangs in commFree), and that
+  // would keep the job alive. On one process there is nobody to wait for: the NCCL
+  // communicator is aborted so that the exit that follows does not ncclCommDestroy one with
+  // work in flight (which waits for that work), and this returns.
+  void abort(int code) override {
+    if (size() > 1) mpi_->abort(code);
+    c_->abort();
+  }
 
  private:
   void check_device(const char* op, const Tensor& t) const {

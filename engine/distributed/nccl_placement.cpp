@@ -4,16 +4,12 @@
 #include "engine/distributed/nccl_placement.h"
 
 #include "engine/core/error.h"
+#include "engine/distributed/handshake.h"
 
 namespace anvil::dist {
 
 std::int64_t placement_hash(const std::string& text) {
-  std::uint64_t h = 14695981039346656037ull;
-  for (const unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return static_cast<std::int64_t>(h);
+  return static_cast<std::int64_t>(fnv1a64(text.data(), text.size()));
 }
 
 int node_local_rank(const std::vector<std::int64_t>& hosts, int rank) {

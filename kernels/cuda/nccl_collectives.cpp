@@ -2,7 +2,8 @@
 // NCCL collectives for the "nccl" communicator (nccl_collectives.h): all-reduce (sum, average as
 // ncclAvg, max), broadcast and all-gather over device memory on a stream of their own, ordered
 // against the compute stream by events (Note [Collective stream ordering]); wait() polls the
-// completion event and ncclCommGetAsyncError up to a timeout, then aborts the communicator.
+// completion event and ncclCommGetAsyncError up to a timeout, then marks the communicator failed
+// (Note [NCCL failure without ncclCommAbort]).
 #include "kernels/cuda/nccl_collectives.h"
 
 #include <chrono>
@@ -162,7 +163,7 @@ class NcclCollectives final : public DeviceCollectives {
       for (cudaEvent_t e : free_) (void)cudaEventDestroy(e);
       for (auto& [ticket, e] : pending_) (void)cudaEventDestroy(e);
       (void)cudaEventDestroy(ready_);
-      if (!aborted_) (void)api().comm_destroy(comm_);
+      if (!aborted_ && !failed_) (void)api().comm_destroy(comm_);
       (void)cudaStreamDestroy(stream_);
     } catch (...) {}
   }
@@ -203,23 +204,24 @@ class NcclCollectives final : public DeviceCollectives {
     return true;
   }
   void wait(std::uint64_t ticket, double timeout_seconds) override {
-    ANVIL_CHECK(!aborted_, "nccl wait", "the communicator was aborted after an earlier error");
+    ANVIL_CHECK(!aborted_ && !failed_, "nccl wait",
+                "the communicator is unusable after an earlier error");
     const auto start = std::chrono::steady_clock::now();
     const auto deadline = start + std::chrono::duration<double>(timeout_seconds);
     while (!query(ticket)) {
       ncclResult_t async = ncclSuccess;
       ANVIL_NCCL_CHECK(api().comm_get_async_error(comm_, &async));
       if (async != ncclSuccess && async != ncclInProgress) {
-        abort_comm();
+        failed_ = true;
         throw Error(detail::str_cat("nccl wait: rank ", rank_, ": asynchronous NCCL error ",
-                                    api().get_error_string(async), "; communicator aborted"));
+                                    api().get_error_string(async)));
       }
       if (std::chrono::steady_clock::now() > deadline) {
-        abort_comm();
+        failed_ = true;
         throw Error(detail::str_cat("nccl wait: rank ", rank_, ": collective not complete after ",
                                     timeout_seconds,
                                     " s (ANVIL_DIST_TIMEOUT); a peer rank may have died or "
-                                    "stalled; communicator aborted"));
+                                    "stalled"));
       }
       // Note [Polling a collective]: yield while it is young, then sleep between polls.
       if (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(2))
@@ -239,6 +241,7 @@ class NcclCollectives final : public DeviceCollectives {
     api().get_version(&v);
     return version_text(v);
   }
+  void abort() override { abort_comm(); }
 
  private:
   // Note [Empty collectives]
@@ -254,7 +257,8 @@ class NcclCollectives final : public DeviceCollectives {
   //
   // The collective stream waits for the compute stream's work so far.
   void begin() {
-    ANVIL_CHECK(!aborted_, "nccl", "the communicator was aborted after an earlier error");
+    ANVIL_CHECK(!aborted_ && !failed_, "nccl",
+                "the communicator is unusable after an earlier error");
     DeviceGuard guard(device_);
     ANVIL_CUDA_CHECK(cudaEventRecord(ready_, compute_));
     ANVIL_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_, 0));
@@ -273,6 +277,14 @@ class NcclCollectives final : public DeviceCollectives {
     pending_.emplace(next_ticket_, e);
     return next_ticket_++;
   }
+  // Note [NCCL failure without ncclCommAbort]
+  // A timeout or an asynchronous error used to call ncclCommAbort here, on this rank alone. With
+  // recent NCCL that call can itself hang while the peers do not abort too (NVIDIA/nccl#863:
+  // within a node every rank has to abort; #1777 hangs in commFree), and a peer that stalled
+  // never will, so the error would never reach the user. The communicator is only marked failed:
+  // later calls throw, the destructor leaves it to the process's end (ncclCommDestroy would wait
+  // for the work in flight), and the program ends the job (Communicator::abort: MPI_Abort on
+  // several ranks, Note [Failing fast across ranks]). abort() is the explicit ncclCommAbort.
   void abort_comm() {
     if (!aborted_) (void)api().comm_abort(comm_);
     aborted_ = true;
@@ -287,6 +299,8 @@ class NcclCollectives final : public DeviceCollectives {
   ncclComm_t comm_ = nullptr;
   int device_ = 0, rank_ = 0;
   bool aborted_ = false;
+  // A timeout or an asynchronous error (Note [NCCL failure without ncclCommAbort]).
+  bool failed_ = false;
 };
 
 }  // namespace

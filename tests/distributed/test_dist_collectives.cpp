@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Under `mpirun -np 2` (CTest dist_mpi): all-reduce (sum, average, max), broadcast and
 // all-gather of the mpi communicator for f32, f64 and i64 at sizes 0, 1, odd and larger than a
-// 25 MiB gradient bucket; asynchronous forms; argument errors; the ranks' context line.
+// 25 MiB gradient bucket; asynchronous forms; argument errors; the ranks' context line; the
+// configuration handshake (Note [Configuration handshake]).
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "engine/distributed/communicator.h"
+#include "engine/distributed/handshake.h"
 
 using namespace anvil;
 
@@ -136,4 +138,39 @@ TEST_CASE("mpi collectives refuse bad arguments with the reason", "[dist]") {
   REQUIRE_THROWS_WITH(c->broadcast(f, 5), Catch::Contains("root 5 outside [0, 2)"));
   Tensor small = Tensor::zeros({3});
   REQUIRE_THROWS_WITH(c->all_gather_async(f, small), Catch::Contains("output must hold 8"));
+}
+
+TEST_CASE("mpi configuration handshake: agreement passes, the first difference is named",
+          "[dist]") {
+  auto comm = world();
+  const std::string mine = std::to_string(comm->rank());
+  // Equal fields: nothing happens, and the communicator is usable after it.
+  dist::agree_on_configuration(*comm, {{"model", "mlp", ""}, {"batch", "64", ""}});
+  comm->barrier();
+  // The first differing field, in order, with rank 0's and rank 1's values, on every rank.
+  try {
+    dist::agree_on_configuration(
+        *comm,
+        {{"model", "mlp", ""}, {"batch", comm->rank() == 0 ? "64" : "32", ""}, {"seed", mine, ""}});
+    FAIL("no mismatch reported");
+  } catch (const dist::RanksDisagree& e) {
+    CHECK(std::string(e.what()) == "ranks disagree on batch: rank 0 has 64, rank 1 has 32");
+    CHECK(e.rank() == comm->rank());
+  }
+  // A difference only in the key (or beyond the printed prefix) shows the hashes.
+  try {
+    const std::string longer(80, 'x');
+    dist::agree_on_configuration(*comm,
+                                 {{"shapes", "2 tensors", "[3]" + mine}, {"v", longer + mine, ""}});
+    FAIL("no mismatch reported");
+  } catch (const dist::RanksDisagree& e) {
+    CHECK_THAT(e.what(),
+               Catch::StartsWith("ranks disagree on shapes: rank 0 has 2 tensors (hash "));
+  }
+  // Different field lists (another build): slot 0 tells.
+  std::vector<dist::HandshakeField> fields = {{"model", "mlp", ""}};
+  if (comm->rank() == 1) fields.push_back({"extra", "1", ""});
+  CHECK_THROWS_WITH(dist::agree_on_configuration(*comm, fields),
+                    Catch::StartsWith("ranks disagree on the handshake (different anvil builds?)"));
+  comm->barrier();
 }

@@ -11,6 +11,7 @@
 #include "data/loader.h"
 #include "engine/autograd/hooks.h"
 #include "engine/core/cuda_backend.h"
+#include "engine/distributed/handshake.h"
 #include "engine/distributed/nccl_placement.h"
 #include "tests/distributed/dist_test_util.h"
 
@@ -44,6 +45,20 @@ TEST_CASE("single communicator: identity collectives, no MPI loaded", "[dist]") 
                       Catch::Contains("average needs a floating dtype"));
   REQUIRE_FALSE(mapped("libmpi"));
   REQUIRE_FALSE(mapped("libanvil_mpi"));
+}
+
+TEST_CASE("configuration handshake on one rank, fingerprints", "[dist]") {
+  auto single = dist::create_communicator("single");
+  dist::agree_on_configuration(*single, {{"batch", "64", ""}});
+  std::vector<dist::HandshakeField> many(dist::kHandshakeSlots, {"f", "v", ""});
+  CHECK_THROWS_WITH(dist::agree_on_configuration(*single, many), Catch::Contains("at most 23"));
+  // FNV-1a's published value for "a"; equal tensors, equal fingerprints.
+  CHECK(dist::fnv1a64("a", 1) == 0xaf63dc4c8601ec8cull);
+  const Tensor a = Tensor::ones({5}), b = Tensor::ones({5});
+  CHECK(dist::tensor_fingerprint(a) == dist::tensor_fingerprint(b));
+  CHECK(dist::tensor_fingerprint(a) != dist::tensor_fingerprint(Tensor::zeros({5})));
+  CHECK_THROWS_WITH(dist::file_fingerprint("/nonexistent/ck.safetensors"),
+                    Catch::Contains("cannot read /nonexistent/ck.safetensors"));
 }
 
 TEST_CASE("create_communicator: unknown backend and nccl without a GPU are refused", "[dist]") {

@@ -6,11 +6,25 @@
 // Every error is one line on stderr ("anvil: error: ..."). Exit status 2: a usage error (an
 // option the parser refuses, a knob out of its limits, a bad environment variable:
 // anvil::ConfigError); 1: any other failure (a dataset, a checkpoint, a diverged run).
+//
+// Note [Failing fast across ranks] (the tool's side; the communicator's in communicator.h)
+// Under a multi-rank launch an error on one rank ends the whole job within seconds: the rank
+// prints its line, naming itself ("anvil: error: rank 1 of 2: ..."), and calls
+// Communicator::abort(status), which kills every rank (MPI_Abort). Its peers, which may be
+// waiting in a collective, print nothing. When every rank fails in the same way (the same bad
+// option or file everywhere), ranks other than 0 wait kPeerErrorDelay before printing, so that
+// rank 0's abort usually ends them first and the job shows one line. An error that every rank
+// reaches together with the same message (dist::RanksDisagree, the configuration handshake) is
+// printed by rank 0 alone, and every rank then leaves in order, without an abort. An error
+// before the communicator exists (a bad option) exits the process without MPI, which mpirun
+// also turns into the end of the job.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -18,6 +32,7 @@
 #include "anvil/anvil.h"
 #include "engine/core/process_stats.h"
 #include "engine/core/parse_number.h"
+#include "engine/distributed/handshake.h"
 #include "kernels/cpu/peak/machine_peak.h"
 #include "tools/anvil/environment.h"
 #include "tools/anvil/trainer.h"
@@ -35,6 +50,17 @@ int report_error(const std::string& message, int status) {
     if (ch == '\n' || ch == '\r') ch = ' ';
   std::cout << std::flush;
   std::cerr << "anvil: error: " << line << "\n" << std::flush;
+  return status;
+}
+
+constexpr auto kPeerErrorDelay = std::chrono::milliseconds(500);
+
+// The error of this rank of `job` (null or one rank: the plain error line and status).
+int report_job_error(const dist::CommunicatorPtr& job, const std::string& message, int status) {
+  if (!job || job->size() == 1) return report_error(message, status);
+  if (job->rank() != 0) std::this_thread::sleep_for(kPeerErrorDelay);
+  report_error(fmt::format("rank {} of {}: {}", job->rank(), job->size(), message), status);
+  job->abort(status);  // does not return under MPI
   return status;
 }
 
@@ -232,6 +258,7 @@ int run_cli(int argc, char** argv) {
     return report_error(e.what(), kUsageError);
   }
 
+  dist::CommunicatorPtr job;  // set by run_training (Note [Failing fast across ranks])
   try {
     const bool train = static_cast<bool>(*train_cmd);
     if (train) {
@@ -255,14 +282,18 @@ int run_cli(int argc, char** argv) {
       c.loader_thread = !no_loader_thread;
       c.normalize = !no_normalize;
       c.overlap = !no_overlap;
-      c.progress_bar = isatty(STDOUT_FILENO) != 0;
-      const auto report = tools::run_training(c, std::cout);
+      // Under mpirun every rank's stdout is a terminal (a pty of the launcher) merged with the
+      // others' output: a redrawn bar would swallow another rank's error line, so lines there.
+      c.progress_bar = isatty(STDOUT_FILENO) != 0 && dist::launcher_world_size() <= 1;
+      const auto report = tools::run_training(c, std::cout, &job);
       if (report.rank == 0) tools::print_summary(report, std::cout);  // rank 0 prints
     }
+  } catch (const dist::RanksDisagree& e) {  // every rank has it: rank 0 says it
+    return e.rank() == 0 ? report_error(e.what(), kUsageError) : kUsageError;
   } catch (const ConfigError& e) {
-    return report_error(e.what(), kUsageError);
+    return report_job_error(job, e.what(), kUsageError);
   } catch (const std::exception& e) {
-    return report_error(e.what(), 1);
+    return report_job_error(job, e.what(), 1);
   }
   return 0;
 }

@@ -21,11 +21,13 @@
 #include "engine/core/parse_number.h"
 #include "engine/core/process_stats.h"
 #include "engine/distributed/data_parallel.h"
+#include "engine/distributed/handshake.h"
 #include "engine/distributed/rank_streams.h"
 #include "engine/optim/checkpoint.h"
 #include "models/language_model_eval.h"
 #include "models/training_step.h"
 #include "tools/anvil/divergence.h"
+#include "tools/anvil/fault_hook.h"
 #include "tools/anvil/output_paths.h"
 #include "tools/anvil/progress.h"
 #include "tools/anvil/task_data.h"
@@ -215,15 +217,17 @@ struct ResumeState {
   int epochs_done = 0;
   double training_seconds = 0.0;
   std::optional<double> time_to_target;
+  std::uint64_t fingerprint = 0;  // of the whole file, for the handshake
 };
 
 // Note [Resume metadata is checked first]
 // A checkpoint's run metadata is validated with the rest of the file before anything is loaded:
 // the configuration keys must equal this run's, and the counters must be numbers in range
 // (parse_number, never std::stoi, whose error is a bare "stoi"). Only then does load_checkpoint
-// touch the model and the optimizer, so a bad file changes nothing.
-ResumeState resume_from(const TrainConfig& c, std::int64_t batch, nn::Module& net,
-                        optim::Optimizer& opt) {
+// touch the model and the optimizer, so a bad file changes nothing. Under data parallelism the
+// file's fingerprint joins the configuration handshake (Note [Configuration handshake]), so the
+// checkpoint is read before the first collective and loaded (load_checkpoint) after it.
+ResumeState read_resume(const TrainConfig& c, std::int64_t batch) {
   const auto meta = optim::read_checkpoint_info(c.resume).metadata;
   auto get = [&](const std::string& key) -> std::string {
     const auto it = meta.find(key);
@@ -252,8 +256,63 @@ ResumeState resume_from(const TrainConfig& c, std::int64_t batch, nn::Module& ne
   s.training_seconds = seconds("anvil_train.training_seconds", get("anvil_train.training_seconds"));
   if (const auto it = meta.find("anvil_train.time_to_target"); it != meta.end())
     s.time_to_target = seconds(it->first, it->second);
-  optim::load_checkpoint(c.resume, net, &opt);
+  s.fingerprint = dist::file_fingerprint(c.resume);
   return s;
+}
+
+std::vector<Tensor> checkpointed_state(nn::Module& net);  // below
+
+// What every rank must agree on (Note [Configuration handshake]), in the order a mismatch is
+// reported. Paths are not compared (each node may keep its own copy): the data by its sizes and
+// content, the checkpoint to resume from by its epoch and content.
+std::vector<dist::HandshakeField> configuration_fields(const TrainConfig& c, std::int64_t batch,
+                                                       std::int64_t rank_batch,
+                                                       const TaskData& task, const TrainReport& r,
+                                                       nn::Module& net,
+                                                       const ResumeState& resumed) {
+  std::string shapes, dtypes;
+  for (const Tensor& t : checkpointed_state(net)) {
+    const std::string dtype(dtype_name(t.dtype()));
+    shapes += shape_str(t.sizes()) + dtype + ";";
+    if (dtypes.find(dtype) == std::string::npos) dtypes += (dtypes.empty() ? "" : ",") + dtype;
+  }
+  std::uint64_t data = 0;
+  if (task.language_model) {
+    data = dist::fnv1a64(task.lm_train.data(), task.lm_train.size() * sizeof(std::int64_t));
+  } else {
+    data =
+        dist::tensor_fingerprint(task.train.targets, dist::tensor_fingerprint(task.train.inputs));
+  }
+  return {
+      {"model", c.model, ""},
+      {"parameter shapes",
+       fmt::format("{} tensors, {} parameters", checkpointed_state(net).size(), r.parameters),
+       shapes},
+      {"precision", dtypes, ""},
+      {"device", c.device, ""},
+      {"batch", std::to_string(batch), ""},
+      {"batch per rank", std::to_string(rank_batch), ""},
+      {"epochs", std::to_string(c.epochs), ""},
+      {"bucket cap", fmt::format("{} MiB", c.bucket_mb), ""},
+      {"optimizer",
+       fmt::format("{} lr={} momentum={} clip={} lr-decay={} after={}", c.optimizer, c.lr,
+                   c.momentum, c.clip_norm, c.lr_decay, c.decay_after),
+       ""},
+      {"seed", std::to_string(c.seed), ""},
+      {"samples",
+       fmt::format("{} train / {} validation / {} test", r.train_samples, r.val_samples,
+                   r.test_samples),
+       ""},
+      {"data options",
+       fmt::format("subset={} val-split={} normalize={}", c.subset, c.val_split, c.normalize), ""},
+      {"training data", fmt::format("fingerprint {:016x}", data), ""},
+      {"on-divergence", c.on_divergence, ""},
+      {"resume",
+       c.resume.empty()
+           ? "none"
+           : fmt::format("epoch {} of {:016x}", resumed.epochs_done, resumed.fingerprint),
+       ""},
+  };
 }
 
 nlohmann::json report_json(const TrainConfig& c, const TrainReport& r) {
@@ -364,7 +423,7 @@ std::vector<Tensor> checkpointed_state(nn::Module& net) {
 std::pair<double, std::int64_t> train_classifier_epoch(
     const TrainConfig& c, const models::ModelInfo& info, nn::Module& net, optim::Optimizer& opt,
     data::DataLoader& loader, int epoch, Device device, std::ostream& out, dist::DataParallel* dp,
-    DivergenceGuard& guard) {
+    DivergenceGuard& guard, FaultHook& faults) {
   net.train();
   loader.start_epoch(epoch);
   Progress progress(out, c.progress_bar, fmt::format("epoch {}/{}", epoch + 1, c.epochs),
@@ -372,6 +431,7 @@ std::pair<double, std::int64_t> train_classifier_epoch(
   double loss_sum = 0;
   std::int64_t n = 0, step = 0;
   while (auto b = loader.next()) {
+    faults.before_step();
     opt.zero_grad();
     Tensor loss =
         models::model_forward_loss(info, net, on(b->inputs, device), on(b->targets, device));
@@ -402,7 +462,7 @@ std::pair<double, std::int64_t> train_classifier_epoch(
 std::pair<double, std::int64_t> train_language_model_epoch(
     const TrainConfig& c, const models::ModelInfo& info, nn::Module& net, optim::Optimizer& opt,
     const std::vector<std::int64_t>& ids, std::int64_t batch, int epoch, Device device,
-    std::ostream& out, dist::DataParallel* dp, DivergenceGuard& guard) {
+    std::ostream& out, dist::DataParallel* dp, DivergenceGuard& guard, FaultHook& faults) {
   net.train();
   auto& lm = as_language_model(net);
   lm.reset_state();
@@ -416,6 +476,7 @@ std::pair<double, std::int64_t> train_language_model_epoch(
   const int rank = dp != nullptr ? dp->comm().rank() : 0;
   while (batches.has_next()) {
     const data::PtbBatch b = data::shard_rows(batches.next(), ranks, rank);
+    faults.before_step();
     opt.zero_grad();
     // networks.md's loss: CE summed over the steps of the window, averaged over the batch.
     Tensor loss =
@@ -444,13 +505,15 @@ std::pair<double, std::int64_t> train_language_model_epoch(
 
 }  // namespace
 
-TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
+TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
+                         dist::CommunicatorPtr* job) {
   check_config(config);
   const models::ModelInfo& info = models::info(config.model);  // throws listing the models
   const std::int64_t batch = config.batch > 0 ? config.batch : info.cpu_batch;
   // Note [Distributed anvil train]: the communicator and the checks that depend on the rank
   // count come before any data is read or model built.
   const dist::CommunicatorPtr comm = dist::create_communicator(config.dist);
+  if (job != nullptr) *job = comm;  // Note [Failing fast across ranks]
   const int ranks = comm->size();
   ANVIL_CHECK(batch % ranks == 0, kWhere, "--batch ", batch, " is not divisible by the ", ranks,
               " ranks (", comm->backend(), "); the global batch is split evenly over the ranks");
@@ -501,6 +564,11 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
   // optimizer takes the parameter handles; its state is then created on the same device.
   if (device.is_cuda()) net->to(device);
   auto opt = make_optimizer(config, net->parameters());
+  ResumeState resumed;
+  if (!config.resume.empty()) resumed = read_resume(config, batch);
+  // Before the first collective of training (Note [Configuration handshake]).
+  dist::agree_on_configuration(
+      *comm, configuration_fields(config, batch, rank_batch, task, r, *net, resumed));
   // Note [Data parallelism on one NCCL rank]: an explicit --dist nccl builds the data-parallel
   // path on one rank too (averaging over one rank is the identity), so that a machine with one
   // GPU runs the NCCL broadcast and the bucketed gradient all-reduce; mpi and single do not.
@@ -513,8 +581,7 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
     dp->prepare_optimizer(*opt);
   }
 
-  ResumeState resumed;
-  if (!config.resume.empty()) resumed = resume_from(config, batch, *net, *opt);
+  if (!config.resume.empty()) optim::load_checkpoint(config.resume, *net, opt.get());
   ANVIL_CHECK(resumed.epochs_done < config.epochs, kWhere, "--resume ", config.resume,
               " already has ", resumed.epochs_done,
               " epochs; ask for more than that with --epochs");
@@ -550,6 +617,7 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
   }
 
   DivergenceGuard guard(config.on_divergence == "stop", config.checkpoint);
+  FaultHook faults = FaultHook::from_env(comm->rank());  // Note [Test fault hook]
   double wall_this_run = 0, cpu_this_run = 0, wait_this_run = 0, comm_wait_this_run = 0;
   std::int64_t samples_this_run = 0;
   for (int epoch = resumed.epochs_done; epoch < config.epochs; ++epoch) {
@@ -567,11 +635,12 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
     const auto t0 = Clock::now();
     std::int64_t samples = 0;
     if (lm) {
-      std::tie(e.train_loss, samples) = train_language_model_epoch(
-          config, info, *net, *opt, task.lm_train, batch, epoch, device, out, dp.get(), guard);
+      std::tie(e.train_loss, samples) =
+          train_language_model_epoch(config, info, *net, *opt, task.lm_train, batch, epoch, device,
+                                     out, dp.get(), guard, faults);
     } else {
-      std::tie(e.train_loss, samples) = train_classifier_epoch(config, info, *net, *opt, *loader,
-                                                               epoch, device, out, dp.get(), guard);
+      std::tie(e.train_loss, samples) = train_classifier_epoch(
+          config, info, *net, *opt, *loader, epoch, device, out, dp.get(), guard, faults);
       e.loader_wait_seconds = loader->wait_seconds();
     }
     e.train_seconds = seconds_since(t0);
@@ -624,12 +693,19 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all) {
     // Note [Divergence]: never a checkpoint of non-finite weights.
     if (!guard.first() && !all_finite(checkpointed_state(*net)))
       guard.weights_not_finite(epoch + 1);
-    if (guard.first() && !r.diverged) {  // --on-divergence continue: said once
-      r.diverged = *guard.first();
+    // Note [Checkpoints after agreement]: every rank has finished the epoch (a rank that failed
+    // has ended the job) and says whether it saw a divergence; rank 0 writes only then, and
+    // only when no rank did.
+    std::optional<std::string> diverged = guard.first();
+    if (ranks > 1 && comm->all_reduce_scalar(diverged ? 1.0 : 0.0, dist::ReduceOp::max) > 0 &&
+        !diverged)
+      diverged = fmt::format("epoch {}, on another rank", epoch + 1);
+    if (diverged && !r.diverged) {  // --on-divergence continue: said once
+      r.diverged = *diverged;
       out << "anvil train: training diverged at " << *r.diverged
           << "; continuing (--on-divergence continue), no further checkpoints\n";
     }
-    if (!config.checkpoint.empty() && comm->rank() == 0 && !guard.first()) {  // rank 0 writes
+    if (!config.checkpoint.empty() && comm->rank() == 0 && !r.diverged) {  // rank 0 writes
       auto meta = run_metadata(config, batch);
       meta["anvil_train.epochs_done"] = std::to_string(epoch + 1);
       meta["anvil_train.training_seconds"] = fmt::format("{}", r.training_seconds);

@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/distributed/communicator.h"
+
 namespace anvil::tools {
 
 // Limits of the knobs (docs/training.md, "Limits"): run_training refuses a value outside them
@@ -117,8 +119,12 @@ struct TrainReport {
 
 // Runs the whole configuration, printing progress and per-epoch lines to `out` (rank 0 only under
 // data parallelism; the other ranks print nothing and write no files). Throws
-// anvil::Error for a bad configuration, dataset or checkpoint.
-TrainReport run_training(const TrainConfig& config, std::ostream& out);
+// anvil::Error for a bad configuration, dataset or checkpoint, dist::RanksDisagree (on every
+// rank, with one message) when the ranks' configurations differ (Note [Configuration
+// handshake]). `job`, when given, receives the communicator as soon as it exists, so that the
+// caller can end every rank after an error of this one (Note [Failing fast across ranks]).
+TrainReport run_training(const TrainConfig& config, std::ostream& out,
+                         dist::CommunicatorPtr* job = nullptr);
 
 // The final summary block printed by `anvil train`.
 void print_summary(const TrainReport& report, std::ostream& out);

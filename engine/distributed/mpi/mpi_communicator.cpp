@@ -204,6 +204,14 @@ class MpiCommunicator final : public Communicator {
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE);
   }
 
+  // Note [Failing fast across ranks]: the whole job, not only MPI_COMM_WORLD's dup (Open MPI
+  // aborts the job either way). Marked broken first: should MPI_Abort return, the exit that
+  // follows must not MPI_Finalize with peers that may be stuck.
+  void abort(int code) override {
+    broken_ = true;
+    MPI_Abort(MPI_COMM_WORLD, code);
+  }
+
   void check(int code, const char* call) {
     if (code == MPI_SUCCESS) return;
     broken_ = true;
