@@ -11,6 +11,7 @@
 
 #include "engine/core/config.h"
 #include "engine/core/error.h"
+#include "engine/core/parse_number.h"
 #include "kernels/stable_cache.h"
 
 namespace anvil::kernels {
@@ -218,9 +219,9 @@ std::optional<CudnnMath> cudnn_run_math(CudnnMath timed, DType dtype, bool tf32)
 std::size_t cudnn_workspace_cap(const std::string& env_mb, std::optional<std::size_t> available) {
   // Note [cuDNN workspace cap]
   if (env_mb.empty()) return available ? *available / 2 : kCudnnWorkspaceFallbackBytes;
-  char* end = nullptr;
-  const long long mb = std::strtoll(env_mb.c_str(), &end, 10);
-  ANVIL_CHECK(end != nullptr && *end == '\0' && mb >= 0 && mb <= (1LL << 24),
+  const auto parsed = parse_number<long long>(env_mb);
+  const long long mb = parsed.value_or(-1);
+  ANVIL_CHECK(mb >= 0 && mb <= (1LL << 24),
               "ANVIL_CUDNN_WORKSPACE_MB", "expected a number of MiB in [0, 2^24], got '", env_mb,
               "'");
   const std::size_t bytes = static_cast<std::size_t>(mb) << 20;

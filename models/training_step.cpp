@@ -3,12 +3,15 @@
 #include "models/training_step.h"
 
 #include <chrono>
+#include <cmath>
 #include <sstream>
+#include <string_view>
 
 #include "engine/autograd/functions.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/core/cuda_backend.h"
 #include "engine/core/error.h"
+#include "engine/core/parse_number.h"
 #include "engine/nn/recurrent.h"
 
 namespace anvil::models {
@@ -75,12 +78,10 @@ TimingSgd parse_timing_sgd(const std::string& description) {
     ANVIL_CHECK(eq != std::string::npos, "parse_timing_sgd", "expected key=value, got \"", word,
                 "\" in \"", description, "\"");
     const std::string key = word.substr(0, eq);
-    double value = 0;
-    try {
-      value = std::stod(word.substr(eq + 1));
-    } catch (const std::exception&) {
-      fail("parse_timing_sgd", "bad number in \"", word, "\" of \"", description, "\"");
-    }
+    const auto parsed = parse_number<double>(std::string_view(word).substr(eq + 1));
+    ANVIL_CHECK(parsed.has_value() && std::isfinite(*parsed), "parse_timing_sgd",
+                "bad number in \"", word, "\" of \"", description, "\"");
+    const double value = *parsed;
     if (key == "lr")
       s.lr = value;
     else if (key == "momentum")
@@ -97,7 +98,14 @@ TimingSgd timing_sgd_for(const ModelInfo& info) {
   if (info.optimizer.rfind("sgd", 0) == 0) return parse_timing_sgd(info.optimizer);
   TimingSgd s;
   const auto pos = info.optimizer.find("lr=");
-  if (pos != std::string::npos) s.lr = std::stod(info.optimizer.substr(pos + 3));
+  if (pos != std::string::npos) {
+    // The number runs to the next space ("adam lr=0.001 ...").
+    const std::string_view rest = std::string_view(info.optimizer).substr(pos + 3);
+    const auto lr = parse_number<double>(rest.substr(0, rest.find(' ')));
+    ANVIL_CHECK(lr.has_value() && *lr > 0, "timing_sgd_for", "bad lr in \"", info.optimizer,
+                "\" of model ", info.name);
+    s.lr = *lr;
+  }
   return s;
 }
 

@@ -253,6 +253,9 @@ TEST_CASE("workspace cap from free memory and ANVIL_CUDNN_WORKSPACE_MB", "[cudnn
   CHECK_THROWS_WITH(cudnn_workspace_cap("lots", std::nullopt),
                     Contains("ANVIL_CUDNN_WORKSPACE_MB"));
   CHECK_THROWS_WITH(cudnn_workspace_cap("-1", std::nullopt), Contains("ANVIL_CUDNN_WORKSPACE_MB"));
+  // strtoll read these as 64; the whole text must be the number.
+  CHECK_THROWS_WITH(cudnn_workspace_cap(" 64", std::nullopt), Contains("got ' 64'"));
+  CHECK_THROWS_WITH(cudnn_workspace_cap("64MB", std::nullopt), Contains("got '64MB'"));
   // The environment is read by cudnn_workspace_cap_bytes.
   ::unsetenv("ANVIL_CUDNN_WORKSPACE_MB");
   CHECK(cudnn_workspace_cap_bytes(std::size_t{8} << 30) == std::size_t{4} << 30);

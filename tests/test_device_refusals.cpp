@@ -172,3 +172,12 @@ TEST_CASE("host code refuses a CUDA tensor before touching its memory", "[cuda][
     CHECK_THAT(r.message, Contains("cuda:0"));
   }
 }
+
+TEST_CASE("Device::parse takes cpu, cuda and cuda:N, and nothing around them", "[device][errors]") {
+  CHECK(Device::parse("cpu") == Device::cpu());
+  CHECK(Device::parse("cuda") == Device::cuda(0));
+  CHECK(Device::parse("cuda:3") == Device::cuda(3));
+  // std::stoi took the first two as cuda:1; the last overflowed into an exception of its own.
+  for (const char* bad : {"cuda: 1", "cuda:+1", "cuda:-1", "cuda:", "cuda:1x", "cuda:99999999999"})
+    CHECK_THROWS_WITH(Device::parse(bad), Contains("unknown device") && Contains(bad));
+}

@@ -7,9 +7,11 @@
 #include <cstring>
 #include <iomanip>
 #include <sstream>
+#include <string_view>
 #include <type_traits>
 
 #include "engine/core/cuda_backend.h"
+#include "engine/core/parse_number.h"
 #include "engine/core/strided_loop.h"
 #include "engine/core/transpose.h"
 #include "engine/core/views.h"
@@ -394,11 +396,8 @@ Device Device::parse(const std::string& text) {
   if (text == "cpu") return cpu();
   if (text == "cuda") return cuda(0);
   if (text.rfind("cuda:", 0) == 0) {
-    try {
-      std::size_t used = 0;
-      const int i = std::stoi(text.substr(5), &used);
-      if (used == text.size() - 5 && i >= 0) return cuda(i);
-    } catch (const std::exception&) {}
+    const auto i = parse_number<int>(std::string_view(text).substr(5));
+    if (i.has_value() && *i >= 0) return cuda(*i);
   }
   fail("Device::parse", "unknown device '", text, "' (expected cpu, cuda or cuda:N)");
 }

@@ -12,6 +12,7 @@
 
 #include "engine/core/config.h"
 #include "engine/core/error.h"
+#include "engine/core/parse_number.h"
 
 namespace anvil::dist {
 
@@ -68,7 +69,13 @@ double collective_timeout_seconds() {
 int launcher_world_size() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"}) {
     const std::string v = env_or_empty(name);
-    if (!v.empty()) return std::atoi(v.c_str());
+    if (v.empty()) continue;
+    // Set by the launcher, not by hand; still, a value that is not a rank count is named
+    // rather than read as 0 (std::atoi) or as a huge job.
+    const auto n = parse_number<int>(v);
+    ANVIL_CHECK(n.has_value() && *n >= 1, "launcher_world_size", name,
+                ": expected a positive number of ranks, got '", v, "'");
+    return *n;
   }
   return 1;
 }

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "engine/core/error.h"
+#include "engine/core/parse_number.h"
 #include "engine/distributed/communicator.h"
 
 namespace anvil::dist {
@@ -81,8 +82,12 @@ bool progress_thread_requested() {
 
 std::chrono::microseconds progress_interval() {
   const char* v = std::getenv("ANVIL_MPI_PROGRESS_US");
-  const long us = v != nullptr ? std::strtol(v, nullptr, 10) : 100;
-  return std::chrono::microseconds(std::clamp(us, 1L, 100000L));
+  if (v == nullptr || v[0] == '\0') return std::chrono::microseconds(100);
+  const auto us = parse_number<long>(v);
+  // A knob limit like the others (docs/distributed.md): refused, not clamped in silence.
+  ANVIL_CHECK_CONFIG(us.has_value() && *us >= 1 && *us <= 100000, "ANVIL_MPI_PROGRESS_US",
+                     "expected microseconds in [1, 100000], got '", v, "'");
+  return std::chrono::microseconds(*us);
 }
 
 class MpiWork final : public Work {
