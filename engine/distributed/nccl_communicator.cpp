@@ -147,6 +147,12 @@ CommunicatorPtr create_nccl_communicator() {
     std::memcpy(id.data_ptr(), uid.data(), uid.size());
   }
   boot->broadcast(id, 0);
+  // ncclCommInitRank blocks until every rank has joined, with no timeout of its own; a rank that
+  // stalled before it would hold its peers there for ever. The bootstrap's barrier waits at most
+  // the collective timeout (Note [Collective timeout]), so only ranks that all reached this line
+  // enter NCCL's initialisation. (A broadcast alone is not enough: its root may finish before
+  // the others receive.)
+  boot->barrier();
   const std::string uid(static_cast<const char*>(id.data_ptr()), 128);
   return std::make_shared<NcclCommunicator>(
       boot, device, cuda->create_collectives(device, boot->rank(), boot->size(), uid));
