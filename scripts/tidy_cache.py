@@ -10,8 +10,9 @@ yet between two commits most translation units are unchanged. A unit's result de
 what clang-tidy reads: the unit, every header it includes, its compile command, the checks
 (.clang-tidy) and clang-tidy itself. The key of a unit is the SHA-256 of all of them:
   - clang-tidy's version line and the .clang-tidy file;
-  - the compile command with the repository's and the build folder's absolute paths replaced by
-    placeholders (a clone elsewhere gets the same key) and the output file dropped;
+  - the compile command with the absolute paths of the repository, the build folder and the
+    folder above them (../shared) replaced by placeholders (a clone elsewhere gets the same key)
+    and the output file dropped;
   - the content of every file the build recorded as a dependency of the unit's object (ninja's
     deps log), inside the repository or the build folder, by relative path; system headers are
     not hashed (they come from the pinned Debian packages, scripts/install_deps.sh).
@@ -68,7 +69,9 @@ def normalised(argv, directory, root, build_abs):
         if a == "-o":
             skip = True
             continue
-        out.append(a.replace(build_abs, "<build>").replace(root, "<repo>"))
+        # The folder above the clone too: ../shared (the datasets) is named by absolute path.
+        out.append(a.replace(build_abs, "<build>").replace(root, "<repo>")
+                   .replace(os.path.dirname(root) + os.sep, "<parent>/"))
     return out
 
 
