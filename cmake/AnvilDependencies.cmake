@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# Third-party dependencies, all from Debian packages (see ../shared/TOOLCHAIN.md and
+# Third-party dependencies, all from Debian packages (see docs/spec/toolchain.md and
 # scripts/install_deps.sh). Only the files named in DESIGN.md's layering rules may use them.
 find_package(OpenMP REQUIRED)
 find_package(Eigen3 3.4 REQUIRED NO_MODULE)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The model zoo: networks of ../shared/spec/networks.md by name, with summaries and the kernel
+// The model zoo: networks of docs/spec/networks.md by name, with summaries and the kernel
 // problems their layers generate (one source of truth for tests and kernel benchmarks).
 //   auto net = anvil::models::create("fcn5");
 //   auto s = anvil::models::summary("fcn5");   // params, FLOPs per sample, layer table

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Installs anvil's build and run dependencies from Debian 12 packages (see ../shared/TOOLCHAIN.md).
+# Installs anvil's build and run dependencies from Debian 12 packages (see docs/spec/toolchain.md).
 # Idempotent and fast when everything is present: apt is only touched for missing packages.
 # Needs root (or sudo). The CUDA toolkit is not a Debian package here: it is preinstalled on the
 # machines that have it, and the build skips the CUDA backend where it is absent.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Installs the peer frameworks the benchmark report compares anvil with (../shared/TOOLCHAIN.md,
+# Installs the peer frameworks the benchmark report compares anvil with (docs/spec/toolchain.md,
 # "The peers"): PyTorch (`torch`) and TensorFlow/Keras (`tensorflow-cpu`) from PyPI, with pip, into
 # the python3 first on PATH. Comparison scripts only: anvil never builds against them.
 #   scripts/install_peers.sh [pytorch,tensorflow]

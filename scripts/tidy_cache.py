@@ -11,7 +11,7 @@ what clang-tidy reads: the unit, every header it includes, its compile command, 
 (.clang-tidy) and clang-tidy itself. The key of a unit is the SHA-256 of all of them:
   - clang-tidy's version line and the .clang-tidy file;
   - the compile command with the absolute paths of the repository, the build folder and the
-    folder above them (../shared) replaced by placeholders (a clone elsewhere gets the same key)
+    folder above them replaced by placeholders (a clone elsewhere gets the same key)
     and the output file dropped;
   - the content of every file the build recorded as a dependency of the unit's object (ninja's
     deps log), inside the repository or the build folder, by relative path; system headers are
@@ -69,7 +69,7 @@ def normalised(argv, directory, root, build_abs):
         if a == "-o":
             skip = True
             continue
-        # The folder above the clone too: ../shared (the datasets) is named by absolute path.
+        # The folder above the clone too: a dataset folder beside the clone is named by absolute path.
         out.append(a.replace(build_abs, "<build>").replace(root, "<repo>")
                    .replace(os.path.dirname(root) + os.sep, "<parent>/"))
     return out

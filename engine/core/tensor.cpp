@@ -183,7 +183,7 @@ std::int64_t Tensor::stride(std::int64_t d) const {
 // gives [3, 0] the strides {1, 1} (size-0 dims count as 1), which the stride walk below would
 // call non-contiguous; Tensor::copy_ into such a CUDA tensor then staged the source into a new
 // tensor of the same (non-contiguous) geometry and recursed without end: the hang of
-// gpu(Tensor::zeros({3, 0})) on the H100 (../shared/gpu/README.md, issue 20 point 6).
+// gpu(Tensor::zeros({3, 0})) on the H100 (issue 20 point 6).
 bool Tensor::is_contiguous() const {
   if (numel() == 0) return true;  // Note [Empty tensors are contiguous]
   std::int64_t expected = 1;

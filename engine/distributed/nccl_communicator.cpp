@@ -111,7 +111,7 @@ class NcclCommunicator final : public Communicator {
 // One process (no launcher, or `mpirun -np 1`) needs no bootstrap: it makes its own unique id
 // and its host collectives are the single backend's identities. So `anvil train --dist nccl`
 // runs on a GPU machine that has NCCL (PyTorch's wheel) but neither Open MPI nor
-// libanvil_mpi.so, which is the case of the lent GPU machines (../shared/gpu/README.md).
+// libanvil_mpi.so, which is the case of the lent GPU machines (docs/cuda.md).
 CommunicatorPtr create_nccl_communicator() {
   constexpr const char* kWhere = "create_communicator(\"nccl\")";
   // The GPU check comes first, so a machine without one refuses before MPI starts.

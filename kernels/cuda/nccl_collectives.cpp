@@ -33,7 +33,7 @@ namespace {
 
 // Note [Lazy NCCL loading]
 // libnccl.so.2 is dlopen()ed on the first NCCL call, not linked: a GPU machine whose NCCL comes
-// from elsewhere (PyTorch's nvidia-nccl wheel, ../shared/gpu/README.md) or is missing still loads
+// from elsewhere (PyTorch's nvidia-nccl wheel, docs/cuda.md) or is missing still loads
 // libanvil_cuda.so for everything else, and only the nccl backend says what is missing. The
 // header gives the function types; ANVIL_NCCL_LIBRARY overrides the file name.
 struct NcclApi {

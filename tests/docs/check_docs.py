@@ -19,6 +19,11 @@ Checks, each reporting every problem it finds (exit 1 if any):
            per op the same CPU variants in the same order; the CUDA variants are compared too
            when the binary lists them (a CUDA build), and otherwise must at least be named in
            kernels/ source.
+  standalone
+           no git-tracked text file names a folder beside the clone (../shared: the
+           specification is in docs/spec/) or an absolute path of a development machine
+           (/work/<checkout>/, /tmp/<scratch>, /root/, /home/<user>/: Note [No machine paths in
+           the repository]; scripts/scrub_paths.py rewrites them in results).
   spdx     every git-tracked .cpp/.h/.cu/.cuh/.py/.sh/.cmake(.in)/CMakeLists.txt file carries
            `SPDX-License-Identifier: Apache-2.0` on its first line (the second after a shebang).
 """
@@ -46,18 +51,21 @@ ALLOWED_ABSENT = [
      "a benchmark/training output folder written by the scripts (gitignored)"),
     (r"\.gpukit(/.*)?", "scripts/gpu_kit.sh's pack folder (gitignored)"),
     (r"\.deps(/.*)?|\.whl(/.*)?", "scripts/install_peers.sh's download folders (gitignored)"),
-    # The project's shared folder beside the repository: the papers' summary and the networks'
-    # definitions (spec/), the toolchain notes and the session hooks. Not part of a clone.
-    (r"(\.\./)+shared/(spec/[\w.-]+|TOOLCHAIN\.md|DESIGN\.md|hooks/[\w.-]+)",
-     "the project's shared folder outside the repository"),
     # Dataset folders that `anvil train` and the tests read when the user provides the data.
     # docs/data.md says that nothing is committed there (malformed files are generated).
     (r"tests/fixtures/malformed", "named as absent on purpose (docs/data.md)"),
     (r"data/datasets/(fashion-mnist|mnist|cifar-10[\w.-]*|imdb|cifar10)(/.*)?",
      "a dataset folder the user downloads (docs/data.md)"),
 ]
-# Paths that must never be cited: the GPU evidence is committed in docs/results/h100_2026-11-25/.
-FORBIDDEN = [(r"(\.\./)+shared/gpu(/.*)?", "cite docs/results/h100_2026-11-25/ instead")]
+# Paths that must never be cited: a folder beside the clone, which a clone from a forge does not
+# have (the specification is copied into docs/spec/; the standalone check covers every file).
+FORBIDDEN = [(r"(\.\./)+shared(/.*)?", "a folder outside the repository: cite docs/spec/")]
+
+# Note [No machine paths in the repository]: the absolute paths a development or GPU machine
+# writes into results (the same patterns as scripts/scrub_paths.py, which rewrites them).
+MACHINE_PATH = re.compile(r"(?<![\w.~$-])(/work/[\w.+-]+/|/(?:var/)?tmp/(?![\w.+-]*XXXXXX)[\w.+-]+"
+                          r"|/root/|/home/[\w.+-]+/)")
+OUTSIDE_REPO = re.compile(r"(?<![\w.-])(\.\./)+shared\b")
 
 CODE_EXT = (".cpp", ".h", ".cu", ".cuh", ".py", ".sh", ".cmake", ".in", ".txt")
 SPDX = "SPDX-License-Identifier: Apache-2.0"
@@ -315,6 +323,28 @@ class Checker:
                     self.fail("tables", f"{op}: docs/architecture.md lists {device} variants "
                                         f"{d}, `anvil info` {i}")
 
+    # ---------------------------------------------------------------- standalone
+    def check_standalone(self):
+        me = pathlib.Path(__file__).resolve()
+        for f in self.tracked_files():
+            if f.resolve() in (me, self.root / "scripts" / "scrub_paths.py"):
+                continue  # the two files that hold the patterns
+            try:
+                text = f.read_bytes().decode("utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue  # binary: images, checkpoints, gz fixtures
+            rel = f.relative_to(self.root)
+            for n, line in enumerate(text.splitlines(), 1):
+                m = OUTSIDE_REPO.search(line)
+                if m:
+                    self.fail("standalone", f"{rel}:{n}: names '{m[0]}', a folder outside the "
+                                            "repository (cite docs/spec/ or a file of the clone)")
+                m = MACHINE_PATH.search(line)
+                if m:
+                    self.fail("standalone", f"{rel}:{n}: holds '{m[0]}', an absolute path of a "
+                                            "machine (run scripts/scrub_paths.py on it: Note [No "
+                                            "machine paths in the repository])")
+
     # ---------------------------------------------------------------- spdx
     def check_spdx(self):
         for f in self.tracked_files():
@@ -337,7 +367,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("root")
     ap.add_argument("--anvil", help="the anvil binary (for the tables check)")
-    ap.add_argument("--only", default="paths,notes,options,tables,spdx")
+    ap.add_argument("--only", default="paths,notes,options,tables,standalone,spdx")
     args = ap.parse_args()
     c = Checker(args.root)
     checks = args.only.split(",")
@@ -352,6 +382,8 @@ def main():
             c.check_tables(args.anvil)
         else:
             c.fail("tables", "no --anvil binary given")
+    if "standalone" in checks:
+        c.check_standalone()
     if "spdx" in checks:
         c.check_spdx()
     for p in c.problems:

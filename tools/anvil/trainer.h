@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The training loop of `anvil train`: a registered model on real data, with the metrics the
-// papers reported (Al-Bdour, Kabakus; ../shared/spec/experiments.md): training time, time to a
+// papers reported (Al-Bdour, Kabakus; docs/spec/experiments.md): training time, time to a
 // target accuracy, testing (inference) time, accuracy or perplexity, peak memory and CPU
 // utilisation, per epoch and in total. With --device cuda the model, its gradients and the
 // optimizer state live on the GPU and every batch is copied there (the loader stays on the host);
