@@ -43,6 +43,13 @@ expect_error() {
 expect_ok "models lists the zoo" 'mlp_mnist +669706' 'cnn_mnist +1199882' 'resnet50 +25557032' -- "$anvil" models
 expect_ok "models shows which models have a GPU path" ' gpu +description' '^fcn5 .* yes  DLBench' '^mlp_mnist .* yes  ' '^lstm32 .* yes  ' -- "$anvil" models
 expect_ok "models NAME prints the layer table" '1199882 parameters' 'Conv2d' -- "$anvil" models cnn_mnist
+# The summary line once (it used to be printed twice, in two forms).
+"$anvil" models resnet50 >"$tmp/models" 2>&1
+[[ $(grep -c 'parameters' "$tmp/models") -eq 1 ]] || fail "models resnet50: the summary is not printed once"
+# --version: the release, the git revision (or "unknown" outside a checkout) and the libraries.
+expect_ok "--version names the release, the revision and the libraries" \
+  '^anvil [0-9]+\.[0-9]+\.[0-9]+ \(git ([0-9a-f]{7,}(\+dirty)?|unknown)\)$' '^  Eigen +3\.' '^  oneDNN +' \
+  -- "$anvil" --version
 expect_ok "info" 'variant tables' 'gemm' 'oneDNN' 'cpu ' -- "$anvil" info --no-peak
 
 # One short epoch on real data: 3000 Fashion-MNIST training samples (600 held out), 3000 test.

@@ -36,6 +36,7 @@
 #include "kernels/cpu/peak/machine_peak.h"
 #include "tools/anvil/environment.h"
 #include "tools/anvil/trainer.h"
+#include "tools/anvil/version.h"
 
 namespace {
 
@@ -85,9 +86,9 @@ void force_variants(const std::string& spec) {
 void print_models(const std::string& name) {
   if (!name.empty()) {
     const auto s = models::summary(name);
-    std::cout << fmt::format("{}: {}\n{} parameters, {:.4g} forward FLOPs per sample\n\n", name,
-                             models::info(name).description, s.params, s.flops_per_sample)
-              << s.table();
+    // The table starts with the name, the parameters and the FLOPs; the description is the one
+    // thing it lacks.
+    std::cout << models::info(name).description << "\n" << s.table();
     return;
   }
   // gpu: "yes" when the model has a GPU path (ModelInfo::gpu_path: every op has CUDA variants),
@@ -104,7 +105,8 @@ void print_models(const std::string& name) {
 
 void print_info(bool measure_peak) {
   register_builtin_kernels();  // fills the variant tables and records the library versions
-  std::cout << "anvil " << ANVIL_VERSION << "\n\ndevices\n";
+  std::cout << "anvil " << tools::anvil_version() << " (git " << tools::anvil_git_revision()
+            << ")\n\ndevices\n";
   std::cout << fmt::format("  cpu   {} ({} hardware threads)\n", cpu_model_name(),
                            std::thread::hardware_concurrency());
   std::cout << "  cuda  "
@@ -140,6 +142,8 @@ void print_info(bool measure_peak) {
 int run_cli(int argc, char** argv) {
   CLI::App app{"anvil: a deep-learning engine with built-in benchmarks"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", [] { return tools::version_text(); },
+                       "the release, the git revision and the libraries, then exit");
 
   auto* models_cmd =
       app.add_subcommand("models", "list the models, or show one model's layer table");

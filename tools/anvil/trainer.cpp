@@ -658,7 +658,6 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
     wall_this_run += e.train_seconds;
     wait_this_run += e.loader_wait_seconds;
     e.samples_per_second = static_cast<double>(samples) / e.train_seconds;
-    e.rss_peak_bytes = peak_rss_bytes();
     e.allocator_peak_bytes = static_cast<double>(memory_stats().peak);
     if (device.is_cuda())
       e.gpu_allocator_peak_bytes = static_cast<double>(memory_stats(device).peak);
@@ -676,7 +675,10 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
           v.metric >= *config.target_accuracy)
         r.time_to_target_seconds = r.training_seconds;
     }
+    // Current first, then the high-water mark since the epoch began (evaluation included), so
+    // the peak printed is never below the current size.
     e.rss_end_bytes = current_rss_bytes();
+    e.rss_peak_bytes = std::max(peak_rss_bytes(), e.rss_end_bytes);
     r.peak_rss_bytes = std::max(r.peak_rss_bytes, e.rss_peak_bytes);
     r.allocator_peak_bytes = std::max(r.allocator_peak_bytes, e.allocator_peak_bytes);
     r.gpu_allocator_peak_bytes = std::max(r.gpu_allocator_peak_bytes, e.gpu_allocator_peak_bytes);
@@ -762,8 +764,10 @@ void print_summary(const TrainReport& r, std::ostream& out) {
                      r.loader_wait_fraction * 100.0);
   out << fmt::format("distributed        {} backend, {} rank(s) ({})\n", r.dist_backend, r.ranks,
                      r.dist_version);
-  out << fmt::format("throughput         {:.0f} samples/s total, {:.0f} per rank\n",
-                     r.samples_per_second_total, r.samples_per_second_per_rank);
+  // A language model counts tokens, as its epoch lines do.
+  out << fmt::format("throughput         {:.0f} {}/s total, {:.0f} per rank\n",
+                     r.samples_per_second_total, acc ? "samples" : "tokens",
+                     r.samples_per_second_per_rank);
   if (r.ranks > 1 || r.dist_backend == "nccl")
     out << fmt::format("communication wait {:.2f} % of training time (gradient all-reduce)\n",
                        r.comm_wait_fraction * 100.0);
