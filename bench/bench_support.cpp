@@ -2,8 +2,6 @@
 // Command-line flags and run context of anvil_bench (bench/bench_support.h).
 #include "bench/bench_support.h"
 
-#include "anvil_git_rev.h"  // generated at build time: ANVIL_GIT_REV
-
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -13,6 +11,7 @@
 
 #include "kernels/cpu/peak/machine_peak.h"
 #include "anvil/anvil.h"
+#include "engine/core/provenance.h"
 #include "engine/dispatch/registration.h"
 #include "harness/problem_descriptor.h"
 
@@ -219,7 +218,8 @@ void register_row(const std::string& name, std::function<void(benchmark::State&)
 
 void add_context() {
   register_builtin_kernels();
-  benchmark::AddCustomContext("anvil.git_revision", ANVIL_GIT_REV);
+  // Note [Provenance]: anvil.schema, anvil.git_revision, anvil.host, anvil.gpu, ...
+  for (const auto& [key, value] : provenance()) benchmark::AddCustomContext("anvil." + key, value);
   benchmark::AddCustomContext("anvil.compiler", ANVIL_CXX_COMPILER);
   benchmark::AddCustomContext("anvil.cpu_model", cpu_model_name());
   benchmark::AddCustomContext("anvil.peak_gflops_per_core",

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Writes OUT (a header defining ANVIL_GIT_REV) from `git rev-parse --short HEAD` in SOURCE_DIR,
 # with "+dirty" when tracked files differ from HEAD, and touches OUT only when the text changes.
-# Run at every build (bench/CMakeLists.txt), so a benchmark's context names the revision it was
+# Run at every build (the top-level CMakeLists.txt), so a result names the revision it was
 # built from, not the one its build directory was configured at.
 set(rev "unknown")
 find_package(Git QUIET)

@@ -21,9 +21,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "anvil_git_rev.h"
 #include "anvil/anvil.h"
 #include "engine/core/cuda_backend.h"
+#include "engine/core/provenance.h"
 #include "engine/distributed/data_parallel.h"
 #include "models/training_step.h"
 
@@ -362,13 +362,15 @@ int main(int argc, char** argv) {
                    std::getline(f, l);
                    return l;
                  }()},
-                {"git", ANVIL_GIT_REV},
+                {"git", anvil_git_revision()},
                 {"command", [&] {
                    std::string s;
                    for (int i = 0; i < argc; ++i) s += std::string(i ? " " : "") + argv[i];
                    return s;
                  }()}};
-    json doc = {{"context", ctx}};
+    json prov = json::object();  // Note [Provenance]
+    for (const auto& [key, value] : provenance()) prov[key] = value;
+    json doc = {{"provenance", prov}, {"context", ctx}};
     if (a.mode == "allreduce")
       doc["allreduce"] = run_allreduce(a, *comm);
     else if (a.mode == "overlap")

@@ -26,6 +26,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from provenance_check import provenance_problems  # noqa: E402
+
 bench, anvil = sys.argv[1], sys.argv[2]
 failures = []
 
@@ -164,8 +167,10 @@ with tempfile.NamedTemporaryFile(suffix=".json") as out:
          "--anvil_threads=1", "--benchmark_min_time=0.01", "--benchmark_out=" + out.name,
          "--benchmark_out_format=json"])
     results = json.load(open(out.name))
-check("anvil.git_revision" in results["context"] or any(k.startswith("anvil.") for k in results["context"]),
-      "no anvil context in the JSON")
+# Note [Provenance]: the context carries every field, prefixed "anvil.".
+prov = {k[len("anvil."):]: v for k, v in results["context"].items() if k.startswith("anvil.")}
+for problem in provenance_problems(prov):
+    check(False, f"benchmark context: {problem}")
 seen = set()
 for b in results["benchmarks"]:
     family = b["name"].split("/")[0]

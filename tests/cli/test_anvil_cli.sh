@@ -60,9 +60,11 @@ num='[0-9]+(\.[0-9]+)?'
 expect_ok "train one epoch" "^training time +$num s \(1 epoch" "^testing time +$num s \(3000 test" \
   "^test accuracy +$num % \(loss $num\)" "^peak memory +$num MB resident, $num MB anvil CPU allocator" \
   "^CPU utilisation +$num % of 1 thread" "^time to target +$num s" -- "${train[@]}" --epochs 1 --json-log "$tmp/log1.json" --checkpoint "$tmp/ck.safetensors"
-python3 - "$tmp/log1.json" <<'PY' || fail "JSON log of the one-epoch run"
+PYTHONPATH="$(dirname "$0")/.." python3 - "$tmp/log1.json" <<'PY' || fail "JSON log of the one-epoch run"
 import json, sys
+from provenance_check import provenance_problems
 log = json.load(open(sys.argv[1]))
+assert not provenance_problems(log["provenance"]), provenance_problems(log["provenance"])
 r = log["result"]
 assert log["finished"] and log["model"] == "mlp_mnist" and len(log["epochs"]) == 1, log
 assert log["samples"] == {"train": 2400, "val": 600, "test": 3000}, log["samples"]

@@ -31,12 +31,12 @@
 
 #include "anvil/anvil.h"
 #include "engine/core/process_stats.h"
+#include "engine/core/provenance.h"
 #include "engine/core/parse_number.h"
 #include "engine/distributed/handshake.h"
 #include "kernels/cpu/peak/machine_peak.h"
 #include "tools/anvil/environment.h"
 #include "tools/anvil/trainer.h"
-#include "tools/anvil/version.h"
 
 namespace {
 
@@ -103,9 +103,20 @@ void print_models(const std::string& name) {
   }
 }
 
+// `anvil --version`: the release, the revision and what it runs with (Note [Provenance]).
+std::string version_text() {
+  register_builtin_kernels();  // records the library versions
+  std::string text = fmt::format("anvil {} (git {})", anvil_version(), anvil_git_revision());
+  for (const auto& [key, value] : provenance())
+    if (key.rfind("library.", 0) == 0 || key == "gpu")
+      text += fmt::format("\n  {:<16} {}", key.rfind("library.", 0) == 0 ? key.substr(8) : key,
+                          value);
+  return text;  // CLI11 adds the last newline
+}
+
 void print_info(bool measure_peak) {
   register_builtin_kernels();  // fills the variant tables and records the library versions
-  std::cout << "anvil " << tools::anvil_version() << " (git " << tools::anvil_git_revision()
+  std::cout << "anvil " << anvil_version() << " (git " << anvil_git_revision()
             << ")\n\ndevices\n";
   std::cout << fmt::format("  cpu   {} ({} hardware threads)\n", cpu_model_name(),
                            std::thread::hardware_concurrency());
@@ -142,7 +153,7 @@ void print_info(bool measure_peak) {
 int run_cli(int argc, char** argv) {
   CLI::App app{"anvil: a deep-learning engine with built-in benchmarks"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", [] { return tools::version_text(); },
+  app.set_version_flag("--version", [] { return version_text(); },
                        "the release, the git revision and the libraries, then exit");
 
   auto* models_cmd =

@@ -20,6 +20,7 @@
 #include "anvil/anvil.h"
 #include "engine/core/parse_number.h"
 #include "engine/core/process_stats.h"
+#include "engine/core/provenance.h"
 #include "engine/distributed/data_parallel.h"
 #include "engine/distributed/handshake.h"
 #include "engine/distributed/rank_streams.h"
@@ -369,8 +370,11 @@ nlohmann::json report_json(const TrainConfig& c, const TrainReport& r) {
                  {"comm_wait_pct", r.comm_wait_fraction * 100.0}};
   result["time_to_target_seconds"] =
       r.time_to_target_seconds ? json(*r.time_to_target_seconds) : json(nullptr);
+  json prov = json::object();
+  for (const auto& [key, value] : r.provenance) prov[key] = value;
   return {
       {"tool", "anvil train"},
+      {"provenance", prov},
       {"config", config},
       {"model", r.model},
       {"dataset", r.dataset},
@@ -529,6 +533,7 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
   if (config.threads > 0) set_num_threads(config.threads);
 
   TrainReport r;
+  r.provenance = provenance();
   r.dist_backend = comm->backend();
   r.dist_version = comm->version();
   r.rank = comm->rank();

@@ -21,6 +21,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/distributed/communicator.h"
@@ -86,6 +87,8 @@ struct EpochReport {
 };
 
 struct TrainReport {
+  // Where and from what the run was made, taken when it starts (Note [Provenance]).
+  std::vector<std::pair<std::string, std::string>> provenance;
   std::string model, dataset, metric;  // metric: "accuracy" or "perplexity"
   std::int64_t train_samples = 0, val_samples = 0, test_samples = 0, parameters = 0;
   int threads = 0;
