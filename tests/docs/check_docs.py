@@ -80,7 +80,8 @@ OUTSIDE_REPO = re.compile(r"(?<![\w.-])(\.\./)+shared\b")
 NOT_RUN = re.compile(r"\b(?:not|never)\s+(?:yet\s+)?(?:been\s+)?(?:run|ran)\b"
                      r"|\buntested\s+on\b|\b(?:none|neither)\s+of\s+(?:it|them)\s+(?:has|have)\s+"
                      r"(?:yet\s+)?run\b|\b(?:has|have)\s+yet\s+to\s+run\b|\buntested\b"
-                     r"|\bno\s+GPU\s+[\w ,]*?\bkernels\b[^.;]*\byet\b", re.I)
+                     r"|\bno\s+GPU\s+[\w ,]*?\bkernels\b[^.;]*\byet\b"
+                     r"|\bnot\s+on\s+(?:the|a)\s+GPU\s+yet\b", re.I)
 ON_GPU = re.compile(r"\b(?:GPUs?|CUDA|H100|H200)\b")
 # Sentences that say "not run on a GPU" truly although the component they name has a GPU row:
 # (doc, a part of the sentence, why it is still true). Keep each one short and dated.
