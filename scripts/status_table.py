@@ -200,7 +200,7 @@ COMPONENTS = [
     Component("GPU steps: fully connected models", bench(FC, True),
               claims=r"\b(fully connected|FCN|MLP)"),
     Component("GPU conv, pooling, batch norm (cuDNN, own)",
-              either(bench(CNN, True), passed_case(r"conv2d|pool|batch.norm|CNN")),
+              either(bench(CNN, True), passed_case(r"conv2d|pooling|batch.norm|CNN")),
               claims=r"\b(conv\w*|CNNs?|cuDNN|pooling|batch.norm)\b"),
     Component("GPU conv per-layer benchmarks (`kernel/conv2d/...`)",
               bench(r"kernel/conv2d/", True), claims=r"\bper-layer\b",

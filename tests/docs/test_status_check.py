@@ -17,20 +17,15 @@ import subprocess
 import sys
 import tempfile
 
-root = pathlib.Path(sys.argv[1]).resolve()
-check = root / "tests" / "docs" / "check_docs.py"
-failures = []
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from check_harness import Harness  # noqa: E402
 
-
-def expect(cond, what):
-    if not cond:
-        failures.append(what)
+h = Harness(sys.argv[1])
+root, expect = h.root, h.expect
 
 
 def run_check(repo):
-    r = subprocess.run([sys.executable, str(check), str(repo), "--only", "status,notrun"],
-                       capture_output=True, text=True)
-    return r.returncode, r.stdout
+    return h.run_check(repo, "status,notrun")
 
 
 def benchmark_json(names, gpu):
@@ -91,7 +86,4 @@ with tempfile.TemporaryDirectory() as tmp:
                                 str(repo), "--check"], capture_output=True).returncode, None
     expect(status == 1, "status_table.py --check passed on an out-of-date page")
 
-for f in failures:
-    print("FAIL:", f)
-print(f"test_status_check: {len(failures)} failure(s)")
-sys.exit(1 if failures else 0)
+sys.exit(h.finish("test_status_check"))
