@@ -65,43 +65,55 @@ def benchmark_records(data):
         yield Record("bench", name, gpu_name(ctx.get("anvil.cuda")) if on_gpu else cpu, on_gpu)
 
 
-def dist_records(data):
+def find_up(path, results_root, patterns):
+    """The first match of (file name, regex) in the folders from path's up to the results
+    root, nearest first: the run's own notes over its folder's README."""
+    for folder in [path.parent, *path.parent.parents]:
+        for name, rx in patterns:
+            f = folder / name
+            m = re.search(rx, f.read_text(), re.M) if f.is_file() else None
+            if m:
+                return m[1].strip()
+        if folder == results_root:
+            break
+    return None
+
+
+def host_cpu(path, results_root, model=None):
+    """'16-core Intel Xeon Processor' from the lscpu.txt a run saved beside its files (the
+    model from the file itself where the file names none)."""
+    cores = find_up(path, results_root, [("lscpu.txt", r"^CPU\(s\):\s+(\d+)")])
+    model = model or find_up(path, results_root, [("lscpu.txt", r"^Model name:\s+(.+)$")])
+    return f"{cores}-core {clean_cpu(model)}" if cores else clean_cpu(model)
+
+
+def dist_records(data, path, results_root):
     ctx = data["context"]
     backend, ranks = ctx.get("backend"), int(ctx.get("ranks", 1))
     if backend == "nccl":
         device = "GPU"  # anvil_dist_bench names no GPU; the folder's other files do
         yield Record("dist", f"nccl {ctx.get('mode')}", device, True, detail={"ranks": ranks})
     else:
-        yield Record("dist", f"{backend} {ctx.get('mode')}", clean_cpu(ctx.get("cpu")), False,
-                     detail={"ranks": ranks})
+        yield Record("dist", f"{backend} {ctx.get('mode')}",
+                     host_cpu(path, results_root, ctx.get("cpu")), False, detail={"ranks": ranks})
 
 
-def train_records(data):
+def train_records(data, path, results_root):
     device = data.get("device", "cpu")
     on_gpu = device.startswith("cuda")
     dist = data.get("distributed") or {}
     yield Record("train", data.get("model", "?"),
-                 re.sub(r"^cuda:\d+ ", "", device) if on_gpu else "CPU", on_gpu,
+                 re.sub(r"^cuda:\d+ ", "", device) if on_gpu else
+                 host_cpu(path, results_root), on_gpu,
                  ok=bool(data.get("finished")),
                  detail={"backend": dist.get("backend", "single"), "ranks": dist.get("ranks", 1)})
 
 
 def case_gpu(path, results_root):
     """The GPU a test case list ran on: the run's summary.txt, else the folder's README."""
-    for folder in [path.parent, *path.parent.parents]:
-        summary = folder / "summary.txt"
-        if summary.is_file():
-            m = re.search(r"^GPU: ([^,\n]+)", summary.read_text(), re.M)
-            if m:
-                return m[1].strip()
-        readme = folder / "README.md"
-        if readme.is_file():
-            m = re.search(r"GPU: (NVIDIA [\w ]+?)\s*[(,\n]", readme.read_text())
-            if m:
-                return m[1].strip()
-        if folder == results_root:
-            break
-    return "unknown GPU"
+    return find_up(path, results_root, [("summary.txt", r"^GPU: ([^,\n]+)"),
+                                        ("README.md", r"GPU: (NVIDIA [\w ]+?)\s*[(,\n]")]) \
+        or "unknown GPU"
 
 
 def case_records(path, results_root):
@@ -136,9 +148,9 @@ def folder_records(folder, results_root):
             yield from benchmark_records(data)
         elif isinstance(data.get("context"), dict) and data["context"].get("tool") == \
                 "anvil_dist_bench":
-            yield from dist_records(data)
+            yield from dist_records(data, path, results_root)
         elif data.get("tool") == "anvil train":
-            yield from train_records(data)
+            yield from train_records(data, path, results_root)
 
 
 def collect(root):
