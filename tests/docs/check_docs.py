@@ -36,6 +36,7 @@ Checks, each reporting every problem it finds (exit 1 if any):
            `SPDX-License-Identifier: Apache-2.0` on its first line (the second after a shebang).
 """
 import argparse
+import importlib.util
 import os
 import pathlib
 import re
@@ -84,7 +85,8 @@ NOT_RUN = re.compile(r"\b(?:not|never)\s+(?:yet\s+)?(?:been\s+)?(?:run|ran)\b"
                      r"|\bnot\s+on\s+(?:the|a)\s+GPU\s+yet\b", re.I)
 ON_GPU = re.compile(r"\b(?:GPUs?|CUDA|H100|H200)\b")
 # Sentences that say "not run on a GPU" truly although the component they name has a GPU row:
-# (doc, a part of the sentence, why it is still true). Keep each one short and dated.
+# (doc, a part of the sentence, why it is still true). An entry that matches no sentence of its
+# doc any more is reported, so the list cannot outlive the sentences it excuses.
 NOT_RUN_EXCEPTIONS = [
     ("docs/cuda.md", "they are listed, never run there",
      "a machine without a GPU lists the CUDA variants and runs none: true on every date"),
@@ -379,7 +381,6 @@ class Checker:
 
     # ---------------------------------------------------------------- status
     def load_status_table(self):
-        import importlib.util
         path = self.root / "scripts" / "status_table.py"
         spec = importlib.util.spec_from_file_location("status_table", path)
         module = importlib.util.module_from_spec(spec)
@@ -423,6 +424,11 @@ class Checker:
         ran = table.ran_on_gpu(self.root)
         never = [c for c in table.COMPONENTS if c.claims and not any(c is r[0] for r in ran)]
         results = self.root / "docs" / "results"
+        used = set()
+
+        def mentions(component, text):
+            return component.claims and component.claims.search(text)
+
         for doc in self.docs():
             if results in doc.parents:
                 continue  # dated results folders are history
@@ -433,23 +439,27 @@ class Checker:
                     continue
                 # The sentence names the component, or else ("**Not run on a GPU yet**: it
                 # compiles") the paragraph around it does.
-                names = lambda c, text: c.claims and c.claims.search(text)
-                subject = sentence if any(names(c, sentence) for c in table.COMPONENTS) \
+                subject = sentence if any(mentions(c, sentence) for c in table.COMPONENTS) \
                     else paragraph
                 # A sentence about a special case that never ran ("NCCL across several GPUs has
                 # not run") is not about the general case that did (NCCL on one GPU).
-                narrowed = {c.narrows for c in never if c.narrows and names(c, sentence)}
+                narrowed = {c.narrows for c in never if c.narrows and mentions(c, sentence)}
                 shown = [(c, date, folder) for c, date, folder in ran
-                         if names(c, subject) and c.name not in narrowed]
-                if not shown or any(str(rel) == d and part in sentence
-                                    for d, part, _ in NOT_RUN_EXCEPTIONS):
+                         if mentions(c, subject) and c.name not in narrowed]
+                excused = [e for e in NOT_RUN_EXCEPTIONS if str(rel) == e[0] and e[1] in sentence]
+                used.update(e[1] for e in excused)
+                if not shown or excused:
                     continue
-                names = "', '".join(c.name for c, _, _ in shown)
+                listed = "', '".join(c.name for c, _, _ in shown)
                 date, folder = max((d, f) for _, d, f in shown)
                 quote = sentence[max(0, said.start() - 100):said.end() + 40]
                 self.fail("notrun", f"{rel}:{n}: says '{said[0]}' of a GPU, but docs/status.md "
-                                    f"shows '{names}' ran there (newest: docs/results/{folder}/, "
+                                    f"shows '{listed}' ran there (newest: docs/results/{folder}/, "
                                     f"{date}): \"...{quote}...\"")
+        for doc, part, _ in NOT_RUN_EXCEPTIONS:
+            if part not in used and (self.root / doc).is_file():
+                self.fail("notrun", f"NOT_RUN_EXCEPTIONS: '{part}' excuses no sentence of {doc} "
+                                    "any more: remove the entry")
 
     # ---------------------------------------------------------------- spdx
     def check_spdx(self):

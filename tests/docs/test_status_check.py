@@ -6,8 +6,9 @@
 
 A stale "has not yet run on a GPU" sentence must be reported when a results folder shows the
 component ran on a GPU, and not when the sentence names something no folder shows (NCCL across
-several GPUs), nor inside docs/results/; docs/status.md must be reported missing, then out of
-date once a newer results folder arrives, and pass after scripts/status_table.py rewrites it.
+several GPUs), nor inside docs/results/, nor when NOT_RUN_EXCEPTIONS excuses it (an entry that
+excuses nothing is reported); docs/status.md must be reported missing, then out of date once a
+newer results folder arrives, and pass after scripts/status_table.py rewrites it.
 Note [Status is generated from the results folders].
 """
 import json
@@ -85,5 +86,20 @@ with tempfile.TemporaryDirectory() as tmp:
     status, _ = subprocess.run([sys.executable, str(repo / "scripts" / "status_table.py"),
                                 str(repo), "--check"], capture_output=True).returncode, None
     expect(status == 1, "status_table.py --check passed on an out-of-date page")
+
+    # An excused sentence (NOT_RUN_EXCEPTIONS) passes; the entries that excuse nothing any more
+    # are reported. The LSTM ran on a GPU now (gpu_2026-02-01).
+    subprocess.run([sys.executable, str(repo / "scripts" / "status_table.py"), str(repo)],
+                   check=True, capture_output=True)
+    (repo / "docs" / "cuda.md").write_text(
+        "The LSTM test was rewritten. The new version has not run on a GPU yet.\n\n"
+        "The LSTM paths have not run on a GPU.\n")
+    status, out = run_check(repo)
+    expect("docs/cuda.md:1:" not in out, f"an excused sentence was reported:\n{out}")
+    expect("[notrun] docs/cuda.md:3: says 'not run'" in out,
+           f"a stale sentence beside an excused one was not reported:\n{out}")
+    expect("excuses no sentence of docs/cuda.md" in out and
+           "'The new version has not run on a' excuses" not in out,
+           f"the unused exceptions (only those) were not reported:\n{out}")
 
 sys.exit(h.finish("test_status_check"))
