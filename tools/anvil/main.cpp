@@ -142,8 +142,9 @@ void print_info(bool measure_peak) {
 int run_cli(int argc, char** argv) {
   CLI::App app{"anvil: a deep-learning engine with built-in benchmarks"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", [] { return tools::version_text(); },
-                       "the release, the git revision and the libraries, then exit");
+  app.set_version_flag(
+      "--version", [] { return tools::version_text(); },
+      "the release, the git revision and the libraries, then exit");
 
   auto* models_cmd =
       app.add_subcommand("models", "list the models, or show one model's layer table");
