@@ -221,9 +221,8 @@ std::size_t cudnn_workspace_cap(const std::string& env_mb, std::optional<std::si
   if (env_mb.empty()) return available ? *available / 2 : kCudnnWorkspaceFallbackBytes;
   const auto parsed = parse_number<long long>(env_mb);
   const long long mb = parsed.value_or(-1);
-  ANVIL_CHECK(mb >= 0 && mb <= (1LL << 24),
-              "ANVIL_CUDNN_WORKSPACE_MB", "expected a number of MiB in [0, 2^24], got '", env_mb,
-              "'");
+  ANVIL_CHECK(mb >= 0 && mb <= (1LL << 24), "ANVIL_CUDNN_WORKSPACE_MB",
+              "expected a number of MiB in [0, 2^24], got '", env_mb, "'");
   const std::size_t bytes = static_cast<std::size_t>(mb) << 20;
   return available ? std::min(bytes, *available) : bytes;
 }

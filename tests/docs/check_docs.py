@@ -24,10 +24,19 @@ Checks, each reporting every problem it finds (exit 1 if any):
            specification is in docs/spec/) or an absolute path of a development machine
            (/work/<checkout>/, /tmp/<scratch>, /root/, /home/<user>/: Note [No machine paths in
            the repository]; scripts/scrub_paths.py rewrites them in results).
+  status   docs/status.md is what scripts/status_table.py writes from docs/results/ (Note [Status
+           is generated from the results folders]).
+  notrun   no sentence of README.md or docs/ (outside docs/results/, which records history)
+           says that a component has not run on a GPU ("not yet run", "never run", "untested
+           on", ...) when docs/status.md's source shows that it did: the sentence names a
+           component by its `claims` words (scripts/status_table.py) that has a GPU row (the
+           sentence, or else its paragraph, names it), unless it names the special case that
+           never ran (`narrows`). NOT_RUN_EXCEPTIONS lists the sentences that may stay.
   spdx     every git-tracked .cpp/.h/.cu/.cuh/.py/.sh/.cmake(.in)/CMakeLists.txt file carries
            `SPDX-License-Identifier: Apache-2.0` on its first line (the second after a shebang).
 """
 import argparse
+import importlib.util
 import os
 import pathlib
 import re
@@ -66,6 +75,30 @@ FORBIDDEN = [(r"(\.\./)+shared(/.*)?", "a folder outside the repository: cite do
 MACHINE_PATH = re.compile(r"(?<![\w.~$-])(/work/[\w.+-]+/|/(?:var/)?tmp/(?![\w.+-]*XXXXXX)[\w.+-]+"
                           r"|/root/|/home/[\w.+-]+/)")
 OUTSIDE_REPO = re.compile(r"(?<![\w.-])(\.\./)+shared\b")
+
+# The "notrun" rule (Note [Status is generated from the results folders]): a sentence that says
+# something has not run, and mentions a GPU.
+NOT_RUN = re.compile(r"\b(?:not|never)\s+(?:yet\s+)?(?:been\s+)?(?:run|ran)\b"
+                     r"|\buntested\s+on\b|\b(?:none|neither)\s+of\s+(?:it|them)\s+(?:has|have)\s+"
+                     r"(?:yet\s+)?run\b|\b(?:has|have)\s+yet\s+to\s+run\b|\buntested\b"
+                     r"|\bno\s+GPU\s+[\w ,]*?\bkernels\b[^.;]*\byet\b"
+                     r"|\bnot\s+on\s+(?:the|a)\s+GPU\s+yet\b", re.I)
+ON_GPU = re.compile(r"\b(?:GPUs?|CUDA|H100|H200)\b")
+# Sentences that say "not run on a GPU" truly although the component they name has a GPU row:
+# (doc, a part of the sentence, why it is still true). An entry that matches no sentence of its
+# doc any more is reported, so the list cannot outlive the sentences it excuses.
+NOT_RUN_EXCEPTIONS = [
+    ("docs/cuda.md", "they are listed, never run there",
+     "a machine without a GPU lists the CUDA variants and runs none: true on every date"),
+    ("docs/cuda.md", "That version has not run on a GPU",
+     "the LM perplexity test rewritten after the 2026-11-26 H200 run has not run on a GPU yet"),
+    ("docs/cuda.md", "The new version has not run on a",
+     "the same rewritten LM perplexity test"),
+    ("docs/cuda.md", "the GPU test cases have not run yet",
+     "issue 31's cuDNN math-type code was written on 2026-11-27, after the H200 run"),
+    ("docs/cuda.md", "test_cuda_conv.cpp` (GPU, not run",
+     "the same issue 31 test cases, written after the H200 run"),
+]
 
 CODE_EXT = (".cpp", ".h", ".cu", ".cuh", ".py", ".sh", ".cmake", ".in", ".txt")
 SPDX = "SPDX-License-Identifier: Apache-2.0"
@@ -346,6 +379,88 @@ class Checker:
                                             "machine (run scripts/scrub_paths.py on it: Note [No "
                                             "machine paths in the repository])")
 
+    # ---------------------------------------------------------------- status
+    def load_status_table(self):
+        path = self.root / "scripts" / "status_table.py"
+        spec = importlib.util.spec_from_file_location("status_table", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    def check_status(self):
+        table = self.load_status_table()
+        current = (self.root / table.STATUS).read_text() if (self.root / table.STATUS).is_file() \
+            else ""
+        if current != table.render(self.root):
+            self.fail("status", f"{table.STATUS} is out of date with docs/results/: run "
+                                "`python3 scripts/status_table.py` and commit the page")
+
+    @staticmethod
+    def sentences(text):
+        """(line number, sentence, its paragraph) of a Markdown text's prose: fenced code blocks
+        are skipped, paragraphs (and list items) joined, then split after '.', '!' or '?' before
+        a capital or a mark. A table row is one sentence and its own paragraph."""
+        para, start, in_code = [], 0, False
+        for n, line in enumerate(text.splitlines() + [""], 1):
+            if line.lstrip().startswith("```"):
+                in_code = not in_code
+                line = ""
+            if in_code or not line.strip() or line.lstrip().startswith(("#", "|", "- ", "* ")):
+                joined = " ".join(para)
+                for s in re.split(r"(?<=[.!?])\s+(?=[A-Z*(`\[])", joined):
+                    if s:
+                        yield start, s, joined
+                para = []
+                if in_code or not line.strip() or line.lstrip().startswith(("#", "|")):
+                    if line.lstrip().startswith("|"):
+                        yield n, line, line
+                    continue
+            if not para:
+                start = n
+            para.append(line.strip())
+
+    def check_notrun(self):
+        table = self.load_status_table()
+        ran = table.ran_on_gpu(self.root)
+        never = [c for c in table.COMPONENTS if c.claims and not any(c is r[0] for r in ran)]
+        results = self.root / "docs" / "results"
+        used = set()
+
+        def mentions(component, text):
+            return component.claims and component.claims.search(text)
+
+        for doc in self.docs():
+            if results in doc.parents:
+                continue  # dated results folders are history
+            rel = doc.relative_to(self.root)
+            for n, sentence, paragraph in self.sentences(doc.read_text()):
+                said = NOT_RUN.search(sentence)
+                if not (said and ON_GPU.search(sentence)):
+                    continue
+                # The sentence names the component, or else ("**Not run on a GPU yet**: it
+                # compiles") the paragraph around it does.
+                subject = sentence if any(mentions(c, sentence) for c in table.COMPONENTS) \
+                    else paragraph
+                # A sentence about a special case that never ran ("NCCL across several GPUs has
+                # not run") is not about the general case that did (NCCL on one GPU).
+                narrowed = {c.narrows for c in never if c.narrows and mentions(c, sentence)}
+                shown = [(c, date, folder) for c, date, folder in ran
+                         if mentions(c, subject) and c.name not in narrowed]
+                excused = [e for e in NOT_RUN_EXCEPTIONS if str(rel) == e[0] and e[1] in sentence]
+                used.update(e[1] for e in excused)
+                if not shown or excused:
+                    continue
+                listed = "', '".join(c.name for c, _, _ in shown)
+                date, folder = max((d, f) for _, d, f in shown)
+                quote = sentence[max(0, said.start() - 100):said.end() + 40]
+                self.fail("notrun", f"{rel}:{n}: says '{said[0]}' of a GPU, but docs/status.md "
+                                    f"shows '{listed}' ran there (newest: docs/results/{folder}/, "
+                                    f"{date}): \"...{quote}...\"")
+        for doc, part, _ in NOT_RUN_EXCEPTIONS:
+            if part not in used and (self.root / doc).is_file():
+                self.fail("notrun", f"NOT_RUN_EXCEPTIONS: '{part}' excuses no sentence of {doc} "
+                                    "any more: remove the entry")
+
     # ---------------------------------------------------------------- spdx
     def check_spdx(self):
         for f in self.tracked_files():
@@ -368,7 +483,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("root")
     ap.add_argument("--anvil", help="the anvil binary (for the tables check)")
-    ap.add_argument("--only", default="paths,notes,options,tables,standalone,spdx")
+    ap.add_argument("--only", default="paths,notes,options,tables,standalone,status,notrun,spdx")
     args = ap.parse_args()
     c = Checker(args.root)
     checks = args.only.split(",")
@@ -385,6 +500,10 @@ def main():
             c.fail("tables", "no --anvil binary given")
     if "standalone" in checks:
         c.check_standalone()
+    if "status" in checks:
+        c.check_status()
+    if "notrun" in checks:
+        c.check_notrun()
     if "spdx" in checks:
         c.check_spdx()
     for p in c.problems:

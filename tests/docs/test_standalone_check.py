@@ -8,27 +8,21 @@ A folder beside the clone and each kind of machine path must be reported with it
 line; scrub_paths.py must rewrite the machine paths (and nothing else), after which the check
 passes. Note [No machine paths in the repository].
 """
-import os
 import pathlib
 import subprocess
 import sys
 import tempfile
 
-root = pathlib.Path(sys.argv[1]).resolve()
-check = root / "tests" / "docs" / "check_docs.py"
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from check_harness import Harness  # noqa: E402
+
+h = Harness(sys.argv[1])
+root, expect = h.root, h.expect
 scrub = root / "scripts" / "scrub_paths.py"
-failures = []
-
-
-def expect(cond, what):
-    if not cond:
-        failures.append(what)
 
 
 def run_check(repo):
-    r = subprocess.run([sys.executable, str(check), str(repo), "--only", "standalone"],
-                       capture_output=True, text=True)
-    return r.returncode, r.stdout
+    return h.run_check(repo, "standalone")
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -64,7 +58,4 @@ with tempfile.TemporaryDirectory() as tmp:
     status, out = run_check(repo)
     expect(status == 0, f"the check still fails after scrub_paths.py:\n{out}")
 
-for f in failures:
-    print("FAIL:", f)
-print(f"test_standalone_check: {len(failures)} failure(s)")
-sys.exit(1 if failures else 0)
+sys.exit(h.finish("test_standalone_check"))

@@ -109,15 +109,14 @@ std::string version_text() {
   std::string text = fmt::format("anvil {} (git {})", anvil_version(), anvil_git_revision());
   for (const auto& [key, value] : provenance())
     if (key.rfind("library.", 0) == 0 || key == "gpu")
-      text += fmt::format("\n  {:<16} {}", key.rfind("library.", 0) == 0 ? key.substr(8) : key,
-                          value);
+      text +=
+          fmt::format("\n  {:<16} {}", key.rfind("library.", 0) == 0 ? key.substr(8) : key, value);
   return text;  // CLI11 adds the last newline
 }
 
 void print_info(bool measure_peak) {
   register_builtin_kernels();  // fills the variant tables and records the library versions
-  std::cout << "anvil " << anvil_version() << " (git " << anvil_git_revision()
-            << ")\n\ndevices\n";
+  std::cout << "anvil " << anvil_version() << " (git " << anvil_git_revision() << ")\n\ndevices\n";
   std::cout << fmt::format("  cpu   {} ({} hardware threads)\n", cpu_model_name(),
                            std::thread::hardware_concurrency());
   std::cout << "  cuda  "
@@ -153,8 +152,9 @@ void print_info(bool measure_peak) {
 int run_cli(int argc, char** argv) {
   CLI::App app{"anvil: a deep-learning engine with built-in benchmarks"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", [] { return version_text(); },
-                       "the release, the git revision and the libraries, then exit");
+  app.set_version_flag(
+      "--version", [] { return version_text(); },
+      "the release, the git revision and the libraries, then exit");
 
   auto* models_cmd =
       app.add_subcommand("models", "list the models, or show one model's layer table");
