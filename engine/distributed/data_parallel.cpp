@@ -119,7 +119,29 @@ void DataParallel::prepare_optimizer(optim::Optimizer& opt) {
   }
 }
 
+DataParallel::NoSync::NoSync(DataParallel& dp) : dp_(&dp) { ++dp_->no_sync_depth_; }
+DataParallel::NoSync::~NoSync() {
+  if (dp_ != nullptr) --dp_->no_sync_depth_;
+}
+DataParallel::NoSync::NoSync(NoSync&& other) noexcept : dp_(other.dp_) { other.dp_ = nullptr; }
+
+void DataParallel::synchronize_buffers(const std::vector<Tensor>& buffers) {
+  NoGradGuard no_grad;
+  for (const Tensor& t : buffers) {
+    Tensor view = t.detach();
+    ANVIL_CHECK(view.is_contiguous(), kWhere, "synchronize_buffers: non-contiguous buffer ",
+                shape_str(view.sizes()));
+    if (is_floating(view.dtype()))
+      comm_->all_reduce(view, ReduceOp::average);
+    else
+      comm_->broadcast(view, 0);  // counters: equal on every rank that took the same steps
+  }
+}
+
 void DataParallel::on_gradient(std::size_t bi, std::size_t si) {
+  // Under no_sync the gradient keeps accumulating in param.grad (Note [Accumulation without
+  // synchronisation]); the collectives in flight (none, between steps) need no progress.
+  if (no_sync_depth_ > 0) return;
   Bucket& b = buckets_[bi];
   Slot& s = b.slots[si];
   if (!s.ready) {
@@ -143,12 +165,21 @@ void DataParallel::launch_ready() {
 }
 
 void DataParallel::finish_gradients() {
+  ANVIL_CHECK(no_sync_depth_ == 0, kWhere,
+              "finish_gradients() inside no_sync(): the accumulated gradients would never be "
+              "averaged; end the NoSync guard first");
   NoGradGuard no_grad;
-  // Parameters that got no gradient this step contribute zeros.
+  // A parameter whose hook did not run in a synchronised backward contributes what it
+  // accumulated under no_sync, or zeros when it got no gradient this step.
   for (Bucket& b : buckets_)
     for (Slot& s : b.slots)
       if (!s.ready) {
-        b.flat.slice(0, s.offset, s.offset + s.param.numel()).fill_(0.0);
+        Tensor dst = b.flat.slice(0, s.offset, s.offset + s.param.numel());
+        const Tensor& g = s.param.grad();
+        if (!g.defined())
+          dst.fill_(0.0);
+        else if (g.data_ptr() != dst.data_ptr())
+          dst.view(s.param.sizes()).copy_(g);
         s.ready = true;
         --b.pending;
       }

@@ -9,6 +9,11 @@
 //   dp.broadcast_from_root(net->parameters());  // and the buffers
 //   dp.prepare_optimizer(opt);                  // turns folded SGD off, with a note
 //   per step: opt.zero_grad(); loss.backward(); dp.finish_gradients(); opt.step();
+//   accumulating N micro-batches (Note [Accumulation without synchronisation]):
+//     opt.zero_grad();
+//     for i < N - 1: { auto quiet = dp.no_sync(); (loss_i * scale_i).backward(); }
+//     (loss_last * scale_last).backward(); dp.finish_gradients(); opt.step();
+//   before evaluating or saving: dp.synchronize_buffers(buffers) (Note [Buffer synchronisation])
 //
 // Note [Gradient buckets]
 // Parameters are grouped, in reverse registration order (roughly the order backward finishes
@@ -23,6 +28,31 @@
 // for all of them and points each parameter's gradient at its slice of the averaged bucket.
 // With overlap off, all buckets start only in finish_gradients(): the "all-reduce after
 // backward" baseline of the benchmarks.
+//
+// Note [Accumulation without synchronisation]
+// As PyTorch DDP's no_sync(): while a NoSync guard lives, backward only accumulates each
+// parameter's gradient locally (AccumulateGrad sums into param.grad) and the hooks neither copy
+// nor start anything. The first backward after the guard is gone sees the summed gradient in its
+// hooks and reduces it as usual, so N micro-batches cost one all-reduce. finish_gradients() also
+// copies in the accumulated gradient of a parameter that had one only under no_sync (zeros when
+// it has none), so a step whose every backward ran under the guard is reduced correctly as well.
+// The caller scales each micro-batch's loss so that the sum is the mean over the step's samples
+// (anvil train: by rows_i / rows of the step, Note [Global batch and micro-batches] in
+// tools/anvil/trainer.cpp); DataParallel never rescales, since it cannot know the weights.
+// finish_gradients() inside a NoSync guard is a caller error and throws.
+//
+// Note [Buffer synchronisation]
+// Buffers (batch-norm running statistics) are not gradients: each rank updates its own from its
+// own samples, so without a reduction the ranks would evaluate and checkpoint different models.
+// synchronize_buffers() averages floating buffers over the ranks (integer ones, counters, are
+// taken from rank 0). Average rather than broadcast from rank 0 (DDP's default), because the
+// running mean is an exponential moving average, linear in the batch means: with equal local
+// batches the average of the ranks' running means is, up to rounding, the running mean one
+// process computes from the global batches, however rarely it is averaged; rank 0's alone would
+// hold 1/S of the samples. The running variance averages the ranks' within-batch variances and
+// so misses the spread of the ranks' batch means (small when shards are drawn from one
+// permutation); the batch statistics used in training mode are per rank either way (no
+// SyncBatchNorm). anvil train calls it once per epoch, before validation and the checkpoint.
 //
 // Note [Data-parallel determinism]
 // Each rank's gradients are a deterministic function of its samples; the all-reduce sums the
@@ -58,7 +88,28 @@ class DataParallel {
   // could be averaged: it is turned off here, and the reason is added to notes().
   void prepare_optimizer(optim::Optimizer& opt);
   // After backward: starts the remaining buckets, waits for all, leaves averaged gradients.
+  // Throws inside a NoSync guard (Note [Accumulation without synchronisation]).
   void finish_gradients();
+
+  // While alive, backward accumulates gradients locally and starts no all-reduce.
+  class NoSync {
+   public:
+    explicit NoSync(DataParallel& dp);
+    ~NoSync();
+    NoSync(const NoSync&) = delete;
+    NoSync& operator=(const NoSync&) = delete;
+    NoSync(NoSync&& other) noexcept;
+    NoSync& operator=(NoSync&&) = delete;
+
+   private:
+    DataParallel* dp_;
+  };
+  [[nodiscard]] NoSync no_sync() { return NoSync(*this); }
+  bool syncing() const { return no_sync_depth_ == 0; }
+
+  // Averages floating `buffers` over the ranks, integer ones from rank 0 (Note [Buffer
+  // synchronisation]); contiguous tensors of one device. Blocking; identity on one rank.
+  void synchronize_buffers(const std::vector<Tensor>& buffers);
 
   // Between steps: overlapped buckets or all after backward (the benchmarks alternate them).
   void set_overlap(bool on) { options_.overlap = on; }
@@ -99,6 +150,7 @@ class DataParallel {
   std::vector<Bucket> buckets_;
   std::vector<std::uint64_t> hook_ids_;  // one per parameter, same order as params_
   std::size_t next_launch_ = 0;
+  int no_sync_depth_ = 0;
   std::vector<std::string> notes_;
   double wait_total_ = 0.0, wait_last_ = 0.0;
   std::int64_t steps_ = 0;

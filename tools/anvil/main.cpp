@@ -250,6 +250,11 @@ int run_cli(int argc, char** argv) {
                   tools::kMaxBucketMb));
   train_cmd->add_flag("--no-overlap", no_overlap,
                       "all-reduce the gradients after backward instead of during it");
+  train_cmd->add_option(
+      "--accumulate", c.accumulate,
+      fmt::format("micro-batches per optimizer step, 1 to {}: gradients accumulate locally, then "
+                  "one all-reduce and one step; --batch stays the global batch of a step",
+                  tools::kMaxAccumulate));
 
   try {
     app.parse(argc, argv);

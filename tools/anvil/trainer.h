@@ -34,6 +34,7 @@ namespace anvil::tools {
 inline constexpr int kMaxEpochs = 1'000'000;
 inline constexpr std::int64_t kMaxBatch = std::int64_t{1} << 20;
 inline constexpr double kMaxBucketMb = 65536.0;  // 64 GiB, more than any model's gradients
+inline constexpr int kMaxAccumulate = 1024;      // micro-batches per optimizer step
 
 struct TrainConfig {
   std::string model;
@@ -68,6 +69,10 @@ struct TrainConfig {
   std::string dist = "auto";
   double bucket_mb = 25.0;
   bool overlap = true;
+  // Micro-batches per optimizer step (Note [Global batch and micro-batches] in trainer.cpp):
+  // `batch` stays the global batch of one step; each rank runs `accumulate` forward/backward
+  // passes of batch / (ranks x accumulate) samples, then one all-reduce and one step.
+  int accumulate = 1;
 };
 
 struct EpochReport {
