@@ -586,7 +586,8 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
   ANVIL_CHECK(comm->backend() != "nccl" || config.device == "cuda", kWhere,
               "--dist nccl trains on the GPU: add --device cuda (or use --dist mpi on the CPU)");
   const std::int64_t rank_batch = batch / ranks;
-  const std::int64_t micro_batch = rank_batch / config.accumulate;  // Note [Global batch and ...]
+  // Note [Global batch and micro-batches]: one step is `batch`, in `accumulate` micro-batches.
+  const std::int64_t micro_batch = rank_batch / config.accumulate;
   std::ostream null_stream(nullptr);
   std::ostream& out = comm->rank() == 0 ? out_all : null_stream;  // rank 0 prints
   if (comm->rank() == 0) check_output_paths(config);              // rank 0 writes them
