@@ -48,10 +48,20 @@ DataParallel::DataParallel(CommunicatorPtr comm, std::vector<Tensor> params,
     groups.back().elements += p.numel();
   }
   hook_ids_.assign(params_.size(), 0);
+  const std::int64_t ranks = comm_->size();
   for (auto& g : groups) {
     Bucket b;
     const Tensor& first = params_[g.members.front()];
-    b.flat = Tensor::zeros({g.elements}, first.dtype(), first.device());
+    // Sharded: padded to S equal blocks (the padding stays zero, Note [Sharded optimizer update]).
+    const std::int64_t padded =
+        options_.shard_optimizer ? (g.elements + ranks - 1) / ranks * ranks : g.elements;
+    b.flat = Tensor::zeros({padded}, first.dtype(), first.device());
+    if (options_.shard_optimizer) {
+      b.shard_param = Tensor::zeros({padded / ranks}, first.dtype(), first.device());
+      b.shard_param.set_requires_grad(true);
+      b.shard_grad = Tensor::zeros({padded / ranks}, first.dtype(), first.device());
+      b.gathered = Tensor::zeros({padded}, first.dtype(), first.device());
+    }
     std::int64_t off = 0;
     for (std::size_t k : g.members) {
       b.slots.push_back({params_[k], k, off, false});
@@ -60,6 +70,8 @@ DataParallel::DataParallel(CommunicatorPtr comm, std::vector<Tensor> params,
     b.pending = static_cast<std::int64_t>(b.slots.size());
     buckets_.push_back(std::move(b));
   }
+  if (options_.shard_optimizer)
+    for (Bucket& b : buckets_) load_shard(b);
   for (std::size_t bi = 0; bi < buckets_.size(); ++bi)
     for (std::size_t si = 0; si < buckets_[bi].slots.size(); ++si) {
       const Slot& slot = buckets_[bi].slots[si];
@@ -91,11 +103,16 @@ std::string DataParallel::describe() const {
   std::string s = std::to_string(buckets_.size()) + " bucket(s) (cap " +
                   std::to_string(options_.bucket_cap_mb) + " MiB" +
                   (options_.overlap ? ", overlapped" : ", after backward") + "):";
+  std::int64_t elements = 0;
   for (std::size_t i = 0; i < buckets_.size(); ++i) {
     char mb[32];
     std::snprintf(mb, sizeof mb, " %.2f MiB", static_cast<double>(bucket_bytes(i)) / 1048576.0);
     s += mb;
+    elements += buckets_[i].flat.numel();
   }
+  if (options_.shard_optimizer)
+    s += "; ZeRO-1: reduce-scatter, the optimizer updates " + std::to_string(shard_elements()) +
+         " of " + std::to_string(elements) + " elements on this rank, all-gather";
   return s;
 }
 
@@ -156,7 +173,10 @@ void DataParallel::on_gradient(std::size_t bi, std::size_t si) {
 }
 
 void DataParallel::launch(Bucket& b) {
-  b.work = comm_->all_reduce_async(b.flat, ReduceOp::average);
+  if (options_.shard_optimizer)
+    b.work = comm_->reduce_scatter_async(b.flat, b.shard_grad, ReduceOp::average);
+  else
+    b.work = comm_->all_reduce_async(b.flat, ReduceOp::average);
 }
 
 void DataParallel::launch_ready() {
@@ -190,11 +210,18 @@ void DataParallel::finish_gradients() {
   wait_total_ += wait_last_;
   ++steps_;
   // Gradients become views of the averaged buckets (no copy; the next step's hooks copy new
-  // gradients in before the bucket is reduced again).
+  // gradients in before the bucket is reduced again). Sharded: the block's parameters and
+  // averaged gradient are the optimizer's, the model's gradients are released.
   for (Bucket& b : buckets_) {
+    if (options_.shard_optimizer) {
+      load_shard(b);
+      b.shard_param.mutable_grad() = b.shard_grad;
+    }
     for (Slot& s : b.slots) {
       s.param.mutable_grad() =
-          b.flat.slice(0, s.offset, s.offset + s.param.numel()).view(s.param.sizes());
+          options_.shard_optimizer
+              ? Tensor()
+              : b.flat.slice(0, s.offset, s.offset + s.param.numel()).view(s.param.sizes());
       s.ready = false;
     }
     b.pending = static_cast<std::int64_t>(b.slots.size());

@@ -250,6 +250,9 @@ int run_cli(int argc, char** argv) {
                   tools::kMaxBucketMb));
   train_cmd->add_flag("--no-overlap", no_overlap,
                       "all-reduce the gradients after backward instead of during it");
+  train_cmd->add_flag("--shard-optimizer", c.shard_optimizer,
+                      "ZeRO-1: each rank keeps optimizer state for 1/ranks of the parameters "
+                      "(reduce-scatter, update, all-gather); not with --clip or checkpoints");
   train_cmd->add_option(
       "--accumulate", c.accumulate,
       fmt::format("micro-batches per optimizer step, 1 to {}: gradients accumulate locally, then "

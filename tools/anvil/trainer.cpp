@@ -185,6 +185,14 @@ void check_config(const TrainConfig& c) {
                      "--bucket-mb must be in (0, ", kMaxBucketMb, "] MiB, got ", c.bucket_mb);
   ANVIL_CHECK_CONFIG(c.accumulate >= 1 && c.accumulate <= kMaxAccumulate, kWhere,
                      "--accumulate must be in [1, ", kMaxAccumulate, "], got ", c.accumulate);
+  // Note [Sharded optimizer update]: the gradient norm and the optimizer state are spread over
+  // the ranks; neither clipping nor checkpoints gather them yet.
+  ANVIL_CHECK_CONFIG(!c.shard_optimizer || c.clip_norm == 0, kWhere,
+                     "--shard-optimizer with --clip is not supported: each rank holds only its "
+                     "block of the gradient");
+  ANVIL_CHECK_CONFIG(!c.shard_optimizer || (c.checkpoint.empty() && c.resume.empty()), kWhere,
+                     "--shard-optimizer with --checkpoint or --resume is not supported: the "
+                     "optimizer state is spread over the ranks");
   ANVIL_CHECK_CONFIG(c.on_divergence == "stop" || c.on_divergence == "continue", kWhere,
                      "--on-divergence must be stop or continue, got '", c.on_divergence, "'");
   ANVIL_CHECK_CONFIG(c.optimizer == "sgd" || c.optimizer == "adam", kWhere,
@@ -301,6 +309,7 @@ std::vector<dist::HandshakeField> configuration_fields(const TrainConfig& c, std
       {"batch", std::to_string(batch), ""},
       {"batch per rank", std::to_string(rank_batch), ""},
       {"accumulate", fmt::format("{} micro-batch(es)", c.accumulate), ""},
+      {"shard optimizer", c.shard_optimizer ? "on" : "off", ""},
       {"epochs", std::to_string(c.epochs), ""},
       {"bucket cap", fmt::format("{} MiB", c.bucket_mb), ""},
       {"optimizer",
@@ -363,6 +372,7 @@ nlohmann::json report_json(const TrainConfig& c, const TrainReport& r) {
                  {"bucket_mb", c.bucket_mb},
                  {"overlap", c.overlap},
                  {"accumulate", c.accumulate},
+                 {"shard_optimizer", c.shard_optimizer},
                  {"on_divergence", c.on_divergence}};
   if (c.target_accuracy) config["target_accuracy"] = *c.target_accuracy;
   json result = {{"training_seconds", r.training_seconds},
@@ -499,6 +509,7 @@ std::pair<double, std::int64_t> train_classifier_epoch(
     if (dp != nullptr) dp->finish_gradients();  // averaged over the ranks before clipping
     const std::optional<Tensor> norm = clip_gradients(c, opt);
     opt.step();
+    if (dp != nullptr) dp->finish_update();  // ZeRO-1: the updated blocks to every rank
     double step_loss = 0;
     for (const auto& [loss, weight] : losses) step_loss += loss.item() * weight;
     guard.check_step(epoch + 1, step + 1, step_loss, read_norm(norm));
@@ -545,6 +556,7 @@ std::pair<double, std::int64_t> train_language_model_epoch(
     if (dp != nullptr) dp->finish_gradients();  // averaged over the ranks before clipping
     const std::optional<Tensor> norm = clip_gradients(c, opt);
     opt.step();
+    if (dp != nullptr) dp->finish_update();  // ZeRO-1: the updated blocks to every rank
     const std::int64_t t = b.targets.sizes()[1];
     const double step_loss = loss.item();
     guard.check_step(epoch + 1, step + 1, step_loss, read_norm(norm));
@@ -633,7 +645,6 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
   // Initialised on the host (the same weights as a CPU run of this seed), moved before the
   // optimizer takes the parameter handles; its state is then created on the same device.
   if (device.is_cuda()) net->to(device);
-  auto opt = make_optimizer(config, net->parameters());
   ResumeState resumed;
   if (!config.resume.empty()) resumed = read_resume(config, batch);
   // Before the first collective of training (Note [Configuration handshake]).
@@ -642,14 +653,20 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
   // Note [Data parallelism on one NCCL rank]: an explicit --dist nccl builds the data-parallel
   // path on one rank too (averaging over one rank is the identity), so that a machine with one
   // GPU runs the NCCL broadcast and the bucketed gradient all-reduce; mpi and single do not.
+  // --shard-optimizer builds it on one rank too (S = 1: the blocks are the whole buckets).
   std::unique_ptr<dist::DataParallel> dp;
-  if (ranks > 1 || comm->backend() == "nccl") {
+  if (ranks > 1 || comm->backend() == "nccl" || config.shard_optimizer) {
     dp = std::make_unique<dist::DataParallel>(
         comm, net->parameters(),
-        dist::DataParallelOptions{.bucket_cap_mb = config.bucket_mb, .overlap = config.overlap});
+        dist::DataParallelOptions{.bucket_cap_mb = config.bucket_mb,
+                                  .overlap = config.overlap,
+                                  .shard_optimizer = config.shard_optimizer});
     dp->broadcast_from_root(checkpointed_state(*net));  // every rank starts from rank 0's model
-    dp->prepare_optimizer(*opt);
   }
+  // ZeRO-1: the optimizer updates this rank's blocks (Note [Sharded optimizer update]).
+  auto opt =
+      make_optimizer(config, config.shard_optimizer ? dp->shard_parameters() : net->parameters());
+  if (dp) dp->prepare_optimizer(*opt);
 
   if (!config.resume.empty()) optim::load_checkpoint(config.resume, *net, opt.get());
   ANVIL_CHECK(resumed.epochs_done < config.epochs, kWhere, "--resume ", config.resume,

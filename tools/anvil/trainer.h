@@ -73,6 +73,9 @@ struct TrainConfig {
   // `batch` stays the global batch of one step; each rank runs `accumulate` forward/backward
   // passes of batch / (ranks x accumulate) samples, then one all-reduce and one step.
   int accumulate = 1;
+  // ZeRO-1 (Note [Sharded optimizer update] in engine/distributed/data_parallel.h): each rank
+  // keeps optimizer state for 1/ranks of the parameters; reduce-scatter, update, all-gather.
+  bool shard_optimizer = false;
 };
 
 struct EpochReport {
