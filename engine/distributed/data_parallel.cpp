@@ -14,7 +14,18 @@ namespace anvil::dist {
 
 namespace {
 constexpr const char* kWhere = "DataParallel";
+
+// Detached views of `tensors` for a collective, which needs each as one contiguous buffer.
+std::vector<Tensor> collective_views(const std::vector<Tensor>& tensors, const char* what) {
+  std::vector<Tensor> views;
+  for (const Tensor& t : tensors) {
+    views.push_back(t.detach());
+    ANVIL_CHECK(views.back().is_contiguous(), kWhere, what, " of a non-contiguous tensor ",
+                shape_str(views.back().sizes()));
+  }
+  return views;
 }
+}  // namespace
 
 DataParallel::DataParallel(CommunicatorPtr comm, std::vector<Tensor> params,
                            DataParallelOptions options)
@@ -118,12 +129,7 @@ std::string DataParallel::describe() const {
 
 void DataParallel::broadcast_from_root(const std::vector<Tensor>& tensors) {
   NoGradGuard no_grad;
-  for (const Tensor& t : tensors) {
-    Tensor view = t.detach();
-    ANVIL_CHECK(view.is_contiguous(), kWhere, "broadcast of a non-contiguous tensor ",
-                shape_str(view.sizes()));
-    comm_->broadcast(view, 0);
-  }
+  for (Tensor& view : collective_views(tensors, "broadcast")) comm_->broadcast(view, 0);
 }
 
 void DataParallel::prepare_optimizer(optim::Optimizer& opt) {
@@ -144,10 +150,7 @@ DataParallel::NoSync::NoSync(NoSync&& other) noexcept : dp_(other.dp_) { other.d
 
 void DataParallel::synchronize_buffers(const std::vector<Tensor>& buffers) {
   NoGradGuard no_grad;
-  for (const Tensor& t : buffers) {
-    Tensor view = t.detach();
-    ANVIL_CHECK(view.is_contiguous(), kWhere, "synchronize_buffers: non-contiguous buffer ",
-                shape_str(view.sizes()));
+  for (Tensor& view : collective_views(buffers, "synchronize_buffers")) {
     if (is_floating(view.dtype()))
       comm_->all_reduce(view, ReduceOp::average);
     else

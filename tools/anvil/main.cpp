@@ -49,7 +49,10 @@ int report_error(const std::string& message, int status) {
   for (char& ch : line)
     if (ch == '\n' || ch == '\r') ch = ' ';
   std::cout << std::flush;
-  std::cerr << "anvil: error: " << line << "\n" << std::flush;
+  // One write: std::cerr is unbuffered, and under mpirun a line written in three pieces was
+  // seen split by Open MPI's abort banner (dist_train_faults, resume_missing).
+  const std::string text = "anvil: error: " + line + "\n";
+  std::cerr.write(text.data(), static_cast<std::streamsize>(text.size())).flush();
   return status;
 }
 
