@@ -18,6 +18,15 @@ namespace anvil::dist {
 
 CommunicatorPtr create_nccl_communicator();  // nccl_communicator.cpp
 
+namespace {
+// A finished operation.
+class DoneWork final : public Work {
+ public:
+  bool test() override { return true; }
+  void wait() override {}
+};
+}  // namespace
+
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {
     case ReduceOp::sum:
@@ -44,6 +53,28 @@ Tensor Communicator::all_gather(const Tensor& in) {
   Tensor out = Tensor::empty({in.numel() * size()}, in.dtype(), in.device());
   all_gather_async(in, out)->wait();
   return out;
+}
+
+// Checks shared by every backend's reduce-scatter.
+void check_reduce_scatter(const char* op, const Tensor& in, const Tensor& out, ReduceOp reduce,
+                          int ranks) {
+  check_collective(op, in, reduce, true);
+  check_collective(op, out, reduce, true);
+  ANVIL_CHECK(in.numel() % ranks == 0, op, "input of ", in.numel(),
+              " elements does not divide into ", ranks, " equal blocks");
+  ANVIL_CHECK(
+      out.dtype() == in.dtype() && out.numel() == in.numel() / ranks && out.device() == in.device(),
+      op, "output must hold ", in.numel() / ranks, " ", dtype_name(in.dtype()), " elements on ",
+      in.device(), ", got ", out.numel(), " ", dtype_name(out.dtype()), " on ", out.device());
+}
+
+WorkPtr Communicator::reduce_scatter_async(const Tensor& in, Tensor& out, ReduceOp op) {
+  check_reduce_scatter("reduce_scatter", in, out, op, size());
+  Tensor all = in.clone();
+  all_reduce(all, op);
+  const std::int64_t k = out.numel();
+  if (k > 0) out.copy_(all.slice(0, rank() * k, (rank() + 1) * k));
+  return std::make_shared<DoneWork>();
 }
 
 double Communicator::all_reduce_scalar(double value, ReduceOp op) {
@@ -81,13 +112,6 @@ int launcher_world_size() {
 }
 
 namespace {
-
-// A finished operation.
-class DoneWork final : public Work {
- public:
-  bool test() override { return true; }
-  void wait() override {}
-};
 
 // One process: every collective is the identity (average of one value is the value).
 class SingleCommunicator final : public Communicator {

@@ -72,6 +72,11 @@ class Communicator {
   virtual WorkPtr broadcast_async(Tensor& t, int root) = 0;
   // out (contiguous, size() * in.numel() elements of in's dtype) = every rank's `in`, rank by rank.
   virtual WorkPtr all_gather_async(const Tensor& in, Tensor& out) = 0;
+  // out (in.numel() / size() elements of in's dtype) = block rank() of the reduction of every
+  // rank's `in` (whose size must divide by size()); `in` must stay untouched until the Work
+  // completes. This default all-reduces a copy and takes this rank's block (blocking; the
+  // backends without a collective of their own: single, nccl); mpi has MPI_Ireduce_scatter_block.
+  virtual WorkPtr reduce_scatter_async(const Tensor& in, Tensor& out, ReduceOp op);
   virtual void barrier() = 0;
   // Lets operations in flight advance. MPI progresses non-blocking collectives only inside MPI
   // calls, so data parallelism calls this between backward nodes (Note [Gradient buckets]).
@@ -109,5 +114,8 @@ CommunicatorPtr create_communicator(const std::string& name);
 
 // Checks the arguments every backend checks the same way (contiguity, dtype, sizes).
 void check_collective(const char* op, const Tensor& t, ReduceOp reduce, bool reducing);
+// The same for a reduce-scatter of `in` over `ranks` into `out`.
+void check_reduce_scatter(const char* op, const Tensor& in, const Tensor& out, ReduceOp reduce,
+                          int ranks);
 
 }  // namespace anvil::dist

@@ -14,7 +14,18 @@ namespace anvil::dist {
 
 namespace {
 constexpr const char* kWhere = "DataParallel";
+
+// Detached views of `tensors` for a collective, which needs each as one contiguous buffer.
+std::vector<Tensor> collective_views(const std::vector<Tensor>& tensors, const char* what) {
+  std::vector<Tensor> views;
+  for (const Tensor& t : tensors) {
+    views.push_back(t.detach());
+    ANVIL_CHECK(views.back().is_contiguous(), kWhere, what, " of a non-contiguous tensor ",
+                shape_str(views.back().sizes()));
+  }
+  return views;
 }
+}  // namespace
 
 DataParallel::DataParallel(CommunicatorPtr comm, std::vector<Tensor> params,
                            DataParallelOptions options)
@@ -48,10 +59,20 @@ DataParallel::DataParallel(CommunicatorPtr comm, std::vector<Tensor> params,
     groups.back().elements += p.numel();
   }
   hook_ids_.assign(params_.size(), 0);
+  const std::int64_t ranks = comm_->size();
   for (auto& g : groups) {
     Bucket b;
     const Tensor& first = params_[g.members.front()];
-    b.flat = Tensor::zeros({g.elements}, first.dtype(), first.device());
+    // Sharded: padded to S equal blocks (the padding stays zero, Note [Sharded optimizer update]).
+    const std::int64_t padded =
+        options_.shard_optimizer ? (g.elements + ranks - 1) / ranks * ranks : g.elements;
+    b.flat = Tensor::zeros({padded}, first.dtype(), first.device());
+    if (options_.shard_optimizer) {
+      b.shard_param = Tensor::zeros({padded / ranks}, first.dtype(), first.device());
+      b.shard_param.set_requires_grad(true);
+      b.shard_grad = Tensor::zeros({padded / ranks}, first.dtype(), first.device());
+      b.gathered = Tensor::zeros({padded}, first.dtype(), first.device());
+    }
     std::int64_t off = 0;
     for (std::size_t k : g.members) {
       b.slots.push_back({params_[k], k, off, false});
@@ -60,6 +81,8 @@ DataParallel::DataParallel(CommunicatorPtr comm, std::vector<Tensor> params,
     b.pending = static_cast<std::int64_t>(b.slots.size());
     buckets_.push_back(std::move(b));
   }
+  if (options_.shard_optimizer)
+    for (Bucket& b : buckets_) load_shard(b);
   for (std::size_t bi = 0; bi < buckets_.size(); ++bi)
     for (std::size_t si = 0; si < buckets_[bi].slots.size(); ++si) {
       const Slot& slot = buckets_[bi].slots[si];
@@ -91,22 +114,22 @@ std::string DataParallel::describe() const {
   std::string s = std::to_string(buckets_.size()) + " bucket(s) (cap " +
                   std::to_string(options_.bucket_cap_mb) + " MiB" +
                   (options_.overlap ? ", overlapped" : ", after backward") + "):";
+  std::int64_t elements = 0;
   for (std::size_t i = 0; i < buckets_.size(); ++i) {
     char mb[32];
     std::snprintf(mb, sizeof mb, " %.2f MiB", static_cast<double>(bucket_bytes(i)) / 1048576.0);
     s += mb;
+    elements += buckets_[i].flat.numel();
   }
+  if (options_.shard_optimizer)
+    s += "; ZeRO-1: reduce-scatter, the optimizer updates " + std::to_string(shard_elements()) +
+         " of " + std::to_string(elements) + " elements on this rank, all-gather";
   return s;
 }
 
 void DataParallel::broadcast_from_root(const std::vector<Tensor>& tensors) {
   NoGradGuard no_grad;
-  for (const Tensor& t : tensors) {
-    Tensor view = t.detach();
-    ANVIL_CHECK(view.is_contiguous(), kWhere, "broadcast of a non-contiguous tensor ",
-                shape_str(view.sizes()));
-    comm_->broadcast(view, 0);
-  }
+  for (Tensor& view : collective_views(tensors, "broadcast")) comm_->broadcast(view, 0);
 }
 
 void DataParallel::prepare_optimizer(optim::Optimizer& opt) {
@@ -119,7 +142,26 @@ void DataParallel::prepare_optimizer(optim::Optimizer& opt) {
   }
 }
 
+DataParallel::NoSync::NoSync(DataParallel& dp) : dp_(&dp) { ++dp_->no_sync_depth_; }
+DataParallel::NoSync::~NoSync() {
+  if (dp_ != nullptr) --dp_->no_sync_depth_;
+}
+DataParallel::NoSync::NoSync(NoSync&& other) noexcept : dp_(other.dp_) { other.dp_ = nullptr; }
+
+void DataParallel::synchronize_buffers(const std::vector<Tensor>& buffers) {
+  NoGradGuard no_grad;
+  for (Tensor& view : collective_views(buffers, "synchronize_buffers")) {
+    if (is_floating(view.dtype()))
+      comm_->all_reduce(view, ReduceOp::average);
+    else
+      comm_->broadcast(view, 0);  // counters: equal on every rank that took the same steps
+  }
+}
+
 void DataParallel::on_gradient(std::size_t bi, std::size_t si) {
+  // Under no_sync the gradient keeps accumulating in param.grad (Note [Accumulation without
+  // synchronisation]); the collectives in flight (none, between steps) need no progress.
+  if (no_sync_depth_ > 0) return;
   Bucket& b = buckets_[bi];
   Slot& s = b.slots[si];
   if (!s.ready) {
@@ -134,7 +176,10 @@ void DataParallel::on_gradient(std::size_t bi, std::size_t si) {
 }
 
 void DataParallel::launch(Bucket& b) {
-  b.work = comm_->all_reduce_async(b.flat, ReduceOp::average);
+  if (options_.shard_optimizer)
+    b.work = comm_->reduce_scatter_async(b.flat, b.shard_grad, ReduceOp::average);
+  else
+    b.work = comm_->all_reduce_async(b.flat, ReduceOp::average);
 }
 
 void DataParallel::launch_ready() {
@@ -143,12 +188,21 @@ void DataParallel::launch_ready() {
 }
 
 void DataParallel::finish_gradients() {
+  ANVIL_CHECK(no_sync_depth_ == 0, kWhere,
+              "finish_gradients() inside no_sync(): the accumulated gradients would never be "
+              "averaged; end the NoSync guard first");
   NoGradGuard no_grad;
-  // Parameters that got no gradient this step contribute zeros.
+  // A parameter whose hook did not run in a synchronised backward contributes what it
+  // accumulated under no_sync, or zeros when it got no gradient this step.
   for (Bucket& b : buckets_)
     for (Slot& s : b.slots)
       if (!s.ready) {
-        b.flat.slice(0, s.offset, s.offset + s.param.numel()).fill_(0.0);
+        Tensor dst = b.flat.slice(0, s.offset, s.offset + s.param.numel());
+        const Tensor& g = s.param.grad();
+        if (!g.defined())
+          dst.fill_(0.0);
+        else if (g.data_ptr() != dst.data_ptr())
+          dst.view(s.param.sizes()).copy_(g);
         s.ready = true;
         --b.pending;
       }
@@ -159,11 +213,18 @@ void DataParallel::finish_gradients() {
   wait_total_ += wait_last_;
   ++steps_;
   // Gradients become views of the averaged buckets (no copy; the next step's hooks copy new
-  // gradients in before the bucket is reduced again).
+  // gradients in before the bucket is reduced again). Sharded: the block's parameters and
+  // averaged gradient are the optimizer's, the model's gradients are released.
   for (Bucket& b : buckets_) {
+    if (options_.shard_optimizer) {
+      load_shard(b);
+      b.shard_param.mutable_grad() = b.shard_grad;
+    }
     for (Slot& s : b.slots) {
       s.param.mutable_grad() =
-          b.flat.slice(0, s.offset, s.offset + s.param.numel()).view(s.param.sizes());
+          options_.shard_optimizer
+              ? Tensor()
+              : b.flat.slice(0, s.offset, s.offset + s.param.numel()).view(s.param.sizes());
       s.ready = false;
     }
     b.pending = static_cast<std::int64_t>(b.slots.size());

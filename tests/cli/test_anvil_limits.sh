@@ -4,7 +4,8 @@
 # tools/anvil/CMakeLists.txt). Every refusal is ONE line "anvil: error: ..." naming the knob and
 # the value; usage errors (options, limits, environment variables) exit 2, other failures 1.
 #  - limits: --threads, OMP_NUM_THREADS, ANVIL_NUM_THREADS, --seed, --epochs, --batch,
-#    --bucket-mb and the other environment variables anvil reads (docs/training.md, "Limits");
+#    --bucket-mb, --accumulate, --shard-optimizer's exclusions and the other environment
+#    variables anvil reads (docs/training.md, "Limits");
 #  - a variant forced for an op anvil does not have (--variant, ANVIL_VARIANT);
 #  - checkpoint run metadata that is not a number (was "anvil: error: stoi");
 #  - divergence: a NaN loss stops the run and keeps the last good checkpoint byte for byte;
@@ -49,6 +50,12 @@ expect 2 "--threads 0" "--threads must be in \[1, [0-9]+\].*got 0" -- "$anvil" t
 expect 2 "--batch 0" "--batch must be in \[1, 1048576\], got 0" -- "$anvil" train --model mlp_mnist --batch 0
 expect 2 "--bucket-mb inf" "--bucket-mb must be in \(0, 65536\] MiB, got inf" -- "$anvil" train --model mlp_mnist --bucket-mb inf
 expect 2 "--bucket-mb 0" "--bucket-mb must be in \(0, 65536\] MiB, got 0" -- "$anvil" train --model mlp_mnist --bucket-mb 0
+expect 2 "--accumulate 0" "--accumulate must be in \[1, 1024\], got 0" -- "$anvil" train --model mlp_mnist --accumulate 0
+expect 2 "--accumulate 1025" "--accumulate must be in \[1, 1024\], got 1025" -- "$anvil" train --model mlp_mnist --accumulate 1025
+expect 2 "--batch 80 --accumulate 3" "--batch 80 is not divisible by 1 rank\(s\) x --accumulate 3" -- "$anvil" train --model mlp_mnist --batch 80 --accumulate 3
+expect 2 "--shard-optimizer --clip 5" "--shard-optimizer with --clip is not supported" -- "$anvil" train --model mlp_mnist --shard-optimizer --clip 5
+expect 2 "--shard-optimizer --checkpoint" "--shard-optimizer with --checkpoint or --resume is not supported" -- "$anvil" train --model mlp_mnist --shard-optimizer --checkpoint "$tmp/never.safetensors"
+expect 2 "--accumulate 2 on a language model" "--accumulate applies to classifiers; ptb_small" -- "$anvil" train --model ptb_small --dataset ptb --subset 1000 --batch 4 --accumulate 2
 expect 2 "--on-divergence maybe" "--on-divergence: maybe not in" -- "$anvil" train --model mlp_mnist --on-divergence maybe
 expect 2 "ANVIL_DIST_TIMEOUT=-3" "ANVIL_DIST_TIMEOUT: .*got '-3'" -- env ANVIL_DIST_TIMEOUT=-3 "${small[@]}"
 expect 2 "ANVIL_MPI_PROGRESS_US=abc" "ANVIL_MPI_PROGRESS_US: .*got 'abc'" -- env ANVIL_MPI_PROGRESS_US=abc "${small[@]}"

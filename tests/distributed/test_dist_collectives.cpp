@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Under `mpirun -np 2` (CTest dist_mpi): all-reduce (sum, average, max), broadcast and
 // all-gather of the mpi communicator for f32, f64 and i64 at sizes 0, 1, odd and larger than a
-// 25 MiB gradient bucket; asynchronous forms; argument errors; the ranks' context line; the
-// configuration handshake (Note [Configuration handshake]).
+// 25 MiB gradient bucket; reduce-scatter (MPI_Ireduce_scatter_block, and the backends' default);
+// asynchronous forms; argument errors; the ranks' context line; the configuration handshake (Note
+// [Configuration handshake]).
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -107,6 +108,47 @@ TEST_CASE("mpi broadcast and all_gather for f32, f64, i64 at sizes 0, 1, odd, > 
         for (std::int64_t i = 0; i < n && ok; ++i) ok = at(g, r * n + i) == value(r, i);
       REQUIRE(ok);
     }
+}
+
+// Each rank's block of the reduction; the default (all-reduce of a copy, the single and nccl
+// backends') through the base class gives the same values.
+TEST_CASE("mpi reduce_scatter sum/average/max for f32, f64, i64 at sizes 0, 2, 2002, > bucket",
+          "[dist]") {
+  auto c = world();
+  const int size = c->size();
+  for (DType d : {DType::f32, DType::f64, DType::i64})
+    for (std::int64_t k : {std::int64_t{0}, std::int64_t{1}, std::int64_t{1001},
+                           25 * 1048576 / static_cast<std::int64_t>(dtype_size(d)) / 2 + 3}) {
+      INFO(dtype_name(d) << " x " << k * size);
+      const Tensor in = filled(d, k * size, c->rank());
+      std::vector<dist::ReduceOp> ops = {dist::ReduceOp::sum, dist::ReduceOp::max};
+      if (is_floating(d)) ops.push_back(dist::ReduceOp::average);
+      for (dist::ReduceOp op : ops) {
+        Tensor out = Tensor::empty({k}, d), via_default = Tensor::empty({k}, d);
+        c->reduce_scatter_async(in, out, op)->wait();
+        c->dist::Communicator::reduce_scatter_async(in, via_default, op)->wait();
+        bool ok = true;
+        for (std::int64_t i = 0; i < k && ok; ++i) {
+          const std::int64_t j = c->rank() * k + i;  // this rank's block
+          double sum = 0;
+          for (int r = 0; r < size; ++r) sum += value(r, j);
+          const double want = op == dist::ReduceOp::sum   ? sum
+                              : op == dist::ReduceOp::max ? value(size - 1, j)
+                                                          : sum / size;
+          ok = at(out, i) == want && at(via_default, i) == want;
+          if (!ok)
+            FAIL_CHECK(dist::reduce_op_name(op) << " element " << i << ": " << at(out, i) << ", "
+                                                << at(via_default, i) << ", want " << want);
+        }
+        REQUIRE(ok);
+      }
+    }
+  Tensor odd = Tensor::zeros({5}), out = Tensor::zeros({2});
+  REQUIRE_THROWS_WITH(c->reduce_scatter_async(odd, out, dist::ReduceOp::sum),
+                      Catch::Contains("input of 5 elements does not divide into 2 equal blocks"));
+  Tensor four = Tensor::zeros({4}), wrong = Tensor::zeros({3});
+  REQUIRE_THROWS_WITH(c->reduce_scatter_async(four, wrong, dist::ReduceOp::sum),
+                      Catch::Contains("output must hold 2 f32 elements"));
 }
 
 TEST_CASE("mpi asynchronous all_reduces in flight together, barrier", "[dist]") {

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -183,4 +184,47 @@ TEST_CASE("data parallel over one rank is plain training, bit for bit", "[dist]"
     return test::flat_values(*net);
   };
   REQUIRE(run(true) == run(false));
+}
+
+// Note [Accumulation without synchronisation]: two micro-batches of 8, the first under no_sync,
+// each loss weighted 1/2, equal one batch of 16. Without no_sync the first backward's hooks
+// would mark the buckets filled and the second micro-batch's gradient would be lost.
+TEST_CASE("no_sync: two micro-batches and one reduction equal one batch of both", "[dist]") {
+  const auto d = test::synthetic_data(64, 3);
+  auto run = [&](int micro_batches, bool sync_last) {
+    auto net = test::small_mlp(7);
+    optim::SGD opt(net->parameters(), {.lr = 0.1, .momentum = 0.9});
+    dist::DataParallel dp(dist::create_communicator("single"), net->parameters(),
+                          {.bucket_cap_mb = 0.001});
+    const std::int64_t rows = 16 / micro_batches;
+    for (int step = 0; step < 4; ++step) {
+      opt.zero_grad();
+      for (int i = 0; i < micro_batches; ++i) {
+        std::optional<dist::DataParallel::NoSync> quiet;
+        if (i + 1 < micro_batches || !sync_last) quiet.emplace(dp.no_sync());
+        const std::int64_t begin = step * 16 + i * rows;
+        (cross_entropy(net->forward(test::rows(d.x, begin, rows)), test::rows(d.y, begin, rows)) *
+         (1.0 / micro_batches))
+            .backward();
+      }
+      dp.finish_gradients();
+      opt.step();
+    }
+    return test::flat_values(*net);
+  };
+  const auto whole = run(1, true);
+  for (const bool sync_last : {true, false}) {
+    const auto accumulated = run(2, sync_last);
+    double worst = 0;
+    for (std::size_t i = 0; i < whole.size(); ++i)
+      worst = std::max(worst, std::abs(whole[i] - accumulated[i]));
+    INFO("sync_last " << sync_last << ": max |accumulated - whole| " << worst);
+    REQUIRE(worst <= 1e-5);  // rounding of two half means against one mean
+  }
+  auto net = test::small_mlp(7);
+  dist::DataParallel dp(dist::create_communicator("single"), net->parameters());
+  const auto quiet = dp.no_sync();
+  REQUIRE_FALSE(dp.syncing());
+  REQUIRE_THROWS_WITH(dp.finish_gradients(),
+                      Catch::Contains("finish_gradients() inside no_sync()"));
 }

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # The distributed fault suite of `anvil train` at 2 ranks (docs/distributed.md, "Failures"):
 # ranks started with disagreeing options, one rank failing before or after the first
-# collective, one rank stalled. Every case must end the whole job within BOUND seconds with a
-# non-zero status and exactly one "anvil: error:" line naming the problem, and leave the
-# checkpoint it was given byte for byte as it was. A small synthetic MNIST-format dataset keeps
+# collective, one rank stalled (also under --accumulate 2 and --shard-optimizer). Every case must end the whole job
+# within BOUND seconds with a non-zero status and exactly one "anvil: error:" line naming the
+# problem, and leave the checkpoint it was given byte for byte as it was. A small synthetic MNIST-format dataset keeps
 # every run to a few seconds. Usage: test_dist_train_faults.sh MPIRUN ANVIL
 set -uo pipefail
 mpirun=$1 anvil=$2
@@ -118,6 +118,10 @@ expect optimizer 'ranks disagree on optimizer: rank 0 has adam .*, rank 1 has sg
   "${opts[@]}" "${ck[@]}" : "${o_sgd[@]}" "${ck[@]}"
 expect bucket 'ranks disagree on bucket cap: rank 0 has 25 MiB, rank 1 has 1 MiB' $long -- \
   "${opts[@]}" "${ck[@]}" : "${opts[@]}" "${ck[@]}" --bucket-mb 1
+expect accumulate 'ranks disagree on accumulate: rank 0 has 1 micro-batch\(es\), rank 1 has 2 micro-batch\(es\)' \
+  $long -- "${opts[@]}" "${ck[@]}" : "${opts[@]}" "${ck[@]}" --accumulate 2
+expect shard 'ranks disagree on shard optimizer: rank 0 has off, rank 1 has on' \
+  $long -- "${opts[@]}" : "${opts[@]}" --shard-optimizer
 expect samples 'ranks disagree on samples: rank 0 has 320 train' $long -- \
   "${opts[@]}" "${ck[@]}" : "${opts[@]}" "${ck[@]}" --subset 200
 expect resume_one_rank 'ranks disagree on resume: rank 0 has epoch 1 of ' $long -- \
@@ -139,17 +143,41 @@ expect error_in_step 'rank 1 of 2: .*test fault \(ANVIL_TEST_FAULT\) on rank 1 a
 before=$failures
 expect stall 'rank 0 of 2: .*waited 3 s without completion' ANVIL_DIST_TIMEOUT=3 \
   ANVIL_TEST_FAULT=stall@1:3 -- "${opts[@]}" "${ck[@]}" : "${opts[@]}" "${ck[@]}"
-# The stalled rank's pid is in the output (Note [Test fault hook]): it must be gone.
-stalled_pid=$(sed -n 's/.*rank 1 (pid \([0-9]*\)) stalls.*/\1/p' "$tmp/stall.out" | head -1)
 alive() {  # pid: running or stopped (a zombie has ended; its parent reaps it soon)
   local st
   st=$(ps -o stat= -p "$1" 2>/dev/null) && [[ $st != Z* ]]
 }
-if [[ -n $stalled_pid ]] && alive "$stalled_pid"; then
-  echo "FAIL stall: the stalled rank (pid $stalled_pid) outlived the job"
-  kill -9 "$stalled_pid"
-  [[ $failures -eq $before ]] && failures=$((failures + 1))
-fi
+# The stalled rank's pid is in the output (Note [Test fault hook]): it must be gone.
+check_stalled_gone() {  # case name, failures before it
+  local stalled_pid
+  stalled_pid=$(sed -n 's/.*rank 1 (pid \([0-9]*\)) stalls.*/\1/p' "$tmp/$1.out" | head -1)
+  if [[ -n $stalled_pid ]] && alive "$stalled_pid"; then
+    echo "FAIL $1: the stalled rank (pid $stalled_pid) outlived the job"
+    kill -9 "$stalled_pid"
+    [[ $failures -eq $2 ]] && failures=$((failures + 1))
+  fi
+}
+check_stalled_gone stall "$before"
+
+# The same under --accumulate 2 (step 3 = the third optimizer step, after 4 micro-batches with
+# one all-reduce each step), and an error there.
+o_acc=("${opts[@]}" --accumulate 2)
+before=$failures
+expect stall_accumulate 'rank 0 of 2: .*waited 3 s without completion' ANVIL_DIST_TIMEOUT=3 \
+  ANVIL_TEST_FAULT=stall@1:3 -- "${o_acc[@]}" "${ck[@]}" : "${o_acc[@]}" "${ck[@]}"
+check_stalled_gone stall_accumulate "$before"
+expect error_accumulate 'rank 1 of 2: .*test fault \(ANVIL_TEST_FAULT\) on rank 1 at step 3' \
+  $long ANVIL_TEST_FAULT=error@1:3 -- "${o_acc[@]}" "${ck[@]}" : "${o_acc[@]}" "${ck[@]}"
+
+# The same under --shard-optimizer (ZeRO-1: reduce-scatter and all-gather instead of the
+# all-reduce; no checkpoint with it, so the checkpoint given to the others is not passed).
+o_shard=("${opts[@]}" --shard-optimizer)
+before=$failures
+expect stall_shard 'rank 0 of 2: .*(reduce_scatter|all_gather).*waited 3 s without completion' \
+  ANVIL_DIST_TIMEOUT=3 ANVIL_TEST_FAULT=stall@1:3 -- "${o_shard[@]}" : "${o_shard[@]}"
+check_stalled_gone stall_shard "$before"
+expect error_shard 'rank 1 of 2: .*test fault \(ANVIL_TEST_FAULT\) on rank 1 at step 3' \
+  $long ANVIL_TEST_FAULT=error@1:3 -- "${o_shard[@]}" : "${o_shard[@]}"
 
 if [[ $failures -ne 0 ]]; then echo "FAIL: $failures case(s)"; exit 1; fi
 echo "PASS"

@@ -50,7 +50,10 @@ int report_error(const std::string& message, int status) {
   for (char& ch : line)
     if (ch == '\n' || ch == '\r') ch = ' ';
   std::cout << std::flush;
-  std::cerr << "anvil: error: " << line << "\n" << std::flush;
+  // One write: std::cerr is unbuffered, and under mpirun a line written in three pieces was
+  // seen split by Open MPI's abort banner (dist_train_faults, resume_missing).
+  const std::string text = "anvil: error: " + line + "\n";
+  std::cerr.write(text.data(), static_cast<std::streamsize>(text.size())).flush();
   return status;
 }
 
@@ -265,6 +268,14 @@ int run_cli(int argc, char** argv) {
                   tools::kMaxBucketMb));
   train_cmd->add_flag("--no-overlap", no_overlap,
                       "all-reduce the gradients after backward instead of during it");
+  train_cmd->add_flag("--shard-optimizer", c.shard_optimizer,
+                      "ZeRO-1: each rank keeps optimizer state for 1/ranks of the parameters "
+                      "(reduce-scatter, update, all-gather); not with --clip or checkpoints");
+  train_cmd->add_option(
+      "--accumulate", c.accumulate,
+      fmt::format("micro-batches per optimizer step, 1 to {}: gradients accumulate locally, then "
+                  "one all-reduce and one step; --batch stays the global batch of a step",
+                  tools::kMaxAccumulate));
 
   try {
     app.parse(argc, argv);

@@ -184,6 +184,16 @@ void check_config(const TrainConfig& c) {
                      c.target_accuracy.value_or(0));
   ANVIL_CHECK_CONFIG(c.bucket_mb > 0 && c.bucket_mb <= kMaxBucketMb, kWhere,
                      "--bucket-mb must be in (0, ", kMaxBucketMb, "] MiB, got ", c.bucket_mb);
+  ANVIL_CHECK_CONFIG(c.accumulate >= 1 && c.accumulate <= kMaxAccumulate, kWhere,
+                     "--accumulate must be in [1, ", kMaxAccumulate, "], got ", c.accumulate);
+  // Note [Sharded optimizer update]: the gradient norm and the optimizer state are spread over
+  // the ranks; neither clipping nor checkpoints gather them yet.
+  ANVIL_CHECK_CONFIG(!c.shard_optimizer || c.clip_norm == 0, kWhere,
+                     "--shard-optimizer with --clip is not supported: each rank holds only its "
+                     "block of the gradient");
+  ANVIL_CHECK_CONFIG(!c.shard_optimizer || (c.checkpoint.empty() && c.resume.empty()), kWhere,
+                     "--shard-optimizer with --checkpoint or --resume is not supported: the "
+                     "optimizer state is spread over the ranks");
   ANVIL_CHECK_CONFIG(c.on_divergence == "stop" || c.on_divergence == "continue", kWhere,
                      "--on-divergence must be stop or continue, got '", c.on_divergence, "'");
   ANVIL_CHECK_CONFIG(c.optimizer == "sgd" || c.optimizer == "adam", kWhere,
@@ -211,7 +221,8 @@ std::map<std::string, std::string> run_metadata(const TrainConfig& c, std::int64
           {"anvil_train.batch", std::to_string(batch)},
           {"anvil_train.seed", std::to_string(c.seed)},
           {"anvil_train.subset", std::to_string(c.subset)},
-          {"anvil_train.val_split", fmt::format("{}", c.val_split)}};
+          {"anvil_train.val_split", fmt::format("{}", c.val_split)},
+          {"anvil_train.accumulate", std::to_string(c.accumulate)}};
 }
 
 struct ResumeState {
@@ -236,9 +247,14 @@ ResumeState read_resume(const TrainConfig& c, std::int64_t batch) {
                 "': not a checkpoint of anvil train");
     return it->second;
   };
+  // A checkpoint written before --accumulate existed accumulated one micro-batch per step.
+  auto recorded = [&](const std::string& key) {
+    if (key == "anvil_train.accumulate" && meta.find(key) == meta.end()) return std::string("1");
+    return get(key);
+  };
   for (const auto& [key, value] : run_metadata(c, batch))
-    ANVIL_CHECK(get(key) == value, kWhere, "--resume ", c.resume, ": the checkpoint has ", key,
-                " = ", get(key), " but this run has ", value,
+    ANVIL_CHECK(recorded(key) == value, kWhere, "--resume ", c.resume, ": the checkpoint has ", key,
+                " = ", recorded(key), " but this run has ", value,
                 "; resuming must repeat the configuration");
   // A time in seconds: finite and not negative.
   auto seconds = [&](const std::string& key, const std::string& text) {
@@ -293,6 +309,8 @@ std::vector<dist::HandshakeField> configuration_fields(const TrainConfig& c, std
       {"device", c.device, ""},
       {"batch", std::to_string(batch), ""},
       {"batch per rank", std::to_string(rank_batch), ""},
+      {"accumulate", fmt::format("{} micro-batch(es)", c.accumulate), ""},
+      {"shard optimizer", c.shard_optimizer ? "on" : "off", ""},
       {"epochs", std::to_string(c.epochs), ""},
       {"bucket cap", fmt::format("{} MiB", c.bucket_mb), ""},
       {"optimizer",
@@ -354,6 +372,8 @@ nlohmann::json report_json(const TrainConfig& c, const TrainReport& r) {
                  {"dist", c.dist},
                  {"bucket_mb", c.bucket_mb},
                  {"overlap", c.overlap},
+                 {"accumulate", c.accumulate},
+                 {"shard_optimizer", c.shard_optimizer},
                  {"on_divergence", c.on_divergence}};
   if (c.target_accuracy) config["target_accuracy"] = *c.target_accuracy;
   json result = {{"training_seconds", r.training_seconds},
@@ -416,14 +436,49 @@ std::optional<double> read_norm(const std::optional<Tensor>& norm) {
   return norm ? std::optional<double>(norm->item()) : std::nullopt;
 }
 
+// The model's buffers (batch-norm running statistics), in registration order.
+std::vector<Tensor> model_buffers(const nn::Module& net) {
+  std::vector<Tensor> buffers;
+  for (auto& [name, b] : net.named_buffers()) buffers.push_back(b);
+  return buffers;
+}
+
 // What a checkpoint stores of the model: its parameters and buffers.
 std::vector<Tensor> checkpointed_state(nn::Module& net) {
   std::vector<Tensor> state = net.parameters();
-  for (auto& [name, b] : net.named_buffers()) state.push_back(b);
+  for (Tensor& b : model_buffers(net)) state.push_back(std::move(b));
   return state;
 }
 
-// One epoch's training loop over the classifier's loader; returns (mean loss, samples).
+// Note [Global batch and micro-batches]
+// --batch B is the global batch of one optimizer step, whatever the rank count S and
+// --accumulate N: each rank's loader gives micro-batches of B / (S N) samples (Note [Sharded
+// epochs]), N consecutive ones form the rank's share of a step, so the step covers the same B
+// samples of the epoch's permutation as one process at batch B. Each micro-batch's mean loss is
+// weighted by rows_i / rows of the rank's step (1/N when they are equal), the ranks' equal shares
+// are averaged by the all-reduce, and the step's gradient is the mean over the B samples, as one
+// process at batch B computes it, up to rounding. The first N - 1 backward passes run under
+// DataParallel::no_sync() (Note [Accumulation without synchronisation]): one all-reduce per
+// step. An epoch's last step takes the micro-batches that are left (fewer, and the last one
+// possibly smaller), weighted by their rows: the same samples as one process's last batch. Not
+// equal to one process at batch B: a model whose forward depends on the batch (batch norm's
+// batch statistics, per micro-batch here) or on how many masks are drawn per call (dropout).
+// Language models are refused (their rows carry state across windows). B must be divisible by
+// S N; "batch per rank" in the logs is B / S, the micro-batch is printed beside it.
+
+// Up to `n` batches of `loader` into `out`; false when the epoch had none left.
+bool next_micro_batches(data::DataLoader& loader, int n, std::vector<data::LoadedBatch>& out) {
+  out.clear();
+  while (static_cast<int>(out.size()) < n) {
+    auto b = loader.next();
+    if (!b) break;
+    out.push_back(std::move(*b));
+  }
+  return !out.empty();
+}
+
+// One epoch's training loop over the classifier's loader, --accumulate micro-batches per step;
+// returns (mean loss, samples).
 std::pair<double, std::int64_t> train_classifier_epoch(
     const TrainConfig& c, const models::ModelInfo& info, nn::Module& net, optim::Optimizer& opt,
     data::DataLoader& loader, int epoch, Device device, std::ostream& out, dist::DataParallel* dp,
@@ -431,20 +486,36 @@ std::pair<double, std::int64_t> train_classifier_epoch(
   net.train();
   loader.start_epoch(epoch);
   Progress progress(out, c.progress_bar, fmt::format("epoch {}/{}", epoch + 1, c.epochs),
-                    loader.batches_per_epoch());
+                    (loader.batches_per_epoch() + c.accumulate - 1) / c.accumulate);
   double loss_sum = 0;
   std::int64_t n = 0, step = 0;
-  while (auto b = loader.next()) {
+  std::vector<data::LoadedBatch> micro;  // this step's micro-batches
+  while (next_micro_batches(loader, c.accumulate, micro)) {
     faults.before_step();
     opt.zero_grad();
-    Tensor loss =
-        models::model_forward_loss(info, net, on(b->inputs, device), on(b->targets, device));
-    loss.backward();
+    std::int64_t rows = 0;
+    for (const auto& b : micro) rows += b.inputs.sizes()[0];
+    // The step's loss is the mean over its `rows` samples: micro-batch i weighs rows_i / rows.
+    std::vector<std::pair<Tensor, double>> losses;
+    for (std::size_t i = 0; i < micro.size(); ++i) {
+      std::optional<dist::DataParallel::NoSync> local;  // all but the last: no all-reduce
+      if (dp != nullptr && i + 1 < micro.size()) local.emplace(dp->no_sync());
+      Tensor loss = models::model_forward_loss(info, net, on(micro[i].inputs, device),
+                                               on(micro[i].targets, device));
+      const double weight =
+          static_cast<double>(micro[i].inputs.sizes()[0]) / static_cast<double>(rows);
+      if (micro.size() == 1)
+        loss.backward();
+      else
+        (loss * weight).backward();
+      losses.emplace_back(std::move(loss), weight);
+    }
     if (dp != nullptr) dp->finish_gradients();  // averaged over the ranks before clipping
     const std::optional<Tensor> norm = clip_gradients(c, opt);
     opt.step();
-    const std::int64_t rows = b->inputs.sizes()[0];
-    const double step_loss = loss.item();
+    if (dp != nullptr) dp->finish_update();  // ZeRO-1: the updated blocks to every rank
+    double step_loss = 0;
+    for (const auto& [loss, weight] : losses) step_loss += loss.item() * weight;
     guard.check_step(epoch + 1, step + 1, step_loss, read_norm(norm));
     loss_sum += step_loss * static_cast<double>(rows);
     n += rows;
@@ -489,6 +560,7 @@ std::pair<double, std::int64_t> train_language_model_epoch(
     if (dp != nullptr) dp->finish_gradients();  // averaged over the ranks before clipping
     const std::optional<Tensor> norm = clip_gradients(c, opt);
     opt.step();
+    if (dp != nullptr) dp->finish_update();  // ZeRO-1: the updated blocks to every rank
     const std::int64_t t = b.targets.sizes()[1];
     const double step_loss = loss.item();
     guard.check_step(epoch + 1, step + 1, step_loss, read_norm(norm));
@@ -521,12 +593,17 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
   const int ranks = comm->size();
   ANVIL_CHECK(batch % ranks == 0, kWhere, "--batch ", batch, " is not divisible by the ", ranks,
               " ranks (", comm->backend(), "); the global batch is split evenly over the ranks");
+  ANVIL_CHECK_CONFIG(batch % (ranks * config.accumulate) == 0, kWhere, "--batch ", batch,
+                     " is not divisible by ", ranks, " rank(s) x --accumulate ", config.accumulate,
+                     "; the global batch of a step is split into equal micro-batches");
   ANVIL_CHECK(ranks == 1 || config.device == "cpu" || comm->backend() == "nccl", kWhere,
               "--device cuda on ", ranks, " ranks needs --dist nccl, got ", comm->backend());
   // NCCL moves only device memory: on the host every collective would go over the bootstrap.
   ANVIL_CHECK(comm->backend() != "nccl" || config.device == "cuda", kWhere,
               "--dist nccl trains on the GPU: add --device cuda (or use --dist mpi on the CPU)");
   const std::int64_t rank_batch = batch / ranks;
+  // Note [Global batch and micro-batches]: one step is `batch`, in `accumulate` micro-batches.
+  const std::int64_t micro_batch = rank_batch / config.accumulate;
   std::ostream null_stream(nullptr);
   std::ostream& out = comm->rank() == 0 ? out_all : null_stream;  // rank 0 prints
   if (comm->rank() == 0) check_output_paths(config);              // rank 0 writes them
@@ -548,6 +625,11 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
   const TaskData task = load_task_data(info, config.dataset, config.val_split, config.subset);
   r.dataset = task.description;
   const bool lm = task.language_model;
+  // A window's rows carry their LSTM state to the next window (Note [Sharded PTB streams]):
+  // splitting the rows into micro-batches would need a state per micro-batch.
+  ANVIL_CHECK_CONFIG(!(lm && config.accumulate > 1), kWhere,
+                     "--accumulate applies to classifiers; ", config.model,
+                     " carries its state across windows of the whole batch of streams");
   r.metric = lm ? "perplexity" : "accuracy";
   ANVIL_CHECK(!(lm && config.target_accuracy), kWhere, "--target-accuracy applies to classifiers; ",
               config.model, " reports perplexity");
@@ -568,7 +650,6 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
   // Initialised on the host (the same weights as a CPU run of this seed), moved before the
   // optimizer takes the parameter handles; its state is then created on the same device.
   if (device.is_cuda()) net->to(device);
-  auto opt = make_optimizer(config, net->parameters());
   ResumeState resumed;
   if (!config.resume.empty()) resumed = read_resume(config, batch);
   // Before the first collective of training (Note [Configuration handshake]).
@@ -577,14 +658,20 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
   // Note [Data parallelism on one NCCL rank]: an explicit --dist nccl builds the data-parallel
   // path on one rank too (averaging over one rank is the identity), so that a machine with one
   // GPU runs the NCCL broadcast and the bucketed gradient all-reduce; mpi and single do not.
+  // --shard-optimizer builds it on one rank too (S = 1: the blocks are the whole buckets).
   std::unique_ptr<dist::DataParallel> dp;
-  if (ranks > 1 || comm->backend() == "nccl") {
+  if (ranks > 1 || comm->backend() == "nccl" || config.shard_optimizer) {
     dp = std::make_unique<dist::DataParallel>(
         comm, net->parameters(),
-        dist::DataParallelOptions{.bucket_cap_mb = config.bucket_mb, .overlap = config.overlap});
+        dist::DataParallelOptions{.bucket_cap_mb = config.bucket_mb,
+                                  .overlap = config.overlap,
+                                  .shard_optimizer = config.shard_optimizer});
     dp->broadcast_from_root(checkpointed_state(*net));  // every rank starts from rank 0's model
-    dp->prepare_optimizer(*opt);
   }
+  // ZeRO-1: the optimizer updates this rank's blocks (Note [Sharded optimizer update]).
+  auto opt =
+      make_optimizer(config, config.shard_optimizer ? dp->shard_parameters() : net->parameters());
+  if (dp) dp->prepare_optimizer(*opt);
 
   if (!config.resume.empty()) optim::load_checkpoint(config.resume, *net, opt.get());
   ANVIL_CHECK(resumed.epochs_done < config.epochs, kWhere, "--resume ", config.resume,
@@ -594,7 +681,7 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
   r.training_seconds = resumed.training_seconds;
   r.time_to_target_seconds = resumed.time_to_target;
 
-  data::LoaderOptions loader_options{.batch = rank_batch,
+  data::LoaderOptions loader_options{.batch = micro_batch,
                                      .shuffle = true,
                                      .seed = config.seed,
                                      .background = config.loader_thread,
@@ -613,9 +700,16 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
       "{} lr {}, {} thread(s), {}\n",
       config.model, r.parameters, r.dataset, r.train_samples, r.val_samples, r.test_samples,
       lm ? "tokens" : "samples", batch, config.optimizer, config.lr, r.threads, r.device);
+  std::string per_step;  // what --batch means (Note [Global batch and micro-batches])
+  if (config.accumulate > 1)
+    per_step = fmt::format(
+        ", {} samples per rank per step in {} micro-batches of {} (global batch {} per step, "
+        "gradients accumulated locally, one all-reduce and one optimizer step)",
+        rank_batch, config.accumulate, micro_batch, batch);
+  else if (ranks > 1)
+    per_step = fmt::format(", {} samples per rank per step", rank_batch);
   out << fmt::format("distributed: {} backend, {} rank(s){} ({})\n", r.dist_backend, ranks,
-                     ranks > 1 ? fmt::format(", {} samples per rank per step", rank_batch) : "",
-                     r.dist_version);
+                     per_step, r.dist_version);
   if (dp) {
     out << "data parallel: " << dp->describe() << "\n";
     for (const std::string& note : dp->notes()) out << "data parallel: " << note << "\n";
@@ -649,6 +743,8 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
       e.loader_wait_seconds = loader->wait_seconds();
     }
     e.train_seconds = seconds_since(t0);
+    // Every rank evaluates and checkpoints the same buffers (Note [Buffer synchronisation]).
+    if (dp) dp->synchronize_buffers(model_buffers(*net));
     if (ranks > 1) {  // the slowest rank's time; waits averaged over the ranks
       const double comm_wait0 = dp->wait_seconds_total();  // this run's epochs so far
       e.train_seconds = comm->all_reduce_scalar(e.train_seconds, dist::ReduceOp::max);

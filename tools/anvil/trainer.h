@@ -35,6 +35,7 @@ namespace anvil::tools {
 inline constexpr int kMaxEpochs = 1'000'000;
 inline constexpr std::int64_t kMaxBatch = std::int64_t{1} << 20;
 inline constexpr double kMaxBucketMb = 65536.0;  // 64 GiB, more than any model's gradients
+inline constexpr int kMaxAccumulate = 1024;      // micro-batches per optimizer step
 
 struct TrainConfig {
   std::string model;
@@ -69,6 +70,13 @@ struct TrainConfig {
   std::string dist = "auto";
   double bucket_mb = 25.0;
   bool overlap = true;
+  // Micro-batches per optimizer step (Note [Global batch and micro-batches] in trainer.cpp):
+  // `batch` stays the global batch of one step; each rank runs `accumulate` forward/backward
+  // passes of batch / (ranks x accumulate) samples, then one all-reduce and one step.
+  int accumulate = 1;
+  // ZeRO-1 (Note [Sharded optimizer update] in engine/distributed/data_parallel.h): each rank
+  // keeps optimizer state for 1/ranks of the parameters; reduce-scatter, update, all-gather.
+  bool shard_optimizer = false;
 };
 
 struct EpochReport {

@@ -2,8 +2,8 @@
 // The "mpi" communicator (libanvil_mpi.so, dlopen()ed by create_communicator, Note
 // [Communicator layering]): MPI_COMM_WORLD duplicated once per process, errors returned instead
 // of aborting (MPI_ERRORS_RETURN), non-blocking collectives (MPI_Iallreduce, MPI_Ibcast,
-// MPI_Iallgather, MPI_Ibarrier) whose Work polls MPI_Test until done or the timeout
-// (Note [Collective timeout]). Average = MPI sum, then a scale by 1/size on completion.
+// MPI_Iallgather, MPI_Ireduce_scatter_block, MPI_Ibarrier) whose Work polls MPI_Test until done or
+// the timeout (Note [Collective timeout]). Average = MPI sum, then a scale by 1/size on completion.
 // Optionally a progress thread drives collectives in flight (Note [MPI progress thread]).
 #include <mpi.h>
 
@@ -197,6 +197,21 @@ class MpiCommunicator final : public Communicator {
                          mpi_type(in.dtype()), comm_, &req),
           "MPI_Iallgather");
     return std::make_shared<MpiWork>(*this, req, describe_op("all_gather", in, ""), Tensor(), 1.0);
+  }
+  WorkPtr reduce_scatter_async(const Tensor& in, Tensor& out, ReduceOp op) override {
+    check_reduce_scatter("mpi reduce_scatter", in, out, op, size_);
+    check_host("mpi reduce_scatter", in);
+    check_host("mpi reduce_scatter", out);
+    MPI_Request req = MPI_REQUEST_NULL;
+    // The input is only read: MPI's send buffer is const (MPI-3).
+    check(MPI_Ireduce_scatter_block(
+              in.data_ptr(), out.data_ptr(), mpi_count("mpi reduce_scatter", out.numel()),
+              mpi_type(in.dtype()), op == ReduceOp::max ? MPI_MAX : MPI_SUM, comm_, &req),
+          "MPI_Ireduce_scatter_block");
+    const bool avg = op == ReduceOp::average && size_ > 1;
+    return std::make_shared<MpiWork>(*this, req,
+                                     describe_op("reduce_scatter", in, reduce_op_name(op)),
+                                     avg ? out : Tensor(), 1.0 / size_);
   }
   void barrier() override {
     MPI_Request req = MPI_REQUEST_NULL;
