@@ -69,13 +69,15 @@ std::string cpu_model() {
 class BucketReadyClock {
  public:
   BucketReadyClock(const dist::DataParallel& dp, std::vector<Tensor> params)
-      : params_(std::move(params)), bucket_of_(params_.size(), 0), ids_(params_.size(), 0),
+      : params_(std::move(params)),
+        bucket_of_(params_.size(), 0),
+        ids_(params_.size(), 0),
         ready_(dp.num_buckets(), 0.0) {
     std::size_t b = 0;
     std::int64_t filled = 0;
     for (std::size_t k = params_.size(); k-- > 0;) {
-      ANVIL_CHECK(b < dp.num_buckets(), "anvil_dist_bench", "parameter ", k,
-                  " falls outside the ", dp.num_buckets(), " buckets");
+      ANVIL_CHECK(b < dp.num_buckets(), "anvil_dist_bench", "parameter ", k, " falls outside the ",
+                  dp.num_buckets(), " buckets");
       bucket_of_[k] = b;
       filled += static_cast<std::int64_t>(params_[k].nbytes());
       ANVIL_CHECK(filled <= dp.bucket_bytes(b), "anvil_dist_bench", "bucket ", b, " holds ",

@@ -56,10 +56,14 @@ for n in (2, 4, 8, 16):
 seen = set()
 for line in report.splitlines():
     cells = [c.strip() for c in line.strip("|").split("|")]
-    if len(cells) != 9 or not cells[1].isdigit():
+    if len(cells) != 11 or not cells[1].isdigit():
         continue
     model, n, kind, meas, simulated, err = cells[0], int(cells[1]), cells[2], float(cells[6]), \
         float(cells[7]), float(cells[8].rstrip(" %"))
+    late, late_err = float(cells[9]), float(cells[10].rstrip(" %"))
+    assert abs(100 * (late / meas - 1) - late_err) < 1.0, line
+    # Starting buckets at their ready times can only make the step shorter or equal.
+    assert simulated <= late + 5e-4, line
     if (model, n, kind) in measured:
         assert abs(meas - measured[(model, n, kind)]) < 5e-4, line
         seen.add((model, n, kind))
