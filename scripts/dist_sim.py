@@ -92,7 +92,8 @@ def bucket_sizes(row, layout):
     if lay and lay.get("bucket_bytes") and lay.get("bucket_mb") == row.get("bucket_mb"):
         return lay["bucket_bytes"]
     raise ValueError(f"no bucket sizes for model {row['model']!r} (bucket cap "
-                     f"{row.get('bucket_mb')} MiB): rerun anvil_dist_bench steps, which records them")
+                     f"{row.get('bucket_mb')} MiB): rerun anvil_dist_bench steps, which "
+                     f"records them")
 
 
 def timeline(row, layout):
@@ -124,11 +125,26 @@ def load_layout(path):
     return steps_by_model(path) if path and os.path.exists(path) else {}
 
 
+def compare(n, kind, r, curve, sizes, frac, src, label, fwd, bwd, upd):
+    """One validation row: the run r simulated from the given compute input, as overlapped as
+    it ran, and as if no all-reduce progressed during backward (Note [MPI progress thread]):
+    every bucket started after backward, the upper bound."""
+    ready = [f * bwd for f in frac]
+    sim = simulate(ready, sizes, curve.time, bwd, fwd, max(upd, 0.0), overlap=r["overlap"])
+    late = simulate(ready, sizes, curve.time, bwd, fwd, max(upd, 0.0), overlap=False)
+    return {"model": r["model"], "ranks": n, "kind": kind, "compute": label, "ready": src,
+            "buckets": len(sizes), "extrapolated": max(sizes) > curve.max_bytes(),
+            "measured_s": r["step_s"], "simulated_s": sim["step_s"],
+            "error": sim["step_s"] / r["step_s"] - 1, "after_backward_s": late["step_s"],
+            "after_backward_error": late["step_s"] / r["step_s"] - 1}
+
+
 def validate(folder, layout_path=DEFAULT_LAYOUT):
-    """One row per (model, rank count, run kind, compute input) with a measured step: simulated
-    against measured, and the reasons for models left out. Compute input "1 rank": forward, backward and update of the 1-rank run at
-    the same per-rank batch (weak runs only; a true projection). "own": the n-rank run's own
-    forward, backward and non-communication remainder, so only the communication is simulated."""
+    """One row per (model, rank count, run kind, compute input) with a measured step, and the
+    reasons for models left out. Compute input "1 rank": forward, backward and update of the
+    1-rank run at the same per-rank batch (weak runs only; a true projection). "own": the n-rank
+    run's own forward, backward and non-communication remainder, so only the communication is
+    simulated."""
     layout = load_layout(layout_path)
     one = steps_by_model(os.path.join(folder, "steps_np1.json"))
     ranks = sorted(int(m.group(1)) for m in
@@ -137,7 +153,8 @@ def validate(folder, layout_path=DEFAULT_LAYOUT):
     for n in ranks:
         curve = Curve(load(os.path.join(folder, f"allreduce_np{n}.json"))["allreduce"])
         for kind in ("weak", "weak_nooverlap", "strong"):
-            for model, r in steps_by_model(os.path.join(folder, f"steps_np{n}_{kind}.json")).items():
+            runs = steps_by_model(os.path.join(folder, f"steps_np{n}_{kind}.json"))
+            for r in runs.values():
                 try:
                     sizes, frac, src = timeline(r, layout)
                 except ValueError as e:  # a model the layout run did not cover: said, not hidden
@@ -145,25 +162,11 @@ def validate(folder, layout_path=DEFAULT_LAYOUT):
                     continue
                 inputs = [("own", r["forward_s"], r["backward_s"],
                            r["step_s"] - r["forward_s"] - r["backward_s"] - r["wait_s"])]
-                r1 = one.get(model)
+                r1 = one.get(r["model"])
                 if kind != "strong" and r1 and r1["rank_batch"] == r["rank_batch"]:
                     inputs.insert(0, ("1 rank", r1["forward_s"], r1["backward_s"],
                                       r1["step_s"] - r1["forward_s"] - r1["backward_s"]))
-                for label, fwd, bwd, upd in inputs:
-                    ready = [f * bwd for f in frac]
-                    sim = simulate(ready, sizes, curve.time, bwd, fwd, max(upd, 0.0),
-                                   overlap=r["overlap"])
-                    # The bound where no all-reduce progresses during backward (Note [MPI
-                    # progress thread]): every bucket as if started after backward.
-                    late = simulate(ready, sizes, curve.time, bwd, fwd, max(upd, 0.0),
-                                    overlap=False)
-                    rows.append({"model": model, "ranks": n, "kind": kind, "compute": label,
-                                 "ready": src, "buckets": len(sizes),
-                                 "extrapolated": max(sizes) > curve.max_bytes(),
-                                 "measured_s": r["step_s"], "simulated_s": sim["step_s"],
-                                 "error": sim["step_s"] / r["step_s"] - 1,
-                                 "after_backward_s": late["step_s"],
-                                 "after_backward_error": late["step_s"] / r["step_s"] - 1})
+                rows += [compare(n, kind, r, curve, sizes, frac, src, *i) for i in inputs]
     return rows, sorted(skipped)
 
 
