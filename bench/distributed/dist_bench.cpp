@@ -61,10 +61,11 @@ std::string cpu_model() {
 // timing hook, registered after DataParallel's own (hooks run in registration order, Note
 // [Post-accumulate hooks]), notes when each parameter's gradient is final, and a bucket is ready
 // when its last parameter is. Buckets hold consecutive parameters in reverse registration order
-// (Note [Gradient buckets]), so the parameter-to-bucket map follows from bucket_bytes(). Times are
-// seconds from the start of backward in the last repetition, the maximum over ranks (a collective
-// can start only once every rank has its bucket). They include DataParallel's copy of the
-// gradient into its bucket. Start and done times of each all-reduce would need a hook inside
+// (Note [Gradient buckets]), so the parameter-to-bucket map follows from bucket_bytes() (exact
+// for plain data parallelism, which this mode runs; a padded bucket would fail the check). Times
+// are seconds from the start of backward in the last repetition, the maximum over ranks (a
+// collective can start only once every rank has its bucket). They include DataParallel's copy of
+// the gradient into its bucket. Start and done times of each all-reduce would need a hook inside
 // DataParallel and are not recorded.
 class BucketReadyClock {
  public:
