@@ -4,7 +4,7 @@
 # (4 B .. 256 MiB) at every rank count of --ranks above 1 (default 2), and the training step of
 # every DLBench network at 1 rank (global batch B) and at each rank count n (B/n per rank: strong
 # scaling; B per rank: weak scaling, overlapped and, at --plain-ranks, not), one thread per rank;
-# then the report with the alpha-beta projection (scripts/dist_report.py, from the 2-rank runs)
+# then the report with the bucket-order simulator's validation (scripts/dist_report.py)
 # and, with more than one rank count, the scaling table (scripts/dist_scaling_report.py). Usage:
 #   scripts/dist_bench.sh [--build DIR] [--out DIR] [--reps N] [--models m1,m2] [--batches b1,b2]
 #                         [--max-bytes BYTES] [--ranks 2,4,..] [--plain-ranks 2,..] [--bind none|core]

@@ -3,37 +3,15 @@
 # The distributed report (docs/distributed.md) from a scripts/dist_bench.sh folder: the
 # all-reduce table (algbw, busbw as nccl-tests defines them), the data-parallel step at 1 and 2
 # ranks with weak/strong scaling efficiency and the all-reduce share, overlapped against
-# all-reduce-after-backward, and an alpha-beta ring all-reduce model fitted to the measured
-# all-reduce and projected to 8..256 ranks (Note [Scaling model] below). Prints markdown.
+# all-reduce-after-backward, and the bucket-order simulator's steps (scripts/dist_sim.py) beside
+# the measured ones at every rank count with an all-reduce curve. Prints markdown.
 """Usage: dist_report.py RESULTS_DIR  (allreduce_np2.json, steps_np1.json, steps_np2_*.json)"""
 import json
-import math
 import os
 import sys
 
-# Note [Scaling model]
-# Ring all-reduce of S bytes over n ranks in k buckets (Patarasuk & Yuan 2009; Thakur et al.
-# 2005): T_ar(n) = 2 (n - 1) k alpha + 2 (n - 1) / n * S * beta, alpha the per-message latency,
-# beta the seconds per byte of the slowest link. A data-parallel step at a fixed per-rank batch
-# (weak scaling) costs T_c (the measured one-rank step) plus the part of T_ar that backward does
-# not hide: without overlap T_c + T_ar, with perfect overlap T_c + max(0, T_ar - T_bwd).
-# Efficiency = T_c / T_step. The measured 2-rank all-reduce gives this machine's alpha and beta
-# (fit_alpha_beta; 2 (n - 1) = 2 and 2 (n - 1) / n = 1 at n = 2).
-RANKS = [8, 16, 64, 256]
-BUCKET_BYTES = 25 * 1048576
-# Stated cluster parameters (alpha, beta) with their sources.
-CLUSTERS = [
-    ("IB EDR 100 Gb/s", 5e-6, 1 / 12.5e9,
-     "100 Gb/s InfiniBand EDR line rate (12.5 GB/s); 5 us per ring step is a typical MPI/NCCL "
-     "inter-node latency"),
-    ("RoCE 25 Gb/s (Horovod's)", 10e-6, 1 / 3.125e9,
-     "Sergeev & Del Balso 2018 (Horovod): 25 Gbit/s RoCE between servers of 4 P100"),
-    ("Ethernet 50 Gb/s (Goyal's)", 10e-6, 1 / 6.25e9,
-     "Goyal et al. 2017: 50 Gbit/s Ethernet between Big Basin servers of 8 P100"),
-]
-ANCHORS = ("Published anchors: Horovod (Sergeev & Del Balso 2018) reports 90 % scaling "
-           "efficiency for Inception V3 and ResNet-101 and 68 % for VGG-16 on 512 GPUs; Goyal "
-           "et al. (2017) about 90 % for ResNet-50 from 8 to 256 GPUs.")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dist_sim  # noqa: E402  (the bucket-order simulator; Note [Bucket-order simulator])
 
 
 def load(folder, name):
@@ -42,30 +20,6 @@ def load(folder, name):
         return None
     with open(path) as f:
         return json.load(f)
-
-
-def fit_alpha_beta(rows):
-    """alpha, beta of T = 2 alpha + S beta (n = 2): alpha from the small messages (S <= 1 KiB,
-    median of T / 2), beta from the large ones (S >= 1 MiB, median of (T - 2 alpha) / S).
-    Medians, because a shared machine adds outliers; the two ends separately, because one
-    least-squares line over 4 B .. 256 MiB follows the mid sizes (which stay in cache) and
-    understates the per-byte cost of the large gradients the projection is about."""
-    def median(v):
-        v = sorted(v)
-        n = len(v)
-        return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
-    small = [(r["time_us"] * 1e-6, r["bytes"]) for r in rows if r["bytes"] <= 1024]
-    large = [(r["time_us"] * 1e-6, r["bytes"]) for r in rows if r["bytes"] >= 1 << 20]
-    alpha, beta = 0.0, 0.0
-    for _ in range(4):  # each end corrected for the other's term; converges in two rounds
-        alpha = max(median([(t - s * beta) / 2 for t, s in small]), 0.0) if small else 0.0
-        beta = median([(t - 2 * alpha) / s for t, s in large]) if large else 0.0
-    return alpha, max(beta, 1e-15)
-
-
-def t_allreduce(n, size, alpha, beta):
-    k = max(1, math.ceil(size / BUCKET_BYTES))
-    return 2 * (n - 1) * k * alpha + 2 * (n - 1) / n * size * beta
 
 
 def by_model(doc):
@@ -92,7 +46,6 @@ def report(folder):
     out.append(f"Machine: {ctx.get('cpu', '?')}; backend {ctx.get('backend', '?')} "
                f"({ctx.get('backend_version', '?')}), {ctx.get('threads_per_rank', '?')} "
                f"thread(s) per rank; commit {ctx.get('git', '?')}.\n")
-    alpha = beta = None
     if ar:
         out.append("### All-reduce (sum, f32), 2 ranks\n")
         out.append("| bytes | time (us) | algbw (GB/s) | busbw (GB/s) |")
@@ -100,10 +53,7 @@ def report(folder):
         for r in ar["allreduce"]:
             out.append(f"| {r['bytes']} | {r['time_us']:.1f} | {r['algbw_GBps']:.3f} | "
                        f"{r['busbw_GBps']:.3f} |")
-        alpha, beta = fit_alpha_beta(ar["allreduce"])
-        out.append(f"\nalgbw = bytes / time; busbw = algbw x 2 (n - 1) / n (nccl-tests). "
-                   f"Fitted ring model (Note [Scaling model]): alpha = {alpha * 1e6:.2f} us, "
-                   f"beta = {beta * 1e9:.3f} ns/byte ({1 / beta / 1e9:.3f} GB/s).\n")
+        out.append("\nalgbw = bytes / time; busbw = algbw x 2 (n - 1) / n (nccl-tests).\n")
     if one:
         out.append("### Training step, 1 and 2 ranks (one thread per rank)\n")
         out.append("| model | global batch B | 1 rank, B (s) | 2 ranks, B/2 each (s) | strong eff. | "
@@ -130,32 +80,8 @@ def report(folder):
                    "after backward, i.e. how much of the all-reduce the overlap removed from the "
                    "step (on a CPU rank the all-reduce's memory work moves into backward, so this "
                    "is the fair measure). Medians of the repetitions in the JSON files.\n")
-    if one and alpha is not None:
-        out.append("### Projected weak-scaling efficiency (alpha-beta ring model)\n")
-        profiles = [("this machine (fitted)", alpha, beta, "the all-reduce table above")] + CLUSTERS
-        out.append("| model | gradient (MB) | T_c (s) | T_bwd (s) | parameters | " +
-                   " | ".join(f"{n} ranks" for n in RANKS) + " | T_c for 90 % at 256, no overlap (s) |")
-        out.append("|---|---:|---:|---:|---|" + "---:|" * len(RANKS) + "---:|")
-        for m, r1 in one.items():
-            g, tc, tb = r1["grad_bytes"], r1["step_s"], r1["backward_s"]
-            for name, a, b, _ in profiles:
-                cells = []
-                for n in RANKS:
-                    tar = t_allreduce(n, g, a, b)
-                    lo = tc / (tc + tar)
-                    hi = tc / (tc + max(0.0, tar - tb))
-                    cells.append(f"{100 * lo:.0f}-{100 * hi:.0f} %")
-                need = 9 * t_allreduce(256, g, a, b)
-                out.append(f"| {m} | {g / 1e6:.1f} | {tc:.3f} | {tb:.3f} | {name} | " +
-                           " | ".join(cells) + f" | {need:.3f} |")
-        out.append("\nEach cell: efficiency without overlap - with backward fully overlapping the "
-                   "all-reduce. T_c is the measured one-rank step at the per-rank batch, T_bwd its "
-                   "backward. The last column is the compute time per step a rank needs for 90 % "
-                   "at 256 ranks without overlap (T_c >= 9 T_ar(256)).\n")
-        out.append("Cluster parameters and sources:\n")
-        for name, a, b, src in CLUSTERS:
-            out.append(f"- {name}: alpha = {a * 1e6:.0f} us, beta = {b * 1e9:.3f} ns/byte; {src}.")
-        out.append("\n" + ANCHORS + "\n")
+    if one:
+        out.append(dist_sim.section(folder))
     return "\n".join(out)
 
 

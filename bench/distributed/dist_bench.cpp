@@ -5,7 +5,8 @@
 //              busbw = algbw x 2 (n - 1) / n), t = the slowest rank's mean time per call.
 //   steps:     the data-parallel training step (models::TrainingStep + dist::DataParallel) of the
 //              given models at one per-rank batch, overlapped or not, with the time waiting for
-//              the gradient all-reduce. On one rank the step is the plain (single-process) step.
+//              the gradient all-reduce, and each bucket's size and ready time (Note [Bucket
+//              ready times]). On one rank the step is the plain (single-process) step.
 //   overlap:   on 2+ ranks, the same step with the bucket all-reduces overlapped with backward and
 //              after backward, alternating in pairs (ABBA order) in one process, so that the load
 //              of a shared machine hits both alike; per pair, the share of the after-backward
@@ -16,13 +17,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "anvil/anvil.h"
 #include "engine/core/cuda_backend.h"
+#include "engine/autograd/hooks.h"
 #include "engine/core/provenance.h"
 #include "engine/distributed/data_parallel.h"
 #include "models/training_step.h"
@@ -50,6 +54,67 @@ std::string cpu_model() {
     if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
   return "?";
 }
+
+// Note [Bucket ready times]
+// The bucket-order simulator (scripts/dist_sim.py) needs each gradient bucket's size and the time
+// backward made it ready. The steps mode records both here, without touching DataParallel: a
+// timing hook, registered after DataParallel's own (hooks run in registration order, Note
+// [Post-accumulate hooks]), notes when each parameter's gradient is final, and a bucket is ready
+// when its last parameter is. Buckets hold consecutive parameters in reverse registration order
+// (Note [Gradient buckets]), so the parameter-to-bucket map follows from bucket_bytes() (exact
+// for plain data parallelism, which this mode runs; a padded bucket would fail the check). Times
+// are seconds from the start of backward in the last repetition, the maximum over ranks (a
+// collective can start only once every rank has its bucket). They include DataParallel's copy of
+// the gradient into its bucket. Start and done times of each all-reduce would need a hook inside
+// DataParallel and are not recorded.
+class BucketReadyClock {
+ public:
+  BucketReadyClock(const dist::DataParallel& dp, std::vector<Tensor> params)
+      : params_(std::move(params)),
+        bucket_of_(params_.size(), 0),
+        ids_(params_.size(), 0),
+        ready_(dp.num_buckets(), 0.0) {
+    std::size_t b = 0;
+    std::int64_t filled = 0;
+    for (std::size_t k = params_.size(); k-- > 0;) {
+      ANVIL_CHECK(b < dp.num_buckets(), "anvil_dist_bench", "parameter ", k, " falls outside the ",
+                  dp.num_buckets(), " buckets");
+      bucket_of_[k] = b;
+      filled += static_cast<std::int64_t>(params_[k].nbytes());
+      ANVIL_CHECK(filled <= dp.bucket_bytes(b), "anvil_dist_bench", "bucket ", b, " holds ",
+                  dp.bucket_bytes(b), " bytes, but its parameters add up to at least ", filled);
+      if (filled == dp.bucket_bytes(b)) {
+        ++b;
+        filled = 0;
+      }
+    }
+    for (std::size_t k = 0; k < params_.size(); ++k)
+      ids_[k] = register_post_accumulate_grad_hook(params_[k], [this, k](const Tensor&) {
+        double& t = ready_[bucket_of_[k]];
+        t = std::max(t, seconds_since(t0_));
+      });
+  }
+  ~BucketReadyClock() {
+    for (std::size_t k = 0; k < params_.size(); ++k)
+      remove_post_accumulate_grad_hook(params_[k], ids_[k]);
+  }
+  BucketReadyClock(const BucketReadyClock&) = delete;
+  BucketReadyClock& operator=(const BucketReadyClock&) = delete;
+
+  // Call right before backward.
+  void start() {
+    std::fill(ready_.begin(), ready_.end(), 0.0);
+    t0_ = Clock::now();
+  }
+  const std::vector<double>& ready_s() const { return ready_; }
+
+ private:
+  std::vector<Tensor> params_;
+  std::vector<std::size_t> bucket_of_;  // per parameter
+  std::vector<std::uint64_t> ids_;      // hook ids, per parameter
+  std::vector<double> ready_;           // per bucket, seconds since start()
+  Clock::time_point t0_ = Clock::now();
+};
 
 struct Args {
   std::string mode, out = "dist_bench.json", dist = "auto";
@@ -158,6 +223,7 @@ json run_steps(const Args& a, const dist::CommunicatorPtr& comm) {
     // data parallelism, which turns folding off (and logs why).
     models::TrainingStep step(name, batch, 1 + comm->rank(), /*fold_sgd=*/!multi);
     std::unique_ptr<dist::DataParallel> dp;
+    std::unique_ptr<BucketReadyClock> ready_clock;
     std::vector<std::string> notes;
     if (multi) {
       dp = std::make_unique<dist::DataParallel>(
@@ -166,15 +232,19 @@ json run_steps(const Args& a, const dist::CommunicatorPtr& comm) {
       dp->broadcast_from_root(step.net().parameters());
       dp->prepare_optimizer(step.optimizer());
       notes = dp->notes();
+      ready_clock = std::make_unique<BucketReadyClock>(*dp, step.net().parameters());
     }
     std::vector<double> step_s, wait_s, fwd_s, bwd_s;
+    double last_backward_s = 0;
     for (int r = 0; r < a.warmup + a.reps; ++r) {
       comm->barrier();
       const auto t0 = Clock::now();
       step.forward_loss();
       const double f = seconds_since(t0);
+      if (ready_clock) ready_clock->start();
       step.backward();
       const double b = seconds_since(t0) - f;
+      last_backward_s = b;
       if (dp) dp->finish_gradients();
       step.update();
       const double total = seconds_since(t0);
@@ -185,6 +255,15 @@ json run_steps(const Args& a, const dist::CommunicatorPtr& comm) {
       fwd_s.push_back(comm->all_reduce_scalar(f, dist::ReduceOp::average));
       bwd_s.push_back(comm->all_reduce_scalar(b, dist::ReduceOp::average));
     }
+    // The last repetition's bucket sizes and ready times, the slowest rank's (Note [Bucket ready
+    // times]); empty on one rank.
+    json bucket_bytes = json::array(), bucket_ready_s = json::array();
+    for (std::size_t i = 0; dp && i < dp->num_buckets(); ++i) {
+      bucket_bytes.push_back(dp->bucket_bytes(i));
+      bucket_ready_s.push_back(
+          comm->all_reduce_scalar(ready_clock->ready_s()[i], dist::ReduceOp::max));
+    }
+    const double ready_backward_s = comm->all_reduce_scalar(last_backward_s, dist::ReduceOp::max);
     std::int64_t grad_bytes = 0;
     for (const Tensor& p : step.net().parameters())
       grad_bytes += static_cast<std::int64_t>(p.nbytes());
@@ -202,6 +281,9 @@ json run_steps(const Args& a, const dist::CommunicatorPtr& comm) {
                 {"wait_s", median(wait_s)},
                 {"forward_s", median(fwd_s)},
                 {"backward_s", median(bwd_s)},
+                {"bucket_bytes", bucket_bytes},
+                {"bucket_ready_s", bucket_ready_s},
+                {"bucket_ready_backward_s", ready_backward_s},
                 {"notes", notes}};
     if (comm->rank() == 0) {
       std::printf(

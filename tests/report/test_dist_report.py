@@ -1,12 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-# scripts/dist_report.py on hand-made results: the alpha-beta fit recovers the alpha and beta the
-# all-reduce times were made from, the ring model and efficiencies match hand computation, and
-# the report has its three tables; scripts/dist_overlap_report.py (beside it) forms the paired
-# overlap ratios. Usage: test_dist_report.py path/to/dist_report.py
+# scripts/dist_report.py on hand-made results: the efficiencies match hand computation, and the
+# simulator section says why a model without bucket sizes is not simulated (the simulator itself:
+# test_dist_sim.py); scripts/dist_overlap_report.py (beside it) forms the paired overlap ratios.
+# Usage: test_dist_report.py path/to/dist_report.py
 import importlib.util
 import json
-import math
 import os
 import sys
 import tempfile
@@ -17,13 +16,7 @@ spec.loader.exec_module(dr)
 
 alpha, beta = 20e-6, 1 / 2e9  # 20 us, 2 GB/s
 rows = [{"bytes": s, "time_us": (2 * alpha + s * beta) * 1e6} for s in (4 << i for i in range(27))]
-a, b = dr.fit_alpha_beta(rows)
-assert math.isclose(a, alpha, rel_tol=1e-6), a
-assert math.isclose(b, beta, rel_tol=1e-6), b
-
-# Ring model: 8 ranks, 50 MiB in 2 buckets: 2*7*2*alpha + 2*7/8*S*beta.
 s = 50 * 1048576
-assert math.isclose(dr.t_allreduce(8, s, alpha, beta), 28 * alpha + 1.75 * s * beta)
 
 with tempfile.TemporaryDirectory() as d:
     ctx = {"cpu": "test cpu", "backend": "mpi", "backend_version": "v", "threads_per_rank": 1,
@@ -41,17 +34,12 @@ with tempfile.TemporaryDirectory() as d:
     text = dr.report(d)
 
 assert "### All-reduce (sum, f32), 2 ranks" in text
-assert "alpha = 20.00 us" in text, text
 # strong 1 / (2 * 0.625) = 80 %, weak 1 / 1.25 = 80 %, share 0.05 / 1.25 = 4 %, hidden 1 - 0.05/0.2,
 # step time saved (1.3 - 1.25) / 0.2 = 25 %.
 line = next(l for l in text.splitlines() if l.startswith("| m | 8 |"))
 assert "| 80 % | 1.250 | 80 % | 4 % | 0.2000 | 0.0500 | 75 % | 25 % |" in line, line
-tar = dr.t_allreduce(256, s, alpha, beta)
-proj = next(l for l in text.splitlines() if "this machine (fitted)" in l)
-lo, hi = 1 / (1 + dr.t_allreduce(8, s, alpha, beta)), 1 / (1 + max(0, dr.t_allreduce(8, s, alpha, beta) - 0.5))
-assert f"{100 * lo:.0f}-{100 * hi:.0f} %" in proj, proj
-assert f"{9 * tar:.3f} |" in proj, proj
-assert "Goyal" in text and "Horovod" in text
+# "m" is in neither the runs' bucket records nor the layout run: said, not silently dropped.
+assert "Not simulated: no bucket sizes for model 'm'" in text, text
 
 # The paired overlap report: two runs (rounds) of one mode, pairs pooled; the ratios are medians
 # over pairs, never ratios of medians.
