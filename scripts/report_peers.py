@@ -13,6 +13,8 @@ import json
 import os
 from collections import defaultdict
 
+import report_layout
+
 PEERS = (("pytorch", "PyTorch"), ("tensorflow", "TensorFlow"))
 
 
@@ -145,13 +147,14 @@ def plot_peers(anvil, peers, names, plots, results_dir, pyplot):
             ax.bar([x + i * width for x in range(len(keys))], vals, width, label=label)
         ax.set_xticks([x + width * (len(sides) - 1) / 2 for x in range(len(keys))])
         ax.set_xticklabels([f"{k[0]}\nb{k[3]}" for k in keys], fontsize=8)
-        ax.set_yscale("log")
+        ax.set_yscale("log")  # the networks' steps span two orders of magnitude
+        report_layout.plain_log_ticks(ax.yaxis)
         ax.set_ylabel("seconds per training step")
         ax.set_title(f"training step, {t} thread{'s' if t > 1 else ''}")
-        ax.legend(fontsize=8)
     fig.tight_layout()
+    report_layout.legend_below(fig, axes[0][0])
     name = "frameworks_train_step.png"
-    fig.savefig(os.path.join(results_dir, name), dpi=110)
+    fig.savefig(os.path.join(results_dir, name), dpi=110, bbox_inches="tight")
     plt.close(fig)
     plots.append(name)
 
