@@ -4,12 +4,18 @@
 # all-reduce table (algbw, busbw as nccl-tests defines them), the data-parallel step at 1 and 2
 # ranks with weak/strong scaling efficiency and the all-reduce share, overlapped against
 # all-reduce-after-backward, and an alpha-beta ring all-reduce model fitted to the measured
-# all-reduce and projected to 8..256 ranks (Note [Scaling model] below). Prints markdown.
+# all-reduce and projected to 8..256 ranks (Note [Scaling model] below). Prints markdown, with
+# a summary first, a regenerate line above every table and, with matplotlib, two plots written
+# into RESULTS_DIR below their tables: allreduce_bandwidth.png and scaling_projection.png
+# (Note [Report layout] in scripts/report_layout.py).
 """Usage: dist_report.py RESULTS_DIR  (allreduce_np2.json, steps_np1.json, steps_np2_*.json)"""
 import json
 import math
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report_layout  # noqa: E402
 
 # Note [Scaling model]
 # Ring all-reduce of S bytes over n ranks in k buckets (Patarasuk & Yuan 2009; Thakur et al.
@@ -80,14 +86,119 @@ def pct(x):
     return "n/a" if x is None else f"{100 * x:.0f} %"
 
 
+CAPTIONS = (
+    (r"allreduce_bandwidth\.png", "all-reduce bus bandwidth (nccl-tests' busbw) against message size, "
+     "2 ranks, with the fitted ring model's"),
+    (r"scaling_projection\.png", "projected weak-scaling efficiency against ranks per model and network, "
+     "the band from no overlap (lower edge) to backward fully overlapping the all-reduce (upper edge)"),
+)
+
+
+def pyplot():
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        return plt
+    except ImportError:  # the tables need no matplotlib
+        return None
+
+
+def plot_allreduce(folder, rows, alpha, beta, plots):
+    plt = pyplot()
+    if plt is None:
+        return
+    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    sizes = [r["bytes"] for r in rows]
+    ax.plot(sizes, [r["busbw_GBps"] for r in rows], "o-", label="measured")
+    # n = 2: T = 2 alpha + S beta, busbw = algbw = S / T
+    ax.plot(sizes, [s / (2 * alpha + s * beta) / 1e9 for s in sizes], "k--", linewidth=0.9,
+            label="ring model (fitted alpha, beta)")
+    ax.set_xscale("log", base=2)  # message sizes span 4 B .. 256 MiB
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("busbw (GB/s)")
+    ax.set_title("all-reduce, sum f32, 2 ranks")
+    report_layout.legend_outside(ax)
+    save(fig, plt, folder, "allreduce_bandwidth.png", plots)
+
+
+def plot_projection(folder, one, profiles, plots):
+    plt = pyplot()
+    if plt is None:
+        return
+    models = list(one)
+    ncols = min(4, len(models))
+    nrows = (len(models) + ncols - 1) // ncols
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.3 * nrows), squeeze=False)
+    panels = [ax for row in axes for ax in row]
+    for ax in panels[len(models):]:
+        ax.set_visible(False)
+    for ax, m in zip(panels, models):
+        g, tc, tb = one[m]["grad_bytes"], one[m]["step_s"], one[m]["backward_s"]
+        for name, a, b, _ in profiles:
+            lo = [100 * tc / (tc + t_allreduce(n, g, a, b)) for n in RANKS]
+            hi = [100 * tc / (tc + max(0.0, t_allreduce(n, g, a, b) - tb)) for n in RANKS]
+            line, = ax.plot(RANKS, lo, "o-", label=name)
+            ax.fill_between(RANKS, lo, hi, color=line.get_color(), alpha=0.2)
+        ax.set_xlim(0, RANKS[-1] * 1.05)
+        ax.set_ylim(0, 105)
+        ax.set_xticks([0] + RANKS[1:])
+        ax.set_xlabel("ranks")
+        ax.set_ylabel("weak-scaling efficiency (%)")
+        ax.set_title(f"{m}, {g / 1e6:.0f} MB of gradients", fontsize=10)
+    fig.tight_layout()
+    report_layout.legend_below(fig, axes[0][0])
+    save(fig, plt, folder, "scaling_projection.png", plots)
+
+
+def save(fig, plt, folder, name, plots):
+    fig.savefig(os.path.join(folder, name), dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    plots.append(name)
+
+
+def summary(ar, alpha, beta, one, strong, weak):
+    lines = []
+    if ar:
+        top = max(ar["allreduce"], key=lambda r: r["bytes"])
+        lines.append(f"All-reduce, 2 ranks: busbw {top['busbw_GBps']:.2f} GB/s at {top['bytes'] / 1048576:.0f} MiB; "
+                     f"fitted alpha {alpha * 1e6:.1f} us, beta {1 / beta / 1e9:.2f} GB/s.")
+    for m, r1 in one.items():
+        s, w = strong.get(m), weak.get(m)
+        parts = []
+        if s:
+            parts.append(f"strong {pct(r1['step_s'] / (2 * s['step_s']))}")
+        if w:
+            parts.append(f"weak {pct(r1['step_s'] / w['step_s'])}")
+        if alpha is not None:
+            tar = t_allreduce(256, r1["grad_bytes"], alpha, beta)
+            parts.append(f"projected at 256 ranks on this machine's links {pct(r1['step_s'] / (r1['step_s'] + tar))} "
+                         "without overlap")
+        if parts:
+            lines.append(f"{m}, 2 ranks: " + ", ".join(parts) + ".")
+    return lines
+
+
 def report(folder):
-    out = []
+    body = []
     ar = load(folder, "allreduce_np2.json")
+    ctx = (ar or {}).get("context", {})
+    command = report_layout.regenerate_command("dist_report.py", folder)
+    command += f" > {command.split()[-1]}/report.md"
+    machine = f"{ctx.get('cpu', '?')}, backend {ctx.get('backend', '?')}"
+    plots = report_layout.Figures(body, CAPTIONS, machine, command)
+    alpha, beta, one, strong, weak = measured(folder, ar, ctx, body, plots)
+    out = report_layout.summary_block(summary(ar, alpha, beta, one, strong, weak)) + body
+    return "\n".join(report_layout.add_regenerate_lines(out, command))
+
+
+def measured(folder, ar, ctx, out, plots):
+    """Writes the tables (and plots) into `out`; returns what the summary needs."""
     one = by_model(load(folder, "steps_np1.json"))
     strong = by_model(load(folder, "steps_np2_strong.json"))
     weak = by_model(load(folder, "steps_np2_weak.json"))
     plain = by_model(load(folder, "steps_np2_weak_nooverlap.json"))
-    ctx = (ar or {}).get("context", {})
     out.append("## Distributed data parallelism (measured)\n")
     out.append(f"Machine: {ctx.get('cpu', '?')}; backend {ctx.get('backend', '?')} "
                f"({ctx.get('backend_version', '?')}), {ctx.get('threads_per_rank', '?')} "
@@ -104,6 +215,7 @@ def report(folder):
         out.append(f"\nalgbw = bytes / time; busbw = algbw x 2 (n - 1) / n (nccl-tests). "
                    f"Fitted ring model (Note [Scaling model]): alpha = {alpha * 1e6:.2f} us, "
                    f"beta = {beta * 1e9:.3f} ns/byte ({1 / beta / 1e9:.3f} GB/s).\n")
+        plot_allreduce(folder, ar["allreduce"], alpha, beta, plots)
     if one:
         out.append("### Training step, 1 and 2 ranks (one thread per rank)\n")
         out.append("| model | global batch B | 1 rank, B (s) | 2 ranks, B/2 each (s) | strong eff. | "
@@ -156,7 +268,8 @@ def report(folder):
         for name, a, b, src in CLUSTERS:
             out.append(f"- {name}: alpha = {a * 1e6:.0f} us, beta = {b * 1e9:.3f} ns/byte; {src}.")
         out.append("\n" + ANCHORS + "\n")
-    return "\n".join(out)
+        plot_projection(folder, one, profiles, plots)
+    return alpha, beta, one, strong, weak
 
 
 def main():
