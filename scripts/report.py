@@ -313,7 +313,7 @@ def plot_gemm(gemm, plots, results_dir):
     if plt is None:
         return
     dl = [r for r in gemm if r["shape"].startswith("dlbench") and "error" not in r and r["variant"] != "default"]
-    for threads in sorted({r.get("threads") for r in dl}):
+    for threads in sorted({r.get("threads") for r in dl}, key=str):
         rs = [r for r in dl if r.get("threads") == threads]
         variants = sorted({r["variant"] for r in rs})
         modes = ["NN", "NT", "TN", "TT"]
@@ -330,10 +330,11 @@ def plot_gemm(gemm, plots, results_dir):
         ax.set_xticks([x + width * (len(variants) - 1) / 2 for x in range(len(modes))])
         ax.set_xticklabels(modes)
         ax.set_ylabel("GFLOP/s")
-        ax.set_title(f"GEMM M=1024 N=2048 K=26752, {threads} thread(s)")
+        where = "on the GPU" if threads is None else f"{threads} thread(s)"  # GPU rows have no threads part
+        ax.set_title(f"GEMM M=1024 N=2048 K=26752, {where}")
         report_layout.legend_outside(ax)
         fig.tight_layout()
-        name = f"gemm_transpose_modes_threads{threads}.png"
+        name = "gemm_transpose_modes_gpu.png" if threads is None else f"gemm_transpose_modes_threads{threads}.png"
         fig.savefig(os.path.join(results_dir, name), dpi=110, bbox_inches="tight")
         plt.close(fig)
         plots.append(name)
@@ -435,8 +436,8 @@ def spread(values):
 
 # What each plot shows, by file name (report_layout.Figures writes the caption below the table).
 CAPTIONS = (
-    (r"gemm_transpose_modes_threads(\S+)\.png", "GFLOP/s of every CPU GEMM variant per transpose mode on "
-     "DLBench's shape (M=1024 N=2048 K=26752), one thread count; error bars ±1 standard deviation of the "
+    (r"gemm_transpose_modes_(threads\S+|gpu)\.png", "GFLOP/s of every GEMM variant per transpose mode on "
+     "DLBench's shape (M=1024 N=2048 K=26752), at one CPU thread count or on the GPU; error bars ±1 standard deviation of the "
      "repetitions, where there were any"),
     (r"gemm_transpose_penalty\.png", "GEMM time of each transposed mode over NN's, direct and through "
      "an out-of-place transpose, per variant"),
@@ -447,6 +448,10 @@ CAPTIONS = (
      "TensorFlow, one panel per thread count (log scale)"),
     (r"(\S+)_batch_sweep\.png", "seconds per step and samples/s against the mini-batch size"),
     (r"(\S+)_phases\.png", "forward, backward and update time of the training step beside the whole step"),
+    (r"gpu_steps_vs_pytorch\.png", "milliseconds per model step on the GPU, PyTorch with a pageable batch "
+     "beside anvil per step definition"),
+    (r"gpu_gemm_vs_torch\.png", "GPU GEMM GFLOP/s per transpose mode, anvil's cuBLAS variants beside "
+     "torch.mm in FP32 and TF32"),
     (r"kernel_variants\.png", "each kernel variant's time over the fastest variant's, per op"),
 )
 
@@ -479,8 +484,8 @@ def main():
     gemm_section(records, out, plots, results_dir)
     model_section(records, out, plots, results_dir)
     report_peers.peers_section(records, out, plots, results_dir, pyplot)
-    report_peers.gpu_peers_section(records, out, results_dir)
-    report_peers.gpu_gemm_peers_section(records, out, results_dir)
+    report_peers.gpu_peers_section(records, out, results_dir, plots, pyplot)
+    report_peers.gpu_gemm_peers_section(records, out, results_dir, plots, pyplot)
     report_sections.add_sections(runs, contexts, records, out, plots, results_dir, pyplot)
     cmp_md = os.path.join(results_dir, "compare_pytorch.md")
     if os.path.exists(cmp_md):
