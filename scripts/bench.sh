@@ -82,7 +82,7 @@ while [ $# -gt 0 ]; do
     --no-build) build_it=0; shift ;;
     --dry-run) dry_run=1; shift ;;
     --) shift; passthrough=("$@"); break ;;
-    -h|--help) sed -n '3,42p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,41p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
