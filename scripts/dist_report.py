@@ -184,8 +184,7 @@ def report(folder):
     body = []
     ar = load(folder, "allreduce_np2.json")
     ctx = (ar or {}).get("context", {})
-    command = report_layout.regenerate_command("dist_report.py", folder)
-    command += f" > {command.split()[-1]}/report.md"
+    command = report_layout.regenerate_command("dist_report.py", folder, writes_report_md=True)
     machine = f"{ctx.get('cpu', '?')}, backend {ctx.get('backend', '?')}"
     plots = report_layout.Figures(body, CAPTIONS, machine, command)
     alpha, beta, one, strong, weak = measured(folder, ar, ctx, body, plots)

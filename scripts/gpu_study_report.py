@@ -307,8 +307,7 @@ def main(argv):
         return 2
     root = argv[1]
     dirs = {p: part_dirs(root, p) for p in PARTS}
-    command = report_layout.regenerate_command("gpu_study_report.py", root)
-    command += f" > {command.split()[-1]}/report.md"
+    command = report_layout.regenerate_command("gpu_study_report.py", root, writes_report_md=True)
     gpus = sorted({read_kv(os.path.join(d, "part.txt")).get("gpu", "") for p in PARTS for d in dirs[p]} - {""})
     out = ["# The GPU study", "", f"Merged from `{root}` by scripts/gpu_study_report.py.", ""]
     body = []

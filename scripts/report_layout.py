@@ -5,6 +5,7 @@ regenerate command above every table. See Note [Report layout].
 """
 import os
 import re
+import shlex
 
 # Note [Report layout]
 # A reader scans a report top-down: the few headline ratios come first (the summary block), then
@@ -37,13 +38,16 @@ class Figures(list):
         self.out.append(f"*Figure {len(self)}: {what}; {self.machine}; redraw: `{self.command}`.*\n")
 
 
-def regenerate_command(script, folder, extra=""):
-    """The one-line command that re-renders a report: folder relative to the repository when it is
-    inside it, as given otherwise."""
+def regenerate_command(script, folder, writes_report_md=False):
+    """The one-line command that re-renders a report: the folder relative to the repository when
+    it is inside it, as given otherwise; `> <folder>/report.md` for scripts that print it."""
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.path.abspath(folder)
     shown = os.path.relpath(path, repo) if path.startswith(repo + os.sep) else folder
-    return f"python3 scripts/{script} {shown}{extra}"
+    command = f"python3 scripts/{script} {shlex.quote(shown)}"
+    if writes_report_md:
+        command += f" > {shlex.quote(os.path.join(shown, 'report.md'))}"
+    return command
 
 
 def add_regenerate_lines(out, command):
