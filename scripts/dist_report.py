@@ -128,12 +128,7 @@ def plot_projection(folder, one, profiles, plots):
     if plt is None:
         return
     models = list(one)
-    ncols = min(4, len(models))
-    nrows = (len(models) + ncols - 1) // ncols
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.3 * nrows), squeeze=False)
-    panels = [ax for row in axes for ax in row]
-    for ax in panels[len(models):]:
-        ax.set_visible(False)
+    fig, panels = report_layout.panel_grid(plt, len(models))
     for ax, m in zip(panels, models):
         g, tc, tb = one[m]["grad_bytes"], one[m]["step_s"], one[m]["backward_s"]
         for name, a, b, _ in profiles:
@@ -148,7 +143,7 @@ def plot_projection(folder, one, profiles, plots):
         ax.set_ylabel("weak-scaling efficiency (%)")
         ax.set_title(f"{m}, {g / 1e6:.0f} MB of gradients", fontsize=10)
     fig.tight_layout()
-    report_layout.legend_below(fig, axes[0][0])
+    report_layout.legend_below(fig, panels[0])
     save(fig, plt, folder, "scaling_projection.png", plots)
 
 

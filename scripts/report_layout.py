@@ -98,3 +98,15 @@ def plain_log_ticks(axis):
     axis.set_minor_locator(LogLocator(base=10, subs=(2, 5)))
     axis.set_major_formatter(plain)
     axis.set_minor_formatter(plain)
+
+
+def panel_grid(plt, count, panel_height=3.3, max_columns=4):
+    """A figure of `count` panels, at most `max_columns` a row; returns (fig, panels) with the
+    grid's unused panels hidden."""
+    ncols = min(max_columns, count)
+    nrows = (count + ncols - 1) // ncols
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, panel_height * nrows), squeeze=False)
+    panels = [ax for row in axes for ax in row]
+    for ax in panels[count:]:
+        ax.set_visible(False)
+    return fig, panels[:count]

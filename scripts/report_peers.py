@@ -281,12 +281,7 @@ def plot_gpu_gemm(anvil, torch, shapes, plots, results_dir, pyplot):
              ("cuda.cublas.tf32", lambda s, m: anvil.get((s, m, "cuda.cublas.tf32"))),
              ("torch.mm TF32", lambda s, m: torch.get((s, m, "tf32"))))
     modes = ("NN", "NT", "TN", "TT")
-    ncols = min(4, len(shapes))
-    nrows = (len(shapes) + ncols - 1) // ncols
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.2 * nrows), squeeze=False)
-    panels = [ax for row in axes for ax in row]
-    for ax in panels[len(shapes):]:
-        ax.set_visible(False)
+    fig, panels = report_layout.panel_grid(plt, len(shapes), panel_height=3.2)
     width = 0.8 / len(sides)
     for ax, shape in zip(panels, shapes):
         for j, (label, row) in enumerate(sides):
