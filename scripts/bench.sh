@@ -5,7 +5,7 @@
 #                         [--variant op=name] [--reps N] [--kernels] [--no-install] [--with-pytorch]
 #                         [--batches 16,32,64] [--batch-sweep] [--phases] [--full]
 #                         [--peers auto|none|pytorch,tensorflow] [--devices auto|cpu|cuda|cpu,cuda]
-#                         [--no-build] [--dry-run]
+#                         [--no-build] [--dry-run] [-- <anvil_bench flags>]
 # Defaults: GEMM variants x NN/NT/TN/TT on the DLBench shape and FCN-5's M = 64 GEMMs, and the
 # training and inference step of DLBench's six networks (fcn5, fcn8, alexnet, resnet50, lstm32,
 # lstm64) at the paper's CPU batch, threads 1..hardware, then the same steps in PyTorch and
@@ -33,7 +33,12 @@
 # only (the CUDA backend is never loaded); cuda = only the GPU benchmarks.
 # --no-build: use the anvil_bench already in $ANVIL_BUILD_DIR (default build/) without running
 # CMake: a machine that only runs a build made elsewhere (scripts/gpu_kit.sh).
-# --dry-run: parse and check the options, print the plan (output folder, models, threads, ...), exit.
+# --dry-run: check the options (--models against `anvil models`, --threads positive integers),
+# print the plan, the benchmark count, a time estimate and the apt/pip actions it would take
+# (scripts/bench_plan.sh); nothing is installed, built or run.
+# -- FLAGS: the rest goes to every anvil_bench process (e.g. -- --benchmark_min_time=0.5s
+# --benchmark_repetitions=3); bench.sh sets --benchmark_filter and --benchmark_out itself
+# (--filter chooses the benchmarks), so passing those is an error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,6 +60,7 @@ peers=auto
 devices=auto
 build_it=1
 dry_run=0
+passthrough=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
@@ -75,11 +81,21 @@ while [ $# -gt 0 ]; do
     --devices) devices="$2"; shift 2 ;;
     --no-build) build_it=0; shift ;;
     --dry-run) dry_run=1; shift ;;
-    -h|--help) sed -n '3,36p' "$0"; exit 0 ;;
+    --) shift; passthrough=("$@"); break ;;
+    -h|--help) sed -n '3,41p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
+usage_error() { echo "bench.sh: $*" >&2; exit 2; }
+[[ "$reps" =~ ^[1-9][0-9]*$ ]] || usage_error "--reps: a positive integer, not '$reps'"
+[ -z "$threads" ] || [[ "$threads" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] ||
+  usage_error "--threads: comma-separated positive integers, not '$threads'"
+for flag in "${passthrough[@]}"; do
+  case "$flag" in --benchmark_filter*|--benchmark_out*|--benchmark_list_tests*)
+    usage_error "after --: $flag is set by bench.sh (use --filter to choose the benchmarks)" ;; esac
+done
 gemm_shapes="dlbench,fcn5"
+build="${ANVIL_BUILD_DIR:-build}"
 if [ "$full" = 1 ]; then
   gemm_shapes=all
   [ "$models_given" = 1 ] || models="fcn5,fcn8,alexnet,resnet50,vgg16,lstm32,lstm64"
@@ -87,15 +103,49 @@ if [ "$full" = 1 ]; then
   phases=on
 fi
 
-if [ "$dry_run" = 1 ]; then  # the options as parsed; nothing is installed, built or run
-  case "$devices" in auto|cpu|cuda|cpu,cuda|cuda,cpu) ;;
-    *) echo "bench.sh: --devices: auto, cpu, cuda or cpu,cuda, not '$devices'" >&2; exit 2 ;; esac
-  [[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --reps: a positive integer, not '$reps'" >&2; exit 2; }
-  echo "bench.sh plan (--dry-run):"
-  echo "  out=$out models=$models threads=${threads:-1,2,4,..,$(nproc)} devices=$devices peers=$peers"
-  echo "  filter=${filter:-<default sweep>} variant=${variant:-<default>} reps=$reps kernels=$kernels"
-  echo "  batches=${batches:-<paper CPU batch>} batch_sweep=$batch_sweep phases=$phases gemm_shapes=$gemm_shapes"
-  echo "  install=$install build=$build_it with_pytorch=$with_pytorch full=$full"
+# The thread counts of the sweep (anvil_bench's own default: 1, 2, 4, ... and the hardware threads).
+if [ -z "$threads" ]; then
+  n=$(nproc); t=1; sweep_threads=""
+  while [ "$t" -lt "$n" ]; do sweep_threads="$sweep_threads,$t"; t=$((t * 2)); done
+  sweep_threads="${sweep_threads#,},$n"; sweep_threads="${sweep_threads#,}"
+else
+  sweep_threads="$threads"
+fi
+args=(--anvil_models="$models" --anvil_kernels="$kernels" --anvil_batch_sweep="$batch_sweep"
+      --anvil_phases="$phases" --anvil_threads="$sweep_threads" --anvil_gemm_shapes="$gemm_shapes"
+      --benchmark_counters_tabular=false "${passthrough[@]}")
+[ -n "$batches" ] && args+=(--anvil_batches="$batches")
+[ -n "$variant" ] && args+=(--anvil_variant="$variant")
+case "$devices" in
+  auto|cpu,cuda|cuda,cpu) cpu_runs=1; args+=(--anvil_gpu=auto) ;;
+  cpu) cpu_runs=1; args+=(--anvil_gpu=off) ;;
+  cuda) cpu_runs=0; args+=(--anvil_gpu=on) ;;
+  *) usage_error "--devices: auto, cpu, cuda or cpu,cuda, not '$devices'" ;;
+esac
+if [ "$reps" -gt 1 ]; then
+  args+=(--benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true)
+fi
+default_filter() {  # the anvil_bench filter of the default sweep (its model steps: ^model/)
+  # The default sweep keeps the GEMM part to ~4 minutes: every variant and mode on the DLBench
+  # shape and on FCN-5's three M = 64 GEMMs (forward and input gradient of its layers; the K = 64
+  # weight-gradient shapes come with --full or --filter), the remedies for the default selection
+  # on the DLBench shape (every variant's with --full). On the FCN-5 shapes the variants only, not
+  # `default` (it is one of them).
+  # GPU only (--devices cuda): the GEMM variants and remedies on the DLBench shape (all 313 GEMM
+  # benchmarks took 6 min 40 s on the H100; every shape comes with --full), and the per-layer conv
+  # sweep (bench/gpu_conv_bench.cpp): every CUDA variant on AlexNet's and VGG16's conv layers and
+  # the default on ResNet-50's; every variant on every layer with --full.
+  if [ "$cpu_runs" != 1 ]; then
+    if [ "$full" = 1 ]; then echo '^(gemm|gemm_remedy|kernel)/.*/device:cuda'
+    else echo '^(gemm|gemm_remedy)/.*/dlbench_[^/]*/device:cuda|^kernel/conv2d/[^/]+/[a-z_]+/(alexnet|vgg16):.*/device:cuda|^kernel/conv2d/default/.*/device:cuda'; fi
+    return
+  fi
+  # (With a GPU, the CPU sweep takes the same GPU per-layer conv subset as the GPU-only one.)
+  if [ "$full" = 1 ]; then echo '^(peak|gemm|gemm_remedy|kernel)/'
+  else echo '^peak/|^kernel/.*/threads:|^kernel/conv2d/[^/]+/[a-z_]+/(alexnet|vgg16):.*/device:cuda|^kernel/conv2d/default/.*/device:cuda|^gemm/[^/]+/[NT][NT]/dlbench_|^gemm/cpu[.][^/]+/[NT][NT]/fcn5_b64_64x|^gemm_remedy/default/.*/dlbench_'; fi
+}
+if [ "$dry_run" = 1 ]; then  # checks and the plan; nothing is installed, built or run
+  source scripts/bench_plan.sh
   exit 0
 fi
 
@@ -112,7 +162,6 @@ stage "set up"
 if [ "$peers" != none ] && [ "$install" = 1 ]; then
   bash scripts/install_peers.sh "$([ "$peers" = auto ] && echo pytorch,tensorflow || echo "$peers")" || true
 fi
-build="${ANVIL_BUILD_DIR:-build}"
 if [ "$build_it" = 1 ]; then
   stage "configure and build ($build)"
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -121,28 +170,6 @@ elif [ ! -x "$build/bench/anvil_bench" ]; then
   echo "bench.sh: --no-build, but there is no $build/bench/anvil_bench" >&2; exit 2
 fi
 
-# The thread counts of the sweep (anvil_bench's own default: 1, 2, 4, ... and the hardware threads).
-if [ -z "$threads" ]; then
-  n=$(nproc); t=1; sweep_threads=""
-  while [ "$t" -lt "$n" ]; do sweep_threads="$sweep_threads,$t"; t=$((t * 2)); done
-  sweep_threads="${sweep_threads#,},$n"; sweep_threads="${sweep_threads#,}"
-else
-  sweep_threads="$threads"
-fi
-args=(--anvil_models="$models" --anvil_kernels="$kernels" --anvil_batch_sweep="$batch_sweep"
-      --anvil_phases="$phases" --anvil_threads="$sweep_threads" --anvil_gemm_shapes="$gemm_shapes"
-      --benchmark_counters_tabular=false)
-[ -n "$batches" ] && args+=(--anvil_batches="$batches")
-[ -n "$variant" ] && args+=(--anvil_variant="$variant")
-case "$devices" in
-  auto|cpu,cuda|cuda,cpu) cpu_runs=1; args+=(--anvil_gpu=auto) ;;
-  cpu) cpu_runs=1; args+=(--anvil_gpu=off) ;;
-  cuda) cpu_runs=0; args+=(--anvil_gpu=on) ;;
-  *) echo "bench.sh: --devices: auto, cpu, cuda or cpu,cuda, not '$devices'" >&2; exit 2 ;;
-esac
-if [ "$reps" -gt 1 ]; then
-  args+=(--benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true)
-fi
 bench() {  # bench FILTER OUTPUT.json: one anvil_bench process (none when nothing matches)
   # wc reads the whole listing: `grep -q` would stop early, anvil_bench would die of SIGPIPE on a
   # long list, and pipefail would turn that into "nothing matches".
@@ -168,22 +195,7 @@ else
   # Everything but the model steps in one process; then one process per model, phase and thread
   # count, so that a step's peak RSS is its own and not what earlier benchmarks left resident
   # (the peers run the same way).
-  # The default sweep keeps the GEMM part to ~4 minutes: every variant and mode on the DLBench
-  # shape and on FCN-5's three M = 64 GEMMs (forward and input gradient of its layers; the K = 64
-  # weight-gradient shapes come with --full or --filter), the remedies for the default selection
-  # on the DLBench shape (every variant's with --full). On the FCN-5 shapes the variants only, not
-  # `default` (it is one of them).
-  if [ "$full" = 1 ]; then rest='^(peak|gemm|gemm_remedy|kernel)/'
-  else rest='^peak/|^kernel/.*/threads:|^kernel/conv2d/[^/]+/[a-z_]+/(alexnet|vgg16):.*/device:cuda|^kernel/conv2d/default/.*/device:cuda|^gemm/[^/]+/[NT][NT]/dlbench_|^gemm/cpu[.][^/]+/[NT][NT]/fcn5_b64_64x|^gemm_remedy/default/.*/dlbench_'; fi
-  # (With a GPU, the CPU sweep above takes the same GPU per-layer conv subset as the one below.)
-  # GPU only (--devices cuda): the GEMM variants and remedies on the DLBench shape (all 313 GEMM
-  # benchmarks took 6 min 40 s on the H100; every shape comes with --full), and the per-layer conv
-  # sweep (bench/gpu_conv_bench.cpp): every CUDA variant on AlexNet's and VGG16's conv layers and
-  # the default on ResNet-50's; every variant on every layer with --full.
-  if [ "$cpu_runs" != 1 ]; then
-    if [ "$full" = 1 ]; then rest='^(gemm|gemm_remedy|kernel)/.*/device:cuda'
-    else rest='^(gemm|gemm_remedy)/.*/dlbench_[^/]*/device:cuda|^kernel/conv2d/[^/]+/[a-z_]+/(alexnet|vgg16):.*/device:cuda|^kernel/conv2d/default/.*/device:cuda'; fi
-  fi
+  rest=$(default_filter)
   count=$("$build/bench/anvil_bench" "${args[@]}" --benchmark_filter="$rest|^model/" --benchmark_list_tests | wc -l)
   stage "anvil_bench -> $out/anvil_bench*.json ($count benchmarks; one line per benchmark)"
   bench "$rest" "$out/anvil_bench.json"

@@ -358,7 +358,13 @@ PY
 report() {  # report [DIR]: DIR/report.md from the part folders; no GPU, no kit
   local dir="${1:-results/gpu-study}"
   [ -d "$dir" ] || { echo "gpu_kit.sh report: no folder $dir" >&2; exit 2; }
-  python3 scripts/gpu_study_report.py "$dir" > "$dir/report.md" || exit 1
+  # The plot needs matplotlib, which Debian installs for /usr/bin/python3 (a python3 earlier on
+  # the PATH may lack it; bench.sh picks the same way).
+  local py=python3 cand
+  for cand in python3 /usr/bin/python3; do
+    if "$cand" -c 'import matplotlib' 2>/dev/null; then py=$cand; break; fi
+  done
+  "$py" scripts/gpu_study_report.py "$dir" > "$dir/report.md" || exit 1
   echo "gpu_kit.sh report: $dir/report.md"
 }
 

@@ -14,7 +14,9 @@ over the batch sweep beside PyTorch defaults and best (scripts/report_gpu_steps.
 sweep's (model, batch) pairs that have no anvil row; torch.compile; the per-layer conv table
 (scripts/report_gpu_conv.py); LSTM fusion (scripts/report_sections.py) and PyTorch's LSTM in
 TF32 and inference; the largest training batch per model and engine and the peak memory at each
-sweep batch; PyTorch alone (peers). With matplotlib: steps_vs_batch.png, step time against batch.
+sweep batch; PyTorch alone (peers). With matplotlib: steps_vs_batch.png, step time against batch,
+below the steps table. Layout as report.py's (Note [Report layout] in scripts/report_layout.py):
+a summary first, a Regenerate line above every table, each plot captioned.
 """
 import glob
 import json
@@ -25,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpu_study  # noqa: E402  (SWEEP, PARTS)
 import report_gpu_conv  # noqa: E402
 import report_gpu_steps as steps_report  # noqa: E402
+import report_layout  # noqa: E402  (summary, captions, regenerate lines: Note [Report layout])
 
 PARTS = gpu_study.PARTS
 
@@ -169,9 +172,12 @@ def plot_steps(root, anvil, torch, plots):
         ax.set_title(f"{m} training step")
         ax.set_xlabel("batch")
         ax.set_ylabel("ms (resident, FP32)")
-        ax.legend(fontsize=7)
+        ax.margins(x=0.1)
+        ax.set_xlim(left=0)
+        ax.set_ylim(bottom=0)
     fig.tight_layout()
-    fig.savefig(os.path.join(root, "steps_vs_batch.png"), dpi=100)
+    report_layout.legend_below(fig, axes[0][0])
+    fig.savefig(os.path.join(root, "steps_vs_batch.png"), dpi=100, bbox_inches="tight")
     plt.close(fig)
     plots.append("steps_vs_batch.png")
 
@@ -276,23 +282,45 @@ def peers_section(root, dirs, out):
     out.append("")
 
 
+CAPTIONS = ((r"steps_vs_batch\.png", "training-step milliseconds against batch, batch resident on the GPU, "
+             "FP32, for anvil, PyTorch defaults and PyTorch best"),)
+
+
+def summary(dirs, anvil, torch, gpus):
+    """The headline lines: the GPU, the parts present, anvil over PyTorch best on the steps."""
+    lines = [f"GPU: {', '.join(gpus) or 'not recorded in part.txt'}; parts present: "
+             f"{', '.join(p for p in PARTS if dirs[p]) or 'none'}; missing: "
+             f"{', '.join(p for p in PARTS if not dirs[p]) or 'none'}."]
+    for config in ("defaults", "best"):
+        ratios = sorted(a["ms"] / t["ms"] for k, a in anvil.items() for k2, t in torch.get(config, {}).items()
+                        if k == k2 and "ms" in a and "ms" in t and t["ms"] > 0)
+        if ratios:
+            lines.append(f"anvil / PyTorch {config} step time: median {ratios[len(ratios) // 2]:.2f}, "
+                         f"{ratios[0]:.2f}-{ratios[-1]:.2f} over {len(ratios)} (model, phase, batch, step, "
+                         "math) rows (below 1: anvil faster).")
+    return lines
+
+
 def main(argv):
     if len(argv) != 2 or not os.path.isdir(argv[1]):
         print("usage: gpu_study_report.py DIR", file=sys.stderr)
         return 2
     root = argv[1]
     dirs = {p: part_dirs(root, p) for p in PARTS}
-    out, plots = ["# The GPU study", "", f"Merged from `{root}` by scripts/gpu_study_report.py.", ""], []
-    parts_section(root, dirs, out)
-    tests_section(dirs["tests"], out)
-    anvil, torch = steps_section(root, dirs["steps"], dirs["peers"], out, plots)
-    layers_section(root, dirs["layers"], out)
-    lstm_section(root, dirs["lstm"], dirs["steps"], out)
-    memory_section(root, dirs["memory"], anvil, torch, out)
-    peers_section(root, dirs["peers"], out)
-    if plots:
-        out += ["## Plots", ""] + [f"![{p}]({p})" for p in plots]
-    sys.stdout.write("\n".join(out) + "\n")
+    command = report_layout.regenerate_command("gpu_study_report.py", root, writes_report_md=True)
+    gpus = sorted({read_kv(os.path.join(d, "part.txt")).get("gpu", "") for p in PARTS for d in dirs[p]} - {""})
+    out = ["# The GPU study", "", f"Merged from `{root}` by scripts/gpu_study_report.py.", ""]
+    body = []
+    plots = report_layout.Figures(body, CAPTIONS, ", ".join(gpus) or "GPU not recorded", command)
+    parts_section(root, dirs, body)
+    tests_section(dirs["tests"], body)
+    anvil, torch = steps_section(root, dirs["steps"], dirs["peers"], body, plots)
+    layers_section(root, dirs["layers"], body)
+    lstm_section(root, dirs["lstm"], dirs["steps"], body)
+    memory_section(root, dirs["memory"], anvil, torch, body)
+    peers_section(root, dirs["peers"], body)
+    out += report_layout.summary_block(summary(dirs, anvil, torch, gpus))
+    sys.stdout.write("\n".join(report_layout.add_regenerate_lines(out + body, command)) + "\n")
     return 0
 
 

@@ -4,7 +4,10 @@
 # Idempotent and fast when everything is present: apt is only touched for missing packages.
 # Needs root (or sudo). The CUDA toolkit is not a Debian package here: it is preinstalled on the
 # machines that have it, and the build skips the CUDA backend where it is absent.
+#   scripts/install_deps.sh [--dry-run]   (--dry-run: print the apt command it would run, run none)
 set -euo pipefail
+dry_run=0
+[ "${1:-}" = --dry-run ] && dry_run=1
 
 packages=(
   g++ cmake ninja-build                 # toolchain
@@ -27,10 +30,14 @@ for p in "${packages[@]}"; do
   [[ "$status" == "install ok installed" ]] || missing+=("$p")
 done
 if [[ ${#missing[@]} -eq 0 ]]; then
-  echo "install_deps: all ${#packages[@]} packages already installed"
+  echo "install_deps: all ${#packages[@]} packages already installed (no apt action)"
   exit 0
 fi
 
+if [[ $dry_run -eq 1 ]]; then
+  echo "install_deps: would run as root: apt-get update; apt-get install -y --no-install-recommends ${missing[*]}"
+  exit 0
+fi
 as_root=()
 if [[ $(id -u) -ne 0 ]]; then
   if command -v sudo >/dev/null; then

@@ -4,7 +4,8 @@
 
 usage: scripts/report.py RESULTS_DIR     (reads RESULTS_DIR/*.json written by anvil_bench, the
                                           peers' peer_<name>.jsonl and compare_pytorch.md when present)
-Benchmark names are shaped family/variant/.../threads:T (see bench/); aggregates (median, cv)
+Layout (summary first, each plot captioned below its table, a Regenerate line above every table):
+Note [Report layout] in scripts/report_layout.py. Benchmark names are shaped family/variant/.../threads:T (see bench/); aggregates (median, cv)
 are used when the run had repetitions, else the single run.
 """
 import json
@@ -13,7 +14,9 @@ import statistics
 import sys
 from collections import defaultdict
 
+import report_layout  # summary, plot captions, regenerate lines (scripts/report_layout.py)
 import report_peers  # anvil next to PyTorch and TensorFlow (scripts/report_peers.py)
+import report_summary  # the headline ratios at the top (scripts/report_summary.py)
 import report_sections  # batch sweep, phases, kernel variants, CPU vs GPU (scripts/report_sections.py)
 
 
@@ -80,6 +83,12 @@ def collect(runs):
             rec["cv"] = agg["cv"]["real_time"]
         elif len(times) > 1:
             rec["cv"] = statistics.pstdev(times) / statistics.mean(times)
+        # The spread drawn as error bars: Google Benchmark's stddev aggregate, else the
+        # repetitions' own (a single run has none, and gets no error bar).
+        if "stddev" in agg:
+            rec["stddev"] = agg["stddev"]["real_time"] * unit
+        elif len(times) > 1:
+            rec["stddev"] = statistics.stdev(times)
         for key in ("FLOP/s", "pct_peak", "samples/s", "peak_rss_MB", "alloc_peak_MB"):
             if key in src:
                 rec[key] = src[key]
@@ -294,7 +303,7 @@ def plot_remedy(table, plots, results_dir):
     fig.suptitle("GEMM transpose penalty (> 1) and the out-of-place transpose remedy")
     fig.tight_layout(rect=(0, 0.12, 1, 1))
     name = "gemm_transpose_penalty.png"
-    fig.savefig(os.path.join(results_dir, name), dpi=110)
+    fig.savefig(os.path.join(results_dir, name), dpi=110, bbox_inches="tight")
     plt.close(fig)
     plots.append(name)
 
@@ -304,23 +313,29 @@ def plot_gemm(gemm, plots, results_dir):
     if plt is None:
         return
     dl = [r for r in gemm if r["shape"].startswith("dlbench") and "error" not in r and r["variant"] != "default"]
-    for threads in sorted({r.get("threads") for r in dl}):
+    for threads in sorted({r.get("threads") for r in dl}, key=str):
         rs = [r for r in dl if r.get("threads") == threads]
         variants = sorted({r["variant"] for r in rs})
         modes = ["NN", "NT", "TN", "TT"]
-        fig, ax = plt.subplots(figsize=(7, 4))
+        fig, ax = plt.subplots(figsize=(8.5, 4))
         width = 0.8 / max(1, len(variants))
         for i, v in enumerate(variants):
-            vals = [next((r["FLOP/s"] / 1e9 for r in rs if r["variant"] == v and r["mode"] == m), 0) for m in modes]
-            ax.bar([x + i * width for x in range(len(modes))], vals, width, label=v)
+            cell = {r["mode"]: r for r in rs if r["variant"] == v}
+            vals = [cell[m]["FLOP/s"] / 1e9 if m in cell else 0 for m in modes]
+            # FLOP/s = work / time, so its spread is FLOP/s x the relative spread of the time.
+            errs = [cell[m]["FLOP/s"] / 1e9 * cell[m].get("stddev", 0) / cell[m]["seconds"] if m in cell else 0
+                    for m in modes]
+            ax.bar([x + i * width for x in range(len(modes))], vals, width, label=v,
+                   yerr=errs if any(errs) else None, capsize=2)
         ax.set_xticks([x + width * (len(variants) - 1) / 2 for x in range(len(modes))])
         ax.set_xticklabels(modes)
         ax.set_ylabel("GFLOP/s")
-        ax.set_title(f"GEMM M=1024 N=2048 K=26752, {threads} thread(s)")
-        ax.legend(fontsize=8)
+        where = "on the GPU" if threads is None else f"{threads} thread(s)"  # GPU rows have no threads part
+        ax.set_title(f"GEMM M=1024 N=2048 K=26752, {where}")
+        report_layout.legend_outside(ax)
         fig.tight_layout()
-        name = f"gemm_transpose_modes_threads{threads}.png"
-        fig.savefig(os.path.join(results_dir, name), dpi=110)
+        name = "gemm_transpose_modes_gpu.png" if threads is None else f"gemm_transpose_modes_threads{threads}.png"
+        fig.savefig(os.path.join(results_dir, name), dpi=110, bbox_inches="tight")
         plt.close(fig)
         plots.append(name)
 
@@ -355,26 +370,90 @@ def model_section(records, out, plots, results_dir):
         out.append(f"| {r['model']} | {r['phase']} | {r.get('lstm', 'default')} | {r.get('batch')} | {where(r)} | {r['seconds']:.4f} | "
                    f"{fmt(r.get('cv', 0) * 100)} %{flag} | {fmt(r.get('samples/s'))} | {fmt(r.get('pct_peak'))} | "
                    f"{fmt(r.get('peak_rss_MB'), 0)} |")
+    plot_thread_scaling(models, plots, results_dir, pyplot)
+
+
+def scaling_series(rows):
+    """{batch: [(threads, samples/s, spread)]} of training steps, keeping the batches that ran at
+    two or more thread counts (one point shows no scaling)."""
+    by_batch = defaultdict(list)
+    for threads, batch, seconds, stddev in rows:
+        by_batch[batch].append((threads, batch / seconds, batch * stddev / seconds ** 2))
+    return {b: sorted(pts) for b, pts in by_batch.items() if len({p[0] for p in pts}) > 1}
+
+
+def plot_thread_scaling(models, plots, results_dir, pyplot):
+    """Samples/s against threads per model: anvil and the peers at the same batch, the ideal line
+    (anvil's one-thread rate times the threads), linear axes from zero, error bars from the
+    repetitions. Throughput rather than seconds, so that ideal scaling is a straight line."""
     plt = pyplot()
     if plt is None:
         return
     # Thread scaling is a CPU plot: GPU steps (named .../device:cuda, no threads) are left out.
     train = [r for r in models if r["phase"] == "train_step" and "error" not in r and "lstm" not in r
-             and "threads" in r]
+             and "threads" in r and "seconds" in r and r.get("batch")]
+    peers = report_peers.load_peers(results_dir)
     for model in sorted({r["model"] for r in train}):
-        rs = sorted((r for r in train if r["model"] == model), key=lambda r: int(r["threads"]))
-        fig, ax = plt.subplots(figsize=(5, 3.5))
-        ax.plot([int(r["threads"]) for r in rs], [r["seconds"] for r in rs], "o-", label="anvil")
+        anvil = scaling_series([(int(r["threads"]), int(r["batch"]), r["seconds"], r.get("stddev", 0))
+                                for r in train if r["model"] == model])
+        if not anvil:
+            continue
+        batch = max(anvil, key=lambda b: (len(anvil[b]), b))  # the batch with the most thread counts
+        fig, ax = plt.subplots(figsize=(6.5, 3.8))
+        series = [("anvil", anvil[batch])]
+        for peer, label in report_peers.PEERS:
+            rows = [(t, b, r["median_of_rep_means_s"], spread(r.get("rep_means_s", [])))
+                    for (m, phase, t, b), r in peers.get(peer, {}).items()
+                    if m == model and phase == "train_step" and b == batch]
+            pts = scaling_series(rows).get(batch)
+            if pts:
+                series.append((label, pts))
+        for label, pts in series:
+            errs = [p[2] for p in pts]
+            ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=errs if any(errs) else None,
+                        marker="o", capsize=3, label=label)
+        one = next((p for p in anvil[batch] if p[0] == 1), None)
+        top = max(p[0] for _, pts in series for p in pts)
+        if one:
+            ax.plot([0, top], [0, top * one[1]], "k--", linewidth=0.9, label="ideal (anvil 1 thread × threads)")
+        ax.set_xlim(0, top + 0.5)
+        ax.set_ylim(bottom=0)
+        ax.set_xticks(sorted({p[0] for _, pts in series for p in pts} | {0}))
         ax.set_xlabel("threads")
-        ax.set_ylabel("seconds per mini-batch")
-        ax.set_title(f"{model} training step, batch {rs[0].get('batch')}")
-        ax.set_xscale("log", base=2)
-        ax.legend()
+        ax.set_ylabel("samples/s (training)")
+        ax.set_title(f"{model} training step, batch {batch}")
+        report_layout.legend_outside(ax)
         fig.tight_layout()
         name = f"{model}_train_vs_threads.png"
-        fig.savefig(os.path.join(results_dir, name), dpi=110)
+        fig.savefig(os.path.join(results_dir, name), dpi=110, bbox_inches="tight")
         plt.close(fig)
         plots.append(name)
+
+
+def spread(values):
+    return statistics.stdev(values) if len(values) > 1 else 0
+
+
+# What each plot shows, by file name (report_layout.Figures writes the caption below the table).
+CAPTIONS = (
+    (r"gemm_transpose_modes_(threads\S+|gpu)\.png", "GFLOP/s of every GEMM variant per transpose mode on "
+     "DLBench's shape (M=1024 N=2048 K=26752), at one CPU thread count or on the GPU; error bars ±1 standard deviation of the "
+     "repetitions, where there were any"),
+    (r"gemm_transpose_penalty\.png", "GEMM time of each transposed mode over NN's, direct and through "
+     "an out-of-place transpose, per variant"),
+    (r"(\S+)_train_vs_threads\.png", "training-step samples/s against threads for anvil and the peers at "
+     "one batch, with the ideal line (anvil's one-thread rate × threads); error bars ±1 standard deviation "
+     "of the repetitions, where there were any"),
+    (r"frameworks_train_step\.png", "seconds per training step of each network in anvil, PyTorch and "
+     "TensorFlow, one panel per thread count (log scale)"),
+    (r"(\S+)_batch_sweep\.png", "seconds per step and samples/s against the mini-batch size"),
+    (r"(\S+)_phases\.png", "forward, backward and update time of the training step beside the whole step"),
+    (r"gpu_steps_vs_pytorch\.png", "milliseconds per model step on the GPU, PyTorch with a pageable batch "
+     "beside anvil per step definition"),
+    (r"gpu_gemm_vs_torch\.png", "GPU GEMM GFLOP/s per transpose mode, anvil's cuBLAS variants beside "
+     "torch.mm in FP32 and TF32"),
+    (r"kernel_variants\.png", "each kernel variant's time over the fastest variant's, per op"),
+)
 
 
 def main():
@@ -386,7 +465,9 @@ def main():
         sys.exit(f"report.py: no anvil_bench JSON results in {results_dir}")
     records = collect(runs)
     out = ["# anvil benchmark report\n"]
+    out += report_layout.summary_block(report_summary.headline(records, results_dir))
     ctx = contexts[0] if contexts else {}
+    out.append("## Run context\n")
     out.append("| context | value |\n|---|---|")
     for key in ("date", "host_name", "anvil.cpu_model", "num_cpus", "mhz_per_cpu", "anvil.git_revision",
                 "anvil.compiler", "anvil.thread_sweep", "anvil.peak_gflops_per_core", "anvil.variants.gemm",
@@ -397,27 +478,26 @@ def main():
         if key.startswith(("anvil.forced.", "anvil.env.")):
             out.append(f"| {key} | {value} |")
     out.append("")
-    plots = []
+    command = report_layout.regenerate_command("report.py", results_dir)
+    machine = ", ".join(str(ctx[k]) for k in ("host_name", "anvil.cpu_model") if k in ctx) or "machine not recorded"
+    plots = report_layout.Figures(out, CAPTIONS, machine, command)
     gemm_section(records, out, plots, results_dir)
     model_section(records, out, plots, results_dir)
     report_peers.peers_section(records, out, plots, results_dir, pyplot)
-    report_peers.gpu_peers_section(records, out, results_dir)
-    report_peers.gpu_gemm_peers_section(records, out, results_dir)
+    report_peers.gpu_peers_section(records, out, results_dir, plots, pyplot)
+    report_peers.gpu_gemm_peers_section(records, out, results_dir, plots, pyplot)
     report_sections.add_sections(runs, contexts, records, out, plots, results_dir, pyplot)
     cmp_md = os.path.join(results_dir, "compare_pytorch.md")
     if os.path.exists(cmp_md):
         out.append("\n## Side by side with PyTorch\n")
         with open(cmp_md) as f:
             out.append(f.read())
-    if plots:
-        out.append("\n## Plots\n")
-        out.extend(f"![{p}]({p})" for p in plots)
     errors = [r for r in records if "error" in r]
     if errors:
         out.append(f"\n{len(errors)} benchmark(s) skipped with an error (see tables).")
     path = os.path.join(results_dir, "report.md")
     with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
+        f.write("\n".join(report_layout.add_regenerate_lines(out, command)) + "\n")
     print(f"report: {path} ({len(records)} benchmarks, {len(plots)} plots)")
 
 

@@ -13,6 +13,8 @@ import json
 import os
 from collections import defaultdict
 
+import report_layout
+
 PEERS = (("pytorch", "PyTorch"), ("tensorflow", "TensorFlow"))
 
 
@@ -145,18 +147,19 @@ def plot_peers(anvil, peers, names, plots, results_dir, pyplot):
             ax.bar([x + i * width for x in range(len(keys))], vals, width, label=label)
         ax.set_xticks([x + width * (len(sides) - 1) / 2 for x in range(len(keys))])
         ax.set_xticklabels([f"{k[0]}\nb{k[3]}" for k in keys], fontsize=8)
-        ax.set_yscale("log")
+        ax.set_yscale("log")  # the networks' steps span two orders of magnitude
+        report_layout.plain_log_ticks(ax.yaxis)
         ax.set_ylabel("seconds per training step")
         ax.set_title(f"training step, {t} thread{'s' if t > 1 else ''}")
-        ax.legend(fontsize=8)
     fig.tight_layout()
+    report_layout.legend_below(fig, axes[0][0])
     name = "frameworks_train_step.png"
-    fig.savefig(os.path.join(results_dir, name), dpi=110)
+    fig.savefig(os.path.join(results_dir, name), dpi=110, bbox_inches="tight")
     plt.close(fig)
     plots.append(name)
 
 
-def gpu_peers_section(records, out, results_dir):
+def gpu_peers_section(records, out, results_dir, plots=None, pyplot=None):
     """anvil's GPU model steps (model/<m>/<phase>/batch:B/device:cuda) next to the PyTorch peer's
     GPU rows (`pytorch_models.py --device cuda`, in peer_pytorch_cuda.jsonl), by model, phase
     and batch: seconds per step and peak GPU memory (allocator peaks on both sides)."""
@@ -187,9 +190,36 @@ def gpu_peers_section(records, out, results_dir):
         peak = a.get("gpu_alloc_peak_MB")
         out.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {a['seconds']:.5f} | {s:.5f} | {a['seconds'] / s:.3f} | "
                    f"{'—' if peak is None else f'{peak:.0f}'} | {t['gpu_peak_alloc_MB']:.0f} |")
+    if plots is not None and pyplot is not None:
+        plot_gpu_steps(anvil, torch, keys, plots, results_dir, pyplot)
 
 
-def gpu_gemm_peers_section(records, out, results_dir):
+def plot_gpu_steps(anvil, torch, keys, plots, results_dir, pyplot):
+    """Milliseconds per GPU step: PyTorch (pageable batch) and anvil per step definition."""
+    plt = pyplot()
+    if plt is None:
+        return
+    steps = sorted({k[:3] for k in keys}, key=lambda k: (k[0], k[1] != "train_step", k[2]))
+    inputs = sorted({k[3] for k in keys})
+    sides = [("PyTorch (pageable)", lambda k, i: torch[k]["median_of_rep_means_s"])] + [
+        (f"anvil ({i})", lambda k, i: anvil[k + (i,)]["seconds"] if k + (i,) in anvil else 0) for i in inputs]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(steps) + 3), 3.8))
+    width = 0.8 / len(sides)
+    for j, ((label, value), i) in enumerate(zip(sides, [None] + inputs)):
+        ax.bar([x + j * width for x in range(len(steps))], [1e3 * value(k, i) for k in steps], width, label=label)
+    ax.set_xticks([x + width * (len(sides) - 1) / 2 for x in range(len(steps))])
+    ax.set_xticklabels([f"{m}\n{p.replace('_step', '')} b{b}" for m, p, b in steps], fontsize=8)
+    ax.set_ylabel("ms per step")
+    ax.set_title("model steps on the GPU, FP32")
+    report_layout.legend_outside(ax)
+    fig.tight_layout()
+    name = "gpu_steps_vs_pytorch.png"
+    fig.savefig(os.path.join(results_dir, name), dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    plots.append(name)
+
+
+def gpu_gemm_peers_section(records, out, results_dir, plots=None, pyplot=None):
     """anvil's GPU GEMM rows (gemm/<cuda variant>/<mode>/<shape>/device:cuda) next to torch.mm on
     the same GPU (bench/peers/pytorch_gpu_gemm.py, in peer_pytorch_cuda_gemm.jsonl), by shape and
     transpose mode: FP32 (cuda.cublas vs torch.mm with TF32 off; issue 6's target is a ratio of at
@@ -235,3 +265,35 @@ def gpu_gemm_peers_section(records, out, results_dir):
             out.append(f"| {shape} | {mode} | {cell(a32)} | {cell(t32)} | {cell(ratio(a32, t32), '{:.3f}')} | "
                        f"{cell(a_tf)} | {cell(t_tf)} | {cell(ratio(a_tf, t_tf), '{:.3f}')} | {cell(tiled)} | "
                        f"{cell(ratio(nn_anvil, a32), '{:.2f}')} | {cell(ratio(nn_torch, t32), '{:.2f}')} |")
+    if plots is not None and pyplot is not None:
+        plot_gpu_gemm(anvil, torch, shapes, plots, results_dir, pyplot)
+
+
+def plot_gpu_gemm(anvil, torch, shapes, plots, results_dir, pyplot):
+    """GFLOP/s per transpose mode, one panel per shape (up to eight): anvil's cuBLAS FP32/TF32
+    beside torch.mm FP32/TF32."""
+    plt = pyplot()
+    if plt is None:
+        return
+    shapes = shapes[:8]
+    sides = (("cuda.cublas", lambda s, m: anvil.get((s, m, "cuda.cublas"))),
+             ("torch.mm FP32", lambda s, m: torch.get((s, m, "fp32"))),
+             ("cuda.cublas.tf32", lambda s, m: anvil.get((s, m, "cuda.cublas.tf32"))),
+             ("torch.mm TF32", lambda s, m: torch.get((s, m, "tf32"))))
+    modes = ("NN", "NT", "TN", "TT")
+    fig, panels = report_layout.panel_grid(plt, len(shapes), panel_height=3.2)
+    width = 0.8 / len(sides)
+    for ax, shape in zip(panels, shapes):
+        for j, (label, row) in enumerate(sides):
+            vals = [row(shape, m)["FLOP/s"] / 1e9 if row(shape, m) else 0 for m in modes]
+            ax.bar([x + j * width for x in range(len(modes))], vals, width, label=label)
+        ax.set_xticks([x + width * (len(sides) - 1) / 2 for x in range(len(modes))])
+        ax.set_xticklabels(modes)
+        ax.set_ylabel("GFLOP/s")
+        ax.set_title(shape, fontsize=9)
+    fig.tight_layout()
+    report_layout.legend_below(fig, panels[0])
+    name = "gpu_gemm_vs_torch.png"
+    fig.savefig(os.path.join(results_dir, name), dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    plots.append(name)

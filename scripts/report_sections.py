@@ -25,6 +25,7 @@ import shlex
 from collections import defaultdict
 
 import kernel_winners
+import report_layout
 
 STEP_PHASES = ("train_step", "inference_step")
 PHASES = ("forward", "backward", "update")
@@ -108,7 +109,7 @@ def regenerate(out, command):
 
 def save(fig, plt, results_dir, name, plots):
     fig.tight_layout()
-    fig.savefig(os.path.join(results_dir, name), dpi=110)
+    fig.savefig(os.path.join(results_dir, name), dpi=110, bbox_inches="tight")  # keeps outside legends
     plt.close(fig)
     plots.append(name)
 
@@ -174,7 +175,7 @@ def batch_sweep_section(models, ctx, out, plots, results_dir, pyplot):
             ax.set_xlabel("mini-batch size")
             ax.set_ylabel(ylabel)
             ax.grid(True, which="both", alpha=0.3)
-        ax1.legend(fontsize=8)
+        report_layout.legend_below(fig, ax1)
         fig.suptitle(f"{model}: step time and throughput vs mini-batch size")
         save(fig, plt, results_dir, f"{model}_batch_sweep.png", plots)
 
@@ -237,7 +238,7 @@ def phase_section(models, ctx, out, plots, results_dir, pyplot):
         ax.set_xticklabels([f"b{k[1]}\n{k[2]}t" for k in ks])
         ax.set_ylabel("seconds per step")
         ax.set_title(f"{model}: phases of the training step (batch, threads)")
-        ax.legend(fontsize=8)
+        report_layout.legend_outside(ax)
         save(fig, plt, results_dir, f"{model}_phases.png", plots)
 
 
@@ -320,7 +321,7 @@ def plot_kernel_summary(summary, plots, results_dir, pyplot):
         ax.set_xticklabels(variants, rotation=30, ha="right", fontsize=8)
         ax.set_ylabel("time / fastest (geometric mean)")
         ax.set_title(op)
-        ax.legend(fontsize=7)
+    report_layout.legend_below(fig, axes[0][0])
     for ax in [a for row in axes for a in row][len(ops):]:
         ax.set_visible(False)
     save(fig, plt, results_dir, "kernel_variants.png", plots)

@@ -10,6 +10,11 @@ import os
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from layout_checks import figures_beside_tables, regenerate_above_tables, summary_first  # noqa: E402
+from matplotlib_python import require_matplotlib  # noqa: E402
+
+require_matplotlib()  # the report's plots are checked too
 spec = importlib.util.spec_from_file_location("dist_report", sys.argv[1])
 dr = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(dr)
@@ -32,6 +37,14 @@ with tempfile.TemporaryDirectory() as d:
                       ("steps_np2_weak_nooverlap.json", step(1.3, 0.2, 8))]:
         json.dump({"context": ctx, "steps": [row]}, open(os.path.join(d, name), "w"))
     text = dr.report(d)
+    # Layout (Note [Report layout]): summary first with the measured efficiencies, a regenerate
+    # line above every table, the bandwidth plot captioned below its table.
+    fails = summary_first(text) + regenerate_above_tables(text)
+    figure_fails, images = figures_beside_tables(text, d, f"python3 scripts/dist_report.py {d} > {d}/report.md")
+    fails += figure_fails
+    assert not fails, fails
+    assert images == ["allreduce_bandwidth.png"], images
+    assert "- m, 2 ranks: strong 80 %, weak 80 %" in text, text[:600]
 
 assert "### All-reduce (sum, f32), 2 ranks" in text
 # strong 1 / (2 * 0.625) = 80 %, weak 1 / 1.25 = 80 %, share 0.05 / 1.25 = 4 %, hidden 1 - 0.05/0.2,

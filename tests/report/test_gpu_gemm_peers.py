@@ -19,6 +19,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from layout_checks import figures_beside_tables  # noqa: E402
+
 from matplotlib_python import require_matplotlib  # noqa: E402  (beside this file)
 
 FAILURES = []
@@ -79,6 +82,12 @@ def render(report_py, with_torch):
         sys.exit(f"FAIL: report.py exited with {p.returncode}")
     with open(os.path.join(d, "report.md")) as f:
         md = f.read()
+    # The section's plot (Note [Report layout]): captioned, a PNG in the folder, in its section.
+    figure_fails, images = figures_beside_tables(md, d, f"python3 scripts/report.py {d}")
+    FAILURES.extend(figure_fails)
+    if with_torch:
+        section = md.split("## GPU GEMM beside torch.mm")[-1].split("\n## ")[0]
+        check("](gpu_gemm_vs_torch.png)" in section, "no GPU GEMM plot in the GPU GEMM section")
     shutil.rmtree(d)
     return md
 

@@ -13,6 +13,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from layout_checks import figures_beside_tables, regenerate_above_tables, summary_first  # noqa: E402
+
 FAILURES = []
 
 
@@ -62,6 +65,16 @@ def main():
         }
         for what, row in rows.items():
             check(row in text, f"{what}: no line containing\n  {row}")
+        # Layout (Note [Report layout]): summary first, a Regenerate line above every table, the
+        # steps plot captioned in the steps section.
+        for fail in summary_first(text) + regenerate_above_tables(text):
+            check(False, fail)
+        check("anvil / PyTorch best step time: median 1.16" in text, "the summary lacks anvil / PyTorch best")
+        figure_fails, images = figures_beside_tables(
+            text, d, f"python3 scripts/gpu_study_report.py {d} > {d}/report.md")
+        for fail in figure_fails:
+            check(False, fail)
+        check(images == ["steps_vs_batch.png"], f"plots {images}, want the steps plot")
         shutil.rmtree(os.path.join(d, "steps-alexnet-b64"))
         text = report(kit, d)
         check("Missing parts: **steps**, **peers**." in text, "steps not named missing once its folder is gone")
