@@ -93,7 +93,8 @@ std::vector<nn::NamedProblem> problems_from(const OpDriver& driver, const std::s
 // The same problem on another device.
 OpProblem on_device(OpProblem p, const Device& device);
 
-// Machine epsilon of f32 or f64; TF32's unit roundoff for the variants that round to it.
+// Machine epsilon of f32 or f64; for the variants that round operands to TF32, the error of a
+// product of two rounded operands (2 x 2^-11).
 double rounding_of(const std::string& variant, DType dtype);
 
 }  // namespace anvil::harness

@@ -50,9 +50,11 @@ class BatchNormCase final : public OpCase {
       const ops::BatchNormGrads g = ops::batch_norm2d_backward(dy_.dev, x_.dev, w_.dev, fwd_);
       out_ = {g.dx, g.dweight, g.dbias};
     } else {
-      const ops::BatchNormForward f = forward(x_.dev, w_.dev, b_.dev, rm_.dev, rv_.dev,
-                                              p_.pass == BatchNormPass::forward_training);
-      out_ = {f.y, f.mean, f.var};
+      const Tensor rm = rm_.dev.clone(), rv = rv_.dev.clone();
+      const ops::BatchNormForward f = ops::batch_norm2d_forward(
+          x_.dev, w_.dev, b_.dev, rm, rv, p_.pass == BatchNormPass::forward_training, p_.momentum,
+          p_.eps);
+      out_ = {f.y, f.mean, f.var, rm, rv};
     }
   }
   std::string check() override {
@@ -60,12 +62,14 @@ class BatchNormCase final : public OpCase {
       ForceVariant force("batch_norm2d", "ref");
       const bool training = p_.pass == BatchNormPass::forward_training ||
                             (p_.pass == BatchNormPass::backward && p_.batch_stats);
-      const ops::BatchNormForward rf = forward(x_.f64, w_.f64, b_.f64, rm_.f64, rv_.f64, training);
+      const Tensor rm = rm_.f64.clone(), rv = rv_.f64.clone();
+      const ops::BatchNormForward rf =
+          ops::batch_norm2d_forward(x_.f64, w_.f64, b_.f64, rm, rv, training, p_.momentum, p_.eps);
       if (p_.pass == BatchNormPass::backward) {
         const ops::BatchNormGrads g = ops::batch_norm2d_backward(dy_.f64, x_.f64, w_.f64, rf);
         ref_ = {g.dx, g.dweight, g.dbias};
       } else {
-        ref_ = {rf.y, rf.mean, rf.var};
+        ref_ = {rf.y, rf.mean, rf.var, rm, rv};
       }
     }
     if (out_.empty()) return "no output: run() did not complete; ";
@@ -78,7 +82,9 @@ class BatchNormCase final : public OpCase {
     std::string bad = compare_scaled("y", out_[0], ref_[0], sum_bound);
     if (p_.pass == BatchNormPass::forward_training)
       bad += compare_scaled("mean", out_[1], ref_[1], sum_bound) +
-             compare_scaled("var", out_[2], ref_[2], sum_bound);
+             compare_scaled("var", out_[2], ref_[2], sum_bound) +
+             compare_scaled("running mean", out_[3], ref_[3], sum_bound) +
+             compare_scaled("running var", out_[4], ref_[4], sum_bound);
     return bad;
   }
 
@@ -109,7 +115,8 @@ class BatchNormDriver final : public TableDriver<BatchNormProblem, BatchNormTabl
     ANVIL_CHECK(name == "odd", "batch_norm2d driver", "no problem group '", name,
                 "' (expected odd)");
     std::vector<nn::NamedProblem> out;
-    for (const char* d : {"mb2ic3ih5iw7", "mb4ic5ih1", "mb1ic6ih3", "mb2ic16ih28", "mb2ic64ih7"})
+    for (const char* d :
+         {"mb2ic3ih5iw7", "mb4ic5ih1", "mb1ic6ih3", "mb2ic64ih112", "mb2ic256ih56", "mb2ic2048ih7"})
       out.push_back({d, parse_problem("batch_norm2d", d)});
     return out;
   }
@@ -134,7 +141,8 @@ class BatchNormDriver final : public TableDriver<BatchNormProblem, BatchNormTabl
   }
 
   // Every variant runs every problem and pass.
-  int minimum_problems(const std::string& group, DeviceType) const override {
+  int minimum_problems(const std::string& group, DeviceType device) const override {
+    if (device == DeviceType::cuda) return kCudaMinimumPairs;
     return static_cast<int>(this->group(group).size()) * 4;
   }
 };

@@ -222,15 +222,20 @@ class ConvDriver final : public TableDriver<ConvProblem, ConvTable> {
         });
   }
 
-  // 32 roundings; winograd's transforms lose a few more bits than direct sums (16x).
+  // 32 roundings. Winograd's transforms lose a few more bits than direct sums (16x); on the GPU,
+  // cuDNN's Winograd and FFT algorithms more (64x), and so may `cuda.cudnn`, which picks any.
   double tolerance(const std::string& variant, DType dtype) const override {
-    const double extra = variant.find("winograd") != std::string::npos ? 16.0 : 1.0;
+    const bool transform =
+        variant.find("winograd") != std::string::npos || variant.find("fft") != std::string::npos;
+    double extra = transform ? 16.0 : 1.0;
+    if (variant.rfind("cuda.", 0) == 0 && (transform || variant == "cuda.cudnn")) extra = 64.0;
     return 32.0 * extra * rounding_of(variant, dtype);
   }
 
   // Winograd takes only 3x3 stride-1 problems: of the odd group, the 3x3 stride-1 ones
   // (odd3x3, groups2, depthwise, winograd-able) in their 4 forms x passes.
-  int minimum_problems(const std::string& group, DeviceType) const override {
+  int minimum_problems(const std::string& group, DeviceType device) const override {
+    if (device == DeviceType::cuda) return kCudaMinimumPairs;
     return group == "odd" ? 8 : 3;
   }
 };

@@ -14,6 +14,11 @@
 
 namespace anvil::harness {
 
+// The (problem, pass) pairs every CUDA variant must run of a driver's group: the floor of the
+// GPU variant tests before the drivers (tests/cuda/), since cuDNN's algorithms decline by shape
+// and dtype in ways the CPU counts do not predict.
+inline constexpr int kCudaMinimumPairs = 3;
+
 // A driver of a VariantTable<Problem, Args>.
 template <typename Problem, typename Table>
 class TableDriver : public OpDriver {

@@ -129,7 +129,8 @@ class GemmDriver final : public TableDriver<GemmProblem, GemmTable> {
     return 16.0 * rounding_of(variant, dtype);
   }
 
-  int minimum_problems(const std::string& group, DeviceType) const override {
+  int minimum_problems(const std::string& group, DeviceType device) const override {
+    if (device == DeviceType::cuda) return kCudaMinimumPairs;
     return group == "odd" ? 48 : 8;
   }
 };

@@ -3,7 +3,9 @@
 // lstm_forward/lstm_backward (engine/ops/lstm.h) by name; a backward pass reads the training
 // forward of the same variant (its saved state, Note [LSTM saved state]), run by prepare().
 // The backward gets dy, dh_n and dc_n, so every output's gradient path is exercised.
-// Group "odd": one step, odd sizes, PyTorch's two biases, a given initial state.
+// Group "odd": one step, odd sizes, PyTorch's two biases, a given initial state, a batch of 128,
+// and I and H >= 128 (cpu.fused then computes weight gradients transposed, Note [Transposed
+// weight gradients]).
 #include <cmath>
 #include <functional>
 
@@ -116,8 +118,10 @@ class LstmDriver final : public TableDriver<LstmProblem, LstmTable> {
   std::vector<nn::NamedProblem> group(const std::string& name) const override {
     ANVIL_CHECK(name == "odd", "lstm driver", "no problem group '", name, "' (expected odd)");
     std::vector<nn::NamedProblem> out;
-    for (const char* d : {"t1mb1ic1hc1", "t5mb3ic4hc6", "t7mb2ic5hc3:hh_bias:state",
-                          "t3mb4ic8hc8:state", "t4mb5ic16hc32:hh_bias"})
+    for (const char* d :
+         {"t5mb4ic3hc8", "t4mb3ic5hc7:state", "t6mb5ic9hc13:state:hh_bias", "t1mb1ic1hc1",
+          "t7mb17ic31hc33:hh_bias", "t3mb128ic64hc64:state", "t9mb2ic40hc24:state:hh_bias",
+          "t3mb5ic130hc129:state:hh_bias", "t2mb4ic160hc48"})
       out.push_back({d, parse_problem("lstm", d)});
     return out;
   }
@@ -144,7 +148,8 @@ class LstmDriver final : public TableDriver<LstmProblem, LstmTable> {
   }
 
   // Every variant runs every problem and pass.
-  int minimum_problems(const std::string& group, DeviceType) const override {
+  int minimum_problems(const std::string& group, DeviceType device) const override {
+    if (device == DeviceType::cuda) return kCudaMinimumPairs;
     return static_cast<int>(this->group(group).size()) * 3;
   }
 };

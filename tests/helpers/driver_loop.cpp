@@ -7,7 +7,8 @@
 namespace anvil::test {
 
 int run_driver_loop(const harness::OpDriver& driver, const std::vector<nn::NamedProblem>& problems,
-                    const Device& device, const DriverLoopOptions& options) {
+                    const Device& device, const DriverLoopOptions& options,
+                    std::map<std::string, int>* ran) {
   VariantHarness harness(driver.table(), device.type, options.minimum);
   if (!options.run_ref) harness.skip_ref();
   std::uint64_t seed = options.seed;
@@ -23,6 +24,7 @@ int run_driver_loop(const harness::OpDriver& driver, const std::vector<nn::Named
       ++pairs;
     }
   CHECK(harness.finish() == 0);
+  if (ran != nullptr) *ran = harness.tally().ran;
   return pairs;
 }
 

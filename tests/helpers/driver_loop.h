@@ -7,6 +7,7 @@
 // fewer (problem, pass) pairs than the stated minimum fails (tests/helpers/variant_harness.h).
 // Shared by tests/test_op_drivers.cpp (CPU) and tests/cuda/test_cuda_op_drivers.cpp (GPU).
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,10 @@ struct DriverLoopOptions {
 };
 
 // Runs `problems` (moved to `device`) through the loop; returns the (problem, pass) pairs run.
+// `ran`, when given, gets the pairs each variant ran.
 int run_driver_loop(const harness::OpDriver& driver, const std::vector<nn::NamedProblem>& problems,
-                    const Device& device, const DriverLoopOptions& options);
+                    const Device& device, const DriverLoopOptions& options,
+                    std::map<std::string, int>* ran = nullptr);
 
 // A driver's group on `device` with the driver's stated minimum.
 int run_driver_group(const harness::OpDriver& driver, const std::string& group,
