@@ -34,6 +34,7 @@ const std::vector<const OpDriver*>& drivers() {
   }();
   static const std::vector<const OpDriver*> list = [] {
     std::vector<const OpDriver*> v;
+    v.reserve(owned.size());
     for (const auto& d : owned) v.push_back(d.get());
     return v;
   }();

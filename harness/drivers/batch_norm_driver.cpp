@@ -132,8 +132,7 @@ class BatchNormDriver final : public TableDriver<BatchNormProblem, BatchNormTabl
 
   std::unique_ptr<OpCase> make_case(const OpProblem& p, std::uint64_t seed) const override {
     const BatchNormProblem& q = std::get<BatchNormProblem>(p);
-    return std::make_unique<BatchNormCase>(
-        table_, q, seed, [this, dt = q.dtype](const std::string& v) { return tolerance(v, dt); });
+    return std::make_unique<BatchNormCase>(table_, q, seed, bound_of(q.dtype));
   }
 
   double tolerance(const std::string& variant, DType dtype) const override {

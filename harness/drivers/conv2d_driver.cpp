@@ -12,65 +12,51 @@
 #include "engine/dispatch/conv_problem.h"
 #include "harness/drivers/driver_kit.h"
 #include "harness/drivers/drivers.h"
+#include "harness/problem_descriptor.h"
 
 namespace anvil::harness {
 namespace {
 
-// N C H W input, K R S filter, stride, padding, dilation, groups.
-struct ConvShape {
+// Shapes by their descriptors (Note [Problem descriptors] in harness/problem_descriptor.h).
+struct NamedShape {
   const char* name;
-  std::int64_t n, c, h, w, k, r, s;
-  std::int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
+  const char* descriptor;
 };
 
-const std::vector<ConvShape> kOddShapes = {
-    {"odd3x3", 2, 3, 7, 5, 4, 3, 3, 1, 1, 1, 1},
-    {"stride2 R3S2", 2, 5, 9, 8, 6, 3, 2, 2, 2, 0, 0},
-    {"dilation2", 1, 4, 9, 9, 5, 3, 3, 1, 1, 2, 2, 2, 2},
-    {"groups2", 2, 4, 6, 7, 6, 3, 3, 1, 1, 1, 1, 1, 1, 2},
-    {"depthwise", 2, 8, 6, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8},
-    {"pointwise", 3, 6, 5, 4, 7, 1, 1},
-    {"1x1 stride2", 2, 8, 7, 7, 16, 1, 1, 2, 2},
-    {"asymmetric", 2, 3, 10, 7, 4, 3, 1, 1, 2, 1, 0, 2, 1},
-    {"winograd-able", 2, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1},
-    {"batch1 5x5 pad2", 1, 6, 11, 13, 5, 5, 5, 1, 1, 2, 2},
-    {"5x5 mixed stride pad dilation", 1, 6, 11, 13, 5, 5, 5, 3, 2, 2, 1, 1, 2},
-    {"kernel equals input", 2, 3, 4, 5, 2, 4, 5},
+const NamedShape kOddShapes[] = {
+    {"odd3x3", "mb2ic3ih7iw5oc4kh3ph1"},
+    {"stride2 R3S2", "mb2ic5ih9iw8oc6kh3kw2sh2"},
+    {"dilation2", "mb1ic4ih9oc5kh3ph2dh1"},
+    {"groups2", "mb2g2ic4ih6iw7oc6kh3ph1"},
+    {"depthwise", "mb2g8ic8ih6oc8kh3ph1"},
+    {"pointwise", "mb3ic6ih5iw4oc7kh1"},
+    {"1x1 stride2", "mb2ic8ih7oc16kh1sh2"},
+    {"asymmetric", "mb2ic3ih10iw7oc4kh3kw1sw2ph1pw0dh1dw0"},
+    {"winograd-able", "mb2ic16ih8oc16kh3ph1"},
+    {"batch1 5x5 pad2", "mb1ic6ih11iw13oc5kh5ph2"},
+    {"5x5 mixed stride pad dilation", "mb1ic6ih11iw13oc5kh5sh3sw2ph2pw1dw1"},
+    {"kernel equals input", "mb2ic3ih4iw5oc2kh4kw5"},
 };
 
-const std::vector<ConvShape> kLayerShapes = {
-    {"alexnet conv1", 2, 3, 224, 224, 96, 11, 11, 4, 4, 2, 2},
-    {"alexnet conv2", 1, 96, 27, 27, 256, 5, 5, 1, 1, 2, 2},
-    {"alexnet conv3", 1, 256, 13, 13, 384, 3, 3, 1, 1, 1, 1},
-    {"resnet50 stem", 1, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3},
-    {"resnet50 1x1 64-256 56", 2, 64, 56, 56, 256, 1, 1},
-    {"resnet50 3x3 s2 128 56", 1, 128, 56, 56, 128, 3, 3, 2, 2, 1, 1},
-    {"resnet50 1x1 s2 projection", 2, 256, 56, 56, 512, 1, 1, 2, 2},
-    {"vgg16 3x3 64-64 cropped 32", 2, 64, 32, 32, 64, 3, 3, 1, 1, 1, 1},
-    {"cnn_mnist conv1", 2, 1, 28, 28, 32, 3, 3},
+const NamedShape kLayerShapes[] = {
+    {"alexnet conv1", "mb2ic3ih224oc96kh11sh4ph2"},
+    {"alexnet conv2", "mb1ic96ih27oc256kh5ph2"},
+    {"alexnet conv3", "mb1ic256ih13oc384kh3ph1"},
+    {"resnet50 stem", "mb1ic3ih224oc64kh7sh2ph3"},
+    {"resnet50 1x1 64-256 56", "mb2ic64ih56oc256kh1"},
+    {"resnet50 3x3 s2 128 56", "mb1ic128ih56oc128kh3sh2ph1"},
+    {"resnet50 1x1 s2 projection", "mb2ic256ih56oc512kh1sh2"},
+    {"vgg16 3x3 64-64 cropped 32", "mb2ic64ih32oc64kh3ph1"},
+    {"cnn_mnist conv1", "mb2ic1ih28oc32kh3"},
     // Big enough per sample that cpu.im2col splits output rows into chunks.
-    {"vgg16 3x3 64-8 224 row chunks", 1, 64, 224, 224, 8, 3, 3, 1, 1, 1, 1},
+    {"vgg16 3x3 64-8 224 row chunks", "mb1ic64ih224oc8kh3ph1"},
 };
 
-ConvProblem problem_of(const ConvShape& cs, bool bias, bool relu) {
-  ConvProblem p;
-  p.n = cs.n;
-  p.c = cs.c;
-  p.h = cs.h;
-  p.w = cs.w;
-  p.k = cs.k;
-  p.r = cs.r;
-  p.s = cs.s;
-  p.stride_h = cs.sh;
-  p.stride_w = cs.sw;
-  p.pad_h = cs.ph;
-  p.pad_w = cs.pw;
-  p.dil_h = cs.dh;
-  p.dil_w = cs.dw;
-  p.groups = cs.groups;
-  p.has_bias = bias;
-  p.fuse_relu = relu;
-  return p;
+// A shape's problem with the parts of a bias and a fused relu.
+nn::NamedProblem problem_of(const NamedShape& shape, bool bias, bool relu) {
+  const std::string parts = std::string(bias ? ":bias" : "") + (relu ? ":relu" : "");
+  return {detail::str_cat(shape.name, bias ? " bias" : "", relu ? " relu" : ""),
+          parse_problem("conv2d", shape.descriptor + parts)};
 }
 
 // The pass's longest reduction: C/g R S products per y, K/g R S per dx, N P Q per dw and db.
@@ -181,18 +167,16 @@ class ConvDriver final : public TableDriver<ConvProblem, ConvTable> {
   std::vector<nn::NamedProblem> group(const std::string& name) const override {
     std::vector<nn::NamedProblem> out;
     if (name == "odd") {
-      for (const auto& cs : kOddShapes)
+      for (const auto& shape : kOddShapes)
         for (bool bias : {false, true})
-          for (bool relu : {false, true})
-            out.push_back({detail::str_cat(cs.name, bias ? " bias" : "", relu ? " relu" : ""),
-                           problem_of(cs, bias, relu)});
+          for (bool relu : {false, true}) out.push_back(problem_of(shape, bias, relu));
       return out;
     }
     ANVIL_CHECK(name == "layers", "conv2d driver", "no problem group '", name,
                 "' (expected odd or layers)");
-    for (const auto& cs : kLayerShapes) {
-      out.push_back({detail::str_cat(cs.name, " bias"), problem_of(cs, true, false)});
-      out.push_back({detail::str_cat(cs.name, " bias relu"), problem_of(cs, true, true)});
+    for (const auto& shape : kLayerShapes) {
+      out.push_back(problem_of(shape, true, false));
+      out.push_back(problem_of(shape, true, true));
     }
     return out;
   }

@@ -4,6 +4,7 @@
 // the support questions, the operand maker (a device tensor and the same values in f64 on the
 // host for ref) and the scaled comparison of Note [Op drivers]. Internal to harness/.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,10 @@ class TableDriver : public OpDriver {
   }
 
  protected:
+  // tolerance(variant, dtype) as a case's bound per variant (Note [Op drivers]).
+  std::function<double(const std::string&)> bound_of(DType dtype) const {
+    return [this, dtype](const std::string& v) { return tolerance(v, dtype); };
+  }
   Table& table_;
 };
 

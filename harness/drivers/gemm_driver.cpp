@@ -121,8 +121,7 @@ class GemmDriver final : public TableDriver<GemmProblem, GemmTable> {
 
   std::unique_ptr<OpCase> make_case(const OpProblem& p, std::uint64_t seed) const override {
     const GemmProblem& q = std::get<GemmProblem>(p);
-    return std::make_unique<GemmCase>(
-        table_, q, seed, [this, dt = q.dtype](const std::string& v) { return tolerance(v, dt); });
+    return std::make_unique<GemmCase>(table_, q, seed, bound_of(q.dtype));
   }
 
   double tolerance(const std::string& variant, DType dtype) const override {

@@ -139,8 +139,7 @@ class LstmDriver final : public TableDriver<LstmProblem, LstmTable> {
 
   std::unique_ptr<OpCase> make_case(const OpProblem& p, std::uint64_t seed) const override {
     const LstmProblem& q = std::get<LstmProblem>(p);
-    return std::make_unique<LstmCase>(
-        table_, q, seed, [this, dt = q.dtype](const std::string& v) { return tolerance(v, dt); });
+    return std::make_unique<LstmCase>(table_, q, seed, bound_of(q.dtype));
   }
 
   double tolerance(const std::string& variant, DType dtype) const override {

@@ -123,6 +123,7 @@ class PoolDriver final : public TableDriver<PoolProblem, PoolTable> {
       for (std::size_t i = 0, n = descriptors.size(); i < n; ++i)
         descriptors.push_back(descriptors[i] + ":exclude_pad");
     std::vector<nn::NamedProblem> out;
+    out.reserve(descriptors.size());
     for (const auto& d : descriptors) out.push_back({d, parse_problem(table_.op(), d)});
     return out;
   }
@@ -137,8 +138,7 @@ class PoolDriver final : public TableDriver<PoolProblem, PoolTable> {
 
   std::unique_ptr<OpCase> make_case(const OpProblem& p, std::uint64_t seed) const override {
     const PoolProblem& q = std::get<PoolProblem>(p);
-    return std::make_unique<PoolCase>(
-        table_, q, seed, [this, dt = q.dtype](const std::string& v) { return tolerance(v, dt); });
+    return std::make_unique<PoolCase>(table_, q, seed, bound_of(q.dtype));
   }
 
   // Max pooling copies values (exact); averages sum a window: a few roundings.

@@ -92,6 +92,7 @@ class VariantHarness {
                check) {
     REQUIRE_FALSE(passes.empty());
     std::vector<std::pair<std::string, std::vector<Candidate>>> answers;
+    answers.reserve(passes.size());
     for (const auto& [pass, problem] : passes)
       answers.emplace_back(pass, table.candidates(problem));
     const auto variants = table.variants();
