@@ -1,12 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// conv2d: float64 gradient checks, every registered `conv2d` variant against `ref` on a shared
-// shape list (small odd cases and real AlexNet / ResNet-50 / VGG16 / cnn_mnist layers), all
-// three passes, bias and fused relu; argument errors by message; nn::Conv2d.
-//
-// The variant harness calls each variant's function directly on the exact ConvProblem of each
-// pass (f32 data), and compares with `ref` run on the same values in f64. Outputs start as NaN,
-// so a variant that leaves an element unwritten fails. A variant that declines a problem must
-// give a reason; skips are counted per reason and reported with WARN at the end of each case.
+// conv2d: float64 gradient checks, forcing through the op layer, fused relu, argument errors by
+// message, nn::Conv2d, the default selection. Every registered variant against `ref` on the
+// shared shape list (small odd cases and real AlexNet / ResNet-50 / VGG16 / cnn_mnist layers) is
+// the conv2d driver's loop in tests/test_op_drivers.cpp.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -49,48 +45,7 @@ ConvProblem problem_of(const test::ConvCase& cc, ConvPass pass, DType dtype, boo
   return anvil::test::conv_problem_of(cc, pass, dtype, bias, relu);
 }
 
-// Real layers at batch 1-2 (VGG16 cropped to 32x32 for the ref comparison, channels kept).
-const std::vector<test::ConvCase> kLayerCases = {
-    {"alexnet conv1", 2, 3, 224, 224, 96, 11, 11, 4, 4, 2, 2},
-    {"alexnet conv2", 1, 96, 27, 27, 256, 5, 5, 1, 1, 2, 2},
-    {"alexnet conv3", 1, 256, 13, 13, 384, 3, 3, 1, 1, 1, 1},
-    {"resnet50 stem", 1, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3},
-    {"resnet50 1x1 64-256 56", 2, 64, 56, 56, 256, 1, 1},
-    {"resnet50 3x3 s2 128 56", 1, 128, 56, 56, 128, 3, 3, 2, 2, 1, 1},
-    {"resnet50 1x1 s2 projection", 2, 256, 56, 56, 512, 1, 1, 2, 2},
-    {"vgg16 3x3 64-64 cropped 32", 2, 64, 32, 32, 64, 3, 3, 1, 1, 1, 1},
-    {"cnn_mnist conv1", 2, 1, 28, 28, 32, 3, 3},
-    // Big enough per sample that cpu.im2col splits output rows into chunks.
-    {"vgg16 3x3 64-8 224 row chunks", 1, 64, 224, 224, 8, 3, 3, 1, 1, 1, 1},
-};
-
 Tensor rand_f32(const Shape& s, Generator& gen) { return uniform(s, -1.0, 1.0, DType::f32, &gen); }
-
-// The CPU bound: 32 eps sqrt(reduction length) times the operands' magnitudes, 4x for the
-// weight gradient (the longest sums), 16x for winograd (its transforms lose a few more bits than
-// direct sums); a bias adds 2 eps to y; db: 4 x 32 eps sqrt(len) max|dy|.
-double cpu_tolerance(bool bias, const std::string& variant, ConvPass pass,
-                     const std::string& output, double len, double scale) {
-  constexpr double kEps = std::numeric_limits<float>::epsilon();
-  if (output == "db") return 32.0 * kEps * std::sqrt(len) * scale * 4.0;
-  const double tol_scale = variant.find("winograd") != std::string::npos ? 16.0 : 1.0;
-  const double tol = tol_scale * 32.0 * kEps * std::sqrt(std::max(len, 1.0)) * scale *
-                         (pass == ConvPass::backward_weights ? 4.0 : 1.0) +
-                     1e-30;
-  return output == "y" && bias ? tol + 2 * kEps : tol;
-}
-
-// Every CPU variant on the passes of `cc` (tests/helpers/conv_cases.h), f32, against ref in f64.
-void run_case(const test::ConvCase& cc, bool bias, bool relu, test::VariantHarness& harness,
-              std::uint64_t seed) {
-  register_builtin_kernels();
-  anvil::test::check_conv_variants(
-      harness, problem_of(cc, ConvPass::forward, DType::f32, bias, relu), DType::f32, bias, relu,
-      seed,
-      [bias](const std::string& v, ConvPass pass, const std::string& out, double len,
-             double scale) { return cpu_tolerance(bias, v, pass, out, len, scale); },
-      cc.name);
-}
 
 }  // namespace
 
@@ -173,37 +128,9 @@ TEST_CASE("conv2d gradients reach only the inputs that require grad", "[conv][au
 }
 
 // ---- every variant against ref ----------------------------------------------------------------
-
-TEST_CASE("conv2d variants match ref on small odd shapes", "[conv][variants]") {
-  // Problems per variant (winograd takes only 3x3 stride 1).
-  test::VariantHarness harness(conv_table(), DeviceType::cpu, 8);
-  std::uint64_t seed = 1;
-  for (const auto& cc : anvil::test::odd_conv_cases())
-    for (bool bias : {false, true})
-      for (bool relu : {false, true}) run_case(cc, bias, relu, harness, ++seed);
-  harness.finish();
-}
-
-// Two halves of the layer list, so that CTest can run them side by side.
-void run_layers(std::size_t begin, std::size_t end) {
-  // Problems per variant (each half has one winograd-able layer).
-  test::VariantHarness harness(conv_table(), DeviceType::cpu, 3);
-  std::uint64_t seed = 1000 + 2 * begin;
-  for (std::size_t i = begin; i < std::min(end, kLayerCases.size()); ++i) {
-    run_case(kLayerCases[i], true, false, harness, ++seed);
-    run_case(kLayerCases[i], true, true, harness, ++seed);
-  }
-  harness.finish();
-}
-
-TEST_CASE("conv2d variants match ref on AlexNet and ResNet-50 stem layers", "[conv][variants]") {
-  run_layers(0, 4);
-}
-
-TEST_CASE("conv2d variants match ref on ResNet-50 and VGG16 and cnn_mnist layers",
-          "[conv][variants]") {
-  run_layers(4, kLayerCases.size());
-}
+// The conv2d driver's loop (tests/test_op_drivers.cpp, "op driver loop: conv2d ..."): every
+// variant on the odd shapes and the real layers of harness/drivers/conv2d_driver.cpp, all three
+// passes, with and without bias and fused relu, against ref in f64.
 
 TEST_CASE("conv2d forcing a variant drives all three passes", "[conv][variants]") {
   register_builtin_kernels();

@@ -13,7 +13,7 @@
 
 #include "engine/core/random.h"
 #include "engine/dispatch/conv_problem.h"
-#include "helpers/conv_cases.h"
+#include "harness/op_driver.h"
 #include "helpers/variant_harness.h"
 #include "kernels/cuda/conv_im2col_geometry.h"
 #include "kernels/register.h"
@@ -47,11 +47,15 @@ TEST_CASE("cuda.custom.im2col's index arithmetic computes the three conv passes 
   register_builtin_kernels();
   const ConvTable::Variant* ref = conv_table().find("ref");
   REQUIRE(ref != nullptr);
-  // The odd shapes of the conv tests (tests/helpers/conv_cases.h), in f64.
+  // The odd shapes of the conv2d driver (harness/drivers/conv2d_driver.cpp), in f64.
   std::vector<ConvProblem> problems;
-  for (const auto& cc : anvil::test::odd_conv_cases())
-    problems.push_back(
-        anvil::test::conv_problem_of(cc, ConvPass::forward, DType::f64, false, false));
+  for (const auto& np : harness::find_driver("conv2d")->group("odd")) {
+    ConvProblem p = std::get<ConvProblem>(np.problem);
+    if (p.has_bias || p.fuse_relu) continue;
+    p.dtype = DType::f64;
+    problems.push_back(p);
+  }
+  REQUIRE(problems.size() == 12);
   for (const ConvProblem& base : problems) {
     INFO(base.repr());
     const Im2colGeometry g = anvil::cuda::im2col_geometry_of(base);
@@ -64,8 +68,8 @@ TEST_CASE("cuda.custom.im2col's index arithmetic computes the three conv passes 
     for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
       ConvProblem p = base;
       p.pass = pass;
-      ref->fn(test::conv_args(p, x.data(), w.data(), nullptr, y_ref.data(), dy.data(),
-                              dx_ref.data(), dw_ref.data(), nullptr));
+      ref->fn(ConvArgs{p, x.data(), w.data(), /*b=*/nullptr, y_ref.data(), dy.data(), dx_ref.data(),
+                       dw_ref.data(), /*db=*/nullptr});
     }
     std::vector<double> col(static_cast<std::size_t>(crs * pq));
     for (std::int64_t n = 0; n < base.n; ++n)

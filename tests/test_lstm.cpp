@@ -176,33 +176,8 @@ TEST_CASE("two-layer LSTM stack gradcheck in float64", "[lstm][gradcheck]") {
 // ---- variants against ref
 // -------------------------------------------------------------------------
 
-TEST_CASE("every lstm variant matches ref forward and backward", "[lstm][variants]") {
-  const std::vector<LayerCase> cases = {
-      {5, 4, 3, 8, false, false},
-      {4, 3, 5, 7, true, false},
-      {6, 5, 9, 13, true, true},
-      {1, 1, 1, 1, false, false},
-      {7, 17, 31, 33, false, true},
-      {3, 128, 64, 64, true, false},
-      {9, 2, 40, 24, true, true},
-      // I and H >= 128: cpu.fused computes both weight gradients transposed (Note [Transposed
-      // weight gradients]), the second with h0's extra GEMM; then only dW_ih transposed.
-      {3, 5, 130, 129, true, true},
-      {2, 4, 160, 48, false, false}};
-  // Every CPU variant on the harness (tests/helpers/variant_harness.h) against the oracle; each
-  // must run at least 3 of the cases (all three passes).
-  register_builtin_kernels();
-  test::VariantHarness harness(lstm_table(), DeviceType::cpu, 3);
-  if (std::string(test::kLstmOracle) == "ref") harness.skip_ref();  // the oracle itself
-  for (const LayerCase& c : cases) {
-    const double scale = 1.0 + std::sqrt(static_cast<double>(c.T * c.B));
-    harness.run(lstm_table(), test::lstm_passes(c, DType::f32, Device::cpu()), "",
-                [&](const LstmTable::Variant&) {
-                  return check_forced_against_oracle(c, 7 + c.H, 2e-5 * scale);
-                });
-  }
-  harness.finish();
-}
+// Every lstm variant on every pass of the lstm driver's problems against ref in f64 is the op
+// drivers' loop (tests/test_op_drivers.cpp, harness/drivers/lstm_driver.cpp).
 
 // ref is a kernel like every other variant (Note [LSTM ref variant]): its table entry's fn runs
 // forward (inference and training) and backward through the ops layer, and agrees with the

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CNN family: exact parameter counts and shapes (networks.md), problem lists, one training
 // step per model, a short cnn_mnist run that lowers the loss, and a sample of every model's real
-// layer problems run through each conv/pool/batch-norm variant against `ref`.
+// layer problems run through each conv/pool/batch-norm variant against `ref` (the op drivers'
+// loop, tests/helpers/driver_loop.h).
 #include <catch2/catch.hpp>
 
 #include <variant>
@@ -14,7 +15,8 @@
 #include "engine/dispatch/pool_problem.h"
 #include "engine/ops/elementwise.h"
 #include "helpers/gradcheck.h"
-#include "helpers/variant_harness.h"
+#include "harness/op_driver.h"
+#include "helpers/driver_loop.h"
 #include "models/training_step.h"
 
 using namespace anvil;
@@ -162,54 +164,6 @@ TEST_CASE("a few Adam steps of cnn_mnist on a fixed synthetic batch lower the lo
 
 namespace {
 
-// Relative difference of two tensors against the larger magnitude of `want`.
-double rel_diff(const Tensor& got, const Tensor& want) {
-  const double scale =
-      std::max(1e-6, max_abs_diff(want, Tensor::zeros(want.sizes(), want.dtype())));
-  return max_abs_diff(got, want) / scale;
-}
-
-// Forward and input/parameter gradients of `fn` on `inputs` with `variant` forced for `op`.
-std::vector<Tensor> run_forced(const std::string& op, const std::string& variant,
-                               const std::vector<Tensor>& inputs,
-                               const std::function<Tensor(const std::vector<Tensor>&)>& fn) {
-  ForceVariant force(op, variant);
-  std::vector<Tensor> leaves;
-  for (const auto& t : inputs) {
-    Tensor l = t.clone();
-    l.set_requires_grad(true);
-    leaves.push_back(l);
-  }
-  Tensor y = fn(leaves);
-  Generator g(11);
-  sum(y * normal(y.sizes(), 0, 1, DType::f32, &g)).backward();
-  std::vector<Tensor> out{y.detach()};
-  for (auto& l : leaves) out.push_back(l.grad());
-  return out;
-}
-
-// Every CPU variant of `table` on `p` (tests/helpers/variant_harness.h) against ref: forward and
-// every gradient within `tol` relative to ref's magnitude.
-template <typename Problem, typename Args>
-void compare_variants(const std::string& name, const std::string& op,
-                      const VariantTable<Problem, Args>& table, const Problem& p,
-                      const std::vector<Tensor>& inputs,
-                      const std::function<Tensor(const std::vector<Tensor>&)>& fn, double tol,
-                      anvil::test::VariantHarness& harness) {
-  const auto want = run_forced(op, "ref", inputs, fn);
-  harness.run(table, p, name, [&](const typename VariantTable<Problem, Args>::Variant& v) {
-    const auto got = run_forced(op, v.name, inputs, fn);
-    std::string bad;
-    for (std::size_t i = 0; i < want.size(); ++i) {
-      const double r = rel_diff(got[i], want[i]);
-      if (!(r < tol))
-        bad += "output " + std::to_string(i) + ": relative difference " + std::to_string(r) +
-               " >= " + std::to_string(tol) + "; ";
-    }
-    return bad;
-  });
-}
-
 // The model's problems at batch 1 whose ref pass is cheap enough for a unit test, every
 // `stride`-th of them, so each model contributes a spread of its real layers.
 std::vector<nn::NamedProblem> sample_problems(const std::string& model, std::size_t stride,
@@ -233,94 +187,34 @@ TEST_CASE(
     "[models][cnn][variants]") {
   const std::map<std::string, std::size_t> strides{
       {"alexnet", 1}, {"vgg16", 3}, {"resnet50", 9}, {"cnn_mnist", 1}, {"cnn_cifar", 1}};
-  Generator gen(3);
+  // Through the op drivers' loop (tests/helpers/driver_loop.h): every pass of each sampled
+  // problem, each variant called as its driver calls it, against ref in f64. Problems every
+  // non-ref variant must run: winograd takes only the 3x3 stride-1 layers (3 passes each),
+  // oneDNN adaptive pooling only output sizes dividing the input.
+  const std::map<std::string, int> minimum{{"conv2d", 4},
+                                           {"max_pool2d", 3},
+                                           {"adaptive_avg_pool2d", 1},
+                                           {"batch_norm2d", 3},
+                                           {"avg_pool2d", 0}};
+  std::map<std::string, std::vector<nn::NamedProblem>> by_op;
   int compared = 0;
-  // Problems every non-ref variant must run (tests/helpers/variant_tally.h); winograd takes only
-  // the 3x3 stride-1 layers, oneDNN adaptive pooling only output sizes dividing the input.
-  using anvil::test::VariantHarness;
-  VariantHarness conv_tally(conv_table(), DeviceType::cpu, 4),
-      max_tally(max_pool2d_table(), DeviceType::cpu, 3),
-      adaptive_tally(adaptive_avg_pool2d_table(), DeviceType::cpu, 1),
-      bn_tally(batch_norm2d_table(), DeviceType::cpu, 3),
-      avg_tally(avg_pool2d_table(), DeviceType::cpu, 1);  // checked only if a model has avg pools
-  for (VariantHarness* h : {&conv_tally, &max_tally, &adaptive_tally, &bn_tally, &avg_tally})
-    h->skip_ref();  // the oracle
-  for (const auto& [model, stride] : strides) {
+  for (const auto& [model, stride] : strides)
     for (const auto& np : sample_problems(model, stride, 1e9)) {
-      const std::string op = op_name(np.problem);
-      if (const auto* conv = std::get_if<ConvProblem>(&np.problem)) {
-        const ConvProblem& p = *conv;
-        Conv2dOptions o;
-        o.stride = {p.stride_h, p.stride_w};
-        o.padding = {p.pad_h, p.pad_w};
-        o.dilation = {p.dil_h, p.dil_w};
-        o.groups = p.groups;
-        // push_back, not an initializer list: GCC 12 -Warray-bounds false positive on the latter.
-        std::vector<Tensor> in;
-        in.push_back(normal({p.n, p.c, p.h, p.w}, 0, 1, DType::f32, &gen));
-        in.push_back(normal({p.k, p.c_per_group(), p.r, p.s}, 0, 0.1, DType::f32, &gen));
-        if (p.has_bias) in.push_back(normal({p.k}, 0, 1, DType::f32, &gen));
-        const double tol = 2e-3;  // winograd transforms lose a few bits more than direct
-        // Support of the plain convolution: conv2d_relu fuses the relu where the selected
-        // variant can, else runs it as its own pass (engine/ops/conv.cpp).
-        ConvProblem plain = p;
-        plain.fuse_relu = false;
-        compare_variants(
-            np.name, "conv2d", conv_table(), plain, in,
-            [o, fuse = p.fuse_relu](const std::vector<Tensor>& v) {
-              const Tensor b = v.size() > 2 ? v[2] : Tensor();
-              return fuse ? conv2d_relu(v[0], v[1], b, o) : conv2d(v[0], v[1], b, o);
-            },
-            tol, conv_tally);
-      } else if (const auto* pool = std::get_if<PoolProblem>(&np.problem);
-                 pool && pool->kind != PoolKind::adaptive_avg) {
-        const PoolProblem& p = *pool;
-        Pool2dOptions o;
-        o.kernel = {p.kh, p.kw};
-        o.stride = {p.sh, p.sw};
-        o.padding = {p.ph, p.pw};
-        o.ceil_mode = p.ceil_mode;
-        o.count_include_pad = p.count_include_pad;
-        const bool is_max = p.kind == PoolKind::max;
-        compare_variants(
-            np.name, op, pool_table(p.kind), p.with_pass(PoolPass::forward_training),
-            {normal({p.n, p.c, p.h, p.w}, 0, 1, DType::f32, &gen)},
-            [o, is_max](const std::vector<Tensor>& v) {
-              return is_max ? max_pool2d(v[0], o) : avg_pool2d(v[0], o);
-            },
-            1e-5, is_max ? max_tally : avg_tally);
-      } else if (pool) {
-        const PoolProblem& p = *pool;
-        compare_variants(
-            np.name, op, pool_table(p.kind), p.with_pass(PoolPass::forward_training),
-            {normal({p.n, p.c, p.h, p.w}, 0, 1, DType::f32, &gen)},
-            [oh = p.oh, ow = p.ow](const std::vector<Tensor>& v) {
-              return adaptive_avg_pool2d(v[0], {oh, ow});
-            },
-            1e-5, adaptive_tally);
-      } else if (const auto* bn = std::get_if<BatchNormProblem>(&np.problem)) {
-        const BatchNormProblem& p = *bn;
-        if (p.n * p.h * p.w < 2) continue;  // training statistics need two values per channel
-        compare_variants(
-            np.name, op, batch_norm2d_table(), p.with_pass(BatchNormPass::forward_training),
-            {normal({p.n, p.c, p.h, p.w}, 0, 1, DType::f32, &gen),
-             uniform({p.c}, 0.5, 1.5, DType::f32, &gen), normal({p.c}, 0, 1, DType::f32, &gen)},
-            [c = p.c](const std::vector<Tensor>& v) {
-              Tensor rm = Tensor::zeros({c}), rv = Tensor::ones({c});
-              return batch_norm2d(v[0], v[1], v[2], rm, rv, true);
-            },
-            1e-4, bn_tally);
-      } else {
-        continue;
-      }
+      if (const auto* bn = std::get_if<BatchNormProblem>(&np.problem);
+          bn && bn->n * bn->h * bn->w < 2)
+        continue;  // training statistics need two values per channel
+      by_op[op_name(np.problem)].push_back(np);
       ++compared;
     }
-  }
   INFO("problems compared: " << compared);
   CHECK(compared >= 30);
-  conv_tally.finish();
-  max_tally.finish();
-  adaptive_tally.finish();
-  bn_tally.finish();
-  if (!avg_tally.tally().ran.empty() || !avg_tally.tally().skipped.empty()) avg_tally.finish();
+  std::uint64_t seed = 3;
+  for (const auto& [op, problems] : by_op) {
+    INFO(op);
+    anvil::test::DriverLoopOptions o;
+    o.minimum = minimum.at(op);
+    o.run_ref = false;  // the oracle
+    o.seed = seed += 1000;
+    anvil::test::run_driver_loop(*harness::find_driver(op), problems, Device::cpu(), o);
+  }
 }

@@ -30,7 +30,9 @@
 #include "engine/nn/conv.h"
 #include "engine/nn/layers.h"
 #include "engine/optim/optimizer.h"
-#include "helpers/conv_cases.h"
+#include "harness/problem_descriptor.h"
+#include "harness/op_driver.h"
+#include "helpers/driver_loop.h"
 #include "helpers/gradcheck.h"
 #include "helpers/variant_harness.h"
 #include "kernels/cudnn_conv_plan.h"
@@ -50,11 +52,11 @@ void setup() {
   register_builtin_kernels();
 }
 
-// The odd shapes of the CPU suite (tests/helpers/conv_cases.h) on the GPU.
-std::vector<ConvProblem> small_problems() {
-  std::vector<ConvProblem> v;
-  for (const auto& cc : anvil::test::odd_conv_cases())
-    v.push_back(anvil::test::conv_problem_of(cc, ConvPass::forward, DType::f32, false, false));
+// The odd shapes of the conv2d driver (harness/drivers/conv2d_driver.cpp) in `dtype`: each
+// without and with bias and a fused relu; the loop moves them to the GPU.
+std::vector<nn::NamedProblem> small_problems(DType dtype) {
+  auto v = harness::find_driver("conv2d")->group("odd");
+  for (auto& np : v) std::get<ConvProblem>(np.problem).dtype = dtype;
   return v;
 }
 
@@ -78,27 +80,6 @@ std::vector<ConvProblem> layer_problems() {
   return out;
 }
 
-// Runs every CUDA conv2d variant on the passes of `base` (dtype, bias, relu applied) and compares
-// with ref in f64 on the CPU (tests/helpers/conv_cases.h). Error bound: sqrt(reduction length)
-// rounding steps of eps on |values| <= 1; TF32 rounds the operands to 10 mantissa bits (2^13 x
-// FP32's eps); Winograd/FFT transforms lose a few more bits than direct sums.
-void check_problem(ConvProblem base, DType dtype, bool bias, bool relu,
-                   test::VariantHarness& harness, std::uint64_t seed) {
-  base.device = kGpu;
-  const double eps = anvil::test::dtype_eps(dtype);
-  anvil::test::check_conv_variants(
-      harness, base, dtype, bias, relu, seed,
-      [eps, bias](const std::string& variant, ConvPass pass, const std::string&, double len,
-                  double) {
-        double scale = 32.0 * std::sqrt(std::max(len, 1.0)) * (bias ? 2.0 : 1.0);
-        if (variant == kernels::kCudnnTf32Variant) scale *= 8192.0;
-        if (variant.find("winograd") != std::string::npos ||
-            variant.find("fft") != std::string::npos || variant == kernels::kCudnnDefaultVariant)
-          scale *= 64.0;  // the default may pick either
-        return scale * eps * (pass == ConvPass::backward_weights ? 4.0 : 1.0);
-      });
-}
-
 }  // namespace
 
 TEST_CASE("the CUDA conv2d variants are registered", "[cuda][conv]") {
@@ -110,41 +91,41 @@ TEST_CASE("the CUDA conv2d variants are registered", "[cuda][conv]") {
     INFO(name);
     CHECK(conv_table().find(name) != nullptr);
   }
-  ConvProblem p = anvil::test::conv_problem_of({"", 2, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1},
-                                               ConvPass::forward, DType::f32, false, false);
-  p.device = kGpu;
+  auto p = std::get<ConvProblem>(harness::parse_op_problem("conv2d:mb2ic3ih8oc4kh3ph1:cuda"));
   CHECK(conv_table().select(p).name == "cuda.cudnn");  // the default; TF32 never by default
   CHECK_FALSE(conv_table().find("cuda.cudnn.tf32")->supports == nullptr);
   CHECK(conv_table().find("cuda.cudnn.tf32")->opt_in);
 }
 
+// The variants' functions are called directly by the conv2d driver, so the opt-in TF32
+// variant runs too; its bound and those of Winograd, FFT and the default (which may pick either)
+// are the driver's tolerance().
 TEST_CASE("CUDA conv2d variants match ref on odd shapes, f32 and f64", "[cuda][conv]") {
   setup();
-  // The variants' functions are called directly, so the opt-in TF32 variant runs too.
-  test::VariantHarness harness(conv_table(), DeviceType::cuda, kMinRuns);
-  std::uint64_t seed = 1;
-  for (const ConvProblem& p : small_problems()) {
-    check_problem(p, DType::f32, false, false, harness, seed++);
-    check_problem(p, DType::f32, true, false, harness, seed++);
-    check_problem(p, DType::f32, true, true, harness, seed++);
-  }
-  harness.finish();
+  const harness::OpDriver& conv = *harness::find_driver("conv2d");
+  test::DriverLoopOptions o;
+  o.minimum = kMinRuns;
+  test::run_driver_loop(conv, small_problems(DType::f32), kGpu, o);
   // f64: cuDNN supports only some algorithms; counted, not required, but for the default.
-  test::VariantHarness h64(conv_table(), DeviceType::cuda, 0);
-  for (const ConvProblem& p : small_problems())
-    check_problem(p, DType::f64, true, false, h64, seed++);
-  h64.finish();
-  CHECK(h64.ran("cuda.cudnn") >= kMinRuns);
+  std::map<std::string, int> ran;
+  o.minimum = 0;
+  o.seed = 1000;
+  test::run_driver_loop(conv, small_problems(DType::f64), kGpu, o, &ran);
+  CHECK(ran["cuda.cudnn"] >= kMinRuns);
 }
 
 TEST_CASE("CUDA conv2d variants match ref on the CNNs' conv layers", "[cuda][conv]") {
   setup();
-  test::VariantHarness harness(conv_table(), DeviceType::cuda, kMinRuns);
-  std::uint64_t seed = 1000;
-  const auto layers = layer_problems();
+  std::vector<nn::NamedProblem> layers;
+  for (ConvProblem p : layer_problems()) {
+    p.has_bias = true;
+    layers.push_back({p.repr(), p});
+  }
   REQUIRE(layers.size() >= 10);
-  for (const ConvProblem& p : layers) check_problem(p, DType::f32, true, false, harness, seed++);
-  harness.finish();
+  test::DriverLoopOptions o;
+  o.minimum = kMinRuns;
+  o.seed = 2000;
+  test::run_driver_loop(*harness::find_driver("conv2d"), layers, kGpu, o);
 }
 
 TEST_CASE("cuda.cudnn names the algorithm it chose and caches it", "[cuda][conv]") {
@@ -177,17 +158,23 @@ double constant_operand_error(const char* variant, ConvPass pass) {
   constexpr std::int64_t kN = 4, kC = 32, kH = 12, kW = 12, kK = 32, kR = 3, kS = 3,
                          kP = kH - kR + 1, kQ = kW - kS + 1;
   const double v = 1.0 + 3.0 / 8192.0;
-  ConvProblem p = anvil::test::conv_problem_of({"tf32 probe", kN, kC, kH, kW, kK, kR, kS}, pass,
-                                               DType::f32, false, false);
-  p.device = kGpu;
+  auto p = std::get<ConvProblem>(harness::parse_op_problem("conv2d:mb4ic32ih12oc32kh3:cuda"));
+  p.pass = pass;
   const Tensor x = Tensor::full({kN, kC, kH, kW}, v, DType::f32, kGpu);
   const Tensor w = Tensor::full({kK, kC, kR, kS}, v, DType::f32, kGpu);
   const Tensor dy = Tensor::full({kN, kK, kP, kQ}, v, DType::f32, kGpu);
   Tensor y = Tensor::empty({kN, kK, kP, kQ}, DType::f32, kGpu);
   Tensor dx = Tensor::empty({kN, kC, kH, kW}, DType::f32, kGpu);
   Tensor dw = Tensor::empty({kK, kC, kR, kS}, DType::f32, kGpu);
-  const ConvArgs a = anvil::test::conv_args(p, x.data_ptr(), w.data_ptr(), nullptr, y.data_ptr(),
-                                            dy.data_ptr(), dx.data_ptr(), dw.data_ptr(), nullptr);
+  const ConvArgs a{p,
+                   x.data_ptr(),
+                   w.data_ptr(),
+                   /*b=*/nullptr,
+                   y.data_ptr(),
+                   dy.data_ptr(),
+                   dx.data_ptr(),
+                   dw.data_ptr(),
+                   /*db=*/nullptr};
   const ConvTable::Variant* var = conv_table().find(variant);
   REQUIRE(var != nullptr);
   var->fn(a);
@@ -228,9 +215,8 @@ TEST_CASE("cuda.cudnn runs the math type it timed; IEEE FP32 never on tensor cor
          {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
       const char* variant = tf32 ? kernels::kCudnnTf32Variant : kernels::kCudnnDefaultVariant;
       const double err = constant_operand_error(variant, pass);
-      ConvProblem p = anvil::test::conv_problem_of({"tf32 probe", 4, 32, 12, 12, 32, 3, 3}, pass,
-                                                   DType::f32, false, false);
-      p.device = kGpu;
+      auto p = std::get<ConvProblem>(harness::parse_op_problem("conv2d:mb4ic32ih12oc32kh3:cuda"));
+      p.pass = pass;
       const kernels::CudnnChoice* c = kernels::cudnn_find_choice(kernels::cudnn_conv_key(p, tf32));
       REQUIRE(c != nullptr);
       INFO(variant << ' ' << conv_pass_name(pass) << ": " << c->algo_name << " runs "

@@ -101,6 +101,61 @@ double dtype_eps(DType dtype) {
                              : std::numeric_limits<float>::epsilon();
 }
 
+void VariantHarness::run(const harness::OpDriver& driver, const OpProblem& problem,
+                         const std::string& label,
+                         const std::function<std::string(const std::string&)>& check) {
+  const auto variants = driver.table().list();
+  const std::string repr = std::visit([](const auto& q) { return q.repr(); }, problem);
+  run_answers(variants, {{"", driver.candidates(problem)}}, repr, label,
+              [&](std::size_t i) { return check(variants[i].name); });
+}
+
+void VariantHarness::run_answers(
+    const std::vector<VariantTableBase::Info>& variants,
+    const std::vector<std::pair<std::string, std::vector<Candidate>>>& answers,
+    const std::string& repr, const std::string& label,
+    const std::function<std::string(std::size_t)>& check) {
+  ++problems_;
+  std::vector<std::string> declined(variants.size());
+  for (const auto& [pass, cands] : answers) {
+    REQUIRE(cands.size() == variants.size());
+    for (std::size_t i = 0; i < variants.size(); ++i)
+      if (!cands[i].support.ok && declined[i].empty()) {
+        const std::string& why = cands[i].support.reason;
+        INFO(op_ << " variant " << variants[i].name << " declined " << pass);
+        CHECK_FALSE(why.empty());  // a variant that declines says why
+        declined[i] = (pass.empty() ? "" : pass + ": ") + (why.empty() ? "<no reason>" : why);
+      }
+  }
+  for (std::size_t i = 0; i < variants.size(); ++i) {
+    const auto& v = variants[i];
+    if (v.device != device_) continue;
+    const std::string where = describe(v.name, repr, label);
+    if (!declined[i].empty()) {
+      INFO(where << " declined: " << declined[i]);
+      CHECK(v.name != "ref");
+      ++tally_.skipped[v.name][declined[i].substr(0, 160)];
+      continue;
+    }
+    if (v.name == "ref" && !run_ref_) continue;
+    ++tally_.ran[v.name];
+    std::string bad;
+    {
+      ForceVariant force(op_, v.name);
+      try {
+        tally_.seconds[v.name] +=  // host clock: check() waits for its results
+            time_trial(
+                Device::cpu(), [&] { bad = check(i); }, "variant harness");
+      } catch (const std::exception& e) {
+        bad = std::string("threw: ") + e.what();
+      }
+    }
+    INFO(where);
+    INFO(bad);
+    CHECK(bad.empty());
+  }
+}
+
 int VariantHarness::ran(const std::string& variant) const {
   const auto it = tally_.ran.find(variant);
   return it == tally_.ran.end() ? 0 : it->second;

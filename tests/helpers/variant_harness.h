@@ -24,6 +24,7 @@
 #include "engine/dispatch/selection.h"
 #include "engine/dispatch/trial_timer.h"
 #include "engine/dispatch/variant_table.h"
+#include "harness/op_driver.h"
 #include "helpers/variant_tally.h"
 
 namespace anvil::test {
@@ -90,49 +91,18 @@ class VariantHarness {
            const std::function<std::string(const typename VariantTable<Problem, Args>::Variant&)>&
                check) {
     REQUIRE_FALSE(passes.empty());
-    ++problems_;
+    std::vector<std::pair<std::string, std::vector<Candidate>>> answers;
+    answers.reserve(passes.size());
+    for (const auto& [pass, problem] : passes)
+      answers.emplace_back(pass, table.candidates(problem));
     const auto variants = table.variants();
-    std::vector<std::string> declined(variants.size());
-    for (const auto& [pass, problem] : passes) {
-      const auto cands = table.candidates(problem);
-      REQUIRE(cands.size() == variants.size());
-      for (std::size_t i = 0; i < variants.size(); ++i)
-        if (!cands[i].support.ok && declined[i].empty()) {
-          const std::string& why = cands[i].support.reason;
-          INFO(op_ << " variant " << variants[i].name << " declined " << pass);
-          CHECK_FALSE(why.empty());  // a variant that declines says why
-          declined[i] = (pass.empty() ? "" : pass + ": ") + (why.empty() ? "<no reason>" : why);
-        }
-    }
-    const std::string repr = passes.front().second.repr();
-    for (std::size_t i = 0; i < variants.size(); ++i) {
-      const auto& v = variants[i];
-      if (v.device != device_) continue;
-      const std::string where = describe(v.name, repr, label);
-      if (!declined[i].empty()) {
-        INFO(where << " declined: " << declined[i]);
-        CHECK(v.name != "ref");
-        ++tally_.skipped[v.name][declined[i].substr(0, 160)];
-        continue;
-      }
-      if (v.name == "ref" && !run_ref_) continue;
-      ++tally_.ran[v.name];
-      std::string bad;
-      {
-        ForceVariant force(op_, v.name);
-        try {
-          tally_.seconds[v.name] +=  // host clock: check() waits for its results
-              time_trial(
-                  Device::cpu(), [&] { bad = check(v); }, "variant harness");
-        } catch (const std::exception& e) {
-          bad = std::string("threw: ") + e.what();
-        }
-      }
-      INFO(where);
-      INFO(bad);
-      CHECK(bad.empty());
-    }
+    run_answers(table.list(), answers, passes.front().second.repr(), label,
+                [&](std::size_t i) { return check(variants[i]); });
   }
+
+  // One problem of an op driver (harness/op_driver.h): `check(name)` runs the named variant.
+  void run(const harness::OpDriver& driver, const OpProblem& problem, const std::string& label,
+           const std::function<std::string(const std::string&)>& check);
 
   // Where `ref` is the oracle the check compares with, running it against itself adds nothing
   // but time: the harness then only checks that ref supports every problem.
@@ -152,6 +122,12 @@ class VariantHarness {
   VariantTally& tally() { return tally_; }
 
  private:
+  // The loop of run(): `answers` holds each pass's candidates in the order of `variants`;
+  // check(i) runs variants[i].
+  void run_answers(const std::vector<VariantTableBase::Info>& variants,
+                   const std::vector<std::pair<std::string, std::vector<Candidate>>>& answers,
+                   const std::string& repr, const std::string& label,
+                   const std::function<std::string(std::size_t)>& check);
   std::string describe(const std::string& variant, const std::string& repr,
                        const std::string& label) const;
 

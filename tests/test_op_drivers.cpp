@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: Apache-2.0
+// The op drivers (harness/op_driver.h, Note [Op drivers]) on the CPU: every table has a driver
+// (or is listed as still without one), each driver's problem groups and a sample of the models'
+// real layer problems through the loop driver x variant x problem x pass against `ref`
+// (tests/helpers/driver_loop.h), and the problem sources (model, group, descriptor). The GPU
+// loop is tests/cuda/test_cuda_op_drivers.cpp; checks that fail on wrong variants are
+// tests/test_op_driver_faults.cpp.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "engine/dispatch/variant_table.h"
+#include "harness/op_driver.h"
+#include "helpers/driver_loop.h"
+#include "kernels/register.h"
+
+using namespace anvil;
+using Catch::Contains;
+
+namespace {
+
+// The tables issue 32 point 1 has not reached yet. A table leaves this list when its driver
+// lands (the first test fails while it is listed and has one).
+const std::set<std::string> kTablesWithoutDriver = {"elementwise", "reduce",    "softmax",
+                                                    "embedding",   "dropout",   "sgd_update",
+                                                    "adam_update", "grad_norm", "grad_scale"};
+
+// The ops whose loop has a test case below.
+const std::set<std::string> kLoopedOps = {
+    "gemm", "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm2d", "lstm"};
+
+const harness::OpDriver& driver(const std::string& op) {
+  register_builtin_kernels();
+  const harness::OpDriver* d = harness::find_driver(op);
+  REQUIRE(d != nullptr);
+  return *d;
+}
+
+// Every group of `op`'s driver on the CPU.
+void loop_groups(const std::string& op, bool run_ref = true) {
+  const auto& d = driver(op);
+  for (const auto& group : d.groups()) {
+    INFO(op << " group " << group);
+    CHECK(test::run_driver_group(d, group, Device::cpu(), run_ref) > 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every variant table has an op driver, or is listed as still without one", "[drivers]") {
+  register_builtin_kernels();
+  int tables = 0;
+  for (const VariantTableBase* t : variant_tables()) {
+    ++tables;
+    const bool listed = kTablesWithoutDriver.count(t->op()) > 0;
+    INFO("table " << t->op());
+    CHECK((harness::find_driver(t->op()) != nullptr) != listed);
+  }
+  CHECK(tables >= 16);
+  for (const harness::OpDriver* d : harness::drivers()) {
+    INFO("driver " << d->op());
+    CHECK(find_variant_table(d->op()) == &d->table());
+    CHECK(kLoopedOps.count(d->op()) == 1);  // its loop runs below
+    CHECK_FALSE(d->groups().empty());
+  }
+  CHECK(harness::drivers().size() == kLoopedOps.size());
+}
+
+TEST_CASE("op driver loop: gemm", "[drivers][gemm][variants]") { loop_groups("gemm"); }
+
+// The odd shapes with ref in f32 against ref in f64; the real layers only for the other variants
+// (ref on them costs minutes).
+TEST_CASE("op driver loop: conv2d odd shapes", "[drivers][conv][variants]") {
+  test::run_driver_group(driver("conv2d"), "odd", Device::cpu());
+}
+TEST_CASE("op driver loop: conv2d layers", "[drivers][conv][variants]") {
+  test::run_driver_group(driver("conv2d"), "layers", Device::cpu(), /*run_ref=*/false);
+}
+
+TEST_CASE("op driver loop: max_pool2d", "[drivers][pool][variants]") { loop_groups("max_pool2d"); }
+TEST_CASE("op driver loop: avg_pool2d", "[drivers][pool][variants]") { loop_groups("avg_pool2d"); }
+TEST_CASE("op driver loop: adaptive_avg_pool2d", "[drivers][pool][variants]") {
+  loop_groups("adaptive_avg_pool2d");
+}
+TEST_CASE("op driver loop: batch_norm2d", "[drivers][batch_norm][variants]") {
+  loop_groups("batch_norm2d");
+}
+TEST_CASE("op driver loop: lstm", "[drivers][lstm][variants]") { loop_groups("lstm"); }
+
+TEST_CASE("op driver loop: the models' real layer problems", "[drivers][models][variants]") {
+  struct Sample {
+    const char* op;
+    const char* model;
+    std::int64_t batch;
+    std::size_t at_most;  // problems taken, in forward order
+  };
+  // Small batches: ref runs in f64 on every problem.
+  const Sample samples[] = {{"gemm", "cnn_mnist", 2, 6},
+                            {"conv2d", "cnn_cifar", 2, 4},
+                            {"max_pool2d", "cnn_cifar", 2, 2},
+                            {"batch_norm2d", "resnet50", 1, 3},
+                            {"adaptive_avg_pool2d", "resnet50", 1, 1},
+                            {"lstm", "lstm32", 2, 1}};
+  std::uint64_t seed = 500;
+  for (const auto& s : samples) {
+    auto problems = harness::model_problems(driver(s.op), s.model, s.batch);
+    INFO(s.op << " problems of " << s.model);
+    REQUIRE(!problems.empty());
+    problems.resize(std::min(problems.size(), s.at_most));
+    test::DriverLoopOptions o;
+    o.run_ref = false;  // ref is the oracle
+    o.seed = seed += 100;
+    CHECK(test::run_driver_loop(driver(s.op), problems, Device::cpu(), o) >=
+          static_cast<int>(problems.size()));
+  }
+}
+
+TEST_CASE("op drivers read problems from a model, a group or a descriptor", "[drivers]") {
+  const auto& conv = driver("conv2d");
+  const auto from_model = harness::problems_from(conv, "model:cnn_mnist");
+  REQUIRE(from_model.size() == 2);  // conv32, conv64
+  CHECK(from_model[0].name.rfind("cnn_mnist:", 0) == 0);
+  CHECK(harness::problems_from(conv, "group:odd").size() == conv.group("odd").size());
+  const auto one = harness::problems_from(conv, "mb2ic3ih5oc4kh3");
+  REQUIRE(one.size() == 1);
+  CHECK(std::get<ConvProblem>(one[0].problem).c == 3);
+  CHECK_THROWS_WITH(harness::problems_from(conv, "group:huge"),
+                    Contains("no problem group 'huge'") && Contains("odd or layers"));
+  CHECK_THROWS_WITH(harness::problems_from(conv, "mb2ic3ih5oc4"), Contains("missing 'kh'"));
+  // Duplicates of a model are listed once (resnet50 repeats its bottleneck problems).
+  const auto bn = harness::model_problems(driver("batch_norm2d"), "resnet50", 1);
+  std::set<std::string> seen;
+  for (const auto& np : bn)
+    seen.insert(std::visit([](const auto& q) { return q.key(); }, np.problem));
+  CHECK(seen.size() == bn.size());
+}
+
+TEST_CASE("op drivers count FLOPs and bytes from the problem", "[drivers]") {
+  const auto& gemm = driver("gemm");
+  const OpProblem p = GemmProblem::dense(4, 5, 6, false, false);
+  CHECK(gemm.flops(p) == 2.0 * 4 * 5 * 6);
+  CHECK(gemm.bytes(p) == std::get<GemmProblem>(p).bytes());
+  CHECK(gemm.tolerance("cuda.cublas.tf32", DType::f32) > gemm.tolerance("cuda.cublas", DType::f32));
+  CHECK(gemm.tolerance("cpu.blocked", DType::f64) < gemm.tolerance("cpu.blocked", DType::f32));
+}
