@@ -345,8 +345,8 @@ TEST_CASE("malformed safetensors files are rejected with the file and the proble
   rejects(raw_file("[1, 2]  ", ""), "does not start with '{'");
   rejects(raw_file("{not json at all}", ""), "invalid JSON header");
   rejects(raw_file(R"({"a": )" + t("F32", "[2]", "[0, 8]"), data8), "invalid JSON header");
-  rejects(raw_file(R"({"a": )" + t("F16", "[4]", "[0, 8]") + "}", data8),
-          R"(unsupported dtype "F16")");
+  rejects(raw_file(R"({"a": )" + t("U16", "[4]", "[0, 8]") + "}", data8),
+          R"(unsupported dtype "U16")");
   rejects(raw_file(R"({"a": )" + t("float32", "[2]", "[0, 8]") + "}", data8),
           R"(unsupported dtype "float32")");
   rejects(raw_file(R"({"a": )" + t("F32", "[1000]", "[0, 4000]") + "}", data8),

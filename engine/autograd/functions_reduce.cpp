@@ -82,7 +82,7 @@ Tensor max(const Tensor& x, std::int64_t dim, bool keepdim) {
       for (std::int64_t i = d + 1; i < static_cast<std::int64_t>(ks.size()); ++i) inner *= ks[i];
       const std::int64_t n = in_shape[d];
       const std::int64_t* ip = idx.data<std::int64_t>();
-      visit_dtype(dt, [&](auto zero) {
+      visit_all_dtypes(dt, [&](auto zero) {
         using T = decltype(zero);
         const T* gp = gk.data<T>();
         T* fp = full.data<T>();

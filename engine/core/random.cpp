@@ -63,13 +63,13 @@ inline double unit_open_closed(std::uint64_t b) {
 // Fills a contiguous CPU tensor with value(key, i), then places it on t.
 template <typename Value>
 void fill_random(Tensor& t, const char* where, bool integers, Generator& gen, Value&& value) {
-  ANVIL_CHECK(is_floating(t.dtype()) || integers, where, "needs a float tensor, got ",
+  ANVIL_CHECK(is_any_floating(t.dtype()) || integers, where, "needs a float tensor, got ",
               dtype_name(t.dtype()));
   if (shapes_only()) return;  // Note [Shapes-only construction]
   Tensor host =
       (t.device().is_cpu() && t.is_contiguous()) ? t : Tensor::empty(t.sizes(), t.dtype());
   const std::uint64_t key = gen.next();
-  visit_dtype(host.dtype(), [&](auto zero) {
+  visit_all_dtypes(host.dtype(), [&](auto zero) {  // draws in double, stored rounded (RNE)
     using T = decltype(zero);
     T* p = static_cast<T*>(host.data_ptr());
     const std::int64_t n = host.numel();

@@ -49,12 +49,16 @@ const char* st_dtype(DType t) {
       return "I32";
     case DType::i64:
       return "I64";
+    case DType::bf16:
+      return "BF16";
+    case DType::f16:
+      return "F16";
   }
   return "?";
 }
 
 bool parse_st_dtype(const std::string& s, DType& out) {
-  for (DType t : {DType::f32, DType::f64, DType::i32, DType::i64})
+  for (DType t : kAllDTypes)
     if (s == st_dtype(t)) {
       out = t;
       return true;
@@ -187,7 +191,8 @@ Entry parse_entry(const std::string& path, const std::string& name, const JsonVa
   e.name = name;
   const JsonValue& dt = *j.find("dtype");
   ANVIL_CHECK(dt.is_string() && parse_st_dtype(dt.str(), e.dtype), where, path, ": tensor ", quoted,
-              " has unsupported dtype ", dt.preview(), " (anvil reads F32, F64, I32, I64)");
+              " has unsupported dtype ", dt.preview(),
+              " (anvil reads F32, F64, I32, I64, BF16, F16)");
   const JsonValue& sh = *j.find("shape");
   ANVIL_CHECK(sh.is_array(), where, path, ": tensor ", quoted,
               ": shape is not an array: ", sh.preview());

@@ -129,7 +129,7 @@ Tensor Tensor::arange(double start, double end, double step, DType dtype) {
   const double count = std::ceil((end - start) / step);
   const auto n = static_cast<std::int64_t>(std::max(0.0, count));
   Tensor t = empty({n}, dtype);
-  visit_dtype(dtype, [&](auto zero) {
+  visit_all_dtypes(dtype, [&](auto zero) {
     using T = decltype(zero);
     T* p = static_cast<T*>(t.data_ptr());
     for (std::int64_t i = 0; i < n; ++i)
@@ -156,6 +156,12 @@ Tensor Tensor::from_vector(const std::vector<std::int64_t>& v, const Shape& s) {
   return from_values(v, s, "Tensor::from_vector");
 }
 Tensor Tensor::from_vector(const std::vector<std::int32_t>& v, const Shape& s) {
+  return from_values(v, s, "Tensor::from_vector");
+}
+Tensor Tensor::from_vector(const std::vector<BFloat16>& v, const Shape& s) {
+  return from_values(v, s, "Tensor::from_vector");
+}
+Tensor Tensor::from_vector(const std::vector<Float16>& v, const Shape& s) {
   return from_values(v, s, "Tensor::from_vector");
 }
 
@@ -208,8 +214,8 @@ double Tensor::item() const {
   ANVIL_CHECK(numel() == 1, "Tensor::item", "tensor of shape ", shape_str(sizes()), " has ",
               numel(), " elements, not 1");
   Tensor c = device().is_cpu() ? *this : raw::to_device(*this, Device::cpu());
-  return visit_dtype(dtype(), [&](auto zero) {
-    return static_cast<double>(*static_cast<const decltype(zero)*>(c.data_ptr()));
+  return visit_all_dtypes(dtype(), [&](auto zero) {  // bf16/f16 widen exactly
+    return convert_element<double>(*static_cast<const decltype(zero)*>(c.data_ptr()));
   });
 }
 
@@ -231,9 +237,9 @@ Tensor& Tensor::fill_(double value) {
                         {data_ptr(), strides().data(), dtype()}, value);
     return *this;
   }
-  visit_dtype(dtype(), [&](auto zero) {
+  visit_all_dtypes(dtype(), [&](auto zero) {
     using T = decltype(zero);
-    const T v = static_cast<T>(value);
+    const T v = static_cast<T>(value);  // bf16/f16: RNE (Note [Half storage types])
     const auto L = make_strided_layout<1>(sizes(), {&strides()});
     T* base = static_cast<T*>(data_ptr());
     const std::int64_t n = L.inner_size(), s = L.inner_stride(0);
@@ -266,8 +272,8 @@ void cpu_copy(const Tensor& dst, const Tensor& src) {
                    static_cast<double*>(dst.data_ptr()), c);
     return;
   }
-  visit_dtype(dst.dtype(), [&](auto dzero) {
-    visit_dtype(src.dtype(), [&](auto szero) {
+  visit_all_dtypes(dst.dtype(), [&](auto dzero) {
+    visit_all_dtypes(src.dtype(), [&](auto szero) {
       using D = decltype(dzero);
       using S = decltype(szero);
       const auto L = make_strided_layout<2>(dst.sizes(), {&dst.strides(), &src.strides()});
@@ -286,7 +292,7 @@ void cpu_copy(const Tensor& dst, const Tensor& src) {
           continue;
         }
         for (std::int64_t i = 0; i < n; ++i)
-          d[off[0] + i * ds] = static_cast<D>(s[off[1] + i * ss]);
+          d[off[0] + i * ds] = convert_element<D>(s[off[1] + i * ss]);
       }
     });
   });
@@ -360,7 +366,7 @@ void print_values(std::ostream& os, const Tensor& t, std::int64_t dim, std::int6
     }
     const std::int64_t off = offset + i * t.strides()[dim];
     if (dim + 1 == t.dim()) {
-      visit_dtype(t.dtype(), [&](auto zero) {
+      visit_all_dtypes(t.dtype(), [&](auto zero) {  // bf16/f16 print their value as float
         using T = decltype(zero);
         os << static_cast<const T*>(t.storage()->data())[off];
       });

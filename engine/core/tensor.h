@@ -108,6 +108,8 @@ class Tensor {
   static Tensor from_vector(const std::vector<double>& values, const Shape& shape);
   static Tensor from_vector(const std::vector<std::int64_t>& values, const Shape& shape);
   static Tensor from_vector(const std::vector<std::int32_t>& values, const Shape& shape);
+  static Tensor from_vector(const std::vector<BFloat16>& values, const Shape& shape);
+  static Tensor from_vector(const std::vector<Float16>& values, const Shape& shape);
   static Tensor scalar(double value, DType dtype = DType::f32);
   // Wraps memory the caller owns and keeps alive (no copy, never freed by anvil).
   static Tensor from_blob(void* data, const Shape& shape, DType dtype,

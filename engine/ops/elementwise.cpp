@@ -16,7 +16,8 @@ void check_operand(EwOp op, const Tensor& out, const Tensor& t, const char* name
 
 void run(EwOp op, const Tensor& out, const Tensor& a, const Tensor* b, double alpha,
          double scalar) {
-  ANVIL_CHECK(is_floating(out.dtype()) || ew_allows_integers(op), ew_name(op),
+  // bf16/f16 compute in f32 (Note [Elementwise in 16-bit storage]).
+  ANVIL_CHECK(is_any_floating(out.dtype()) || ew_allows_integers(op), ew_name(op),
               "needs a floating-point tensor, got ", dtype_name(out.dtype()));
   check_operand(op, out, a, "input");
   const Tensor ea = raw::expand(a, out.sizes());

@@ -34,7 +34,8 @@ std::vector<bool> reduced_mask(const Tensor& x, const std::vector<std::int64_t>&
 
 Plan plan(const Tensor& x, const std::vector<std::int64_t>& dims, const char* where) {
   check_defined(x, where, "input");
-  ANVIL_CHECK(is_floating(x.dtype()), where, "needs a floating-point tensor, got ",
+  // bf16/f16 reduce through ref, widened (Note [Reductions of 16-bit tensors]).
+  ANVIL_CHECK(is_any_floating(x.dtype()), where, "needs a floating-point tensor, got ",
               dtype_name(x.dtype()));
   const auto red = reduced_mask(x, dims, where);
   Plan p;

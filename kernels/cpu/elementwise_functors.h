@@ -6,6 +6,7 @@
 // the switch sits outside the loops so each loop is specialised and vectorisable.
 #include <cmath>
 #include <type_traits>
+#include <utility>
 
 #include "engine/core/error.h"
 #include "engine/core/strided_loop.h"
@@ -32,6 +33,29 @@ inline StridedLayout<3> ew_layout(const ElementwiseArgs& args) {
   const std::vector<std::int64_t> sb =
       args.b.strides ? std::vector<std::int64_t>(args.b.strides, args.b.strides + args.ndim) : so;
   return make_strided_layout<3>(sizes, {&so, &sa, &sb});
+}
+
+// Note [Elementwise in 16-bit storage]
+// For bf16/f16 the kernels run with_ew_functor over T = BFloat16/Float16 through
+// with_ew_storage_functor: the functor of ComputeType<T> = float, wrapped to widen each
+// operand to float and round the result once to the storage type (RNE). So `a + alpha*b` in bf16
+// is the f32 result rounded once, the error within half a bf16 ulp (2^-9 relative), and the
+// scalars (s, alpha) stay f32. For the other dtypes the wrapper is the functor itself.
+template <typename T, typename Fn>
+void with_ew_functor(EwOp op, Fn&& fn);
+
+template <typename T, typename Fn>
+void with_ew_storage_functor(EwOp op, Fn&& fn) {
+  using C = ComputeType<T>;
+  if constexpr (std::is_same_v<C, T>) {
+    with_ew_functor<T>(op, std::forward<Fn>(fn));
+  } else {
+    with_ew_functor<C>(op, [&fn](auto f) {
+      fn([f](T a, T b, C s, C alpha) {
+        return convert_element<T>(f(convert_element<C>(a), convert_element<C>(b), s, alpha));
+      });
+    });
+  }
 }
 
 template <typename T, typename Fn>

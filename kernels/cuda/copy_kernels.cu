@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // Strided copy with dtype conversion and strided fill of device memory (copy_kernels.h), for
-// Tensor::copy_ / Tensor::fill_ on a CUDA tensor; every dtype pair of f32/f64/i32/i64, up to
+// Tensor::copy_ / Tensor::fill_ on a CUDA tensor; every dtype pair of f32/f64/i32/i64/bf16/f16
+// (the 16-bit types as cuda_bf16.h/cuda_fp16.h types, converted through double with RNE), up to
 // kMaxDims dims after coalescing, any strides including 0 (broadcast sources: the bias add of
 // linear is this kernel, Note [Linear layout]). Dense same-dtype copies are one
 // cudaMemcpyAsync, dense zero fills one cudaMemsetAsync; other dense cases take a flat
 // grid-stride kernel, the rest the N-d one (Note [CUDA pointwise geometry]).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "engine/core/dtype.h"
 #include "kernels/cuda/copy_kernels.h"
@@ -18,10 +22,46 @@
 namespace anvil::cuda {
 namespace {
 
+// The device element type of a dtype's host type: CUDA's own 16-bit types for bf16/f16 (same
+// layout as anvil::BFloat16/Float16, a bare 16-bit pattern), the host type otherwise.
+template <typename T>
+struct DeviceElement {
+  using type = T;
+};
+template <>
+struct DeviceElement<BFloat16> {
+  using type = __nv_bfloat16;
+};
+template <>
+struct DeviceElement<Float16> {
+  using type = __half;
+};
+static_assert(sizeof(__nv_bfloat16) == sizeof(BFloat16) && sizeof(__half) == sizeof(Float16));
+
+// One element converted as on the host (Note [Half storage types]): a 16-bit source widens to
+// float exactly, a 16-bit destination rounds from double to nearest even (__double2bfloat16,
+// __double2half), which equals the host's round-to-odd-then-RNE result.
+template <typename D, typename S>
+__device__ D convert_on_device(S s) {
+  if constexpr (std::is_same_v<D, S>) {
+    return s;
+  } else if constexpr (std::is_same_v<S, __nv_bfloat16>) {
+    return convert_on_device<D>(__bfloat162float(s));
+  } else if constexpr (std::is_same_v<S, __half>) {
+    return convert_on_device<D>(__half2float(s));
+  } else if constexpr (std::is_same_v<D, __nv_bfloat16>) {
+    return __double2bfloat16(static_cast<double>(s));
+  } else if constexpr (std::is_same_v<D, __half>) {
+    return __double2half(static_cast<double>(s));
+  } else {
+    return static_cast<D>(s);
+  }
+}
+
 template <typename D, typename S>
 __global__ void copy_flat(D* __restrict__ dst, const S* __restrict__ src, std::int64_t n) {
   for (std::int64_t i = global_thread(); i < n; i += grid_threads())
-    dst[i] = static_cast<D>(src[i]);
+    dst[i] = convert_on_device<D>(src[i]);
 }
 
 // Operand 0 = dst, 1 = src. dst and src must not overlap (as on the CPU).
@@ -30,7 +70,7 @@ __global__ void copy_strided(D* dst, const S* src, Geometry<2> g) {
   for (std::int64_t i = global_thread(); i < g.numel; i += grid_threads()) {
     std::int64_t off[2];
     offsets_of<2, IndexT>(g, static_cast<IndexT>(i), off);
-    dst[off[0]] = static_cast<D>(src[off[1]]);
+    dst[off[0]] = convert_on_device<D>(src[off[1]]);
   }
 }
 
@@ -66,10 +106,10 @@ void strided_copy(cudaStream_t stream, const std::int64_t* sizes, int ndim, Devi
     return;
   }
   const unsigned blocks = blocks_for(g.numel, kThreads);
-  visit_dtype(dst.dtype, [&](auto dzero) {
-    visit_dtype(src.dtype, [&](auto szero) {
-      using D = decltype(dzero);
-      using S = decltype(szero);
+  visit_all_dtypes(dst.dtype, [&](auto dzero) {
+    visit_all_dtypes(src.dtype, [&](auto szero) {
+      using D = typename DeviceElement<decltype(dzero)>::type;
+      using S = typename DeviceElement<decltype(szero)>::type;
       D* d = static_cast<D*>(dst.data);
       const S* s = static_cast<const S*>(src.data);
       if (g.dense())
@@ -97,7 +137,9 @@ void strided_fill(cudaStream_t stream, const std::int64_t* sizes, int ndim, Devi
     return;
   }
   const unsigned blocks = blocks_for(g.numel, kThreads);
-  visit_dtype(dst.dtype, [&](auto zero) {
+  // The value is rounded on the host (bf16/f16: RNE, Note [Half storage types]); the kernels
+  // only store its bits, so the host types serve as device types here.
+  visit_all_dtypes(dst.dtype, [&](auto zero) {
     using T = decltype(zero);
     T* d = static_cast<T*>(dst.data);
     const T v = static_cast<T>(value);

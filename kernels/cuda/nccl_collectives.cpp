@@ -119,6 +119,10 @@ ncclDataType_t nccl_type(DType t) {
       return ncclInt32;
     case DType::i64:
       return ncclInt64;
+    case DType::bf16:
+      return ncclBfloat16;
+    case DType::f16:
+      return ncclFloat16;
   }
   throw Error("nccl: unsupported dtype");
 }

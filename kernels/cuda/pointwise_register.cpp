@@ -49,6 +49,8 @@ static_assert(same_code(EwOp::neg, EwCode::neg) && same_code(EwOp::exp, EwCode::
               "EwCode (kernels/cuda/elementwise_kernels.h) must follow EwOp's order");
 
 Support elementwise_support(const ElementwiseProblem& p) {
+  if (is_half(p.dtype))
+    return Support::no(detail::str_cat("no ", dtype_name(p.dtype), " kernel yet (CPU only)"));
   if (!is_floating(p.dtype) && !ew_allows_integers(p.op))
     return Support::no(detail::str_cat(ew_name(p.op), " is not defined for ", dtype_name(p.dtype)));
   return Support::yes();

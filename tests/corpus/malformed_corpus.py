@@ -236,7 +236,7 @@ def cases(bases):
         b'{"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, '
         b'"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}'), r"duplicate key 'a'")
     add("ck_unsupported_dtype", "checkpoint", ck,
-        edited(lambda h: h[first].__setitem__("dtype", "F16")), r"unsupported dtype \"F16\"")
+        edited(lambda h: h[first].__setitem__("dtype", "U16")), r"unsupported dtype \"U16\"")
     add("ck_lying_shape", "checkpoint", ck,
         edited(lambda h: h[first].__setitem__("shape", [h[first]["shape"][0] + 1] + h[first]["shape"][1:])),
         r"needs \d+ bytes but data_offsets")

@@ -105,9 +105,10 @@ void run_omp(const ElementwiseArgs& args) {
   T* out = static_cast<T*>(args.out.data);
   const T* a = static_cast<const T*>(args.a.data);
   const T* b = args.b.data ? static_cast<const T*>(args.b.data) : a;
-  const T s = static_cast<T>(args.scalar), alpha = static_cast<T>(args.alpha);
+  using C = ComputeType<T>;  // Note [Elementwise in 16-bit storage]
+  const C s = static_cast<C>(args.scalar), alpha = static_cast<C>(args.alpha);
   const std::int64_t n = args.problem.numel;
-  with_ew_functor<T>(args.problem.op, [&](auto f) {
+  with_ew_storage_functor<T>(args.problem.op, [&](auto f) {
     if (args.problem.contiguous) {
 #pragma omp parallel for simd schedule(static) if (n >= kParallelGrain)
       for (std::int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i], s, alpha);
@@ -135,9 +136,9 @@ void run_omp(const ElementwiseArgs& args) {
   });
 }
 
-// The kernel for the problem's dtype (all four).
+// The kernel for the problem's dtype (all six; bf16/f16 computed in f32).
 void run_any(const ElementwiseArgs& a) {
-  visit_dtype(a.problem.dtype, [&](auto t) { run_omp<decltype(t)>(a); });
+  visit_all_dtypes(a.problem.dtype, [&](auto t) { run_omp<decltype(t)>(a); });
 }
 
 }  // namespace

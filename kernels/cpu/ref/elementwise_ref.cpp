@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Elementwise `ref`: one serial loop over the N-d index space, any strides, all dtypes.
+// Elementwise `ref`: one serial loop over the N-d index space, any strides, all dtypes (bf16/f16
+// computed in f32, Note [Elementwise in 16-bit storage]).
 #include "engine/core/strided_loop.h"
 #include "kernels/cpu/elementwise_functors.h"
 #include "kernels/cpu/ref/ref_kernels.h"
@@ -13,8 +14,9 @@ void run_ref(const ElementwiseArgs& args) {
   T* out = static_cast<T*>(args.out.data);
   const T* a = static_cast<const T*>(args.a.data);
   const T* b = args.b.data ? static_cast<const T*>(args.b.data) : a;
-  const T s = static_cast<T>(args.scalar), alpha = static_cast<T>(args.alpha);
-  with_ew_functor<T>(args.problem.op, [&](auto f) {
+  using C = ComputeType<T>;
+  const C s = static_cast<C>(args.scalar), alpha = static_cast<C>(args.alpha);
+  with_ew_storage_functor<T>(args.problem.op, [&](auto f) {
     for (std::int64_t r = 0; r < L.outer_count(); ++r) {
       const auto off = L.outer_offsets(r);
       for (std::int64_t i = 0; i < L.inner_size(); ++i)
@@ -24,9 +26,9 @@ void run_ref(const ElementwiseArgs& args) {
   });
 }
 
-// The kernel for the problem's dtype (all four).
+// The kernel for the problem's dtype (all six).
 void run_any(const ElementwiseArgs& a) {
-  visit_dtype(a.problem.dtype, [&](auto t) { run_ref<decltype(t)>(a); });
+  visit_all_dtypes(a.problem.dtype, [&](auto t) { run_ref<decltype(t)>(a); });
 }
 
 }  // namespace
