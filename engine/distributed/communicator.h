@@ -66,6 +66,12 @@ class Communicator {
   // The GPU this rank's device collectives run on (nccl: one per rank, Note [One GPU per rank]);
   // -1 for the host backends. Models and gradients of this rank belong there.
   virtual int cuda_device() const { return -1; }
+  // The all-reduce algorithm this backend runs for a tensor of `bytes`, for logs and results
+  // (mpi: Note [All-reduce algorithms] in engine/distributed/mpi/allreduce_thread.h).
+  virtual std::string all_reduce_algorithm(std::int64_t bytes) const {
+    (void)bytes;
+    return backend();
+  }
   // In place on a contiguous tensor of f32, f64 or i64 (average: floating types only), of any
   // size including 0. The tensor must stay alive and untouched until the Work completes.
   virtual WorkPtr all_reduce_async(Tensor& t, ReduceOp op) = 0;

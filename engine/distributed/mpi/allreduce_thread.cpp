@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: Apache-2.0
+// The communication thread of the chunked and ring all-reduces (Note [All-reduce algorithms]).
+#include "engine/distributed/mpi/allreduce_thread.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "engine/core/parse_number.h"
+
+namespace anvil::dist {
+
+const char* all_reduce_algorithm_name(AllReduceAlgorithm a) {
+  switch (a) {
+    case AllReduceAlgorithm::libnbc:
+      return "libnbc";
+    case AllReduceAlgorithm::chunked:
+      return "chunked";
+    case AllReduceAlgorithm::ring:
+      return "ring";
+    case AllReduceAlgorithm::automatic:
+      return "auto";
+  }
+  return "?";
+}
+
+AllReduceAlgorithm all_reduce_algorithm_from_env() {
+  const char* v = std::getenv("ANVIL_ALLREDUCE");
+  if (v == nullptr || v[0] == '\0') return AllReduceAlgorithm::libnbc;
+  for (auto a : {AllReduceAlgorithm::libnbc, AllReduceAlgorithm::chunked, AllReduceAlgorithm::ring,
+                 AllReduceAlgorithm::automatic})
+    if (std::strcmp(v, all_reduce_algorithm_name(a)) == 0) return a;
+  fail_config("ANVIL_ALLREDUCE", "expected libnbc, chunked, ring or auto, got '", v, "'");
+}
+
+std::int64_t all_reduce_chunk_bytes_from_env() {
+  const char* v = std::getenv("ANVIL_ALLREDUCE_CHUNK_KIB");
+  if (v == nullptr || v[0] == '\0') return std::int64_t{8} << 20;
+  const auto kib = parse_number<long>(v);
+  // 64 MiB at most: a chunk's element count must fit MPI's int at any dtype.
+  ANVIL_CHECK_CONFIG(kib.has_value() && *kib >= 1 && *kib <= 65536, "ANVIL_ALLREDUCE_CHUNK_KIB",
+                     "expected KiB in [1, 65536], got '", v, "'");
+  return static_cast<std::int64_t>(*kib) << 10;
+}
+
+AllReduceAlgorithm resolve_all_reduce(AllReduceAlgorithm a, std::int64_t bytes) {
+  if (a != AllReduceAlgorithm::automatic) return a;
+  return bytes < (std::int64_t{1} << 20) ? AllReduceAlgorithm::libnbc : AllReduceAlgorithm::chunked;
+}
+
+struct AllReduceThread::State {
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::int64_t chunk_bytes = 0;
+  int rank = 0, size = 1;
+  std::vector<char> scratch;  // one chunk: the out-of-place result, or a received ring segment
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::deque<AllReduceJobPtr> queue;
+  bool stop = false;
+
+  void loop() {
+    std::unique_lock<std::mutex> lock(mutex);
+    for (;;) {
+      wake.wait(lock, [this] { return stop || !queue.empty(); });
+      if (queue.empty()) return;  // stop requested and nothing left
+      AllReduceJobPtr job = queue.front();
+      queue.pop_front();
+      lock.unlock();
+      run(*job);
+      job->done.store(true, std::memory_order_release);
+      lock.lock();
+    }
+  }
+
+  void run(AllReduceJob& job) {
+    const std::int64_t per_chunk = std::max<std::int64_t>(1, chunk_bytes / job.element_bytes);
+    char* base = static_cast<char*>(job.data);
+    for (std::int64_t first = 0; first < job.count; first += per_chunk) {
+      const std::int64_t n = std::min(per_chunk, job.count - first);
+      char* chunk = base + first * job.element_bytes;
+      const int rc = job.ring ? ring(job, chunk, n) : blocking(job, chunk, n);
+      if (rc != MPI_SUCCESS) {
+        job.error = rc;
+        return;
+      }
+    }
+  }
+
+  int blocking(AllReduceJob& job, char* chunk, std::int64_t n) {
+    const int rc = MPI_Allreduce(chunk, scratch.data(), static_cast<int>(n), job.type, job.op, comm);
+    if (rc != MPI_SUCCESS) {
+      job.failed_call = "MPI_Allreduce";
+      return rc;
+    }
+    std::memcpy(chunk, scratch.data(), static_cast<std::size_t>(n * job.element_bytes));
+    return MPI_SUCCESS;
+  }
+
+  // Segment k of a chunk of n elements: [k n / size, (k + 1) n / size).
+  std::int64_t segment_begin(std::int64_t n, int k) const { return n * k / size; }
+
+  int ring(AllReduceJob& job, char* chunk, std::int64_t n) {
+    const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    const auto seg = [&](int k) { return ((k % size) + size) % size; };
+    const auto ptr = [&](int k) { return chunk + segment_begin(n, k) * job.element_bytes; };
+    const auto len = [&](int k) {
+      return static_cast<int>(segment_begin(n, k + 1) - segment_begin(n, k));
+    };
+    // Reduce-scatter: after step s this rank holds the sum of s + 2 ranks in segment rank - s - 1;
+    // after size - 1 steps, the whole sum of segment rank + 1.
+    for (int s = 0; s + 1 < size; ++s) {
+      const int out = seg(rank - s), in = seg(rank - s - 1);
+      int rc = MPI_Sendrecv(ptr(out), len(out), job.type, right, 0, scratch.data(), len(in),
+                            job.type, left, 0, comm, MPI_STATUS_IGNORE);
+      if (rc == MPI_SUCCESS) rc = MPI_Reduce_local(scratch.data(), ptr(in), len(in), job.type, job.op);
+      if (rc != MPI_SUCCESS) {
+        job.failed_call = "ring reduce-scatter (MPI_Sendrecv, MPI_Reduce_local)";
+        return rc;
+      }
+    }
+    // All-gather: pass the finished segments around, received in place.
+    for (int s = 0; s + 1 < size; ++s) {
+      const int out = seg(rank + 1 - s), in = seg(rank - s);
+      const int rc = MPI_Sendrecv(ptr(out), len(out), job.type, right, 1, ptr(in), len(in),
+                                  job.type, left, 1, comm, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS) {
+        job.failed_call = "ring all-gather (MPI_Sendrecv)";
+        return rc;
+      }
+    }
+    return MPI_SUCCESS;
+  }
+};
+
+AllReduceThread::AllReduceThread(MPI_Comm comm, std::int64_t chunk_bytes)
+    : state_(std::make_shared<State>()) {
+  state_->comm = comm;
+  state_->chunk_bytes = chunk_bytes;
+  state_->scratch.resize(static_cast<std::size_t>(chunk_bytes));
+  MPI_Comm_rank(comm, &state_->rank);
+  MPI_Comm_size(comm, &state_->size);
+  std::shared_ptr<State> state = state_;  // the thread keeps the state alive (abandon())
+  thread_ = std::thread([state] { state->loop(); });
+}
+
+AllReduceThread::~AllReduceThread() {
+  if (abandoned_) {
+    thread_.detach();  // possibly blocked in MPI for good; the process is about to end
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->stop = true;
+  }
+  state_->wake.notify_one();
+  thread_.join();
+  MPI_Comm_free(&state_->comm);
+}
+
+void AllReduceThread::submit(const AllReduceJobPtr& job) {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->queue.push_back(job);
+  }
+  state_->wake.notify_one();
+}
+
+void AllReduceThread::abandon() { abandoned_ = true; }
+
+std::int64_t AllReduceThread::chunk_bytes() const { return state_->chunk_bytes; }
+
+}  // namespace anvil::dist

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// The all-reduce algorithms of the "mpi" communicator besides Open MPI's non-blocking
+// MPI_Iallreduce (Note [All-reduce algorithms]), run on a communication thread. Internal to
+// libanvil_mpi.so.
+//
+// Note [All-reduce algorithms]
+// ANVIL_ALLREDUCE picks how the mpi communicator all-reduces (read once, when MPI starts):
+//  - libnbc (default): MPI_Iallreduce in place, progressed by the training thread's MPI calls.
+//    Open MPI 4.1 hands it to coll/libnbc, which runs a binomial tree for every in-place call:
+//    at n ranks about log2(n) serial full-size sends and sums.
+//  - chunked: the tensor goes out in chunks of ANVIL_ALLREDUCE_CHUNK_KIB (default 8192 = 8 MiB),
+//    out of place, each through a blocking MPI_Allreduce on a communication thread (Horovod's
+//    design). Blocking calls go to coll/tuned, which picks by size (recursive doubling, ring or
+//    Rabenseifner's reduce-scatter + all-gather for large messages), and the temporary buffer is
+//    one chunk that is reused instead of a fresh full-size allocation per call.
+//  - ring: our own ring on the same thread, per chunk: n - 1 steps of reduce-scatter
+//    (MPI_Sendrecv of one segment to the right neighbour, MPI_Reduce_local into ours) and n - 1
+//    steps of all-gather. Each rank sends and receives 2 (n - 1) / n of the data, the ring's
+//    bus-bandwidth factor.
+//  - auto: libnbc below 1 MiB (its latency is lowest, no thread hand-off), chunked above.
+// The thread runs jobs in the order they were submitted on a communicator of its own, so its
+// collectives never interleave with the training thread's (MPI orders collectives per
+// communicator, and every rank submits the same jobs in the same order). The training thread
+// waits on a job's done flag with the collective timeout (Note [Collective timeout]): a stalled
+// peer leaves the thread blocked inside MPI, the wait throws anyway, and the communicator,
+// now broken, abandons the thread instead of joining it at exit (its state is shared, so the
+// blocked thread never touches freed memory).
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+namespace anvil::dist {
+
+enum class AllReduceAlgorithm { libnbc, chunked, ring, automatic };
+const char* all_reduce_algorithm_name(AllReduceAlgorithm a);
+
+// ANVIL_ALLREDUCE and ANVIL_ALLREDUCE_CHUNK_KIB; throws anvil::ConfigError on a bad value.
+AllReduceAlgorithm all_reduce_algorithm_from_env();
+std::int64_t all_reduce_chunk_bytes_from_env();
+
+// The algorithm `a` runs for a tensor of `bytes` (auto resolved).
+AllReduceAlgorithm resolve_all_reduce(AllReduceAlgorithm a, std::int64_t bytes);
+
+// One submitted all-reduce; `done` turns true (release) when the result is in place or failed.
+struct AllReduceJob {
+  void* data = nullptr;
+  std::int64_t count = 0;
+  MPI_Datatype type = MPI_BYTE;
+  int element_bytes = 1;
+  MPI_Op op = MPI_SUM;
+  bool ring = false;  // else chunked MPI_Allreduce
+  std::atomic<bool> done{false};
+  int error = MPI_SUCCESS;  // valid once done
+  const char* failed_call = "";
+};
+using AllReduceJobPtr = std::shared_ptr<AllReduceJob>;
+
+class AllReduceThread {
+ public:
+  // Takes ownership of `comm` (a duplicate of the world, MPI_THREAD_MULTIPLE).
+  AllReduceThread(MPI_Comm comm, std::int64_t chunk_bytes);
+  ~AllReduceThread();  // drains and joins the thread, frees the communicator; see abandon()
+  AllReduceThread(const AllReduceThread&) = delete;
+  AllReduceThread& operator=(const AllReduceThread&) = delete;
+  void submit(const AllReduceJobPtr& job);
+  // After a timeout the thread may be blocked in MPI for good: the destructor then detaches it.
+  void abandon();
+  std::int64_t chunk_bytes() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;  // shared with the thread
+  std::thread thread_;
+  bool abandoned_ = false;
+};
+
+}  // namespace anvil::dist
