@@ -118,6 +118,16 @@ int launcher_world_size();
 // multi-rank launch and over nothing for one process (Note [NCCL without MPI on one process]).
 CommunicatorPtr create_communicator(const std::string& name);
 
+// The mpi communicator's all-reduce algorithms (Note [All-reduce algorithms] in
+// engine/distributed/mpi/allreduce_thread.h): ANVIL_ALLREDUCE and ANVIL_ALLREDUCE_CHUNK_KIB
+// (default 8192), each throwing anvil::ConfigError on a bad value; resolve_all_reduce gives the
+// algorithm that runs for a tensor of `bytes` (auto resolved).
+enum class AllReduceAlgorithm { libnbc, chunked, ring, automatic };
+const char* all_reduce_algorithm_name(AllReduceAlgorithm a);
+AllReduceAlgorithm all_reduce_algorithm_from_env();
+std::int64_t all_reduce_chunk_bytes_from_env();
+AllReduceAlgorithm resolve_all_reduce(AllReduceAlgorithm a, std::int64_t bytes);
+
 // Checks the arguments every backend checks the same way (contiguity, dtype, sizes).
 void check_collective(const char* op, const Tensor& t, ReduceOp reduce, bool reducing);
 // The same for a reduce-scatter of `in` over `ranks` into `out`.

@@ -4,55 +4,14 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <mutex>
 #include <thread>
 #include <vector>
 
-#include "engine/core/error.h"
-#include "engine/core/parse_number.h"
 
 namespace anvil::dist {
-
-const char* all_reduce_algorithm_name(AllReduceAlgorithm a) {
-  switch (a) {
-    case AllReduceAlgorithm::libnbc:
-      return "libnbc";
-    case AllReduceAlgorithm::chunked:
-      return "chunked";
-    case AllReduceAlgorithm::ring:
-      return "ring";
-    case AllReduceAlgorithm::automatic:
-      return "auto";
-  }
-  return "?";
-}
-
-AllReduceAlgorithm all_reduce_algorithm_from_env() {
-  const char* v = std::getenv("ANVIL_ALLREDUCE");
-  if (v == nullptr || v[0] == '\0') return AllReduceAlgorithm::libnbc;
-  for (auto a : {AllReduceAlgorithm::libnbc, AllReduceAlgorithm::chunked, AllReduceAlgorithm::ring,
-                 AllReduceAlgorithm::automatic})
-    if (std::strcmp(v, all_reduce_algorithm_name(a)) == 0) return a;
-  fail_config("ANVIL_ALLREDUCE", "expected libnbc, chunked, ring or auto, got '", v, "'");
-}
-
-std::int64_t all_reduce_chunk_bytes_from_env() {
-  const char* v = std::getenv("ANVIL_ALLREDUCE_CHUNK_KIB");
-  if (v == nullptr || v[0] == '\0') return std::int64_t{8} << 20;
-  const auto kib = parse_number<long>(v);
-  // 64 MiB at most: a chunk's element count must fit MPI's int at any dtype.
-  ANVIL_CHECK_CONFIG(kib.has_value() && *kib >= 1 && *kib <= 65536, "ANVIL_ALLREDUCE_CHUNK_KIB",
-                     "expected KiB in [1, 65536], got '", v, "'");
-  return static_cast<std::int64_t>(*kib) << 10;
-}
-
-AllReduceAlgorithm resolve_all_reduce(AllReduceAlgorithm a, std::int64_t bytes) {
-  if (a != AllReduceAlgorithm::automatic) return a;
-  return bytes < (std::int64_t{1} << 20) ? AllReduceAlgorithm::libnbc : AllReduceAlgorithm::chunked;
-}
 
 struct AllReduceThread::State {
   MPI_Comm comm = MPI_COMM_NULL;
@@ -73,7 +32,11 @@ struct AllReduceThread::State {
       queue.pop_front();
       lock.unlock();
       run(*job);
-      job->done.store(true, std::memory_order_release);
+      {
+        std::lock_guard<std::mutex> job_lock(job->mutex);
+        job->done.store(true, std::memory_order_release);
+      }
+      job->finished.notify_all();
       lock.lock();
     }
   }

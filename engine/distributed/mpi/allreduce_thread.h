@@ -5,7 +5,9 @@
 // libanvil_mpi.so.
 //
 // Note [All-reduce algorithms]
-// ANVIL_ALLREDUCE picks how the mpi communicator all-reduces (read once, when MPI starts):
+// ANVIL_ALLREDUCE picks how the mpi communicator all-reduces (read once, when MPI starts;
+// create_communicator("mpi") checks it and ANVIL_ALLREDUCE_CHUNK_KIB before loading MPI, so a
+// bad value is a configuration error, exit status 2 in the CLI):
 //  - libnbc (default): MPI_Iallreduce in place, progressed by the training thread's MPI calls.
 //    Open MPI 4.1 hands it to coll/libnbc, which runs a binomial tree for every in-place call:
 //    at n ranks about log2(n) serial full-size sends and sums.
@@ -29,24 +31,21 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
+#include "engine/distributed/communicator.h"
+
 namespace anvil::dist {
 
-enum class AllReduceAlgorithm { libnbc, chunked, ring, automatic };
-const char* all_reduce_algorithm_name(AllReduceAlgorithm a);
-
-// ANVIL_ALLREDUCE and ANVIL_ALLREDUCE_CHUNK_KIB; throws anvil::ConfigError on a bad value.
-AllReduceAlgorithm all_reduce_algorithm_from_env();
-std::int64_t all_reduce_chunk_bytes_from_env();
-
-// The algorithm `a` runs for a tensor of `bytes` (auto resolved).
-AllReduceAlgorithm resolve_all_reduce(AllReduceAlgorithm a, std::int64_t bytes);
-
 // One submitted all-reduce; `done` turns true (release) when the result is in place or failed.
+// The waiter sleeps on `finished` instead of spinning: on a machine with as many ranks as cores,
+// a spinning waiter takes the core the communication threads need.
 struct AllReduceJob {
   void* data = nullptr;
   std::int64_t count = 0;
@@ -57,6 +56,13 @@ struct AllReduceJob {
   std::atomic<bool> done{false};
   int error = MPI_SUCCESS;  // valid once done
   const char* failed_call = "";
+  std::mutex mutex;
+  std::condition_variable finished;
+  // True when done before `deadline`.
+  bool wait_until(std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock<std::mutex> lock(mutex);
+    return finished.wait_until(lock, deadline, [this] { return done.load(); });
+  }
 };
 using AllReduceJobPtr = std::shared_ptr<AllReduceJob>;
 

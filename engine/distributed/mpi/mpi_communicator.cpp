@@ -105,6 +105,7 @@ class MpiWork final : public Work {
 
  private:
   void complete();
+  [[noreturn]] void timed_out(double timeout);
   MpiCommunicator& comm_;
   MPI_Request req_ = MPI_REQUEST_NULL;
   AllReduceJobPtr job_;
@@ -414,18 +415,27 @@ void MpiWork::wait() {
   if (done_) return;
   const double timeout = collective_timeout_seconds();
   const auto start = std::chrono::steady_clock::now();
+  if (job_) {  // sleep until the communication thread is done (or the timeout)
+    job_->wait_until(start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(timeout)));
+    if (test()) return;
+    timed_out(timeout);
+  }
   for (std::uint64_t spins = 0;; ++spins) {
     if (test()) return;
     if (yield_between_polls()) std::this_thread::yield();
     if ((spins & 1023) == 0 &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout) {
-      comm_.mark_broken();
-      throw Error(detail::str_cat("mpi ", what_, ": rank ", comm_.rank(), " of ", comm_.size(),
-                                  " waited ", timeout,
-                                  " s without completion (ANVIL_DIST_TIMEOUT); a peer rank "
-                                  "probably died or stalled"));
-    }
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout)
+      timed_out(timeout);
   }
+}
+
+void MpiWork::timed_out(double timeout) {
+  comm_.mark_broken();
+  throw Error(detail::str_cat("mpi ", what_, ": rank ", comm_.rank(), " of ", comm_.size(),
+                              " waited ", timeout,
+                              " s without completion (ANVIL_DIST_TIMEOUT); a peer rank "
+                              "probably died or stalled"));
 }
 
 }  // namespace
