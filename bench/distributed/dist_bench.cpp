@@ -2,8 +2,9 @@
 // anvil_dist_bench: the distributed benchmarks, run under mpirun (one thread per rank).
 //   allreduce: all-reduce (sum, f32) time over message sizes --min-bytes (4 B) .. --max-bytes
 //              (x2 steps), t = the slowest rank's mean time per call, algorithm bandwidth
-//              algbw = S / t and bus bandwidth busbw = algbw x the factor of the algorithm that
-//              ran (busbw_factor, Note [Bus-bandwidth factor]); each size's result is verified
+//              algbw = S / t, bus bandwidth busbw = algbw x 2 (n - 1) / n as nccl-tests, and
+//              busbw_algorithm = algbw x the factor of the algorithm that ran (busbw_factor,
+//              Note [Bus-bandwidth factor]); each size's result is verified
 //              first (as nccl-tests' -c): rank-dependent values, the sum within 1 ulp per rank.
 //   steps:     the data-parallel training step (models::TrainingStep + dist::DataParallel) of the
 //              given models at one per-rank batch, overlapped or not, with the time waiting for
@@ -60,7 +61,7 @@ BusFactor bus_factor(const std::string& algorithm, int n) {
     while ((1 << rounds) < n) ++rounds;
     return {2.0 * rounds, "2 ceil(log2 n): binomial reduce + broadcast, full size each hop"};
   }
-  return {2.0 * (n - 1) / n, "2 (n - 1) / n: ring / reduce-scatter + all-gather (nccl-tests)"};
+  return {2.0 * (n - 1) / n, "2 (n - 1) / n: ring or reduce-scatter + all-gather"};
 }
 
 // Fills t (f32, host or device) with rank-dependent values, all-reduces it and counts the
@@ -199,7 +200,9 @@ json run_allreduce(const Args& a, dist::Communicator& comm) {
                     {"iters", iters},
                     {"time_us", t_s * 1e6},
                     {"algbw_GBps", algbw},
-                    {"busbw_GBps", algbw * bus.factor}});
+                    // nccl-tests' convention, whatever ran (the reports compare with it)
+                    {"busbw_GBps", algbw * 2.0 * (comm.size() - 1) / comm.size()},
+                    {"busbw_algorithm_GBps", algbw * bus.factor}});
     if (comm.rank() == 0) {
       std::printf("allreduce %10lld B  %10.1f us  algbw %7.3f GB/s  busbw %7.3f GB/s (x%.2f)  %s\n",
                   static_cast<long long>(bytes), t_s * 1e6, algbw, algbw * bus.factor, bus.factor,
