@@ -67,7 +67,7 @@ class Communicator {
   // -1 for the host backends. Models and gradients of this rank belong there.
   virtual int cuda_device() const { return -1; }
   // The all-reduce algorithm this backend runs for a tensor of `bytes`, for logs and results
-  // (mpi: Note [All-reduce algorithms] in engine/distributed/mpi/allreduce_thread.h).
+  // (mpi: Note [All-reduce algorithms] in engine/distributed/mpi/mpi_allreduce_thread.h).
   virtual std::string all_reduce_algorithm(std::int64_t bytes) const {
     (void)bytes;
     return backend();
@@ -119,7 +119,7 @@ int launcher_world_size();
 CommunicatorPtr create_communicator(const std::string& name);
 
 // The mpi communicator's all-reduce algorithms (Note [All-reduce algorithms] in
-// engine/distributed/mpi/allreduce_thread.h): ANVIL_ALLREDUCE and ANVIL_ALLREDUCE_CHUNK_KIB
+// engine/distributed/mpi/mpi_allreduce_thread.h): ANVIL_ALLREDUCE and ANVIL_ALLREDUCE_CHUNK_KIB
 // (default 8192), each throwing anvil::ConfigError on a bad value; resolve_all_reduce gives the
 // algorithm that runs for a tensor of `bytes` (auto resolved).
 enum class AllReduceAlgorithm { libnbc, chunked, ring, automatic };

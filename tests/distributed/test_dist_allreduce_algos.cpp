@@ -22,7 +22,8 @@ namespace {
 
 // Values whose sums round (unlike small integers), different on every rank and element.
 double value(int rank, std::int64_t i) {
-  return std::sin(0.37 * static_cast<double>(i) + 1.3 * rank) * (1.0 + 0.01 * rank) + 1e-3 * (i % 11);
+  return std::sin(0.37 * static_cast<double>(i) + 1.3 * rank) * (1.0 + 0.01 * rank) +
+         1e-3 * (i % 11);
 }
 
 std::int64_t chunk_bytes() {
@@ -70,8 +71,8 @@ TEST_CASE("mpi all_reduce: the algorithm asked for runs and equals the reference
   REQUIRE(large.rfind(want + " ", 0) == 0);
   if (asked == "auto") REQUIRE(c->all_reduce_algorithm(1024).rfind("libnbc", 0) == 0);
 
-  for (const std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{1001},
-                               chunk / 8 + 3, 3 * (chunk / 8) + 5}) {
+  for (const std::int64_t n :
+       {std::int64_t{0}, std::int64_t{1}, std::int64_t{1001}, chunk / 8 + 3, 3 * (chunk / 8) + 5}) {
     check_sum<double>(*c, n);
     check_sum<float>(*c, n);
   }

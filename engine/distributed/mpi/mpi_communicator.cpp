@@ -24,9 +24,12 @@
 #include "engine/core/error.h"
 #include "engine/core/parse_number.h"
 #include "engine/distributed/communicator.h"
-#include "engine/distributed/mpi/allreduce_thread.h"
+#include "engine/distributed/mpi/mpi_allreduce_thread.h"
 
 namespace anvil::dist {
+
+MPI_Datatype mpi_type(DType d);  // mpi_allreduce_thread.cpp
+
 namespace {
 
 std::string mpi_error_text(int code) {
@@ -34,20 +37,6 @@ std::string mpi_error_text(int code) {
   int len = 0;
   MPI_Error_string(code, text, &len);
   return std::string(text, static_cast<std::size_t>(len));
-}
-
-MPI_Datatype mpi_type(DType d) {
-  switch (d) {
-    case DType::f32:
-      return MPI_FLOAT;
-    case DType::f64:
-      return MPI_DOUBLE;
-    case DType::i64:
-      return MPI_INT64_T;
-    case DType::i32:
-      return MPI_INT32_T;
-  }
-  return MPI_BYTE;
 }
 
 int mpi_count(const char* op, std::int64_t n) {
@@ -129,8 +118,8 @@ class MpiCommunicator final : public Communicator {
       const int wanted = threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
       check(MPI_Init_thread(nullptr, nullptr, wanted, &provided), "MPI_Init_thread");
       owns_mpi_ = true;
-      ANVIL_CHECK(provided >= wanted, "mpi",
-                  "ANVIL_MPI_PROGRESS=thread and ANVIL_ALLREDUCE=", all_reduce_algorithm_name(algorithm_),
+      ANVIL_CHECK(provided >= wanted, "mpi", "ANVIL_MPI_PROGRESS=thread and ANVIL_ALLREDUCE=",
+                  all_reduce_algorithm_name(algorithm_),
                   " need MPI_THREAD_MULTIPLE, this MPI provides level ", provided);
     }
     check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
@@ -151,9 +140,7 @@ class MpiCommunicator final : public Communicator {
       progress_thread_ = std::thread([this] { progress_loop(); });
     }
     if (algorithm_ != AllReduceAlgorithm::libnbc) {
-      MPI_Comm thread_comm = MPI_COMM_NULL;
-      check(MPI_Comm_dup(MPI_COMM_WORLD, &thread_comm), "MPI_Comm_dup");
-      allreduce_thread_ = std::make_unique<AllReduceThread>(thread_comm, chunk_bytes_);
+      allreduce_thread_ = std::make_unique<AllReduceThread>(chunk_bytes_);
     }
   }
   // At process exit (a static in the module): MPI_Finalize, unless a collective timed out, in
@@ -161,7 +148,7 @@ class MpiCommunicator final : public Communicator {
   // reports the job as failed.
   ~MpiCommunicator() override {
     stop_progress_thread();
-    if (broken_) return;  // an abandoned communication thread is detached with its member
+    if (broken_) return;        // an abandoned communication thread is detached with its member
     allreduce_thread_.reset();  // joined, its communicator freed, before MPI_Finalize
     if (!owns_mpi_) return;
     int finalized = 0;
@@ -189,14 +176,14 @@ class MpiCommunicator final : public Communicator {
     check_host("mpi all_reduce", t);
     const MPI_Op mop = op == ReduceOp::max ? MPI_MAX : MPI_SUM;
     const bool avg = op == ReduceOp::average && size_ > 1;
-    const AllReduceAlgorithm a = resolve_all_reduce(algorithm_, t.numel() * static_cast<std::int64_t>(t.element_size()));
+    const AllReduceAlgorithm a =
+        resolve_all_reduce(algorithm_, t.numel() * static_cast<std::int64_t>(t.element_size()));
     if (a != AllReduceAlgorithm::libnbc) {
       auto job = std::make_shared<AllReduceJob>();
       job->data = t.data_ptr();
       job->count = t.numel();
-      job->type = mpi_type(t.dtype());
-      job->element_bytes = static_cast<int>(t.element_size());
-      job->op = mop;
+      job->dtype = t.dtype();
+      job->max = op == ReduceOp::max;
       job->ring = a == AllReduceAlgorithm::ring;
       if (t.numel() == 0 || size_ == 1)
         job->done = true;  // nothing to exchange (every rank sees the same numel)
@@ -373,7 +360,10 @@ MpiWork::MpiWork(MpiCommunicator& comm, MPI_Request req, std::string what, Tenso
 
 MpiWork::MpiWork(MpiCommunicator& comm, AllReduceJobPtr job, std::string what, Tensor scaled,
                  double scale)
-    : comm_(comm), job_(std::move(job)), what_(std::move(what)), scaled_(std::move(scaled)),
+    : comm_(comm),
+      job_(std::move(job)),
+      what_(std::move(what)),
+      scaled_(std::move(scaled)),
       scale_(scale) {
   comm_.started();
 }

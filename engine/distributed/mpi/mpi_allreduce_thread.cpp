@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The communication thread of the chunked and ring all-reduces (Note [All-reduce algorithms]).
-#include "engine/distributed/mpi/allreduce_thread.h"
+#include "engine/distributed/mpi/mpi_allreduce_thread.h"
+
+#include <mpi.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -10,8 +12,36 @@
 #include <thread>
 #include <vector>
 
+#include "engine/core/error.h"
 
 namespace anvil::dist {
+
+MPI_Datatype mpi_type(DType d) {
+  switch (d) {
+    case DType::f32:
+      return MPI_FLOAT;
+    case DType::f64:
+      return MPI_DOUBLE;
+    case DType::i64:
+      return MPI_INT64_T;
+    case DType::i32:
+      return MPI_INT32_T;
+  }
+  return MPI_BYTE;
+}
+
+namespace {
+// The MPI form of a job's element type and operation.
+struct MpiArgs {
+  explicit MpiArgs(const AllReduceJob& job)
+      : type(mpi_type(job.dtype)),
+        op(job.max ? MPI_MAX : MPI_SUM),
+        element_bytes(static_cast<std::int64_t>(dtype_size(job.dtype))) {}
+  MPI_Datatype type;
+  MPI_Op op;
+  std::int64_t element_bytes;
+};
+}  // namespace
 
 struct AllReduceThread::State {
   MPI_Comm comm = MPI_COMM_NULL;
@@ -42,12 +72,13 @@ struct AllReduceThread::State {
   }
 
   void run(AllReduceJob& job) {
-    const std::int64_t per_chunk = std::max<std::int64_t>(1, chunk_bytes / job.element_bytes);
+    const MpiArgs mpi(job);
+    const std::int64_t per_chunk = std::max<std::int64_t>(1, chunk_bytes / mpi.element_bytes);
     char* base = static_cast<char*>(job.data);
     for (std::int64_t first = 0; first < job.count; first += per_chunk) {
       const std::int64_t n = std::min(per_chunk, job.count - first);
-      char* chunk = base + first * job.element_bytes;
-      const int rc = job.ring ? ring(job, chunk, n) : blocking(job, chunk, n);
+      char* chunk = base + first * mpi.element_bytes;
+      const int rc = job.ring ? ring(job, mpi, chunk, n) : blocking(job, mpi, chunk, n);
       if (rc != MPI_SUCCESS) {
         job.error = rc;
         return;
@@ -55,23 +86,24 @@ struct AllReduceThread::State {
     }
   }
 
-  int blocking(AllReduceJob& job, char* chunk, std::int64_t n) {
-    const int rc = MPI_Allreduce(chunk, scratch.data(), static_cast<int>(n), job.type, job.op, comm);
+  int blocking(AllReduceJob& job, const MpiArgs& mpi, char* chunk, std::int64_t n) {
+    const int rc =
+        MPI_Allreduce(chunk, scratch.data(), static_cast<int>(n), mpi.type, mpi.op, comm);
     if (rc != MPI_SUCCESS) {
       job.failed_call = "MPI_Allreduce";
       return rc;
     }
-    std::memcpy(chunk, scratch.data(), static_cast<std::size_t>(n * job.element_bytes));
+    std::memcpy(chunk, scratch.data(), static_cast<std::size_t>(n * mpi.element_bytes));
     return MPI_SUCCESS;
   }
 
   // Segment k of a chunk of n elements: [k n / size, (k + 1) n / size).
   std::int64_t segment_begin(std::int64_t n, int k) const { return n * k / size; }
 
-  int ring(AllReduceJob& job, char* chunk, std::int64_t n) {
+  int ring(AllReduceJob& job, const MpiArgs& mpi, char* chunk, std::int64_t n) {
     const int right = (rank + 1) % size, left = (rank + size - 1) % size;
     const auto seg = [&](int k) { return ((k % size) + size) % size; };
-    const auto ptr = [&](int k) { return chunk + segment_begin(n, k) * job.element_bytes; };
+    const auto ptr = [&](int k) { return chunk + segment_begin(n, k) * mpi.element_bytes; };
     const auto len = [&](int k) {
       return static_cast<int>(segment_begin(n, k + 1) - segment_begin(n, k));
     };
@@ -79,9 +111,10 @@ struct AllReduceThread::State {
     // after size - 1 steps, the whole sum of segment rank + 1.
     for (int s = 0; s + 1 < size; ++s) {
       const int out = seg(rank - s), in = seg(rank - s - 1);
-      int rc = MPI_Sendrecv(ptr(out), len(out), job.type, right, 0, scratch.data(), len(in),
-                            job.type, left, 0, comm, MPI_STATUS_IGNORE);
-      if (rc == MPI_SUCCESS) rc = MPI_Reduce_local(scratch.data(), ptr(in), len(in), job.type, job.op);
+      int rc = MPI_Sendrecv(ptr(out), len(out), mpi.type, right, 0, scratch.data(), len(in),
+                            mpi.type, left, 0, comm, MPI_STATUS_IGNORE);
+      if (rc == MPI_SUCCESS)
+        rc = MPI_Reduce_local(scratch.data(), ptr(in), len(in), mpi.type, mpi.op);
       if (rc != MPI_SUCCESS) {
         job.failed_call = "ring reduce-scatter (MPI_Sendrecv, MPI_Reduce_local)";
         return rc;
@@ -90,8 +123,8 @@ struct AllReduceThread::State {
     // All-gather: pass the finished segments around, received in place.
     for (int s = 0; s + 1 < size; ++s) {
       const int out = seg(rank + 1 - s), in = seg(rank - s);
-      const int rc = MPI_Sendrecv(ptr(out), len(out), job.type, right, 1, ptr(in), len(in),
-                                  job.type, left, 1, comm, MPI_STATUS_IGNORE);
+      const int rc = MPI_Sendrecv(ptr(out), len(out), mpi.type, right, 1, ptr(in), len(in),
+                                  mpi.type, left, 1, comm, MPI_STATUS_IGNORE);
       if (rc != MPI_SUCCESS) {
         job.failed_call = "ring all-gather (MPI_Sendrecv)";
         return rc;
@@ -101,13 +134,14 @@ struct AllReduceThread::State {
   }
 };
 
-AllReduceThread::AllReduceThread(MPI_Comm comm, std::int64_t chunk_bytes)
-    : state_(std::make_shared<State>()) {
-  state_->comm = comm;
+AllReduceThread::AllReduceThread(std::int64_t chunk_bytes) : state_(std::make_shared<State>()) {
+  const int rc = MPI_Comm_dup(MPI_COMM_WORLD, &state_->comm);
+  ANVIL_CHECK(rc == MPI_SUCCESS, "mpi", "MPI_Comm_dup for the all-reduce thread failed (error ", rc,
+              ")");
   state_->chunk_bytes = chunk_bytes;
   state_->scratch.resize(static_cast<std::size_t>(chunk_bytes));
-  MPI_Comm_rank(comm, &state_->rank);
-  MPI_Comm_size(comm, &state_->size);
+  MPI_Comm_rank(state_->comm, &state_->rank);
+  MPI_Comm_size(state_->comm, &state_->size);
   std::shared_ptr<State> state = state_;  // the thread keeps the state alive (abandon())
   thread_ = std::thread([state] { state->loop(); });
 }

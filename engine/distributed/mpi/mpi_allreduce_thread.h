@@ -2,7 +2,7 @@
 #pragma once
 // The all-reduce algorithms of the "mpi" communicator besides Open MPI's non-blocking
 // MPI_Iallreduce (Note [All-reduce algorithms]), run on a communication thread. Internal to
-// libanvil_mpi.so.
+// libanvil_mpi.so; no MPI type appears here (public headers expose no third-party header).
 //
 // Note [All-reduce algorithms]
 // ANVIL_ALLREDUCE picks how the mpi communicator all-reduces (read once, when MPI starts;
@@ -28,8 +28,6 @@
 // peer leaves the thread blocked inside MPI, the wait throws anyway, and the communicator,
 // now broken, abandons the thread instead of joining it at exit (its state is shared, so the
 // blocked thread never touches freed memory).
-#include <mpi.h>
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -49,12 +47,11 @@ namespace anvil::dist {
 struct AllReduceJob {
   void* data = nullptr;
   std::int64_t count = 0;
-  MPI_Datatype type = MPI_BYTE;
-  int element_bytes = 1;
-  MPI_Op op = MPI_SUM;
+  DType dtype = DType::f32;
+  bool max = false;   // else sum
   bool ring = false;  // else chunked MPI_Allreduce
   std::atomic<bool> done{false};
-  int error = MPI_SUCCESS;  // valid once done
+  int error = 0;  // MPI_SUCCESS or the MPI error code, valid once done
   const char* failed_call = "";
   std::mutex mutex;
   std::condition_variable finished;
@@ -68,8 +65,9 @@ using AllReduceJobPtr = std::shared_ptr<AllReduceJob>;
 
 class AllReduceThread {
  public:
-  // Takes ownership of `comm` (a duplicate of the world, MPI_THREAD_MULTIPLE).
-  AllReduceThread(MPI_Comm comm, std::int64_t chunk_bytes);
+  // Runs on a duplicate of MPI_COMM_WORLD (MPI started with MPI_THREAD_MULTIPLE); throws
+  // anvil::Error when it cannot be made.
+  explicit AllReduceThread(std::int64_t chunk_bytes);
   ~AllReduceThread();  // drains and joins the thread, frees the communicator; see abandon()
   AllReduceThread(const AllReduceThread&) = delete;
   AllReduceThread& operator=(const AllReduceThread&) = delete;
