@@ -6,10 +6,10 @@
 // odd, just above one chunk and several chunks with a remainder.
 #include <catch2/catch.hpp>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -45,8 +45,8 @@ void check_sum(dist::Communicator& c, std::int64_t n) {
     for (int r = 0; r < c.size(); ++r) want += static_cast<T>(value(r, i));
     const T got = t.data<T>()[i];
     // f64: bit for bit; f32: within 1 ulp per rank (the order of the sum may differ).
-    if (sizeof(T) == 8) {
-      if (std::memcmp(&got, &want, sizeof got) != 0) ++off;
+    if constexpr (sizeof(T) == 8) {  // the same bits (and so the same sign of zero)
+      if (std::bit_cast<std::uint64_t>(got) != std::bit_cast<std::uint64_t>(want)) ++off;
     } else {
       const T ulp = std::nextafter(std::fabs(want), T(INFINITY)) - std::fabs(want);
       if (!(std::fabs(got - want) <= ulp * static_cast<T>(c.size()))) ++off;
