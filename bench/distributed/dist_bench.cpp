@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // anvil_dist_bench: the distributed benchmarks, run under mpirun (one thread per rank).
-//   allreduce: all-reduce (sum, f32) time over message sizes 4 B .. --max-bytes (x2 steps), with
-//              algorithm and bus bandwidth as nccl-tests defines them (algbw = S / t,
-//              busbw = algbw x 2 (n - 1) / n), t = the slowest rank's mean time per call.
+//   allreduce: all-reduce (sum, f32) time over message sizes --min-bytes (4 B) .. --max-bytes
+//              (x2 steps), t = the slowest rank's mean time per call, algorithm bandwidth
+//              algbw = S / t, bus bandwidth busbw = algbw x 2 (n - 1) / n as nccl-tests, and
+//              busbw_algorithm = algbw x the factor of the algorithm that ran (busbw_factor,
+//              Note [Bus-bandwidth factor]); each size's result is verified
+//              first (as nccl-tests' -c): rank-dependent values, the sum within 1 ulp per rank.
 //   steps:     the data-parallel training step (models::TrainingStep + dist::DataParallel) of the
 //              given models at one per-rank batch, overlapped or not, with the time waiting for
 //              the gradient all-reduce, and each bucket's size and ready time (Note [Bucket
@@ -14,6 +17,7 @@
 // Writes one JSON document (rank 0) to --out; scripts/dist_report.py turns runs into the report.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -39,6 +43,50 @@ namespace {
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Note [Bus-bandwidth factor]
+// nccl-tests' bus bandwidth multiplies algbw by 2 (n - 1) / n: what each rank of a ring (or of
+// reduce-scatter + all-gather) sends and receives per byte of the tensor, so that busbw compares
+// with a link's speed. It holds for ring and chunked (Open MPI's coll/tuned picks ring or
+// Rabenseifner for large blocking all-reduces; both move 2 (n - 1) / n; for small ones it picks
+// recursive doubling, for which the factor flatters it, as nccl-tests' does for NCCL's trees).
+// libnbc runs a binomial tree: a reduce up and a broadcast down, ceil(log2 n) full-size messages
+// each way on the critical path, so its factor is 2 ceil(log2 n) (2 at 2 ranks, where the ring's
+// is 1): the rate at which its serial transfers ran, comparable with the same link speed.
+struct BusFactor {
+  double factor;
+  std::string label;
+};
+BusFactor bus_factor(const std::string& algorithm, int n) {
+  if (n < 2) return {0.0, "one rank: no traffic"};
+  if (algorithm.rfind("libnbc", 0) == 0) {
+    int rounds = 0;
+    while ((1 << rounds) < n) ++rounds;
+    return {2.0 * rounds, "2 ceil(log2 n): binomial reduce + broadcast, full size each hop"};
+  }
+  return {2.0 * (n - 1) / n, "2 (n - 1) / n: ring or reduce-scatter + all-gather"};
+}
+
+// Fills t (f32, host or device) with rank-dependent values, all-reduces it and counts the
+// elements further than 1 ulp per rank from the sum of every rank's values taken in rank order.
+std::int64_t verify_all_reduce(dist::Communicator& comm, std::int64_t count, const Device& dev) {
+  const auto value = [](int rank, std::int64_t i) {
+    return static_cast<float>((rank + 1) * 0.731 + static_cast<double>(i % 1009) * 1e-3);
+  };
+  Tensor host = Tensor::empty({count}, DType::f32);
+  for (std::int64_t i = 0; i < count; ++i) host.data<float>()[i] = value(comm.rank(), i);
+  Tensor t = dev.is_cpu() ? host : host.to(dev);
+  comm.all_reduce(t, dist::ReduceOp::sum);
+  const Tensor got = dev.is_cpu() ? t : t.to(Device::cpu());
+  std::int64_t off = 0;
+  for (std::int64_t i = 0; i < count; ++i) {
+    float want = 0;
+    for (int r = 0; r < comm.size(); ++r) want += value(r, i);
+    const float ulp = std::nextafter(std::fabs(want), INFINITY) - std::fabs(want);
+    if (!(std::fabs(got.data<float>()[i] - want) <= ulp * static_cast<float>(comm.size()))) ++off;
+  }
+  return off;
 }
 
 double median(std::vector<double> v) {
@@ -118,7 +166,7 @@ class BucketReadyClock {
 
 struct Args {
   std::string mode, out = "dist_bench.json", dist = "auto";
-  std::int64_t max_bytes = 256ll << 20;
+  std::int64_t min_bytes = 4, max_bytes = 256ll << 20;
   std::vector<std::string> models;
   std::vector<std::int64_t> batches;  // per model, per rank
   int reps = 3, warmup = 1;
@@ -153,6 +201,8 @@ Args parse(int argc, char** argv) {
       a.out = v;
     else if (k == "--dist")
       a.dist = v;
+    else if (k == "--min-bytes")
+      a.min_bytes = std::stoll(v);
     else if (k == "--max-bytes")
       a.max_bytes = std::stoll(v);
     else if (k == "--reps")
@@ -179,9 +229,17 @@ json run_allreduce(const Args& a, dist::Communicator& comm) {
   json rows = json::array();
   const bool gpu = comm.backend() == "nccl";
   const Device dev = gpu ? Device::cuda(comm.cuda_device()) : Device::cpu();
-  const double n = comm.size();
-  for (std::int64_t bytes = 4; bytes <= a.max_bytes; bytes *= 2) {
+  ANVIL_CHECK(a.min_bytes >= 4 && a.min_bytes <= a.max_bytes, "anvil_dist_bench",
+              "--min-bytes must be in [4, --max-bytes], got ", a.min_bytes);
+  for (std::int64_t bytes = a.min_bytes; bytes <= a.max_bytes; bytes *= 2) {
     const std::int64_t count = bytes / 4;
+    const std::string algorithm = comm.all_reduce_algorithm(bytes);
+    const BusFactor bus = bus_factor(algorithm, comm.size());
+    // Every rank's count, summed: a failed check on any rank fails the run.
+    const double wrong = comm.all_reduce_scalar(
+        static_cast<double>(verify_all_reduce(comm, count, dev)), dist::ReduceOp::sum);
+    ANVIL_CHECK(wrong == 0, "anvil_dist_bench allreduce", algorithm, " at ", bytes, " B: ", wrong,
+                " element(s) differ from the sum by more than 1 ulp per rank");
     Tensor t = Tensor::ones({count}, DType::f32, dev);
     // About 0.2 s of calls at 2 GB/s, between 5 and 200.
     const int iters =
@@ -200,13 +258,20 @@ json run_allreduce(const Args& a, dist::Communicator& comm) {
     const double algbw = static_cast<double>(bytes) / t_s / 1e9;
     rows.push_back({{"bytes", bytes},
                     {"count", count},
+                    {"algorithm", algorithm},
+                    {"verified", true},
+                    {"busbw_factor", bus.factor},
+                    {"busbw_factor_label", bus.label},
                     {"iters", iters},
                     {"time_us", t_s * 1e6},
                     {"algbw_GBps", algbw},
-                    {"busbw_GBps", algbw * 2.0 * (n - 1) / n}});
+                    // nccl-tests' convention, whatever ran (the reports compare with it)
+                    {"busbw_GBps", algbw * 2.0 * (comm.size() - 1) / comm.size()},
+                    {"busbw_algorithm_GBps", algbw * bus.factor}});
     if (comm.rank() == 0) {
-      std::printf("allreduce %10lld B  %10.1f us  algbw %7.3f GB/s  busbw %7.3f GB/s\n",
-                  static_cast<long long>(bytes), t_s * 1e6, algbw, algbw * 2.0 * (n - 1) / n);
+      std::printf("allreduce %10lld B  %10.1f us  algbw %7.3f GB/s  busbw %7.3f GB/s (x%.2f)  %s\n",
+                  static_cast<long long>(bytes), t_s * 1e6, algbw, algbw * bus.factor, bus.factor,
+                  algorithm.c_str());
       std::fflush(stdout);
     }
   }

@@ -185,10 +185,54 @@ CommunicatorPtr load_mpi() {
 
 }  // namespace
 
+const char* all_reduce_algorithm_name(AllReduceAlgorithm a) {
+  switch (a) {
+    case AllReduceAlgorithm::libnbc:
+      return "libnbc";
+    case AllReduceAlgorithm::chunked:
+      return "chunked";
+    case AllReduceAlgorithm::ring:
+      return "ring";
+    case AllReduceAlgorithm::automatic:
+      return "auto";
+  }
+  return "?";
+}
+
+AllReduceAlgorithm all_reduce_algorithm_from_env() {
+  const char* v = std::getenv("ANVIL_ALLREDUCE");
+  if (v == nullptr || v[0] == '\0') return AllReduceAlgorithm::libnbc;
+  for (auto a : {AllReduceAlgorithm::libnbc, AllReduceAlgorithm::chunked, AllReduceAlgorithm::ring,
+                 AllReduceAlgorithm::automatic})
+    if (std::strcmp(v, all_reduce_algorithm_name(a)) == 0) return a;
+  fail_config("ANVIL_ALLREDUCE", "expected libnbc, chunked, ring or auto, got '", v, "'");
+}
+
+std::int64_t all_reduce_chunk_bytes_from_env() {
+  const char* v = std::getenv("ANVIL_ALLREDUCE_CHUNK_KIB");
+  if (v == nullptr || v[0] == '\0') return std::int64_t{8} << 20;
+  const auto kib = parse_number<long>(v);
+  // 64 MiB at most: a chunk's element count must fit MPI's int at any dtype.
+  ANVIL_CHECK_CONFIG(kib.has_value() && *kib >= 1 && *kib <= 65536, "ANVIL_ALLREDUCE_CHUNK_KIB",
+                     "expected KiB in [1, 65536], got '", v, "'");
+  return static_cast<std::int64_t>(*kib) << 10;
+}
+
+AllReduceAlgorithm resolve_all_reduce(AllReduceAlgorithm a, std::int64_t bytes) {
+  if (a != AllReduceAlgorithm::automatic) return a;
+  return bytes < (std::int64_t{1} << 20) ? AllReduceAlgorithm::libnbc : AllReduceAlgorithm::chunked;
+}
+
 CommunicatorPtr create_communicator(const std::string& name) {
   if (name == "single") return std::make_shared<SingleCommunicator>();
   if (name == "auto") return create_communicator(launcher_world_size() > 1 ? "mpi" : "single");
-  if (name == "mpi") return load_mpi();
+  if (name == "mpi") {
+    // A bad algorithm or chunk is the user's configuration error (exit 2), named before MPI
+    // starts; the module reads the same values (Note [All-reduce algorithms]).
+    all_reduce_algorithm_from_env();
+    all_reduce_chunk_bytes_from_env();
+    return load_mpi();
+  }
   if (name == "nccl") return create_nccl_communicator();
   ANVIL_CHECK(false, "create_communicator", "unknown backend '", name,
               "'; expected single, mpi, nccl or auto");

@@ -66,6 +66,12 @@ class Communicator {
   // The GPU this rank's device collectives run on (nccl: one per rank, Note [One GPU per rank]);
   // -1 for the host backends. Models and gradients of this rank belong there.
   virtual int cuda_device() const { return -1; }
+  // The all-reduce algorithm this backend runs for a tensor of `bytes`, for logs and results
+  // (mpi: Note [All-reduce algorithms] in engine/distributed/mpi/mpi_allreduce_thread.h).
+  virtual std::string all_reduce_algorithm(std::int64_t bytes) const {
+    (void)bytes;
+    return backend();
+  }
   // In place on a contiguous tensor of f32, f64 or i64 (average: floating types only), of any
   // size including 0. The tensor must stay alive and untouched until the Work completes.
   virtual WorkPtr all_reduce_async(Tensor& t, ReduceOp op) = 0;
@@ -111,6 +117,16 @@ int launcher_world_size();
 // the backend and the reason when it cannot be created. "nccl" bootstraps over "mpi" under a
 // multi-rank launch and over nothing for one process (Note [NCCL without MPI on one process]).
 CommunicatorPtr create_communicator(const std::string& name);
+
+// The mpi communicator's all-reduce algorithms (Note [All-reduce algorithms] in
+// engine/distributed/mpi/mpi_allreduce_thread.h): ANVIL_ALLREDUCE and ANVIL_ALLREDUCE_CHUNK_KIB
+// (default 8192), each throwing anvil::ConfigError on a bad value; resolve_all_reduce gives the
+// algorithm that runs for a tensor of `bytes` (auto resolved).
+enum class AllReduceAlgorithm { libnbc, chunked, ring, automatic };
+const char* all_reduce_algorithm_name(AllReduceAlgorithm a);
+AllReduceAlgorithm all_reduce_algorithm_from_env();
+std::int64_t all_reduce_chunk_bytes_from_env();
+AllReduceAlgorithm resolve_all_reduce(AllReduceAlgorithm a, std::int64_t bytes);
 
 // Checks the arguments every backend checks the same way (contiguity, dtype, sizes).
 void check_collective(const char* op, const Tensor& t, ReduceOp reduce, bool reducing);

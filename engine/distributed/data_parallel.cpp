@@ -3,6 +3,7 @@
 #include "engine/distributed/data_parallel.h"
 
 #include <chrono>
+#include <algorithm>
 #include <cstdio>
 
 #include "engine/autograd/autograd_meta.h"
@@ -121,6 +122,10 @@ std::string DataParallel::describe() const {
     s += mb;
     elements += buckets_[i].flat.numel();
   }
+  std::int64_t largest = 0;
+  for (std::size_t i = 0; i < buckets_.size(); ++i) largest = std::max(largest, bucket_bytes(i));
+  if (!options_.shard_optimizer && !buckets_.empty())
+    s += "; all-reduce of the largest: " + comm_->all_reduce_algorithm(largest);
   if (options_.shard_optimizer)
     s += "; ZeRO-1: reduce-scatter, the optimizer updates " + std::to_string(shard_elements()) +
          " of " + std::to_string(elements) + " elements on this rank, all-gather";

@@ -59,6 +59,8 @@ expect 2 "--accumulate 2 on a language model" "--accumulate applies to classifie
 expect 2 "--on-divergence maybe" "--on-divergence: maybe not in" -- "$anvil" train --model mlp_mnist --on-divergence maybe
 expect 2 "ANVIL_DIST_TIMEOUT=-3" "ANVIL_DIST_TIMEOUT: .*got '-3'" -- env ANVIL_DIST_TIMEOUT=-3 "${small[@]}"
 expect 2 "ANVIL_MPI_PROGRESS_US=abc" "ANVIL_MPI_PROGRESS_US: .*got 'abc'" -- env ANVIL_MPI_PROGRESS_US=abc "${small[@]}"
+expect 2 "ANVIL_ALLREDUCE=tree" "ANVIL_ALLREDUCE: expected libnbc, chunked, ring, auto, got 'tree'" -- env ANVIL_ALLREDUCE=tree "${small[@]}"
+expect 2 "ANVIL_ALLREDUCE_CHUNK_KIB=0" "ANVIL_ALLREDUCE_CHUNK_KIB: .*got '0'" -- env ANVIL_ALLREDUCE_CHUNK_KIB=0 "${small[@]}"
 expect 2 "ANVIL_AUTOTUNE=yes" "ANVIL_AUTOTUNE: expected 0, 1, got 'yes'" -- env ANVIL_AUTOTUNE=yes "${small[@]}"
 expect 2 "ANVIL_VERBOSE=dispatc" "ANVIL_VERBOSE: .*got 'dispatc'" -- env ANVIL_VERBOSE=dispatc "${small[@]}"
 expect 2 "option parser errors are one line too" "The following arguments were not expected" -- "$anvil" train --model mlp_mnist --bogus 1

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The distributed fault suite of `anvil train` at 2 ranks (docs/distributed.md, "Failures"):
 # ranks started with disagreeing options, one rank failing before or after the first
-# collective, one rank stalled (also under --accumulate 2 and --shard-optimizer). Every case must end the whole job
+# collective, one rank stalled (also under --accumulate 2, --shard-optimizer and the chunked and ring all-reduces). Every case must end the whole job
 # within BOUND seconds with a non-zero status and exactly one "anvil: error:" line naming the
 # problem, and leave the checkpoint it was given byte for byte as it was. A small synthetic MNIST-format dataset keeps
 # every run to a few seconds. Usage: test_dist_train_faults.sh MPIRUN ANVIL
@@ -178,6 +178,20 @@ expect stall_shard 'rank 0 of 2: .*(reduce_scatter|all_gather).*waited 3 s witho
 check_stalled_gone stall_shard "$before"
 expect error_shard 'rank 1 of 2: .*test fault \(ANVIL_TEST_FAULT\) on rank 1 at step 3' \
   $long ANVIL_TEST_FAULT=error@1:3 -- "${o_shard[@]}" : "${o_shard[@]}"
+
+# The same under the all-reduce algorithms of the communication thread (Note [All-reduce
+# algorithms]): the stalled peer leaves that thread blocked in MPI; the wait must still time out
+# and the job end. 1 KiB chunks: each all-reduce is many chunks.
+for algo in chunked ring; do
+  before=$failures
+  expect "stall_$algo" 'rank 0 of 2: .*all_reduce.*waited 3 s without completion' ANVIL_DIST_TIMEOUT=3 \
+    ANVIL_ALLREDUCE=$algo ANVIL_ALLREDUCE_CHUNK_KIB=1 ANVIL_TEST_FAULT=stall@1:3 -- \
+    "${opts[@]}" "${ck[@]}" : "${opts[@]}" "${ck[@]}"
+  check_stalled_gone "stall_$algo" "$before"
+  expect "error_$algo" 'rank 1 of 2: .*test fault \(ANVIL_TEST_FAULT\) on rank 1 at step 3' \
+    $long ANVIL_ALLREDUCE=$algo ANVIL_TEST_FAULT=error@1:3 -- "${opts[@]}" "${ck[@]}" : \
+    "${opts[@]}" "${ck[@]}"
+done
 
 if [[ $failures -ne 0 ]]; then echo "FAIL: $failures case(s)"; exit 1; fi
 echo "PASS"

@@ -35,11 +35,13 @@ const std::vector<Choice> kChoices = {
     {"ANVIL_CUDNN_LOG", {"0", "1"}},
     {"ANVIL_MPI_YIELD", {"0", "1"}},
     {"ANVIL_MPI_PROGRESS", {"hooks", "thread"}},
+    {"ANVIL_ALLREDUCE", {"libnbc", "chunked", "ring", "auto"}},
     {"ANVIL_VERBOSE", {"dispatch", "dispatch_all"}, true},
 };
 const std::vector<Range> kRanges = {
-    {"ANVIL_DIST_TIMEOUT", 1e-3, 86400.0, false},  // seconds, up to a day
-    {"ANVIL_MPI_PROGRESS_US", 1, 100000, true},    // the poll interval, microseconds
+    {"ANVIL_DIST_TIMEOUT", 1e-3, 86400.0, false},   // seconds, up to a day
+    {"ANVIL_MPI_PROGRESS_US", 1, 100000, true},     // the poll interval, microseconds
+    {"ANVIL_ALLREDUCE_CHUNK_KIB", 1, 65536, true},  // chunked/ring all-reduce chunk
     {"ANVIL_CUDNN_WORKSPACE_MB", 0, 1 << 24, true},
 };
 

@@ -4,7 +4,8 @@
 // of aborting (MPI_ERRORS_RETURN), non-blocking collectives (MPI_Iallreduce, MPI_Ibcast,
 // MPI_Iallgather, MPI_Ireduce_scatter_block, MPI_Ibarrier) whose Work polls MPI_Test until done or
 // the timeout (Note [Collective timeout]). Average = MPI sum, then a scale by 1/size on completion.
-// Optionally a progress thread drives collectives in flight (Note [MPI progress thread]).
+// Optionally a progress thread drives collectives in flight (Note [MPI progress thread]), and
+// all-reduces run chunked or as a ring on a communication thread (Note [All-reduce algorithms]).
 #include <mpi.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -22,8 +24,12 @@
 #include "engine/core/error.h"
 #include "engine/core/parse_number.h"
 #include "engine/distributed/communicator.h"
+#include "engine/distributed/mpi/mpi_allreduce_thread.h"
 
 namespace anvil::dist {
+
+MPI_Datatype mpi_type(DType d);  // mpi_allreduce_thread.cpp
+
 namespace {
 
 std::string mpi_error_text(int code) {
@@ -31,23 +37,6 @@ std::string mpi_error_text(int code) {
   int len = 0;
   MPI_Error_string(code, text, &len);
   return std::string(text, static_cast<std::size_t>(len));
-}
-
-MPI_Datatype mpi_type(DType d) {
-  switch (d) {
-    case DType::f32:
-      return MPI_FLOAT;
-    case DType::f64:
-      return MPI_DOUBLE;
-    case DType::i64:
-      return MPI_INT64_T;
-    case DType::i32:
-      return MPI_INT32_T;
-    case DType::bf16:
-    case DType::f16:
-      break;  // check_collective refused them before (no MPI type for 16-bit floats)
-  }
-  fail("mpi", "no MPI datatype for ", dtype_name(d));
 }
 
 int mpi_count(const char* op, std::int64_t n) {
@@ -96,14 +85,19 @@ std::chrono::microseconds progress_interval() {
 class MpiWork final : public Work {
  public:
   MpiWork(MpiCommunicator& comm, MPI_Request req, std::string what, Tensor scaled, double scale);
+  // A job of the communication thread (Note [All-reduce algorithms]) instead of a request.
+  MpiWork(MpiCommunicator& comm, AllReduceJobPtr job, std::string what, Tensor scaled,
+          double scale);
   ~MpiWork() override;
   bool test() override;
   void wait() override;
 
  private:
   void complete();
+  [[noreturn]] void timed_out(double timeout);
   MpiCommunicator& comm_;
-  MPI_Request req_;
+  MPI_Request req_ = MPI_REQUEST_NULL;
+  AllReduceJobPtr job_;
   std::string what_;  // "all_reduce sum f32 x 1000" for errors
   Tensor scaled_;     // average: the tensor to scale by scale_ on completion
   double scale_ = 1.0;
@@ -118,13 +112,15 @@ class MpiCommunicator final : public Communicator {
     if (!initialised) {
       int provided = 0;
       // FUNNELED: only the thread that runs training (and its backward hooks) calls MPI;
-      // MULTIPLE when a progress thread polls too (Note [MPI progress thread]).
-      const int wanted = progress_thread_requested() ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
+      // MULTIPLE when a progress thread polls too (Note [MPI progress thread]) or a
+      // communication thread all-reduces (Note [All-reduce algorithms]).
+      const bool threads = progress_thread_requested() || algorithm_ != AllReduceAlgorithm::libnbc;
+      const int wanted = threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
       check(MPI_Init_thread(nullptr, nullptr, wanted, &provided), "MPI_Init_thread");
       owns_mpi_ = true;
-      ANVIL_CHECK(provided >= wanted, "mpi",
-                  "ANVIL_MPI_PROGRESS=thread needs MPI_THREAD_MULTIPLE, ",
-                  "this MPI provides level ", provided);
+      ANVIL_CHECK(provided >= wanted, "mpi", "ANVIL_MPI_PROGRESS=thread and ANVIL_ALLREDUCE=",
+                  all_reduce_algorithm_name(algorithm_),
+                  " need MPI_THREAD_MULTIPLE, this MPI provides level ", provided);
     }
     check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
     check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
@@ -143,13 +139,18 @@ class MpiCommunicator final : public Communicator {
       interval_ = progress_interval();
       progress_thread_ = std::thread([this] { progress_loop(); });
     }
+    if (algorithm_ != AllReduceAlgorithm::libnbc) {
+      allreduce_thread_ = std::make_unique<AllReduceThread>(chunk_bytes_);
+    }
   }
   // At process exit (a static in the module): MPI_Finalize, unless a collective timed out, in
   // which case the process leaves without it (finalizing with a dead peer can hang) and mpirun
   // reports the job as failed.
   ~MpiCommunicator() override {
     stop_progress_thread();
-    if (broken_ || !owns_mpi_) return;
+    if (broken_) return;        // an abandoned communication thread is detached with its member
+    allreduce_thread_.reset();  // joined, its communicator freed, before MPI_Finalize
+    if (!owns_mpi_) return;
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized) return;
@@ -162,16 +163,40 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   std::string backend() const override { return "mpi"; }
   std::string version() const override { return version_; }
+  std::string all_reduce_algorithm(std::int64_t bytes) const override {
+    const AllReduceAlgorithm a = resolve_all_reduce(algorithm_, bytes);
+    if (a == AllReduceAlgorithm::libnbc) return "libnbc (MPI_Iallreduce in place)";
+    return detail::str_cat(all_reduce_algorithm_name(a),
+                           a == AllReduceAlgorithm::ring ? " (own ring" : " (MPI_Allreduce",
+                           ", chunks of ", chunk_bytes_ >> 10, " KiB, communication thread)");
+  }
 
   WorkPtr all_reduce_async(Tensor& t, ReduceOp op) override {
     check_collective("mpi all_reduce", t, op, true);
     check_host("mpi all_reduce", t);
     const MPI_Op mop = op == ReduceOp::max ? MPI_MAX : MPI_SUM;
+    const bool avg = op == ReduceOp::average && size_ > 1;
+    const AllReduceAlgorithm a =
+        resolve_all_reduce(algorithm_, t.numel() * static_cast<std::int64_t>(t.element_size()));
+    if (a != AllReduceAlgorithm::libnbc) {
+      auto job = std::make_shared<AllReduceJob>();
+      job->data = t.data_ptr();
+      job->count = t.numel();
+      job->dtype = t.dtype();
+      job->max = op == ReduceOp::max;
+      job->ring = a == AllReduceAlgorithm::ring;
+      if (t.numel() == 0 || size_ == 1)
+        job->done = true;  // nothing to exchange (every rank sees the same numel)
+      else
+        allreduce_thread_->submit(job);
+      return std::make_shared<MpiWork>(*this, std::move(job),
+                                       describe_op("all_reduce", t, reduce_op_name(op)),
+                                       avg ? t : Tensor(), 1.0 / size_);
+    }
     MPI_Request req = MPI_REQUEST_NULL;
     check(MPI_Iallreduce(MPI_IN_PLACE, t.data_ptr(), mpi_count("mpi all_reduce", t.numel()),
                          mpi_type(t.dtype()), mop, comm_, &req),
           "MPI_Iallreduce");
-    const bool avg = op == ReduceOp::average && size_ > 1;
     return std::make_shared<MpiWork>(*this, req, describe_op("all_reduce", t, reduce_op_name(op)),
                                      avg ? t : Tensor(), 1.0 / size_);
   }
@@ -237,11 +262,15 @@ class MpiCommunicator final : public Communicator {
 
   void check(int code, const char* call) {
     if (code == MPI_SUCCESS) return;
-    broken_ = true;
+    mark_broken();
     throw Error(detail::str_cat("mpi: ", call, " failed on rank ", rank_, " of ", size_, ": ",
                                 mpi_error_text(code)));
   }
-  void mark_broken() { broken_ = true; }
+  // The communication thread may be blocked in MPI for good: it is not joined at exit.
+  void mark_broken() {
+    broken_ = true;
+    if (allreduce_thread_) allreduce_thread_->abandon();
+  }
   bool broken() const { return broken_; }
   // Collectives in flight, for the progress thread (Note [MPI progress thread]).
   void started() {
@@ -302,6 +331,10 @@ class MpiCommunicator final : public Communicator {
   int in_flight_ = 0;
   bool stop_ = false;
   std::chrono::microseconds interval_{100};
+  // Note [All-reduce algorithms]; read before MPI starts (they decide the thread level).
+  AllReduceAlgorithm algorithm_ = all_reduce_algorithm_from_env();
+  std::int64_t chunk_bytes_ = all_reduce_chunk_bytes_from_env();
+  std::unique_ptr<AllReduceThread> allreduce_thread_;
   int rank_ = 0, size_ = 1;
   bool owns_mpi_ = false;
   bool broken_ = false;
@@ -322,6 +355,16 @@ bool yield_between_polls() {
 MpiWork::MpiWork(MpiCommunicator& comm, MPI_Request req, std::string what, Tensor scaled,
                  double scale)
     : comm_(comm), req_(req), what_(std::move(what)), scaled_(std::move(scaled)), scale_(scale) {
+  comm_.started();
+}
+
+MpiWork::MpiWork(MpiCommunicator& comm, AllReduceJobPtr job, std::string what, Tensor scaled,
+                 double scale)
+    : comm_(comm),
+      job_(std::move(job)),
+      what_(std::move(what)),
+      scaled_(std::move(scaled)),
+      scale_(scale) {
   comm_.started();
 }
 
@@ -346,6 +389,12 @@ void MpiWork::complete() {
 
 bool MpiWork::test() {
   if (done_) return true;
+  if (job_) {
+    if (!job_->done.load(std::memory_order_acquire)) return false;
+    comm_.check(job_->error, job_->failed_call);
+    complete();
+    return true;
+  }
   int flag = 0;
   comm_.check(MPI_Test(&req_, &flag, MPI_STATUS_IGNORE), "MPI_Test");
   if (flag) complete();
@@ -356,18 +405,27 @@ void MpiWork::wait() {
   if (done_) return;
   const double timeout = collective_timeout_seconds();
   const auto start = std::chrono::steady_clock::now();
+  if (job_) {  // sleep until the communication thread is done (or the timeout)
+    job_->wait_until(start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(timeout)));
+    if (test()) return;
+    timed_out(timeout);
+  }
   for (std::uint64_t spins = 0;; ++spins) {
     if (test()) return;
     if (yield_between_polls()) std::this_thread::yield();
     if ((spins & 1023) == 0 &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout) {
-      comm_.mark_broken();
-      throw Error(detail::str_cat("mpi ", what_, ": rank ", comm_.rank(), " of ", comm_.size(),
-                                  " waited ", timeout,
-                                  " s without completion (ANVIL_DIST_TIMEOUT); a peer rank "
-                                  "probably died or stalled"));
-    }
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout)
+      timed_out(timeout);
   }
+}
+
+void MpiWork::timed_out(double timeout) {
+  comm_.mark_broken();
+  throw Error(detail::str_cat("mpi ", what_, ": rank ", comm_.rank(), " of ", comm_.size(),
+                              " waited ", timeout,
+                              " s without completion (ANVIL_DIST_TIMEOUT); a peer rank "
+                              "probably died or stalled"));
 }
 
 }  // namespace
