@@ -188,6 +188,18 @@ Support supports_dtype(const GemmProblem& p, DType want, const char* name) {
   return Support::yes();
 }
 
+// Registers a Note [Half GEMM via f32] variant for one 16-bit dtype.
+template <typename Format>
+void add_via_f32(const char* name, DType dtype, const char* description) {
+  const std::string where = std::string("gemm ") + name;
+  gemm_table().add({
+      .name = name,
+      .supports = [name, dtype](const GemmProblem& p) { return supports_dtype(p, dtype, name); },
+      .fn = [where, dtype](const GemmArgs& a) { gemm_via_f32<Format>(a, dtype, where.c_str()); },
+      .description = description,
+  });
+}
+
 }  // namespace
 
 bool gemm_bf16_native_available() {
@@ -212,26 +224,10 @@ void register_gemm_half() {
       .fn = gemm_bf16_native,
       .description = "own bf16 GEMM, AVX-512 BF16 vdpbf16ps, f32 accumulation, OpenMP",
   });
-  gemm_table().add({
-      .name = "cpu.bf16_via_f32",
-      .supports =
-          [](const GemmProblem& p) { return supports_dtype(p, DType::bf16, "cpu.bf16_via_f32"); },
-      .fn =
-          [](const GemmArgs& a) {
-            gemm_via_f32<half_detail::BFloat16Format>(a, DType::bf16, "gemm cpu.bf16_via_f32");
-          },
-      .description = "bf16 fallback: widen to f32, cpu.blocked, round C to bf16",
-  });
-  gemm_table().add({
-      .name = "cpu.f16_via_f32",
-      .supports =
-          [](const GemmProblem& p) { return supports_dtype(p, DType::f16, "cpu.f16_via_f32"); },
-      .fn =
-          [](const GemmArgs& a) {
-            gemm_via_f32<half_detail::Float16Format>(a, DType::f16, "gemm cpu.f16_via_f32");
-          },
-      .description = "f16: widen to f32, cpu.blocked, round C to f16",
-  });
+  add_via_f32<half_detail::BFloat16Format>(
+      "cpu.bf16_via_f32", DType::bf16, "bf16 fallback: widen to f32, cpu.blocked, round C to bf16");
+  add_via_f32<half_detail::Float16Format>("cpu.f16_via_f32", DType::f16,
+                                          "f16: widen to f32, cpu.blocked, round C to f16");
 }
 
 }  // namespace anvil::kernels
