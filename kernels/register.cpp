@@ -3,6 +3,7 @@
 // register_builtin_kernels() (engine/dispatch/registration.cpp) calls it once, on first use of
 // any table (Note [Kernel registration]).
 #include "engine/dispatch/registration.h"
+#include "kernels/cpu/bf16/gemm_half.h"
 #include "kernels/cpu/blocked/gemm_blocked.h"
 #include "kernels/cpu/eigen/gemm_eigen.h"
 #include "kernels/cpu/conv_heuristic.h"
@@ -32,6 +33,7 @@ void detail::fill_builtin_kernel_tables() {
     // per-shape default choice (Note [GEMM heuristic]).
     kernels::register_gemm_ref();
     kernels::register_gemm_blocked();
+    kernels::register_gemm_half();
     kernels::register_gemm_eigen();
     kernels::register_gemm_onednn();
     kernels::install_gemm_heuristic();

@@ -90,6 +90,26 @@ TEST_CASE("a variant that ran fewer problems than the minimum is counted", "[var
   CHECK(tally.check() == 0);
 }
 
+TEST_CASE("a variant for other dtypes that declines for its dtype alone is not counted",
+          "[variants][tally]") {
+  TallyTable& t = table(true);
+  anvil::test::VariantTally tally(t, 3);
+  tally.ran["good"] = 3;
+  tally.skipped["decliner"]["decliner handles bf16 only, not f32"] = 3;
+  CHECK(tally.check() == 0);
+}
+
+// [!shouldfail]: one other reason among its declines and the variant is held to the minimum.
+TEST_CASE("a variant that also declines for another reason than its dtype is counted",
+          "[variants][tally][!shouldfail]") {
+  TallyTable& t = table(true);
+  anvil::test::VariantTally tally(t, 3);
+  tally.ran["good"] = 3;
+  tally.skipped["decliner"]["decliner handles bf16 only, not f32"] = 2;
+  tally.skipped["decliner"]["declines everything"] = 1;
+  tally.check();
+}
+
 // ---- the harness (tests/helpers/variant_harness.h) on a private table ---------------------------
 
 namespace {

@@ -17,13 +17,14 @@ int VariantTally::check() const {
     std::ostringstream os;
     os << table_.op() << " variant " << info.name << ": ran " << n << " problems";
     if (auto s = seconds.find(info.name); s != seconds.end()) os << " in " << s->second << " s";
-    bool machine_only = false;
+    bool machine_only = false, dtype_only = false;
     if (auto s = skipped.find(info.name); s != skipped.end()) {
-      machine_only = !s->second.empty();
+      machine_only = dtype_only = !s->second.empty();
       for (const auto& [reason, count] : s->second) {
         os << "; skipped " << count << " (" << reason << ")";
         machine_only = machine_only && device_ == DeviceType::cpu &&
                        reason.find("this CPU") != std::string::npos;
+        dtype_only = dtype_only && reason.find(" only, not ") != std::string::npos;
       }
     }
     WARN(os.str());
@@ -31,6 +32,11 @@ int VariantTally::check() const {
     if (n == 0 && machine_only) {
       WARN(table_.op() << " variant " << info.name
                        << " cannot run on this machine (reasons above): not counted");
+      continue;
+    }
+    if (n == 0 && dtype_only) {
+      WARN(table_.op() << " variant " << info.name
+                       << " takes none of the dtypes offered (reasons above): not counted here");
       continue;
     }
     ++under;

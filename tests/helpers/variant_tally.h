@@ -6,7 +6,9 @@
 // registered variant of the harness's device (CPU unless told) other than `ref` that ran fewer
 // problems than the harness's stated minimum. The one exemption: a variant that declined every
 // problem it was offered for a reason naming this machine ("... this CPU ...", e.g. no AVX-512),
-// which it reports and the log shows.
+// which it reports and the log shows; and a variant for other dtypes that declined every problem
+// with "<variant> handles <dtype> only, not <dtype>" (the bf16/f16 GEMMs in an f32 harness: their
+// own file, tests/test_gemm_half_variants.cpp, checks them).
 #include <map>
 #include <string>
 
