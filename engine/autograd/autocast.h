@@ -21,9 +21,9 @@ namespace anvil {
 // records them and the backward of a cast is the cast back: a gradient reaches an f32 parameter in
 // f32 (the master weights stay f32). The GEMM kernels accumulate in f32 or wider: until the fast
 // bf16 kernels exist, `ref` takes bf16/f16 operands, accumulates in double and rounds the output
-// once (kernels/cpu/ref). The optimizer is not an op here: it never sees autocast (Note [FP32
-// master weights] is the optimizer's side). Guards nest; the innermost wins, and
-// AutocastGuard{Precision::fp32} turns autocast off inside an outer one
+// once (kernels/cpu/ref). The optimizer is not an op here: it calls the kernels directly
+// on f32 parameters and their f32 gradients, so autocast never reaches it. Guards nest; the
+// innermost wins, and AutocastGuard{Precision::fp32} turns autocast off inside an outer one
 // (torch.autocast(enabled=False)). tf32 is an fp32 policy: it casts nothing. The state is per
 // thread, like grad mode: a worker thread starts with autocast off. With ANVIL_VERBOSE=dispatch
 // each distinct decision prints one line (describe_autocast()).
