@@ -138,3 +138,43 @@ TEST_CASE("anvil train: bad configurations fail with clear errors", "[train][err
   REQUIRE_THROWS_WITH(tools::run_training(c, log),
                       Catch::Contains("--device must be cpu or cuda, got 'tpu'"));
 }
+
+TEST_CASE("anvil train --precision bf16 trains to about fp32's accuracy with f32 weights",
+          "[train][real_data][autocast]") {
+  std::ostringstream log;
+  const std::string ckpt = temp_path("bf16.safetensors");
+  auto fp32 = small_run("mlp_mnist");
+  fp32.epochs = 2;
+  auto bf16 = fp32;
+  bf16.precision = "bf16";
+  bf16.checkpoint = ckpt;
+  const auto r32 = tools::run_training(fp32, log);
+  const auto r16 = tools::run_training(bf16, log);
+  std::printf("anvil train (mlp_mnist, 960 images, 2 epochs): test accuracy fp32 %.4f, bf16 %.4f\n",
+              r32.test_metric, r16.test_metric);
+  // bf16 keeps 8 significant bits: the run differs from fp32's (it did run in bf16), but on
+  // 1200 test images the accuracy stays within 3 points (36 images) of fp32's.
+  REQUIRE(r16.epochs.front().train_loss != r32.epochs.front().train_loss);
+  REQUIRE(std::abs(r16.test_metric - r32.test_metric) < 0.03);
+  // The master weights are checkpointed in f32, and the run's precision is recorded.
+  const SafetensorsFile file = load_safetensors(ckpt);
+  std::filesystem::remove(ckpt);
+  REQUIRE(file.metadata.at("anvil_train.precision") == "bf16");
+  REQUIRE(!file.tensors.empty());
+  for (const auto& [name, t] : file.tensors) {
+    INFO(name);
+    if (t.dtype() != DType::i64) REQUIRE(t.dtype() == DType::f32);  // i64: generator state
+  }
+}
+
+TEST_CASE("anvil train --precision refuses what it cannot run yet", "[train][errors][autocast]") {
+  std::ostringstream log;
+  auto c = small_run("mlp_mnist");
+  c.precision = "fp8";
+  REQUIRE_THROWS_AS(tools::run_training(c, log), ConfigError);
+  REQUIRE_THROWS_WITH(tools::run_training(c, log), Catch::Contains("unknown precision 'fp8'"));
+  c.precision = "fp16";
+  REQUIRE_THROWS_WITH(tools::run_training(c, log), Catch::Contains("loss scaling"));
+  c.precision = "tf32";
+  REQUIRE_THROWS_WITH(tools::run_training(c, log), Catch::Contains("GPU tensor-core mode"));
+}

@@ -14,6 +14,10 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   check_defined(x, "dropout", "input");
   ANVIL_CHECK(p >= 0.0 && p < 1.0, "dropout", "probability must be in [0, 1), got ", p);
   if (!training || p == 0.0) return x;
+  // A 16-bit input (an autocast activation, Note [Autocast policy]) is dropped in f32, as the
+  // other 16-bit pointwise ops compute: the same mask as an f32 run draws, the result rounded
+  // to the input's type, and through the casts the gradient comes back in that type.
+  if (is_half(x.dtype())) return dropout(x.to(DType::f32), p, training, gen).to(x.dtype());
   ANVIL_CHECK(is_floating(x.dtype()), "dropout", "needs a floating-point tensor, got ",
               dtype_name(x.dtype()));
   const Tensor xc = x.detach().contiguous();

@@ -7,6 +7,7 @@
 // which saves a pass over y (or, for wide outputs from a narrow input, it rides in the GEMM:
 // Note [Bias folded into the GEMM]). Which kernel runs each GEMM is the gemm table's choice per
 // (shape, mode) (Note [Variant selection]).
+#include "engine/autograd/autocast.h"
 #include "engine/autograd/autograd_meta.h"
 #include "engine/autograd/functions.h"
 #include "engine/autograd/linear_grads.h"
@@ -72,9 +73,11 @@ Tensor detail::linear_bias_grad(Tensor db, const Tensor& bias) {
   return db;
 }
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
-  check_defined(a, "matmul", "a");
-  check_defined(b, "matmul", "b");
+Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  check_defined(a_in, "matmul", "a");
+  check_defined(b_in, "matmul", "b");
+  // On the low-precision list (Note [Autocast policy]).
+  const Tensor a = autocast_input("matmul", a_in), b = autocast_input("matmul", b_in);
   if (a.dim() > 2 && b.dim() == 2) {  // [..., K] @ [K, N]: flatten the leading dims
     Shape out_shape(a.sizes().begin(), a.sizes().end() - 1);
     out_shape.push_back(b.sizes()[1]);
@@ -95,9 +98,13 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  check_defined(x, "linear", "input");
-  check_defined(weight, "linear", "weight");
+Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in) {
+  check_defined(x_in, "linear", "input");
+  check_defined(weight_in, "linear", "weight");
+  // On the low-precision list (Note [Autocast policy]): an f32 weight is cast per call, so the
+  // master weight stays f32 and its gradient comes back through the cast in f32.
+  const Tensor x = autocast_input("linear", x_in), weight = autocast_input("linear", weight_in);
+  const Tensor bias = autocast_input("linear", bias_in);
   ANVIL_CHECK(weight.dim() == 2, "linear", "expected weight [out, in], got ",
               shape_str(weight.sizes()));
   ANVIL_CHECK(x.dim() >= 1 && x.sizes().back() == weight.sizes()[1], "linear", "input ",

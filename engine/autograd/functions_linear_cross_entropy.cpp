@@ -19,6 +19,7 @@
 // price: D is computed even when only the loss's value is needed, so the fused path is taken
 // only when a gradient is required; otherwise (and on devices without the kernel) it is the
 // two ops composed, with the same values.
+#include "engine/autograd/autocast.h"
 #include "engine/autograd/autograd_meta.h"
 #include "engine/autograd/functions.h"
 #include "engine/autograd/grad_mode.h"
@@ -61,9 +62,14 @@ Tensor decoder_weight_grad(const Tensor& d, const Tensor& x, const Tensor& weigh
 
 }  // namespace
 
-Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& bias,
+Tensor linear_cross_entropy(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in,
                             const Tensor& target) {
   const char* where = "linear_cross_entropy";
+  // On the FP32 list as a whole (Note [Autocast policy]): the logits feed a softmax, and the
+  // unfused path below must not run its linear in the low precision either.
+  const Tensor x = autocast_input(where, x_in), weight = autocast_input(where, weight_in);
+  const Tensor bias = autocast_input(where, bias_in);
+  const AutocastGuard fp32_inside(Precision::fp32);
   check_defined(x, where, "input");
   check_defined(weight, where, "weight");
   check_defined(target, where, "target");

@@ -9,6 +9,7 @@
 // absolute error, below one ulp of 1, is immaterial next to the max(x, 0) - x t terms).
 #include <cmath>
 
+#include "engine/autograd/autocast.h"
 #include "engine/autograd/autograd_meta.h"
 #include "engine/autograd/functions.h"
 #include "engine/ops/elementwise.h"
@@ -45,8 +46,10 @@ Tensor bce_with_logits_composed(const Tensor& logits, const Tensor& target, cons
 }
 }  // namespace
 
-Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target) {
+Tensor binary_cross_entropy_with_logits(const Tensor& logits_in, const Tensor& target_in) {
   const char* where = "binary_cross_entropy_with_logits";
+  // On the FP32 list (Note [Autocast policy]).
+  const Tensor logits = autocast_input(where, logits_in), target = autocast_input(where, target_in);
   check_defined(logits, where, "logits");
   check_defined(target, where, "target");
   ANVIL_CHECK(logits.sizes() == target.sizes(), where, "logits ", shape_str(logits.sizes()),

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Differentiable reductions: sum, mean, max (and the non-differentiable argmax).
+#include "engine/autograd/autocast.h"
 #include "engine/autograd/autograd_meta.h"
 #include "engine/autograd/functions.h"
 #include "engine/core/views.h"
@@ -58,10 +59,10 @@ Tensor scatter_to_max(const Tensor& g, const Tensor& idx, const Shape& in_shape,
 }  // namespace
 
 Tensor sum(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim) {
-  return sum_or_mean(x, dims, keepdim, false);
+  return sum_or_mean(autocast_input("sum", x), dims, keepdim, false);  // Note [Autocast policy]
 }
 Tensor mean(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim) {
-  return sum_or_mean(x, dims, keepdim, true);
+  return sum_or_mean(autocast_input("mean", x), dims, keepdim, true);
 }
 
 Tensor max(const Tensor& x, std::int64_t dim, bool keepdim) {

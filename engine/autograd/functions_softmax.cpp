@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // softmax, log_softmax and the fused softmax cross-entropy, with their backward passes.
+#include "engine/autograd/autocast.h"
 #include "engine/autograd/autograd_meta.h"
 #include "engine/autograd/functions.h"
 #include "engine/core/views.h"
@@ -27,10 +28,16 @@ Tensor softmax_family(const Tensor& x, std::int64_t dim, bool log) {
 }
 }  // namespace
 
-Tensor softmax(const Tensor& x, std::int64_t dim) { return softmax_family(x, dim, false); }
-Tensor log_softmax(const Tensor& x, std::int64_t dim) { return softmax_family(x, dim, true); }
+// Note [Autocast policy]: the softmax family is on the FP32 list.
+Tensor softmax(const Tensor& x, std::int64_t dim) {
+  return softmax_family(autocast_input("softmax", x), dim, false);
+}
+Tensor log_softmax(const Tensor& x, std::int64_t dim) {
+  return softmax_family(autocast_input("log_softmax", x), dim, true);
+}
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
+Tensor cross_entropy(const Tensor& logits_in, const Tensor& target) {
+  const Tensor logits = autocast_input("cross_entropy", logits_in);
   auto [losses, lse] = ops::cross_entropy_forward(logits, target);
   const std::int64_t n = logits.sizes()[0];
   // The mean of the per-row losses on their device (a CUDA loss never visits the host here).

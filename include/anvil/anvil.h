@@ -7,6 +7,7 @@
 #include "data/imdb.h"
 #include "data/loader.h"
 #include "data/ptb.h"
+#include "engine/autograd/autocast.h"
 #include "engine/autograd/autograd_meta.h"
 #include "engine/autograd/functions.h"
 #include "engine/autograd/grad_mode.h"

@@ -226,6 +226,11 @@ int run_cli(int argc, char** argv) {
                         "force kernel variants, op=name[,op=name...] (as ANVIL_VARIANT; the ops "
                         "and variants: anvil info)");
   train_cmd
+      ->add_option("--precision", c.precision,
+                   "fp32, or bf16: linear/matmul in bf16 with f32 master weights (autocast); "
+                   "tf32 and fp16 are not supported yet")
+      ->capture_default_str();
+  train_cmd
       ->add_option("--on-divergence", c.on_divergence,
                    "a non-finite loss or gradient norm: stop (an error, exit status 1) or "
                    "continue; no checkpoint with non-finite weights is written either way")

@@ -62,7 +62,8 @@ struct EvalResult {
 // Correct predictions in a batch: argmax of the logits (softmax CE) or logit > 0 (binary CE).
 std::int64_t count_correct(const models::ModelInfo& info, const Tensor& logits,
                            const Tensor& targets) {
-  const Tensor l = on(logits, Device::cpu()).contiguous();
+  // bf16 logits (--precision bf16: the last linear runs in bf16) widen exactly.
+  const Tensor l = on(logits, Device::cpu()).to(DType::f32).contiguous();
   const float* p = l.data<float>();
   const std::int64_t rows = l.sizes()[0], cols = l.numel() / std::max<std::int64_t>(rows, 1);
   std::int64_t correct = 0;
@@ -194,6 +195,25 @@ void check_config(const TrainConfig& c) {
   ANVIL_CHECK_CONFIG(!c.shard_optimizer || (c.checkpoint.empty() && c.resume.empty()), kWhere,
                      "--shard-optimizer with --checkpoint or --resume is not supported: the "
                      "optimizer state is spread over the ranks");
+  // Throws naming the text when it is not a precision (exit 2, as the other knobs).
+  const Precision precision = [&] {
+    try {
+      return parse_precision(c.precision);
+    } catch (const Error& e) {
+      fail_config(kWhere, "--precision: ", e.what());
+    }
+  }();
+  ANVIL_CHECK_CONFIG(precision != Precision::tf32, kWhere,
+                     "--precision tf32 is not supported yet: TF32 is a GPU tensor-core mode, and "
+                     "anvil train does not switch its GPU kernels to it (use fp32, or force a "
+                     "tf32 variant with --variant)");
+  ANVIL_CHECK_CONFIG(precision != Precision::fp16, kWhere,
+                     "--precision fp16 is not supported yet: it needs dynamic loss scaling, "
+                     "which anvil train does not have (use bf16)");
+  ANVIL_CHECK_CONFIG(precision == Precision::fp32 || c.device == "cpu", kWhere, "--precision ",
+                     c.precision, " on --device ", c.device,
+                     " is not supported yet: the CUDA kernels take no bf16/f16 operands; train "
+                     "it on cpu");
   ANVIL_CHECK_CONFIG(c.on_divergence == "stop" || c.on_divergence == "continue", kWhere,
                      "--on-divergence must be stop or continue, got '", c.on_divergence, "'");
   ANVIL_CHECK_CONFIG(c.optimizer == "sgd" || c.optimizer == "adam", kWhere,
@@ -222,7 +242,8 @@ std::map<std::string, std::string> run_metadata(const TrainConfig& c, std::int64
           {"anvil_train.seed", std::to_string(c.seed)},
           {"anvil_train.subset", std::to_string(c.subset)},
           {"anvil_train.val_split", fmt::format("{}", c.val_split)},
-          {"anvil_train.accumulate", std::to_string(c.accumulate)}};
+          {"anvil_train.accumulate", std::to_string(c.accumulate)},
+          {"anvil_train.precision", c.precision}};
 }
 
 struct ResumeState {
@@ -247,9 +268,11 @@ ResumeState read_resume(const TrainConfig& c, std::int64_t batch) {
                 "': not a checkpoint of anvil train");
     return it->second;
   };
-  // A checkpoint written before --accumulate existed accumulated one micro-batch per step.
+  // A checkpoint written before --accumulate (--precision) existed accumulated one micro-batch
+  // per step (trained in fp32).
   auto recorded = [&](const std::string& key) {
     if (key == "anvil_train.accumulate" && meta.find(key) == meta.end()) return std::string("1");
+    if (key == "anvil_train.precision" && meta.find(key) == meta.end()) return std::string("fp32");
     return get(key);
   };
   for (const auto& [key, value] : run_metadata(c, batch))
@@ -306,6 +329,7 @@ std::vector<dist::HandshakeField> configuration_fields(const TrainConfig& c, std
        fmt::format("{} tensors, {} parameters", checkpointed_state(net).size(), r.parameters),
        shapes},
       {"precision", dtypes, ""},
+      {"autocast precision", c.precision, ""},
       {"device", c.device, ""},
       {"batch", std::to_string(batch), ""},
       {"batch per rank", std::to_string(rank_batch), ""},
@@ -374,7 +398,8 @@ nlohmann::json report_json(const TrainConfig& c, const TrainReport& r) {
                  {"overlap", c.overlap},
                  {"accumulate", c.accumulate},
                  {"shard_optimizer", c.shard_optimizer},
-                 {"on_divergence", c.on_divergence}};
+                 {"on_divergence", c.on_divergence},
+                 {"precision", c.precision}};
   if (c.target_accuracy) config["target_accuracy"] = *c.target_accuracy;
   json result = {{"training_seconds", r.training_seconds},
                  {"testing_seconds", r.testing_seconds},
@@ -584,6 +609,9 @@ std::pair<double, std::int64_t> train_language_model_epoch(
 TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
                          dist::CommunicatorPtr* job) {
   check_config(config);
+  // The whole run (training and evaluation) under the precision's policy; the optimizer and
+  // the parameters stay f32 (Note [Autocast policy]).
+  const AutocastGuard autocast(parse_precision(config.precision));
   const models::ModelInfo& info = models::info(config.model);  // throws listing the models
   const std::int64_t batch = config.batch > 0 ? config.batch : info.cpu_batch;
   // Note [Distributed anvil train]: the communicator and the checks that depend on the rank

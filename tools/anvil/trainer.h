@@ -64,6 +64,9 @@ struct TrainConfig {
   // Note [Divergence]: "stop" ends the run at the first non-finite loss or gradient norm;
   // "continue" trains on. Either way no checkpoint with non-finite weights is written.
   std::string on_divergence = "stop";
+  // fp32 | tf32 | bf16 | fp16 (Note [Autocast policy]): bf16 trains under an AutocastGuard with
+  // f32 master weights; tf32 and fp16 are refused until their GPU mode and loss scaling exist.
+  std::string precision = "fp32";
   // Data parallelism (docs/distributed.md): the communicator backend (auto = mpi under mpirun
   // with more than one rank, else single), the gradient bucket cap and whether bucket
   // all-reduces overlap backward. `batch` is the global batch, split evenly over the ranks.

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// GEMM `ref`: the obviously correct triple loop, f32 and f64, all four transpose modes,
-// batched. Accumulates in double so it can serve as the reference for every other variant.
+// GEMM `ref`: the obviously correct triple loop, f32, f64, bf16 and f16, all four transpose
+// modes, batched. Accumulates in double so it can serve as the reference for every other variant;
+// bf16/f16 operands are widened exactly and the output rounded once (RNE), so a 16-bit GEMM here
+// is the exact product rounded to the output type (Note [Autocast policy]).
 // Row-major operands as described in engine/dispatch/gemm_problem.h.
 #include "kernels/cpu/ref/ref_kernels.h"
 
+#include "engine/core/half_types.h"
 #include "engine/dispatch/floating_variant.h"
 #include "engine/dispatch/gemm_problem.h"
 
@@ -44,11 +47,37 @@ void gemm_ref_typed(const GemmArgs& args) {
   }
 }
 
+void run_gemm_ref(const GemmArgs& args) {
+  switch (args.problem.dtype) {
+    case DType::f32:
+      return gemm_ref_typed<float>(args);
+    case DType::f64:
+      return gemm_ref_typed<double>(args);
+    case DType::bf16:
+      return gemm_ref_typed<BFloat16>(args);
+    case DType::f16:
+      return gemm_ref_typed<Float16>(args);
+    case DType::i32:
+    case DType::i64:
+      break;
+  }
+  fail("gemm ref", "needs a floating dtype, got ", dtype_name(args.problem.dtype));
+}
+
 }  // namespace
 
 void register_gemm_ref() {
-  gemm_table().add(floating_variant("ref", gemm_ref_typed<float>, gemm_ref_typed<double>,
-                                    "triple loop, double accumulation (reference)"));
+  gemm_table().add(GemmTable::Variant{
+      .name = "ref",
+      .supports =
+          [](const GemmProblem& p) {
+            if (is_any_floating(p.dtype)) return Support::yes();
+            return Support::no(
+                detail::str_cat("needs a floating dtype, got ", dtype_name(p.dtype)));
+          },
+      .fn = run_gemm_ref,
+      .description = "triple loop, double accumulation (reference); bf16/f16 widened, output "
+                     "rounded once"});
 }
 
 }  // namespace anvil::kernels
