@@ -81,7 +81,7 @@ autocast_line='^anvil autocast: op=linear list=low_precision precision=bf16 inpu
 if ANVIL_VERBOSE=dispatch "${train[@]}" --epochs 1 --precision bf16 --json-log "$tmp/log_bf16.json" \
     >"$tmp/out" 2>"$tmp/err"; then
   for p in "$autocast_line" '^anvil autocast: op=cross_entropy list=fp32 precision=bf16 input=bf16 runs=f32$' \
-           '^anvil dispatch: op=gemm problem=gemm bf16 cpu NT .* chosen=ref '; do
+           '^anvil dispatch: op=gemm problem=gemm bf16 cpu NT .* chosen=[a-z0-9_.]+ '; do
     grep -qE -- "$p" "$tmp/err" || fail "train --precision bf16: dispatch log lacks /$p/"
   done
   python3 - "$tmp/log1.json" "$tmp/log_bf16.json" <<'PY' || fail "JSON log of the bf16 run"
