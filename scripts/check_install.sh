@@ -21,8 +21,8 @@ if [[ -z "$build" ]]; then
   cmake --build "$build" -j "$jobs"
 fi
 
-prefix=$(mktemp -d /tmp/anvil-prefix.XXXXXX)
-example_build=$(mktemp -d /tmp/anvil-example.XXXXXX)
+prefix=$(mktemp -d -t anvil-prefix.XXXXXX)
+example_build=$(mktemp -d -t anvil-example.XXXXXX)
 cleanup() {
   rm -rf "$example_build"
   if [[ "${ANVIL_KEEP_PREFIX:-0}" == 1 ]]; then echo "check_install: prefix kept at $prefix"
