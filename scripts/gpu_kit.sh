@@ -11,7 +11,7 @@
 #                  (from the repository root, with .gpukit/ carried along)
 #   the GPU study, one part per call (issue 37; scripts/gpu_study.py says what each part runs):
 #                bash scripts/gpu_kit.sh run --part tests|steps|layers|lstm|memory|peers [--out DIR]
-#                  [--models a,b] [--batches 16,32] [--reps 5] [--budget 540] [--no-compile]
+#                  [--models a,b] [--batches 16,32] [--reps 5] [--min-time 1.0] [--budget 540] [--no-compile]
 #                  [--compile-only] [--dry-run]
 #                  -> DIR/<part>/ (DIR default results/gpu-study; with --models/--batches/
 #                  --compile-only a shard, DIR/<part>-<models>[-b<batches>][-compile]/), part.txt
@@ -23,7 +23,7 @@
 #                  (scripts/gpu_study_report.py; no GPU; a missing part is named in it)
 #
 # pack refuses a working tree that differs from HEAD, and a build whose revision
-# (build/bench/generated/anvil_git_rev.h) is not HEAD's, unless --allow-dirty: KIT.txt then says
+# (build/generated/anvil_git_rev.h) is not HEAD's, unless --allow-dirty: KIT.txt then says
 # "revision: <hash>+dirty". The revision is copied into every part's part.txt and the report.
 #
 # --with-mpi (scripts/gpu_kit_mpi.sh) also packs a relocatable copy of this machine's Open MPI
@@ -88,7 +88,7 @@ kit_revision() {
   local head rev
   head=$(git rev-parse --short HEAD 2>/dev/null) || { echo "not a git checkout"; return 1; }
   git diff --quiet HEAD 2>/dev/null || { echo "the working tree differs from HEAD $head"; return 1; }
-  rev=$(sed -n 's/^#define ANVIL_GIT_REV "\(.*\)"/\1/p' "$1/bench/generated/anvil_git_rev.h" 2>/dev/null)
+  rev=$(sed -n 's/^#define ANVIL_GIT_REV "\(.*\)"/\1/p' "$1/generated/anvil_git_rev.h" 2>/dev/null)
   [ "$rev" = "$head" ] || { echo "the build in $1 is of revision '${rev:-unknown}', HEAD is $head"; return 1; }
   echo "$head"
 }
@@ -113,7 +113,7 @@ pack() {
     echo "gpu_kit.sh pack: --allow-dirty: $revision" >&2
     revision="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)+dirty"
   }
-  build_rev=$(sed -n 's/^#define ANVIL_GIT_REV "\(.*\)"/\1/p' "$build/bench/generated/anvil_git_rev.h" 2>/dev/null)
+  build_rev=$(sed -n 's/^#define ANVIL_GIT_REV "\(.*\)"/\1/p' "$build/generated/anvil_git_rev.h" 2>/dev/null)
   local files=(lib/libanvil_cuda.so bench/anvil_bench bin/anvil
                tests/cuda/test_cuda_runtime tests/cuda/test_cuda_gemm tests/cuda/test_cuda_lazy_load
                tests/cuda/test_cuda_pool_bn)
@@ -205,7 +205,7 @@ run() {
       # A part restricted to some models or batches is a shard: its own folder, <part>-<models>[-b<batches>].
       --models) study_args+=("$1" "$2"); sub="$sub-${2//,/_}"; shift 2 ;;
       --batches) study_args+=("$1" "$2"); sub="$sub-b${2//,/_}"; shift 2 ;;
-      --reps) study_args+=("$1" "$2"); shift 2 ;;
+      --reps|--min-time) study_args+=("$1" "$2"); shift 2 ;;
       --no-compile) study_args+=("$1"); shift ;;
       --compile-only) study_args+=("$1"); sub="$sub-compile"; shift ;;
       *) echo "gpu_kit.sh run: unknown option $1" >&2; exit 2 ;;

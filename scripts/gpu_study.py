@@ -60,10 +60,11 @@ def rep_time(min_time, reps):
     return (FIRST_REP + NEXT_REP * (reps - 1)) * min_time
 
 
-def est_anvil_steps(model, reps):
-    # 2 phases x (pinned, resident, pageable at m = 1.0 + resident TF32 at 0.5); the step object
+def est_anvil_steps(model, reps, min_time=1.0):
+    # 2 phases x (pinned, resident, pageable at m + resident TF32 at m / 2); the step object
     # is rebuilt whenever the step definition changes: 4 builds per phase.
-    return 4 + 2 * (3 * rep_time(1.0, reps) + rep_time(0.5, reps)) + 8 * BUILD_S.get(model, 0.5)
+    return (4 + 2 * (3 * rep_time(min_time, reps) + rep_time(min_time / 2, reps))
+            + 8 * BUILD_S.get(model, 0.5))
 
 
 def est_torch_steps(model, reps):
@@ -91,7 +92,8 @@ class Job:
 
 def anvil_args(a, models, extra=()):
     args = [a.bench, "--anvil_gpu=on", f"--anvil_models={','.join(models)}", "--anvil_kernels=off",
-            "--anvil_threads=1", "--anvil_peak=1", "--benchmark_counters_tabular=false", *extra]
+            "--anvil_threads=1", "--anvil_peak=1", "--benchmark_counters_tabular=false",
+            f"--anvil_gpu_min_time={a.min_time:g}", *extra]
     return args + shlex.split(os.environ.get("ANVIL_GPU_BENCH_EXTRA", ""))
 
 
@@ -123,7 +125,7 @@ def steps_jobs(a, with_anvil=True):
                                        f"--benchmark_filter={flt}", *reps_args(a.reps),
                                        f"--benchmark_out={{out}}/anvil_{m}_b{b}.json",
                                        "--benchmark_out_format=json"])
-            jobs.append(Job(f"anvil {m} b{b} steps", argv, est_anvil_steps(m, a.reps), cap=300,
+            jobs.append(Job(f"anvil {m} b{b} steps", argv, est_anvil_steps(m, a.reps, a.min_time), cap=300,
                             stdout=f"anvil_{m}_b{b}.txt"))
         jobs.append(torch_steps_job(a, m, b))
     if a.compile:
@@ -386,6 +388,8 @@ def parse(argv):
     p.add_argument("--batches", default="", help="batches of the sweep to run (default: each model's sweep)")
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--budget", type=float, default=DEFAULT_BUDGET)
+    p.add_argument("--min-time", type=float, default=1.0,
+                   help="seconds per anvil GPU step row (--anvil_gpu_min_time; TF32 rows half)")
     p.add_argument("--no-compile", dest="compile", action="store_false")
     p.add_argument("--compile-only", action="store_true", help="steps/peers: only the torch.compile jobs")
     a = p.parse_args(argv)
@@ -396,6 +400,8 @@ def parse(argv):
     a.batches = [int(b) for b in a.batches.split(",") if b]
     if a.reps < 1:
         p.error("--reps: at least 1")
+    if not 0.05 <= a.min_time <= 10:
+        p.error(f"--min-time: 0.05 to 10 seconds, not {a.min_time:g}")
     a.out = a.out.replace("PART", a.part)
     return a
 

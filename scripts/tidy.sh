@@ -63,8 +63,8 @@ command -v clang-tidy >/dev/null ||
   { echo "tidy.sh: clang-tidy is not installed (scripts/install_deps.sh)" >&2; exit 2; }
 db="$build/compile_commands.json"
 [[ -f "$db" ]] || { echo "tidy.sh: $db is missing: configure $build/ first" >&2; exit 2; }
-# The one generated header the sources include (bench/CMakeLists.txt), in case $build is not built.
-if [[ ! -f "$build/bench/generated/anvil_git_rev.h" ]]; then
+# The one generated header the sources include (CMakeLists.txt), in case $build is not built.
+if [[ ! -f "$build/generated/anvil_git_rev.h" ]]; then
   cmake --build "$build" --target anvil_git_revision >/dev/null
 fi
 
