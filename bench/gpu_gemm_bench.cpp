@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "bench/bench_support.h"
+#include "bench/span_reps.h"
 #include "engine/core/cuda_backend.h"
 #include "engine/core/error.h"
 #include "engine/dispatch/gemm_problem.h"
@@ -130,7 +131,7 @@ double time_gpu_loop(benchmark::State& state, double flops, const std::function<
   int reps = 1;
   try {
     const double one = cuda.time_on_stream(device, enqueue);
-    reps = static_cast<int>(std::clamp(std::ceil(1e-3 / std::max(one, 1e-7)), 1.0, 1000.0));
+    reps = span_reps(state.max_iterations, one);  // a divisor: Google Benchmark's repetitions
     // One span counts as `reps` iterations with the span as their manual time: Google Benchmark
     // sizes the run by manual time, so reporting span / reps per single iteration would make it
     // run reps x MinTime of real GPU time (up to 1000 x 0.5 s for a small GEMM).

@@ -50,7 +50,7 @@ GemmBuffers& gpu_gemm_buffers(const Shape3& s);
 // The timed loop of a GPU benchmark (manual time): each span enqueues `enqueue` `reps` times
 // back to back inside one CudaBackend::time_on_stream span and counts as `reps` iterations
 // (KeepRunningBatch) timed by the span, so one iteration is one enqueue and MinTime is GPU
-// time; reps is chosen once so that a span holds >= 1 ms of GPU work (launch
+// time; reps (span_reps) is chosen once so that a span holds about 1 ms of GPU work (launch
 // latency and the events' own cost then do not count for small GEMMs). Sets the FLOP/s counter
 // (`flops` per enqueue) and `reps_per_span`. An exception inside the loop becomes
 // SkipWithError. Returns the mean GPU seconds of one enqueue (0 after an error).

@@ -25,6 +25,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpu_study  # noqa: E402  (SWEEP, PARTS)
+import report  # noqa: E402  (load_runs, collect, LOAD_PROBLEMS)
 import report_gpu_conv  # noqa: E402
 import report_gpu_steps as steps_report  # noqa: E402
 import report_layout  # noqa: E402  (summary, captions, regenerate lines: Note [Report layout])
@@ -202,7 +203,6 @@ def lstm_section(root, dirs, steps_dirs, out):
     if not dirs:
         out += [missing_note("lstm"), ""]
         return
-    import report
     import report_sections
     runs = []
     for d in dirs + steps_dirs:
@@ -319,6 +319,9 @@ def main(argv):
     lstm_section(root, dirs["lstm"], dirs["steps"], body)
     memory_section(root, dirs["memory"], anvil, torch, body)
     peers_section(root, dirs["peers"], body)
+    if report.LOAD_PROBLEMS:  # benchmark JSON files that a crash cut short (scripts/report.py)
+        body += ["## Benchmark files not read whole", ""] + [
+            f"- {os.path.relpath(p.split(': ', 1)[0], root)}: {p.split(': ', 1)[1]}" for p in report.LOAD_PROBLEMS] + [""]
     out += report_layout.summary_block(summary(dirs, anvil, torch, gpus))
     sys.stdout.write("\n".join(report_layout.add_regenerate_lines(out + body, command)) + "\n")
     return 0

@@ -20,13 +20,40 @@ import report_summary  # the headline ratios at the top (scripts/report_summary.
 import report_sections  # batch sweep, phases, kernel variants, CPU vs GPU (scripts/report_sections.py)
 
 
+# "file: what was wrong" for every Google Benchmark JSON that load_runs could not read whole; the
+# reports list them, so a crashed run is named rather than silently shorter.
+LOAD_PROBLEMS = []
+
+
+def read_benchmark_json(path):
+    """A Google Benchmark JSON file. One that a crash cut short (the 2026-11-28 H200 run: a
+    CHECK inside Google Benchmark aborted anvil_bench) keeps the rows it completed: the file is
+    written row by row, so everything up to the last closed row object is a measured row. The
+    cut is recorded in LOAD_PROBLEMS; a file with no complete row is skipped and recorded."""
+    with open(path) as f:
+        text = f.read()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        cut = text.rfind("\n    }")
+        try:
+            data = json.loads(text[:cut + 6] + "\n  ]\n}\n") if cut >= 0 else None
+        except json.JSONDecodeError:
+            data = None
+        if data is None:
+            LOAD_PROBLEMS.append(f"{path}: not valid JSON ({e.msg} at line {e.lineno}); skipped")
+            return {}
+        LOAD_PROBLEMS.append(f"{path}: cut short (the run did not finish); its "
+                             f"{len(data.get('benchmarks', []))} complete rows are used")
+        return data
+
+
 def load_runs(results_dir):
     runs, contexts = [], []
     for name in sorted(os.listdir(results_dir)):
         if not name.endswith(".json") or name.startswith("compare_"):
             continue
-        with open(os.path.join(results_dir, name)) as f:
-            data = json.load(f)
+        data = read_benchmark_json(os.path.join(results_dir, name))
         contexts.append(data.get("context", {}))
         runs.extend(data.get("benchmarks", []))
     return runs, contexts

@@ -76,9 +76,21 @@ TEST_CASE("device casts to and from bf16/f16 round as the host does", "[cuda][ha
       const float a = back.data<float>()[i], b = want.data<float>()[i];
       REQUIRE(((a == b && std::signbit(a) == std::signbit(b)) || (std::isnan(a) && std::isnan(b))));
     }
-    // bf16 <-> f16 on the device, and a strided fill.
-    CHECK(bits_of(h.to(kGpu).to(t == DType::bf16 ? DType::f16 : DType::bf16)) ==
-          bits_of(h.to(t == DType::bf16 ? DType::f16 : DType::bf16)));
+    // bf16 <-> f16 on the device, and a strided fill. NaN inputs stay NaN, but CUDA writes its
+    // canonical NaN (0x7fff) where the host keeps sign and payload: the H200 run of 2026-11-28
+    // differed in exactly the 2030 NaN patterns of f16 whose payload survives into bf16.
+    const DType other = t == DType::bf16 ? DType::f16 : DType::bf16;
+    const std::vector<std::uint16_t> want_other = bits_of(h.to(other)),
+                                     got_other = bits_of(h.to(kGpu).to(other));
+    REQUIRE(want_other.size() == got_other.size());
+    const std::uint16_t inf_bits = other == DType::bf16 ? 0x7f80 : 0x7c00;
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < want_other.size(); ++i) {
+      const bool nan_pair =
+          (want_other[i] & 0x7fff) > inf_bits && (got_other[i] & 0x7fff) > inf_bits;
+      if (got_other[i] != want_other[i] && !nan_pair) ++differ;
+    }
+    CHECK(differ == 0);
     Tensor z = Tensor::zeros({8, 6}, t, kGpu);
     raw::slice(z, 1, 1, 6, 2).fill_(1.0 / 3.0);
     Tensor zh = Tensor::zeros({8, 6}, t);
