@@ -17,6 +17,7 @@
 // pageable (copied from ordinary memory and waited for); --anvil_gpu_inputs picks them.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <vector>
 
@@ -25,6 +26,7 @@
 #include "bench/registrations.h"
 #include "anvil/anvil.h"
 #include "engine/core/cuda_backend.h"
+#include "engine/dispatch/host_profile.h"
 #include "engine/dispatch/lstm_problem.h"
 #include "engine/dispatch/selection.h"
 #include "models/training_step.h"
@@ -91,6 +93,19 @@ double timed_phase(models::TrainingStep& s, Phase phase) {
   return timed;
 }
 
+// With ANVIL_VERBOSE=host_profile (Note [Host profile]): the host time of the timed steps per
+// dispatched variant, on stderr per benchmark row, and its sum per step as host_variants_ms.
+void report_host_profile(benchmark::State& state, const std::string& row, std::int64_t steps) {
+  if (!host_profile_enabled() || steps <= 0) return;
+  const std::vector<HostProfileRow> rows = host_profile_rows();
+  double exclusive_s = 0;
+  for (const HostProfileRow& r : rows) exclusive_s += r.exclusive_s;
+  state.counters["host_variants_ms"] = 1e3 * exclusive_s / static_cast<double>(steps);
+  const std::string text = host_profile_table(rows, static_cast<double>(steps));
+  std::fprintf(stderr, "anvil host profile: %s, per step over %lld steps\n%s", row.c_str(),
+               static_cast<long long>(steps), text.c_str());
+}
+
 // `forced_lstm`: run the model's LSTM layers on this variant ("" = the default selection).
 void run_model(benchmark::State& state, const std::string& name, Phase phase, std::int64_t batch,
                int threads, const std::string& forced_lstm = {}) {
@@ -112,6 +127,7 @@ void run_model(benchmark::State& state, const std::string& name, Phase phase, st
     for (int i = 0; i < kWarmupSteps; ++i) step();
     reset_peak_memory();
     const bool rss_reset = reset_peak_rss();
+    host_profile_reset();
     double timed_seconds = 0;
     std::int64_t timed_steps = 0;
     std::vector<double> step_seconds;  // every timed whole step, for the median
@@ -137,6 +153,10 @@ void run_model(benchmark::State& state, const std::string& name, Phase phase, st
       }
     }
     state.counters["timed_steps"] = static_cast<double>(timed_steps);
+    report_host_profile(state,
+                        detail::str_cat(name, " ", phase_name(phase), " batch ", batch, " threads ",
+                                        threads, forced_lstm.empty() ? "" : " lstm " + forced_lstm),
+                        whole ? timed_steps : 0);  // phase rows: the profile spans whole steps
     // networks.md asks for the mean and the median seconds per step: the manual time is the
     // mean; the median resists the steps a shared host stalls (a vCPU taken away for a second
     // nearly doubles a two-thread step).
@@ -265,6 +285,7 @@ void run_gpu_model(benchmark::State& state, const std::string& name, Phase phase
     step();
     step();
     reset_peak_memory(dev);
+    host_profile_reset();
     double enqueue_s = 0;  // Note [Host enqueue time] (models/training_step.cpp)
     for (auto _ : state) {
       state.SetIterationTime(cuda->time_on_stream(dev.index, step));
@@ -272,6 +293,10 @@ void run_gpu_model(benchmark::State& state, const std::string& name, Phase phase
     }
     if (state.iterations() > 0)
       state.counters["host_enqueue_ms"] = 1e3 * enqueue_s / static_cast<double>(state.iterations());
+    report_host_profile(state,
+                        detail::str_cat(name, " ", phase_name(phase), " batch ", batch, " cuda ",
+                                        models::batch_source_name(source), tf32 ? " tf32" : ""),
+                        static_cast<std::int64_t>(state.iterations()));
     const double fwd = steps.forward_flops();
     const double flops = phase == Phase::train_step ? 3.0 * fwd : fwd;
     state.counters["samples/s"] = benchmark::Counter(static_cast<double>(batch),

@@ -10,7 +10,7 @@
 #                  [--dist | --dist-only]
 #                  (from the repository root, with .gpukit/ carried along)
 #   the GPU study, one part per call (issue 37; scripts/gpu_study.py says what each part runs):
-#                bash scripts/gpu_kit.sh run --part tests|steps|layers|lstm|memory|peers [--out DIR]
+#                bash scripts/gpu_kit.sh run --part tests|steps|layers|lstm|memory|peers|profile [--out DIR]
 #                  [--models a,b] [--batches 16,32] [--reps 5] [--min-time 1.0] [--budget 540] [--no-compile]
 #                  [--compile-only] [--dry-run]
 #                  -> DIR/<part>/ (DIR default results/gpu-study; with --models/--batches/
@@ -146,7 +146,11 @@ pack() {
     echo "build: $build"; echo "system libraries: $(ls "$stage/syslib" | tr '\n' ' ')"
     [ -f "$stage/mpi/MPI.txt" ] && cat "$stage/mpi/MPI.txt"; } > "$stage/KIT.txt"
   mkdir -p "$kit_dir"
-  XZ_OPT=-T0 tar -C "$stage" -cJf "$kit" .
+  # ANVIL_GPU_KIT_XZ_LEVEL: xz's preset (default 6); CTest gpu_kit packs at 0, which is what it
+  # times (the kit's contents, not its size, are what it checks).
+  local level="${ANVIL_GPU_KIT_XZ_LEVEL:-6}"
+  [[ "$level" =~ ^[0-9]$ ]] || { echo "gpu_kit.sh pack: ANVIL_GPU_KIT_XZ_LEVEL: 0 to 9, not '$level'" >&2; exit 2; }
+  XZ_OPT="-T0 -$level" tar -C "$stage" -cJf "$kit" .
   cat "$stage/KIT.txt"
   echo "gpu_kit.sh pack: $kit ($(du -m "$kit" | cut -f1) MiB); carry $kit_dir to the GPU machine and run" \
        "'bash scripts/gpu_kit.sh run' there"
@@ -212,8 +216,8 @@ run() {
     esac
   done
   if [ -n "$part" ]; then
-    case "$part" in tests|steps|layers|lstm|memory|peers) ;;
-      *) echo "gpu_kit.sh run: --part: tests, steps, layers, lstm, memory or peers, not '$part'" >&2; exit 2 ;; esac
+    case "$part" in tests|steps|layers|lstm|memory|peers|profile) ;;
+      *) echo "gpu_kit.sh run: --part: tests, steps, layers, lstm, memory, peers or profile, not '$part'" >&2; exit 2 ;; esac
     [[ "$budget" =~ ^[1-9][0-9]*$ ]] || { echo "gpu_kit.sh run: --budget: whole seconds, not '$budget'" >&2; exit 2; }
     out="${out:-results/gpu-study}"
     sub="$part$sub"

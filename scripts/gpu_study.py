@@ -24,6 +24,10 @@ needs no GPU, no kit and no torch to plan. Parts (the tests part is gpu_kit.sh's
           benchmark's error row "out of memory on cuda:...") and PyTorch (--probe-max-batch):
           doubling from the sweep's largest batch up to a cap, then bisection to 1/16.
   peers   PyTorch alone: the steps part's PyTorch jobs, the LSTM peer and torch.compile.
+  profile where a step's host time goes: each model's training and inference step (resident,
+          FP32 and TF32, at its first --batches or the 2026-11-26 batch) with
+          ANVIL_VERBOSE=host_profile; the per-variant tables land in host_profile_<model>.txt
+          (Note [Host profile], engine/dispatch/host_profile.h).
 Each job runs under `timeout` with what is left of --budget; a job whose estimate exceeds what is
 left is not started. DIR/jobs.tsv has one line per job (status, seconds, estimate, name) and
 DIR/missing.txt names every job that did not run or did not finish, so the report names them.
@@ -47,7 +51,7 @@ COMPILE_BATCH = {"fcn5": 64, "fcn8": 64, "alexnet": 64, "resnet50": 32, "vgg16":
                  "lstm32": 128, "lstm64": 128}  # the batches of the 2026-11-26 H200 run
 PROBE_CAP = {"fcn5": 65536, "fcn8": 65536, "alexnet": 8192, "resnet50": 4096, "vgg16": 4096,
              "lstm32": 16384, "lstm64": 16384}
-PARTS = ("tests", "steps", "layers", "lstm", "memory", "peers")
+PARTS = ("tests", "steps", "layers", "lstm", "memory", "peers", "profile")
 DEFAULT_BUDGET = 540  # s: a 600 s call less the kit's unpacking and library checks
 # Time model (seconds), from Google Benchmark's iteration probing: a benchmark with MinTime m
 # runs ~2.3 m in its first repetition (1, 10, 100 ... iterations, then 1.4 m) and ~1.4 m in
@@ -83,8 +87,9 @@ def sub_budget(models, batches):
 
 class Job:
     def __init__(self, name, argv, estimate, cap=None, stdout=None, append=False, env=None,
-                 on_fail=None, dynamic=None):
+                 on_fail=None, dynamic=None, stderr=None):
         self.name, self.argv, self.estimate, self.cap = name, argv, estimate, cap
+        self.stderr = stderr     # a file of its own for the job's stderr (default: stderr.log)
         self.stdout, self.append, self.env = stdout, append, env or {}
         self.on_fail = on_fail   # argv whose output is appended to stdout when the job fails
         self.dynamic = dynamic   # a function(runner) instead of argv (the memory bisection)
@@ -137,6 +142,8 @@ def layers_jobs(a):
     groups = [("alexnet,vgg16", "(alexnet|vgg16)", 160), ("resnet50", "resnet50", 240)]
     jobs = []
     for name, rx, est in groups:
+        if not any(m in a.models for m in name.split(",")):  # --models picks the groups
+            continue
         argv = anvil_args(a, ["fcn5"], [f"--benchmark_filter=^kernel/conv2d/.*/{rx}:.*/device:cuda",
                                          f"--benchmark_out={{out}}/anvil_conv_{name.replace(',', '_')}.json",
                                          "--benchmark_out_format=json"])
@@ -175,9 +182,28 @@ def peers_jobs(a):
     return [lstm] + jobs
 
 
+def profile_jobs(a):
+    """Host time per dispatched variant (Note [Host profile]) of each model's training and
+    inference step at its first batch of the 2026-11-26 run, batch resident, FP32 and TF32: the
+    tables go to stderr (host_profile_<model>.txt), the rows' counters to the JSON."""
+    jobs = []
+    for m in a.models:
+        b = a.batches[0] if a.batches else COMPILE_BATCH[m]
+        flt = f"^model/{m}/(train_step|inference_step)/batch:{b}/device:cuda/input:resident/"
+        argv = anvil_args(a, [m], [f"--anvil_batches={b}", "--anvil_gpu_inputs=resident",
+                                   f"--benchmark_filter={flt}",
+                                   f"--benchmark_out={{out}}/anvil_profile_{m}_b{b}.json",
+                                   "--benchmark_out_format=json"])
+        # 2 phases x (FP32 at m + TF32 at m / 2), one repetition; the model built once.
+        est = 4 + 2 * (rep_time(a.min_time, 1) + rep_time(a.min_time / 2, 1)) + 2 * BUILD_S.get(m, 0.5)
+        jobs.append(Job(f"anvil {m} b{b} host profile", argv, est, cap=240, stdout=f"anvil_profile_{m}.txt",
+                        env={"ANVIL_VERBOSE": "host_profile"}, stderr=f"host_profile_{m}.txt"))
+    return jobs
+
+
 def jobs_for(a):
     jobs = {"steps": steps_jobs, "layers": layers_jobs, "lstm": lstm_jobs, "memory": memory_jobs,
-            "peers": peers_jobs}[a.part](a)
+            "peers": peers_jobs, "profile": profile_jobs}[a.part](a)
     if a.compile_only:
         jobs = [j for j in jobs if "torch.compile" in j.name]
     return jobs
@@ -206,13 +232,13 @@ class Runner:
         self.missing.write(f"{name}: {why}\n")
         self.missing.flush()
 
-    def call(self, argv, stdout_path, append, env, limit):
+    def call(self, argv, stdout_path, append, env, limit, stderr_name=None):
         """Runs argv under `timeout` (-k 10); returns (exit status, seconds); 124/137 = timed out."""
         argv = [s.replace("{out}", self.out) for s in argv]
         full = ["timeout", "-k", "10", str(max(1, int(limit))), *argv]
         t0 = time.monotonic()
         with open(stdout_path, "a" if append else "w") as f, \
-                open(os.path.join(self.out, "stderr.log"), "a") as err:
+                open(os.path.join(self.out, stderr_name or "stderr.log"), "a") as err:
             err.write(f"== {shlex.join(argv)}\n")
             err.flush()
             rc = subprocess.call(full, stdout=f, stderr=err, cwd=ROOT, env={**os.environ, **env})
@@ -231,7 +257,8 @@ class Runner:
             self.log(status, time.monotonic() - t0, job.estimate, job.name)
             return
         limit = min(left, job.cap or left)
-        rc, secs = self.call(job.argv, os.path.join(self.out, job.stdout), job.append, job.env, limit)
+        rc, secs = self.call(job.argv, os.path.join(self.out, job.stdout), job.append, job.env, limit,
+                             job.stderr)
         status = "ok" if rc == 0 else ("timeout" if rc in (124, 137) else f"exit {rc}")
         self.log(status, secs, job.estimate, job.name)
         if rc != 0:

@@ -282,6 +282,53 @@ def peers_section(root, dirs, out):
     out.append("")
 
 
+def host_profile_blocks(path):
+    """The tables anvil_bench prints with ANVIL_VERBOSE=host_profile (engine/dispatch/host_profile.cpp):
+    row title -> (steps, [(op, variant, calls/step, exclusive ms/step, us/call)], total ms)."""
+    blocks, cur = {}, None
+    for line in lines_of(path):
+        if line.startswith("anvil host profile: "):
+            title, _, steps = line[len("anvil host profile: "):].rpartition(", per step over ")
+            cur = blocks.setdefault(title, [int(steps.split()[0]) if steps.split() else 0, [], None])
+        elif cur is not None and line.startswith("  total exclusive host time in variants: "):
+            cur[2] = float(line.split(": ", 1)[1].split()[0])
+            cur = None
+        elif cur is not None and not line.startswith("  op "):
+            f = line.split()
+            if len(f) == 6:  # op, variant, calls, exclusive ms, inclusive ms, exclusive us/call
+                cur[1].append((f[0], f[1], float(f[2]), float(f[3]), float(f[5])))
+    return blocks
+
+
+def profile_section(root, dirs, out):
+    out += ["## Host time per variant (the profile part)", ""]
+    if not dirs:
+        out += [missing_note("profile"), ""]
+        return
+    steps = {}
+    for d in dirs:
+        runs, _ = report.load_runs(d)
+        for r in runs:
+            if r.get("run_type") == "iteration" and "host_enqueue_ms" in r:
+                steps[r["name"]] = r
+    out += ["ANVIL_VERBOSE=host_profile (Note [Host profile]): per step, the host time up to the final wait "
+            "(`enqueue`), the part spent inside variants (cuDNN, cuBLAS and kernel launches included) and "
+            "the rest (anvil's code between them). Top variants by exclusive host time.", ""]
+    for f in files(dirs, "host_profile_*.txt"):
+        for title, (n, rows, total) in host_profile_blocks(f).items():
+            out.append(f"**{title}** ({n} steps; `{os.path.relpath(f, root)}`): variants {total:.2f} ms per step"
+                       if total is not None else f"**{title}** ({n} steps)")
+            out += ["", "| op | variant | calls/step | exclusive ms/step | us/call |", "|---|---|---:|---:|---:|"]
+            out += [f"| {o} | {v} | {c:.0f} | {ms:.3f} | {us:.1f} |" for o, v, c, ms, us in rows[:10]]
+            out.append("")
+    if steps:
+        out += ["| benchmark row | step ms | host enqueue ms | in variants ms |", "|---|---:|---:|---:|"]
+        for name, r in sorted(steps.items()):
+            out.append(f"| {name.split('/min_time')[0]} | {r['real_time']:.2f} | {r['host_enqueue_ms']:.2f} | "
+                       f"{r.get('host_variants_ms', float('nan')):.2f} |")
+    out.append("")
+
+
 CAPTIONS = ((r"steps_vs_batch\.png", "training-step milliseconds against batch, batch resident on the GPU, "
              "FP32, for anvil, PyTorch defaults and PyTorch best"),)
 
@@ -319,6 +366,7 @@ def main(argv):
     lstm_section(root, dirs["lstm"], dirs["steps"], body)
     memory_section(root, dirs["memory"], anvil, torch, body)
     peers_section(root, dirs["peers"], body)
+    profile_section(root, dirs["profile"], body)
     if report.LOAD_PROBLEMS:  # benchmark JSON files that a crash cut short (scripts/report.py)
         body += ["## Benchmark files not read whole", ""] + [
             f"- {os.path.relpath(p.split(': ', 1)[0], root)}: {p.split(': ', 1)[1]}" for p in report.LOAD_PROBLEMS] + [""]

@@ -11,7 +11,8 @@
 //   ANVIL_CPU_HUGE_PAGES 0 to keep large CPU blocks off transparent huge pages (allocator.h)
 //   ANVIL_CPU_CACHE_BOUND 0 to let the CPU block cache grow past the live high-water mark
 //   ANVIL_VERBOSE      comma-separated topics to log to stderr: `dispatch` (each distinct variant
-//                      selection once) or `dispatch_all` (every one); Note [Dispatch log]
+//                      selection once) or `dispatch_all` (every one), Note [Dispatch log];
+//                      `host_profile` (host time per variant), Note [Host profile]
 #include <functional>
 #include <map>
 #include <string>

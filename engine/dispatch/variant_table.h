@@ -24,6 +24,7 @@
 
 #include "engine/core/device.h"
 #include "engine/core/error.h"
+#include "engine/dispatch/host_profile.h"
 #include "engine/dispatch/problem_fields.h"
 #include "engine/dispatch/selection.h"
 
@@ -381,6 +382,12 @@ class VariantTable final : public VariantTableBase {
   }
   // Publishes a snapshot with v added, in the order of order_, which names v. Caller holds mu_.
   void insert(Variant v) {
+    if (host_profile_enabled() && v.fn) {  // Note [Host profile]
+      v.fn = [fn = std::move(v.fn), slot = host_profile_slot(op_, v.name)](const Args& a) {
+        const HostProfileScope timed(slot);
+        fn(a);
+      };
+    }
     const Snapshot& cur = snapshot();
     for (const Variant* e : cur.variants)
       ANVIL_CHECK(e->name != v.name, op_.c_str(), "variant '", v.name, "' registered twice");

@@ -22,7 +22,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; for f in "$tmp"/pack.log "$tmp"/run.log; do [ -f "$f" ] && sed 's/^/  /' "$f"; done; exit 1; }
 export ANVIL_GPU_KIT_DIR="$tmp/kit" ANVIL_BUILD_DIR="$build"
 
-bash "$src/scripts/gpu_kit.sh" pack --allow-dirty "${with_mpi[@]}" > "$tmp/pack.log" 2>&1 || fail "gpu_kit.sh pack exited non-zero"
+ANVIL_GPU_KIT_XZ_LEVEL=0 bash "$src/scripts/gpu_kit.sh" pack --allow-dirty "${with_mpi[@]}" > "$tmp/pack.log" 2>&1 || fail "gpu_kit.sh pack exited non-zero"
 kit="$tmp/kit/anvil-gpu-kit.tar.xz"
 [ -f "$kit" ] || fail "no $kit"
 tar -tJf "$kit" > "$tmp/list.txt" || fail "cannot list $kit"  # a file: grep -q on a pipe would SIGPIPE tar

@@ -61,7 +61,7 @@ def main():
     study = os.path.join(root, "scripts", "gpu_study.py")
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, ANVIL_GPU_KIT_DIR=os.path.join(tmp, "no-kit"))
-        for part in ("tests", "steps", "layers", "lstm", "memory", "peers"):
+        for part in ("tests", "steps", "layers", "lstm", "memory", "peers", "profile"):
             r = subprocess.run(["bash", kit, "run", "--dry-run", "--part", part, "--out", os.path.join(tmp, "o")],
                                capture_output=True, text=True, env=env, timeout=60)
             check(r.returncode == 0, f"--dry-run --part {part} exited {r.returncode}: {r.stderr[-400:]}")

@@ -40,7 +40,8 @@ def main():
         for heading in ("## Parts", "## GPU tests", "## Steps over the batch sweep", "### torch.compile",
                         "## Convolution algorithms per layer", "## LSTM", "### LSTM fusion on the GPU",
                         "### PyTorch's cuDNN LSTM in FP32 and TF32", "## Memory: the largest training batch",
-                        "### Peak GPU memory at the sweep batches", "## PyTorch alone"):
+                        "### Peak GPU memory at the sweep batches", "## PyTorch alone",
+                        "## Host time per variant (the profile part)"):
             check(heading in text, f"no section '{heading}'")
         rows = {
             "steps (3 repetitions, defaults and best)":
@@ -62,6 +63,11 @@ def main():
             "missing.txt job": "- steps-alexnet-b64: pytorch alexnet b64 torch.compile: exited 1",
             "timed-out test case": "- timeout | 60 | a hanging case",
             "sweep pairs without rows": "Sweep pairs without anvil rows: fcn5 b32,",
+            "host profile title": "**resnet50 train_step batch 32 cuda resident** (40 steps; "
+                                  "`profile/host_profile_resnet50.txt`): variants 26.52 ms per step",
+            "host profile top row": "| conv2d | cuda.cudnn | 159 | 19.080 | 120.0 |",
+            "host profile step row": "| model/resnet50/train_step/batch:32/device:cuda/input:resident | 36.50 | "
+                                     "34.80 | 26.52 |",
         }
         for what, row in rows.items():
             check(row in text, f"{what}: no line containing\n  {row}")

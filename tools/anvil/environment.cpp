@@ -36,7 +36,7 @@ const std::vector<Choice> kChoices = {
     {"ANVIL_MPI_YIELD", {"0", "1"}},
     {"ANVIL_MPI_PROGRESS", {"hooks", "thread"}},
     {"ANVIL_ALLREDUCE", {"libnbc", "chunked", "ring", "auto"}},
-    {"ANVIL_VERBOSE", {"dispatch", "dispatch_all"}, true},
+    {"ANVIL_VERBOSE", {"dispatch", "dispatch_all", "host_profile"}, true},
 };
 const std::vector<Range> kRanges = {
     {"ANVIL_DIST_TIMEOUT", 1e-3, 86400.0, false},   // seconds, up to a day
