@@ -124,4 +124,20 @@ TEST_CASE("a checkpoint without a schedule or of another grouping is refused, ch
   CHECK(flat.lr() == 1e-3);
   CHECK_THROWS_WITH(optim::load_checkpoint(with_sched, *net, &flat, &step),
                     Catch::Contains("saved by LinearWarmup, this scheduler is StepLR"));
+
+  // A bad scheduler entry is found before the model, the optimizer or the schedule change.
+  const std::string bad = dir.file("bad_sched.safetensors");
+  SafetensorsFile file = load_safetensors(with_sched);
+  file.metadata["scheduler.after.t_max"] = std::string("-2");
+  save_safetensors(bad, file.tensors, file.metadata);
+  Run c = make_run(3);
+  train(c, 1);
+  const auto c_before = bytes_of(c);
+  const auto lrs_before = c.sched->last_lr();
+  CHECK_THROWS_WITH(optim::load_checkpoint(bad, *c.net, c.opt.get(), c.sched.get()),
+                    Catch::Contains("t_max must be >= 1, got -2"));
+  CHECK(bytes_of(c) == c_before);
+  CHECK(c.sched->last_lr() == lrs_before);
+  CHECK(c.sched->last_step() == 1);
+  CHECK(c.opt->steps() == 1);
 }

@@ -45,6 +45,7 @@ AdamOptions as_adam(const AdamWOptions& o) {
 
 std::vector<AdamOptions> as_adam(const std::vector<AdamWOptions>& groups) {
   std::vector<AdamOptions> out;
+  out.reserve(groups.size());
   for (const auto& o : groups) out.push_back(as_adam(o));
   return out;
 }

@@ -121,7 +121,8 @@ StepLR::StepLR(Optimizer& opt, std::int64_t step_size, double gamma)
 }
 
 double StepLR::lr_at(std::int64_t t, double base) const {
-  return base * std::pow(gamma_, static_cast<double>(t / step_size_));
+  const std::int64_t decays = t / step_size_;  // floor: t >= 0 (StepLR's whole periods)
+  return base * std::pow(gamma_, static_cast<double>(decays));
 }
 
 Metadata StepLR::options_metadata() const {
