@@ -66,6 +66,50 @@ TEST_CASE("anvil train: resuming from a checkpoint repeats the uninterrupted run
   REQUIRE(resumed.test_metric == full.test_metric);
 }
 
+TEST_CASE(
+    "anvil train: AdamW with weight decay groups and a warm-up cosine schedule resumes "
+    "exactly",
+    "[train][real_data]") {
+  std::ostringstream log;
+  const std::string ckpt = temp_path("resume_adamw.safetensors");
+  auto config = [](int epochs) {
+    auto c = small_run("mlp_mnist");
+    c.optimizer = "adamw";
+    c.weight_decay = 0.05;
+    c.lr_schedule = "cosine";
+    c.cosine_epochs = 2;  // the same schedule in the 1-epoch and the 2-epoch run
+    c.warmup_steps = 4;
+    c.epochs = epochs;
+    return c;
+  };
+  const auto full = tools::run_training(config(2), log);
+  auto first = config(1);
+  first.checkpoint = ckpt;
+  const auto one = tools::run_training(first, log);
+  auto rest = config(2);
+  rest.resume = ckpt;
+  const auto resumed = tools::run_training(rest, log);
+  // A resume with another schedule is refused, naming it.
+  auto other = config(2);
+  other.resume = ckpt;
+  other.cosine_epochs = 3;
+  REQUIRE_THROWS_WITH(tools::run_training(other, log),
+                      Catch::Contains("anvil_train.lr_schedule = cosine over 2 epoch(s), warm-up "
+                                      "4 steps but this run has cosine over 3 epoch(s)"));
+  std::filesystem::remove(ckpt);
+
+  // 960 training images, batch 64: 15 steps per epoch. Epoch 1 starts warming up at lr/5, epoch
+  // 2 at the cosine's middle: lr (1 + cos(pi 15/30)) / 2 = lr / 2.
+  REQUIRE(one.epochs[0].lr == Approx(1e-3 / 5));
+  REQUIRE(full.epochs[1].lr == Approx(1e-3 / 2).epsilon(1e-12));
+  REQUIRE(resumed.epochs.size() == 1);
+  REQUIRE(resumed.epochs[0].lr == full.epochs[1].lr);
+  REQUIRE(resumed.epochs[0].train_loss == full.epochs[1].train_loss);  // bit-identical
+  REQUIRE(resumed.epochs[0].val_metric == full.epochs[1].val_metric);
+  REQUIRE(resumed.test_loss == full.test_loss);
+  REQUIRE_THAT(log.str(), Catch::Contains("optimizer: adamw, weight decay 0.05 (none on biases"));
+}
+
 TEST_CASE("anvil train: metrics are reported and memory stays flat across epochs",
           "[train][real_data]") {
   std::ostringstream log;
@@ -121,7 +165,7 @@ TEST_CASE("anvil train: bad configurations fail with clear errors", "[train][err
   auto c = small_run("mlp_mnist");
   c.optimizer = "rmsprop";
   REQUIRE_THROWS_WITH(tools::run_training(c, log),
-                      Catch::Contains("--optimizer must be sgd or adam"));
+                      Catch::Contains("--optimizer must be sgd, adam or adamw"));
   c = small_run("ptb_small");
   c.target_accuracy = 0.5;
   REQUIRE_THROWS_WITH(tools::run_training(c, log), Catch::Contains("is not a language model") ||
@@ -133,6 +177,20 @@ TEST_CASE("anvil train: bad configurations fail with clear errors", "[train][err
   c = small_run("mlp_mnist");
   c.resume = temp_path("missing.safetensors");
   REQUIRE_THROWS_WITH(tools::run_training(c, log), Catch::Contains("missing.safetensors"));
+  c = small_run("mlp_mnist");
+  c.optimizer = "adamw";
+  c.weight_decay = 1.5;
+  REQUIRE_THROWS_AS(tools::run_training(c, log), ConfigError);
+  REQUIRE_THROWS_WITH(tools::run_training(c, log),
+                      Catch::Contains("--weight-decay must be in [0, 1], got 1.5"));
+  c = small_run("mlp_mnist");
+  c.lr_schedule = "exponential";
+  REQUIRE_THROWS_WITH(tools::run_training(c, log),
+                      Catch::Contains("--lr-schedule must be none, step or cosine, got "
+                                      "'exponential'"));
+  c = small_run("mlp_mnist");
+  c.warmup_steps = -1;
+  REQUIRE_THROWS_AS(tools::run_training(c, log), ConfigError);
   c = small_run("mlp_mnist");
   c.device = "tpu";
   REQUIRE_THROWS_WITH(tools::run_training(c, log),

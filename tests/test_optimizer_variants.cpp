@@ -71,13 +71,15 @@ TEST_CASE("sgd_update: cpu.omp matches ref", "[optim][variants]") {
   harness.finish();
 }
 
-TEST_CASE("adam_update: cpu.omp matches ref", "[optim][variants]") {
+TEST_CASE("adam_update: cpu.omp matches ref (Adam's L2 and AdamW's decoupled decay)",
+          "[optim][variants]") {
   register_builtin_kernels();
   const DType dtype = GENERATE(DType::f32, DType::f64);
-  const double wd = GENERATE(0.0, 0.01);
+  const double wd = GENERATE(0.0, 0.01, 0.5);
+  const bool decoupled = GENERATE(false, true);
   test::VariantHarness harness(adam_update_table(), DeviceType::cpu, 1);
   anvil::test::check_adam_variants(harness, dtype, Device::cpu(), wd,
-                                   dtype == DType::f32 ? 1e-5 : 1e-12, 5);
+                                   dtype == DType::f32 ? 1e-5 : 1e-12, 5, decoupled);
   harness.finish();
 }
 

@@ -23,13 +23,14 @@ const char* optim_op_name(OptimOp op) {
 
 std::string OptimizerProblem::key() const {
   return detail::str_cat(optim_op_name(op), ' ', dtype_name(dtype), ' ', device.str(), ' ', tensors,
-                         ' ', numel, ' ', momentum);
+                         ' ', numel, ' ', momentum, ' ', decoupled_decay);
 }
 
 std::string OptimizerProblem::repr() const {
   return detail::str_cat(optim_op_name(op), ' ', dtype_name(dtype), ' ', device.str(),
                          " tensors=", tensors, " numel=", numel,
-                         op == OptimOp::sgd ? (momentum ? " momentum" : " plain") : "");
+                         op == OptimOp::sgd ? (momentum ? " momentum" : " plain") : "",
+                         op == OptimOp::adam && decoupled_decay ? " decoupled-decay" : "");
 }
 
 double OptimizerProblem::bytes() const {

@@ -5,7 +5,8 @@
 // LIST of tensors of one device and dtype (multi-tensor), so that a GPU variant updates every
 // parameter of a model in one or a few launches instead of one per tensor.
 //   sgd_update   p -= lr * step(g)                (torch.optim.SGD semantics, optional momentum)
-//   adam_update  m, v blended, p -= lr/c1 * m / (sqrt(v/c2) + eps)   (torch.optim.Adam, L2 decay)
+//   adam_update  m, v blended, p -= lr/c1 * m / (sqrt(v/c2) + eps)   (torch.optim.Adam, L2 decay;
+//                with decoupled_decay, torch.optim.AdamW: p *= 1 - lr*wd first, no L2 term)
 //   grad_norm    *result = sum over tensors and elements of g^2, accumulated in double
 //   grad_scale   g *= scale, in place
 // Variants: cpu.omp (the fused OpenMP kernels, one parallel pass per tensor), ref (serial loops);
@@ -30,11 +31,16 @@ struct OptimizerProblem {
   std::int64_t tensors = 0;  // number of tensors in the list
   std::int64_t numel = 0;    // elements over all of them
   bool momentum = false;     // sgd: a momentum buffer is read and written
+  // adam: AdamW's decoupled weight decay (Note [Decoupled weight decay] in adam.cpp):
+  // p *= 1 - lr * weight_decay before the update, and no L2 term in the gradient.
+  bool decoupled_decay = false;
 
   DeviceType device_type() const { return device.type; }
   // Every member (Note [Problem fields], engine/dispatch/problem_fields.h).
   bool operator==(const OptimizerProblem&) const = default;
-  auto fields() const { return std::tie(op, dtype, device, tensors, numel, momentum); }
+  auto fields() const {
+    return std::tie(op, dtype, device, tensors, numel, momentum, decoupled_decay);
+  }
   std::string key() const;
   std::string repr() const;
   // Bytes read and written by one call (the roofline of a memory-bound update).
@@ -61,7 +67,8 @@ struct SgdHyper {
   bool nesterov = false;
 };
 
-// c1 = 1 - beta1^t, c2 = 1 - beta2^t: the bias corrections of step t.
+// c1 = 1 - beta1^t, c2 = 1 - beta2^t: the bias corrections of step t. weight_decay is L2 or
+// decoupled as OptimizerProblem::decoupled_decay says.
 struct AdamHyper {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0, c1 = 1.0, c2 = 1.0;
 };

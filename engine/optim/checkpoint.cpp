@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Checkpoints (engine/optim/checkpoint.h): model tensors, optimizer state and the default
-// generator mapped onto one safetensors file.
+// Checkpoints (engine/optim/checkpoint.h): model tensors, optimizer and scheduler state and the
+// default generator mapped onto one safetensors file.
 #include "engine/optim/checkpoint.h"
 
 #include <set>
@@ -8,12 +8,14 @@
 #include "engine/autograd/grad_mode.h"
 #include "engine/core/random.h"
 #include "engine/core/safetensors.h"
+#include "engine/optim/optimizer_state.h"
 
 namespace anvil::optim {
 namespace {
 
 const std::string kModelPrefix = "model.";
 const std::string kOptimPrefix = "optim.";
+const std::string kSchedulerPrefix = "scheduler.";
 const std::string kAnvilPrefix = "anvil.";
 const std::string kVersionKey = "anvil.format_version";
 const std::string kRngKey = "anvil.rng.default";
@@ -22,6 +24,11 @@ const std::string kModuleStatePrefix = "anvil.module.";
 
 bool starts_with(const std::string& s, const std::string& prefix) {
   return s.rfind(prefix, 0) == 0;
+}
+
+bool reserved(const std::string& key) {
+  return starts_with(key, kAnvilPrefix) || starts_with(key, kOptimPrefix) ||
+         starts_with(key, kSchedulerPrefix);
 }
 
 NamedTensors model_tensors(const nn::Module& model) {
@@ -42,8 +49,10 @@ CheckpointInfo info_from(const std::string& path, std::map<std::string, std::str
   info.format_version = kCheckpointFormatVersion;
   if (const auto t = metadata.find(kOptimPrefix + "type"); t != metadata.end())
     info.optimizer = t->second;
+  if (const auto t = metadata.find(kSchedulerPrefix + "type"); t != metadata.end())
+    info.scheduler = t->second;
   for (const auto& [k, val] : metadata)
-    if (!starts_with(k, kAnvilPrefix) && !starts_with(k, kOptimPrefix)) info.extra.emplace(k, val);
+    if (!reserved(k)) info.extra.emplace(k, val);
   info.metadata = std::move(metadata);
   return info;
 }
@@ -52,11 +61,17 @@ CheckpointInfo info_from(const std::string& path, std::map<std::string, std::str
 
 void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer* opt,
                      const std::map<std::string, std::string>& extra_metadata) {
+  save_checkpoint(path, model, opt, nullptr, extra_metadata);
+}
+
+void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer* opt,
+                     const LRScheduler* scheduler,
+                     const std::map<std::string, std::string>& extra_metadata) {
   const char* where = "save_checkpoint";
   std::map<std::string, std::string> metadata;
   for (const auto& [k, v] : extra_metadata) {
-    ANVIL_CHECK(!starts_with(k, kAnvilPrefix) && !starts_with(k, kOptimPrefix), where, path,
-                ": extra metadata key '", k, "' uses a reserved prefix (anvil., optim.)");
+    ANVIL_CHECK(!reserved(k), where, path, ": extra metadata key '", k,
+                "' uses a reserved prefix (anvil., optim., scheduler.)");
     metadata.emplace(k, v);
   }
   metadata[kVersionKey] = std::to_string(kCheckpointFormatVersion);
@@ -69,6 +84,8 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Opt
     for (const auto& [name, t] : opt->state()) tensors.emplace_back(kOptimPrefix + name, t);
     for (const auto& [k, v] : opt->state_metadata()) metadata[kOptimPrefix + k] = v;
   }
+  if (scheduler != nullptr)
+    for (const auto& [k, v] : scheduler->state_metadata()) metadata[kSchedulerPrefix + k] = v;
   save_safetensors(path, tensors, metadata);
 }
 
@@ -83,6 +100,11 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Opt
 // cannot fail. tests/test_checkpoint.cpp corrupts each part of a checkpoint in turn and checks
 // that the model, its buffers, the optimizer and both kinds of generator are bitwise unchanged.
 CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optimizer* opt) {
+  return load_checkpoint(path, model, opt, nullptr);
+}
+
+CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optimizer* opt,
+                               LRScheduler* scheduler) {
   const char* where = "load_checkpoint";
   SafetensorsFile file = load_safetensors(path);
   CheckpointInfo info = info_from(path, std::move(file.metadata));
@@ -157,6 +179,19 @@ CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optim
     }
   }
 
+  // The scheduler's state is checked here and committed after the optimizer's.
+  LRScheduler::Loaded schedule;
+  if (scheduler != nullptr) {
+    ANVIL_CHECK(!info.scheduler.empty(), where, path,
+                ": the checkpoint holds no scheduler state (saved without a scheduler)");
+    try {
+      schedule =
+          scheduler->check_state(detail::with_prefix_removed(info.metadata, kSchedulerPrefix));
+    } catch (const Error& e) {
+      fail(where, path, ": ", e.what());
+    }
+  }
+
   // The optimizer last among the steps that can fail: load_state checks everything and then
   // commits, so when it throws the optimizer is unchanged, and when it returns nothing
   // else can fail (Note [Transactional checkpoint load]).
@@ -182,6 +217,7 @@ CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optim
   }
   default_generator() = restored;
   model.load_extra_state(module_states);
+  if (scheduler != nullptr) scheduler->commit(schedule);  // sets the lrs it had when saved
   return info;
 }
 

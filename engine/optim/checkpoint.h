@@ -1,16 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// Training checkpoints: a model's parameters and buffers, an optimizer's state and the default
-// random generator, in one safetensors file (engine/core/safetensors.h), written atomically.
-//   optim::save_checkpoint("run/ckpt.safetensors", *net, &opt, {{"epoch", "3"}});
-//   auto info = optim::load_checkpoint("run/ckpt.safetensors", *net, &opt);  // resume
+// Training checkpoints: a model's parameters and buffers, an optimizer's state (its parameter
+// groups included), a learning-rate scheduler's state and the default random generator, in one
+// safetensors file (engine/core/safetensors.h), written atomically.
+//   optim::save_checkpoint("run/ckpt.safetensors", *net, &opt, &sched, {{"epoch", "3"}});
+//   auto info = optim::load_checkpoint("run/ckpt.safetensors", *net, &opt, &sched);  // resume
 // Layout (docs/checkpoints.md): tensors "model.<parameter or buffer name>" and
 // "optim.<Optimizer::state() name>"; metadata "anvil.format_version", "anvil.rng.default" (the
-// default generator), "optim.<Optimizer::state_metadata() key>" and the caller's extra keys.
+// default generator), "optim.<Optimizer::state_metadata() key>",
+// "scheduler.<LRScheduler::state_metadata() key>" and the caller's extra keys.
 #include <map>
 #include <string>
 
 #include "engine/nn/module.h"
+#include "engine/optim/lr_scheduler.h"
 #include "engine/optim/optimizer.h"
 
 namespace anvil::optim {
@@ -19,13 +22,18 @@ inline constexpr int kCheckpointFormatVersion = 1;
 
 struct CheckpointInfo {
   int format_version = 0;
-  std::string optimizer;                        // "SGD", "Adam"; empty when saved without one
+  std::string optimizer;                        // "SGD", "Adam", "AdamW"; empty without one
+  std::string scheduler;                        // "StepLR", ...; empty when saved without one
   std::map<std::string, std::string> extra;     // the extra_metadata given to save_checkpoint
   std::map<std::string, std::string> metadata;  // the file's whole metadata
 };
 
-// Saves `model` (and `opt` unless null) to `path` atomically (Note [Atomic save]). Extra keys
-// must not start with "anvil." or "optim." (reserved). Throws anvil::Error naming the problem.
+// Saves `model` (and `opt`, `scheduler` unless null) to `path` atomically (Note [Atomic save]).
+// Extra keys must not start with "anvil.", "optim." or "scheduler." (reserved). Throws
+// anvil::Error naming the problem.
+void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer* opt,
+                     const LRScheduler* scheduler,
+                     const std::map<std::string, std::string>& extra_metadata = {});
 void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer* opt,
                      const std::map<std::string, std::string>& extra_metadata = {});
 
@@ -35,7 +43,10 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Opt
 // of its own). Everything is checked first, so on an error nothing is changed: every model
 // tensor must be in the file with the same shape and dtype and the file must hold no other
 // model tensor; the optimizer must be of the saved type over as many parameters of the same
-// shapes. Returns the metadata.
+// shapes; the scheduler (unless null) of the saved type over as many groups. Returns the
+// metadata.
+CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optimizer* opt,
+                               LRScheduler* scheduler);
 CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optimizer* opt);
 
 // The metadata of a checkpoint without reading its tensors (e.g. the model name the caller

@@ -94,9 +94,12 @@ __global__ void sgd_kernel(DeviceList l, std::int64_t total_chunks, T lr, T mome
   }
 }
 
+// c_b1, c_b2 are 1 - b1, 1 - b2 rounded from double (as PyTorch passes them); wd is Adam's L2
+// coefficient (0 for AdamW), keep AdamW's decay factor 1 - lr*wd (1 for Adam, where
+// p * keep - x is p - x exactly).
 template <typename T>
-__global__ void adam_kernel(DeviceList l, std::int64_t total_chunks, T step_size, T b1, T b2, T eps,
-                            T wd, T inv_sqrt_c2) {
+__global__ void adam_kernel(DeviceList l, std::int64_t total_chunks, T step_size, T b1, T b2,
+                            T c_b1, T c_b2, T eps, T wd, T keep, T inv_sqrt_c2) {
   for (std::int64_t c = blockIdx.x; c < total_chunks; c += gridDim.x) {
     const ChunkRange r = find_chunk(l, c);
     T* p = static_cast<T*>(l.param[r.s]);
@@ -105,11 +108,11 @@ __global__ void adam_kernel(DeviceList l, std::int64_t total_chunks, T step_size
     T* v = static_cast<T*>(l.state2[r.s]);
     for (std::int64_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) {
       const T d = g[i] + wd * p[i];
-      const T mi = b1 * m[i] + (T(1) - b1) * d;
-      const T vi = b2 * v[i] + (T(1) - b2) * d * d;
+      const T mi = b1 * m[i] + c_b1 * d;
+      const T vi = b2 * v[i] + c_b2 * d * d;
       m[i] = mi;
       v[i] = vi;
-      p[i] -= step_size * mi / (dev_sqrt(vi) * inv_sqrt_c2 + eps);
+      p[i] = p[i] * keep - step_size * mi / (dev_sqrt(vi) * inv_sqrt_c2 + eps);
     }
   }
 }
@@ -232,9 +235,12 @@ void launch_sgd(cudaStream_t stream, const DeviceList& l, std::int64_t chunks, c
 template <typename T>
 void launch_adam(cudaStream_t stream, const DeviceList& l, std::int64_t chunks,
                  const AdamParams& p) {
+  const double wd = p.decoupled_decay ? 0.0 : p.weight_decay;
+  const double keep = p.decoupled_decay ? 1.0 - p.lr * p.weight_decay : 1.0;
   adam_kernel<T><<<grid_for(chunks), kThreads, 0, stream>>>(
       l, chunks, static_cast<T>(p.lr / p.c1), static_cast<T>(p.beta1), static_cast<T>(p.beta2),
-      static_cast<T>(p.eps), static_cast<T>(p.weight_decay), static_cast<T>(1.0 / std::sqrt(p.c2)));
+      static_cast<T>(1.0 - p.beta1), static_cast<T>(1.0 - p.beta2), static_cast<T>(p.eps),
+      static_cast<T>(wd), static_cast<T>(keep), static_cast<T>(1.0 / std::sqrt(p.c2)));
   ANVIL_CUDA_CHECK(cudaGetLastError());
 }
 

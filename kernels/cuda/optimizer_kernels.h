@@ -35,8 +35,10 @@ struct SgdParams {
   double lr, momentum, dampening, weight_decay;
   bool nesterov;
 };
+// decoupled_decay: AdamW (p *= 1 - lr * weight_decay, no L2 term); else Adam's L2 decay.
 struct AdamParams {
   double lr, beta1, beta2, eps, weight_decay, c1, c2;
+  bool decoupled_decay;
 };
 
 // dtype f32 or f64 (throws anvil::Error otherwise). `entries` is host memory, read before the

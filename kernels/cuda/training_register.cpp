@@ -66,7 +66,7 @@ void sgd(const OptimizerArgs& a) {
 
 void adam(const OptimizerArgs& a) {
   const AdamParams p{a.adam.lr,           a.adam.beta1, a.adam.beta2, a.adam.eps,
-                     a.adam.weight_decay, a.adam.c1,    a.adam.c2};
+                     a.adam.weight_decay, a.adam.c1,    a.adam.c2,    a.problem.decoupled_decay};
   with_list(a, "cuda.custom.adam",
             [&](cudaStream_t s, const MultiTensorEntry* e, int n, void* scratch) {
               multi_tensor_adam(s, a.problem.dtype, e, n, scratch, p);

@@ -140,7 +140,7 @@ expect_error "missing dataset folder" "^anvil: error: anvil train: unknown datas
 expect_error "model and dataset disagree" '^anvil: error: .*model lstm32 takes token ids, not the images of fashion-mnist' -- \
   "$anvil" train --model lstm32 --dataset fashion-mnist --subset 100
 expect_error "zero epochs" '^anvil: error: anvil train: --epochs must be in \[1, [0-9]+\], got 0' -- "$anvil" train --model mlp_mnist --epochs 0
-expect_error "unknown optimizer" '^anvil: error: --optimizer: rmsprop not in \{sgd,adam\}' -- \
+expect_error "unknown optimizer" '^anvil: error: --optimizer: rmsprop not in \{sgd,adam,adamw\}' -- \
   "$anvil" train --model mlp_mnist --optimizer rmsprop
 expect_error "unknown option" 'arguments were not expected: .*--bogus' -- "$anvil" train --model mlp_mnist --bogus 1
 expect_error "no subcommand" '^anvil: error: A subcommand is required' -- "$anvil"

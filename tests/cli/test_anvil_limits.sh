@@ -56,6 +56,18 @@ expect 2 "--batch 80 --accumulate 3" "--batch 80 is not divisible by 1 rank\(s\)
 expect 2 "--shard-optimizer --clip 5" "--shard-optimizer with --clip is not supported" -- "$anvil" train --model mlp_mnist --shard-optimizer --clip 5
 expect 2 "--shard-optimizer --checkpoint" "--shard-optimizer with --checkpoint or --resume is not supported" -- "$anvil" train --model mlp_mnist --shard-optimizer --checkpoint "$tmp/never.safetensors"
 expect 2 "--accumulate 2 on a language model" "--accumulate applies to classifiers; ptb_small" -- "$anvil" train --model ptb_small --dataset ptb --subset 1000 --batch 4 --accumulate 2
+expect 2 "--optimizer adamw2" "--optimizer: adamw2 not in \{sgd,adam,adamw\}" -- "$anvil" train --model mlp_mnist --optimizer adamw2
+expect 2 "--weight-decay -0.1" "--weight-decay must be in \[0, 1\], got -0.1" -- "$anvil" train --model mlp_mnist --optimizer adamw --weight-decay -0.1
+expect 2 "--weight-decay 2" "--weight-decay must be in \[0, 1\], got 2" -- "$anvil" train --model mlp_mnist --weight-decay 2
+expect 2 "--lr-schedule linear" "--lr-schedule: linear not in \{none,step,cosine\}" -- "$anvil" train --model mlp_mnist --lr-schedule linear
+expect 2 "--warmup-steps -5" "--warmup-steps must be in \[0, 1073741824\], got -5" -- "$anvil" train --model mlp_mnist --warmup-steps -5
+expect 2 "--lr-schedule step without --lr-decay" "--lr-schedule step multiplies the lr by --lr-decay, which must be below 1, got 1" -- "$anvil" train --model mlp_mnist --lr-schedule step
+expect 2 "--step-epochs -1" "--step-epochs must be in \[1, 1000000\], got -1" -- "$anvil" train --model mlp_mnist --lr-schedule step --lr-decay 0.5 --step-epochs -1
+expect 2 "--cosine-epochs 0" "--cosine-epochs must be in \[1, 1000000\], got 0" -- "$anvil" train --model mlp_mnist --lr-schedule cosine --cosine-epochs 0
+expect 2 "--cosine-epochs without cosine" "--cosine-epochs applies to --lr-schedule cosine, got --lr-schedule none" -- "$anvil" train --model mlp_mnist --cosine-epochs 3
+expect 2 "--decay-after with a schedule" "--decay-after 2 is the per-epoch decay, which does not combine with --lr-schedule cosine\$" -- "$anvil" train --model mlp_mnist --lr-schedule cosine --decay-after 2
+expect 2 "--momentum with adamw" "--momentum applies to sgd, not adamw" -- "$anvil" train --model mlp_mnist --optimizer adamw --momentum 0.9
+expect 2 "--shard-optimizer with adamw's decay" "--shard-optimizer with weight decay \(0.01\) is not supported" -- "$anvil" train --model mlp_mnist --optimizer adamw --shard-optimizer
 expect 2 "--on-divergence maybe" "--on-divergence: maybe not in" -- "$anvil" train --model mlp_mnist --on-divergence maybe
 expect 2 "ANVIL_DIST_TIMEOUT=-3" "ANVIL_DIST_TIMEOUT: .*got '-3'" -- env ANVIL_DIST_TIMEOUT=-3 "${small[@]}"
 expect 2 "ANVIL_MPI_PROGRESS_US=abc" "ANVIL_MPI_PROGRESS_US: .*got 'abc'" -- env ANVIL_MPI_PROGRESS_US=abc "${small[@]}"

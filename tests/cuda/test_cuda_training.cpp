@@ -62,12 +62,14 @@ TEST_CASE("cuda.custom.sgd matches ref", "[cuda][optim]") {
   CHECK(harness.ran("cuda.custom.sgd") == static_cast<int>(cases.size()));
 }
 
-TEST_CASE("cuda.custom.adam matches ref", "[cuda][optim]") {
+TEST_CASE("cuda.custom.adam matches ref (Adam's L2 and AdamW's decoupled decay)", "[cuda][optim]") {
   setup();
   const DType dtype = GENERATE(DType::f32, DType::f64);
-  const double wd = GENERATE(0.0, 0.01);
+  const double wd = GENERATE(0.0, 0.01, 0.5);
+  const bool decoupled = GENERATE(false, true);
   test::VariantHarness harness(adam_update_table(), DeviceType::cuda, 1);
-  anvil::test::check_adam_variants(harness, dtype, kGpu, wd, dtype == DType::f32 ? 5e-6 : 1e-12, 5);
+  anvil::test::check_adam_variants(harness, dtype, kGpu, wd, dtype == DType::f32 ? 5e-6 : 1e-12, 5,
+                                   decoupled);
   harness.finish();
   CHECK(harness.ran("cuda.custom.adam") == 1);
 }

@@ -45,9 +45,10 @@ const typename Table::Variant& variant(Table& t, const std::string& name) {
 // device on `device` against ref on the host; `tol` on every element after each step.
 void check_sgd_variants(VariantHarness& harness, DType dtype, Device device, const SgdHyper& h,
                         double tol, std::uint64_t seed);
-// adam_update: three steps (bias corrections of steps 1-3), weight decay `wd`.
+// adam_update: three steps (bias corrections of steps 1-3), weight decay `wd`, L2 (Adam) or
+// decoupled (AdamW, OptimizerProblem::decoupled_decay).
 void check_adam_variants(VariantHarness& harness, DType dtype, Device device, double wd, double tol,
-                         std::uint64_t seed);
+                         std::uint64_t seed, bool decoupled = false);
 // grad_norm: the variant's squared norm within relative `rel_tol` of ref's (and, when
 // `deterministic`, the same bits on a second call); grad_scale (0.37): gradients equal to ref's.
 void check_grad_norm_variants(VariantHarness& harness, DType dtype, Device device, double rel_tol,

@@ -186,15 +186,35 @@ int run_cli(int argc, char** argv) {
   auto* batch_opt = train_cmd->add_option(
       "--batch", c.batch,
       fmt::format("mini-batch size, 1 to {} (default: the model's paper batch)", tools::kMaxBatch));
-  train_cmd->add_option("--optimizer", c.optimizer, "sgd or adam")
+  train_cmd->add_option("--optimizer", c.optimizer, "sgd, adam or adamw (decoupled weight decay)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"sgd", "adam"}));
+      ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
   train_cmd->add_option("--lr", c.lr, "learning rate")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   train_cmd->add_option("--momentum", c.momentum, "SGD momentum")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.999));
+  // The limits of the options below are checked by check_optimizer_config (optimizer_setup.h).
+  double weight_decay = 0;
+  auto* weight_decay_opt = train_cmd->add_option(
+      "--weight-decay", weight_decay,
+      "weight decay in [0, 1] of the weights (not of biases and norms): L2 for sgd and adam, "
+      "decoupled for adamw (default 0; adamw 0.01)");
+  train_cmd
+      ->add_option("--lr-schedule", c.lr_schedule,
+                   "per step: none (the per-epoch --lr-decay), step (x --lr-decay every "
+                   "--step-epochs) or cosine (to 0 over --cosine-epochs)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "step", "cosine"}));
+  auto* step_epochs_opt =
+      train_cmd->add_option("--step-epochs", c.step_epochs,
+                            "epochs between the decays of --lr-schedule step (default 1)");
+  auto* cosine_epochs_opt =
+      train_cmd->add_option("--cosine-epochs", c.cosine_epochs,
+                            "epochs of the cosine of --lr-schedule cosine (default --epochs)");
+  train_cmd->add_option("--warmup-steps", c.warmup_steps,
+                        "ramp the lr up linearly over this many optimizer steps (0 = none)");
   train_cmd->add_option("--clip", c.clip_norm, "clip gradients to this global L2 norm (0 = off)")
       ->check(CLI::NonNegativeNumber);
   train_cmd
@@ -297,6 +317,10 @@ int run_cli(int argc, char** argv) {
       // range. Negative values reach check_config.
       ANVIL_CHECK_CONFIG(!(*batch_opt && c.batch == 0), "anvil train", "--batch must be in [1, ",
                          tools::kMaxBatch, "], got 0");
+      ANVIL_CHECK_CONFIG(!(*step_epochs_opt && c.step_epochs == 0), "anvil train",
+                         "--step-epochs must be in [1, ", tools::kMaxEpochs, "], got 0");
+      ANVIL_CHECK_CONFIG(!(*cosine_epochs_opt && c.cosine_epochs == 0), "anvil train",
+                         "--cosine-epochs must be in [1, ", tools::kMaxEpochs, "], got 0");
       ANVIL_CHECK_CONFIG(!(*threads_opt && c.threads == 0), "anvil train",
                          "--threads must be in [1, ", max_threads(), "] (", thread_limit_reason(),
                          "), got 0");
@@ -310,6 +334,7 @@ int run_cli(int argc, char** argv) {
       print_info(!no_peak);
     } else if (train) {
       if (*target_opt) c.target_accuracy = target;
+      if (*weight_decay_opt) c.weight_decay = weight_decay;
       c.loader_thread = !no_loader_thread;
       c.normalize = !no_normalize;
       c.overlap = !no_overlap;

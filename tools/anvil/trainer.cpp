@@ -29,6 +29,7 @@
 #include "models/training_step.h"
 #include "tools/anvil/divergence.h"
 #include "tools/anvil/fault_hook.h"
+#include "tools/anvil/optimizer_setup.h"
 #include "tools/anvil/output_paths.h"
 #include "tools/anvil/progress.h"
 #include "tools/anvil/task_data.h"
@@ -137,13 +138,6 @@ EvalResult evaluate_language_model(nn::Module& net, const std::vector<std::int64
   return {r.loss, r.perplexity};
 }
 
-std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& c, std::vector<Tensor> params) {
-  if (c.optimizer == "adam")  // check_config has checked the name and --momentum
-    return std::make_unique<optim::Adam>(std::move(params), optim::AdamOptions{.lr = c.lr});
-  return std::make_unique<optim::SGD>(std::move(params),
-                                      optim::SGDOptions{.lr = c.lr, .momentum = c.momentum});
-}
-
 double lr_for_epoch(const TrainConfig& c, int epoch /* 0-based */) {
   if (c.decay_after <= 0 || epoch < c.decay_after) return c.lr;
   return c.lr * std::pow(c.lr_decay, epoch - c.decay_after + 1);
@@ -216,10 +210,7 @@ void check_config(const TrainConfig& c) {
                      "it on cpu");
   ANVIL_CHECK_CONFIG(c.on_divergence == "stop" || c.on_divergence == "continue", kWhere,
                      "--on-divergence must be stop or continue, got '", c.on_divergence, "'");
-  ANVIL_CHECK_CONFIG(c.optimizer == "sgd" || c.optimizer == "adam", kWhere,
-                     "--optimizer must be sgd or adam, got '", c.optimizer, "'");
-  ANVIL_CHECK_CONFIG(c.optimizer == "sgd" || c.momentum == 0.0, kWhere,
-                     "--momentum applies to sgd, not adam");
+  check_optimizer_config(c);  // --optimizer, --weight-decay, the schedule (optimizer_setup.h)
   if (c.device != "cpu") {
     ANVIL_CHECK_CONFIG(c.device == "cuda", kWhere, "--device must be cpu or cuda, got '", c.device,
                        "'");
@@ -237,6 +228,8 @@ std::map<std::string, std::string> run_metadata(const TrainConfig& c, std::int64
   return {{"anvil_train.model", c.model},
           {"anvil_train.dataset", c.dataset},
           {"anvil_train.optimizer", c.optimizer},
+          {"anvil_train.weight_decay", fmt::format("{}", weight_decay_of(c))},
+          {"anvil_train.lr_schedule", schedule_description(c)},
           {"anvil_train.lr", fmt::format("{}", c.lr)},
           {"anvil_train.batch", std::to_string(batch)},
           {"anvil_train.seed", std::to_string(c.seed)},
@@ -273,6 +266,10 @@ ResumeState read_resume(const TrainConfig& c, std::int64_t batch) {
   auto recorded = [&](const std::string& key) {
     if (key == "anvil_train.accumulate" && meta.find(key) == meta.end()) return std::string("1");
     if (key == "anvil_train.precision" && meta.find(key) == meta.end()) return std::string("fp32");
+    // ... and before --weight-decay and --lr-schedule, without either.
+    if (key == "anvil_train.weight_decay" && meta.find(key) == meta.end()) return std::string("0");
+    if (key == "anvil_train.lr_schedule" && meta.find(key) == meta.end())
+      return std::string("none");
     return get(key);
   };
   for (const auto& [key, value] : run_metadata(c, batch))
@@ -338,8 +335,9 @@ std::vector<dist::HandshakeField> configuration_fields(const TrainConfig& c, std
       {"epochs", std::to_string(c.epochs), ""},
       {"bucket cap", fmt::format("{} MiB", c.bucket_mb), ""},
       {"optimizer",
-       fmt::format("{} lr={} momentum={} clip={} lr-decay={} after={}", c.optimizer, c.lr,
-                   c.momentum, c.clip_norm, c.lr_decay, c.decay_after),
+       fmt::format("{} lr={} momentum={} weight-decay={} clip={} lr-decay={} after={} schedule={}",
+                   c.optimizer, c.lr, c.momentum, weight_decay_of(c), c.clip_norm, c.lr_decay,
+                   c.decay_after, schedule_description(c)),
        ""},
       {"seed", std::to_string(c.seed), ""},
       {"samples",
@@ -381,6 +379,10 @@ nlohmann::json report_json(const TrainConfig& c, const TrainReport& r) {
                  {"optimizer", c.optimizer},
                  {"lr", c.lr},
                  {"momentum", c.momentum},
+                 {"weight_decay", weight_decay_of(c)},
+                 {"lr_schedule", c.lr_schedule},
+                 {"lr_schedule_description", schedule_description(c)},
+                 {"warmup_steps", c.warmup_steps},
                  {"clip", c.clip_norm},
                  {"lr_decay", c.lr_decay},
                  {"decay_after", c.decay_after},
@@ -506,8 +508,8 @@ bool next_micro_batches(data::DataLoader& loader, int n, std::vector<data::Loade
 // returns (mean loss, samples).
 std::pair<double, std::int64_t> train_classifier_epoch(
     const TrainConfig& c, const models::ModelInfo& info, nn::Module& net, optim::Optimizer& opt,
-    data::DataLoader& loader, int epoch, Device device, std::ostream& out, dist::DataParallel* dp,
-    DivergenceGuard& guard, FaultHook& faults) {
+    optim::LRScheduler* sched, data::DataLoader& loader, int epoch, Device device,
+    std::ostream& out, dist::DataParallel* dp, DivergenceGuard& guard, FaultHook& faults) {
   net.train();
   loader.start_epoch(epoch);
   Progress progress(out, c.progress_bar, fmt::format("epoch {}/{}", epoch + 1, c.epochs),
@@ -538,6 +540,7 @@ std::pair<double, std::int64_t> train_classifier_epoch(
     if (dp != nullptr) dp->finish_gradients();  // averaged over the ranks before clipping
     const std::optional<Tensor> norm = clip_gradients(c, opt);
     opt.step();
+    if (sched != nullptr) sched->step();     // Note [Schedules in anvil train]
     if (dp != nullptr) dp->finish_update();  // ZeRO-1: the updated blocks to every rank
     double step_loss = 0;
     for (const auto& [loss, weight] : losses) step_loss += loss.item() * weight;
@@ -561,8 +564,9 @@ std::pair<double, std::int64_t> train_classifier_epoch(
 // it and carries their state (Note [Sharded PTB streams]), and the gradients are averaged.
 std::pair<double, std::int64_t> train_language_model_epoch(
     const TrainConfig& c, const models::ModelInfo& info, nn::Module& net, optim::Optimizer& opt,
-    const std::vector<std::int64_t>& ids, std::int64_t batch, int epoch, Device device,
-    std::ostream& out, dist::DataParallel* dp, DivergenceGuard& guard, FaultHook& faults) {
+    optim::LRScheduler* sched, const std::vector<std::int64_t>& ids, std::int64_t batch, int epoch,
+    Device device, std::ostream& out, dist::DataParallel* dp, DivergenceGuard& guard,
+    FaultHook& faults) {
   net.train();
   auto& lm = as_language_model(net);
   lm.reset_state();
@@ -585,6 +589,7 @@ std::pair<double, std::int64_t> train_language_model_epoch(
     if (dp != nullptr) dp->finish_gradients();  // averaged over the ranks before clipping
     const std::optional<Tensor> norm = clip_gradients(c, opt);
     opt.step();
+    if (sched != nullptr) sched->step();     // Note [Schedules in anvil train]
     if (dp != nullptr) dp->finish_update();  // ZeRO-1: the updated blocks to every rank
     const std::int64_t t = b.targets.sizes()[1];
     const double step_loss = loss.item();
@@ -701,14 +706,6 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
       make_optimizer(config, config.shard_optimizer ? dp->shard_parameters() : net->parameters());
   if (dp) dp->prepare_optimizer(*opt);
 
-  if (!config.resume.empty()) optim::load_checkpoint(config.resume, *net, opt.get());
-  ANVIL_CHECK(resumed.epochs_done < config.epochs, kWhere, "--resume ", config.resume,
-              " already has ", resumed.epochs_done,
-              " epochs; ask for more than that with --epochs");
-  r.first_epoch = resumed.epochs_done + 1;
-  r.training_seconds = resumed.training_seconds;
-  r.time_to_target_seconds = resumed.time_to_target;
-
   data::LoaderOptions loader_options{.batch = micro_batch,
                                      .shuffle = true,
                                      .seed = config.seed,
@@ -722,12 +719,31 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
   loader_options.pin_memory = device.is_cuda();
   std::unique_ptr<data::DataLoader> loader;
   if (!lm) loader = std::make_unique<data::DataLoader>(task.train, loader_options);
+  // Optimizer steps per epoch (Note [Global batch and micro-batches]), for the schedules.
+  const std::int64_t steps_per_epoch =
+      lm ? data::PtbBatcher(task.lm_train, batch, info.sample_shape.at(0)).num_batches()
+         : (loader->batches_per_epoch() + config.accumulate - 1) / config.accumulate;
+  const std::unique_ptr<optim::LRScheduler> sched =
+      make_scheduler(config, *opt, std::max<std::int64_t>(steps_per_epoch, 1));
+
+  if (!config.resume.empty()) optim::load_checkpoint(config.resume, *net, opt.get(), sched.get());
+  ANVIL_CHECK(resumed.epochs_done < config.epochs, kWhere, "--resume ", config.resume,
+              " already has ", resumed.epochs_done,
+              " epochs; ask for more than that with --epochs");
+  r.first_epoch = resumed.epochs_done + 1;
+  r.training_seconds = resumed.training_seconds;
+  r.time_to_target_seconds = resumed.time_to_target;
 
   out << fmt::format(
       "anvil train: {} ({} parameters) on {}: {} train / {} validation / {} test {}, batch {}, "
       "{} lr {}, {} thread(s), {}\n",
       config.model, r.parameters, r.dataset, r.train_samples, r.val_samples, r.test_samples,
       lm ? "tokens" : "samples", batch, config.optimizer, config.lr, r.threads, r.device);
+  if (sched || weight_decay_of(config) > 0)
+    out << fmt::format("optimizer: {}, weight decay {}{}; lr schedule: {} ({} steps per epoch)\n",
+                       config.optimizer, weight_decay_of(config),
+                       weight_decay_of(config) > 0 ? " (none on biases and norms)" : "",
+                       schedule_description(config), steps_per_epoch);
   std::string per_step;  // what --batch means (Note [Global batch and micro-batches])
   if (config.accumulate > 1)
     per_step = fmt::format(
@@ -750,8 +766,12 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
   for (int epoch = resumed.epochs_done; epoch < config.epochs; ++epoch) {
     EpochReport e;
     e.epoch = epoch + 1;
-    e.lr = lr_for_epoch(config, epoch);
-    opt->set_lr(e.lr);
+    if (sched) {
+      e.lr = opt->lr();  // the lr of the epoch's first step (Note [Schedules in anvil train])
+    } else {
+      e.lr = lr_for_epoch(config, epoch);
+      opt->set_lr(e.lr);
+    }
     reset_peak_rss();
     reset_peak_memory();
     if (device.is_cuda()) reset_peak_memory(device);
@@ -763,11 +783,12 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
     std::int64_t samples = 0;
     if (lm) {
       std::tie(e.train_loss, samples) =
-          train_language_model_epoch(config, info, *net, *opt, task.lm_train, batch, epoch, device,
-                                     out, dp.get(), guard, faults);
+          train_language_model_epoch(config, info, *net, *opt, sched.get(), task.lm_train, batch,
+                                     epoch, device, out, dp.get(), guard, faults);
     } else {
-      std::tie(e.train_loss, samples) = train_classifier_epoch(
-          config, info, *net, *opt, *loader, epoch, device, out, dp.get(), guard, faults);
+      std::tie(e.train_loss, samples) =
+          train_classifier_epoch(config, info, *net, *opt, sched.get(), *loader, epoch, device, out,
+                                 dp.get(), guard, faults);
       e.loader_wait_seconds = loader->wait_seconds();
     }
     e.train_seconds = seconds_since(t0);
@@ -842,7 +863,7 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
       meta["anvil_train.training_seconds"] = fmt::format("{}", r.training_seconds);
       if (r.time_to_target_seconds)
         meta["anvil_train.time_to_target"] = fmt::format("{}", *r.time_to_target_seconds);
-      optim::save_checkpoint(config.checkpoint, *net, opt.get(), meta);
+      optim::save_checkpoint(config.checkpoint, *net, opt.get(), sched.get(), meta);
     }
     if (comm->rank() == 0) write_json_log(config, r);
     if (ranks > 1) comm->barrier();  // the checkpoint exists before any rank goes on

@@ -14,8 +14,9 @@
 // A run is a pure function of its configuration and seed: parameters are initialised from the
 // seed, the data order of epoch e depends only on (seed, e) (Note [Reproducible data order]),
 // dropout draws from the default generator (seeded once, its state stored in every checkpoint),
-// the learning rate schedule depends only on the epoch, and the optimizer state (Adam moments and
-// step count, SGD momentum) is checkpointed. So "train to epoch k, save, resume, train to n" ends
+// the learning rate schedule depends only on the epoch and the step (the scheduler's state is
+// checkpointed), and the optimizer state (Adam moments and step count, SGD momentum) is
+// checkpointed. So "train to epoch k, save, resume, train to n" ends
 // with the same parameters as "train to n". Checkpoints are taken at epoch ends only.
 #include <cstdint>
 #include <optional>
@@ -36,15 +37,27 @@ inline constexpr int kMaxEpochs = 1'000'000;
 inline constexpr std::int64_t kMaxBatch = std::int64_t{1} << 20;
 inline constexpr double kMaxBucketMb = 65536.0;  // 64 GiB, more than any model's gradients
 inline constexpr int kMaxAccumulate = 1024;      // micro-batches per optimizer step
+inline constexpr std::int64_t kMaxWarmupSteps = std::int64_t{1} << 30;
 
 struct TrainConfig {
   std::string model;
   std::string dataset = "fashion-mnist";  // a name or a folder (task_data.h)
   int epochs = 1;
   std::int64_t batch = 0;         // 0 = the model's paper batch (ModelInfo::cpu_batch)
-  std::string optimizer = "sgd";  // sgd | adam
+  std::string optimizer = "sgd";  // sgd | adam | adamw
   double lr = 0.01;
-  double momentum = 0.0;   // SGD only
+  double momentum = 0.0;  // SGD only
+  // L2 decay (sgd, adam) or decoupled decay (adamw) of the weights; parameters of one dimension
+  // (biases, batch-norm scale and shift) get none (Note [Weight decay groups] in trainer.cpp).
+  // Unset: the optimizer's default (0; adamw 0.01).
+  std::optional<double> weight_decay;
+  // Note [Schedules in anvil train] (trainer.cpp): none (the per-epoch --lr-decay below),
+  // step (x lr_decay every step_epochs epochs) or cosine (to 0 over cosine_epochs epochs,
+  // default: epochs), per optimizer step; warmup_steps > 0 ramps the lr up linearly first.
+  std::string lr_schedule = "none";
+  int step_epochs = 0;    // 0 = 1 with --lr-schedule step
+  int cosine_epochs = 0;  // 0 = epochs
+  std::int64_t warmup_steps = 0;
   double clip_norm = 0.0;  // global gradient-norm clipping; 0 = off
   double lr_decay =
       1.0;  // multiply the learning rate by this after every epoch from `decay_after` on

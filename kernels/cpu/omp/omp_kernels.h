@@ -60,11 +60,13 @@ namespace anvil::kernels {
 template <typename T>
 void sgd_update(T* p, const T* g, T* buf, std::int64_t n, double lr, double momentum,
                 double dampening, double weight_decay, bool nesterov, bool first);
-// Fused Adam step (torch.optim.Adam semantics, L2 weight decay) with bias corrections
+// Fused Adam step (torch.optim.Adam semantics, L2 weight decay; with decoupled_decay
+// torch.optim.AdamW's p *= 1 - lr * weight_decay instead) with bias corrections
 // c1 = 1 - beta1^t, c2 = 1 - beta2^t.
 template <typename T>
 void adam_update(T* p, const T* g, T* m, T* v, std::int64_t n, double lr, double beta1,
-                 double beta2, double eps, double weight_decay, double c1, double c2);
+                 double beta2, double eps, double weight_decay, double c1, double c2,
+                 bool decoupled_decay);
 // sum of squares, accumulated in double.
 template <typename T>
 double sum_squares(const T* x, std::int64_t n);

@@ -35,7 +35,7 @@ void run_omp(const OptimizerArgs& a) {
         const OptimTensor& t = a.tensors[k];
         adam_update<T>(static_cast<T*>(t.param), static_cast<const T*>(t.grad),
                        static_cast<T*>(t.state1), static_cast<T*>(t.state2), t.numel, h.lr, h.beta1,
-                       h.beta2, h.eps, h.weight_decay, h.c1, h.c2);
+                       h.beta2, h.eps, h.weight_decay, h.c1, h.c2, a.problem.decoupled_decay);
       }
       return;
     }

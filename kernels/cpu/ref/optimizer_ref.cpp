@@ -38,7 +38,12 @@ template <typename T>
 void adam_ref(const OptimizerArgs& a) {
   const AdamHyper& h = a.adam;
   const T b1 = static_cast<T>(h.beta1), b2 = static_cast<T>(h.beta2);
+  const T c_b1 = static_cast<T>(1.0 - h.beta1), c_b2 = static_cast<T>(1.0 - h.beta2);
   const T step = static_cast<T>(h.lr / h.c1), inv_sqrt_c2 = static_cast<T>(1.0 / std::sqrt(h.c2));
+  // Adam: L2 decay in the gradient. AdamW (decoupled_decay): p *= 1 - lr * wd, then the update.
+  const bool decoupled = a.problem.decoupled_decay;
+  const T wd = static_cast<T>(decoupled ? 0.0 : h.weight_decay);
+  const T keep = static_cast<T>(1.0 - h.lr * h.weight_decay);
   for (std::int64_t k = 0; k < a.problem.tensors; ++k) {
     const OptimTensor& t = a.tensors[k];
     T* p = static_cast<T*>(t.param);
@@ -46,9 +51,10 @@ void adam_ref(const OptimizerArgs& a) {
     T* m = static_cast<T*>(t.state1);
     T* v = static_cast<T*>(t.state2);
     for (std::int64_t i = 0; i < t.numel; ++i) {
-      const T d = g[i] + static_cast<T>(h.weight_decay) * p[i];
-      m[i] = b1 * m[i] + (T(1) - b1) * d;
-      v[i] = b2 * v[i] + (T(1) - b2) * d * d;
+      if (decoupled) p[i] *= keep;
+      const T d = g[i] + wd * p[i];
+      m[i] = b1 * m[i] + c_b1 * d;
+      v[i] = b2 * v[i] + c_b2 * d * d;
       p[i] -= step * m[i] / (std::sqrt(v[i]) * inv_sqrt_c2 + static_cast<T>(h.eps));
     }
   }
