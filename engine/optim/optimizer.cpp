@@ -12,6 +12,7 @@
 #include "engine/core/views.h"
 #include "engine/dispatch/optimizer_problem.h"
 #include "engine/ops/elementwise.h"
+#include "engine/optim/state_text.h"
 
 namespace anvil::optim {
 namespace {
@@ -83,30 +84,10 @@ void check_options(const AdamOptions& o, const char* where) {
 // ---- state as text and named tensors (Note [Optimizer state]) ------------------------------
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
-using Metadata = std::map<std::string, std::string>;
-
-// Shortest text that reads back to the same double (std::to_chars guarantees the round trip).
-std::string text_of(double v) {
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
-const std::string& entry(const Metadata& md, const std::string& key, const char* where) {
-  const auto it = md.find(key);
-  ANVIL_CHECK(it != md.end(), where, "the state has no '", key, "'");
-  return it->second;
-}
-
-template <typename T>
-T read_number(const Metadata& md, const std::string& key, const char* where) {
-  const std::string& s = entry(md, key, where);
-  T v{};
-  const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  ANVIL_CHECK(r.ec == std::errc() && r.ptr == s.data() + s.size(), where, "state '", key, "' = \"",
-              s, "\" is not a number");
-  return v;
-}
+using detail::entry;
+using detail::Metadata;
+using detail::read_number;
+using detail::text_of;
 
 bool read_bool(const Metadata& md, const std::string& key, const char* where) {
   const std::string& s = entry(md, key, where);
@@ -384,6 +365,49 @@ Tensor clip_grad_norm_async_(const std::vector<Tensor>& params, double max_norm)
   args.clip_max_norm = max_norm;
   run_groups(scale_groups, args);
   return ops::unary(EwOp::sqrt, sum);
+}
+
+std::vector<Tensor> unscale_grads_(const std::vector<Tensor>& params, double factor) {
+  const char* where = "unscale_grads_";
+  ANVIL_CHECK(std::isfinite(factor) && factor > 0, where,
+              "factor must be a positive finite number, got ", factor);
+  NoGradGuard no_grad;
+  // One grad_scale call per (device, dtype) group, each with its device's flag. A strided
+  // gradient (rare) is unscaled as a dense copy, written back after the check.
+  std::vector<Group> groups;
+  std::vector<std::pair<Tensor, Tensor>> strided;  // (gradient, its dense copy)
+  for (const auto& p : params) {
+    const Tensor& g = p.grad();
+    if (!g.defined()) continue;
+    ANVIL_CHECK(is_floating(g.dtype()), where,
+                "gradients must be f32 or f64 (f32 master weights), got ", dtype_name(g.dtype()));
+    Tensor dense = g;
+    if (!g.is_contiguous()) {
+      dense = raw::contiguous(g);
+      strided.emplace_back(g, dense);
+    }
+    add_tensor(group_for(groups, OptimOp::grad_scale, dense),
+               {nullptr, dense.data_ptr(), nullptr, nullptr, dense.numel(), false});
+  }
+  std::vector<Tensor> flags;  // one per device, in order of first appearance
+  for (auto& grp : groups) {
+    Tensor* flag = nullptr;
+    for (Tensor& f : flags)
+      if (f.device() == grp.problem.device) flag = &f;
+    if (flag == nullptr)
+      flag = &flags.emplace_back(Tensor::zeros({}, DType::f32, grp.problem.device));
+    OptimizerArgs args;
+    args.problem = grp.problem;
+    args.tensors = grp.tensors.data();
+    args.scale = factor;
+    args.found_inf = flag->data_ptr();
+    grad_scale_table().run(args);
+  }
+  for (auto& [g, dense] : strided) {
+    Tensor dst = g;
+    dst.copy_(dense);
+  }
+  return flags;
 }
 
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {

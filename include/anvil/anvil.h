@@ -32,5 +32,6 @@
 #include "engine/nn/pooling.h"
 #include "engine/nn/recurrent.h"
 #include "engine/optim/checkpoint.h"
+#include "engine/optim/grad_scaler.h"
 #include "engine/optim/optimizer.h"
 #include "models/registry.h"
