@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "anvil/anvil.h"
@@ -225,6 +227,70 @@ TEST_CASE("anvil train --precision bf16 trains to about fp32's accuracy with f32
   }
 }
 
+TEST_CASE("anvil train --precision fp16 trains to about fp32's loss with loss scaling",
+          "[train][real_data][autocast][grad_scaler]") {
+  std::ostringstream log;
+  const std::string ckpt = temp_path("fp16.safetensors");
+  const std::string json_path = temp_path("fp16.json");
+  auto fp32 = small_run("mlp_mnist");
+  fp32.epochs = 2;
+  auto fp16 = fp32;
+  fp16.precision = "fp16";
+  fp16.checkpoint = ckpt;
+  fp16.json_log = json_path;
+  const auto r32 = tools::run_training(fp32, log);
+  const auto r16 = tools::run_training(fp16, log);
+  std::printf(
+      "anvil train (mlp_mnist, 960 images, 2 epochs): fp32 loss %.5f test accuracy %.4f; fp16 "
+      "loss %.5f test accuracy %.4f, loss scale %g, %lld step(s) skipped\n",
+      r32.epochs.back().train_loss, r32.test_metric, r16.epochs.back().train_loss, r16.test_metric,
+      r16.epochs.back().loss_scale, static_cast<long long>(r16.skipped_steps));
+  // It ran in f16 (the loss differs from fp32's) with a scale, and reports it.
+  REQUIRE(r16.epochs.front().train_loss != r32.epochs.front().train_loss);
+  REQUIRE(r16.epochs.back().loss_scale > 0);
+  REQUIRE(r32.epochs.back().loss_scale == 0);
+  REQUIRE(log.str().find("loss scale") != std::string::npos);
+  // f16 keeps 11 significant bits (bf16: 8) and the GEMMs accumulate in f32, so each operand
+  // moves by at most 2^-11 relative; over 30 Adam steps these differences grow but stay small:
+  // the mean training loss of the second epoch within 1 % of fp32's (measured 0.14 %, 0.73636
+  // against 0.73741) and the test accuracy on 1200 images within 2 points (measured equal).
+  REQUIRE(std::abs(r16.epochs.back().train_loss - r32.epochs.back().train_loss) <
+          0.01 * r32.epochs.back().train_loss);
+  REQUIRE(std::abs(r16.test_metric - r32.test_metric) < 0.02);
+  // The checkpoint holds the scaler's state; the JSON log the scale and the skipped steps.
+  const auto info = optim::read_checkpoint_info(ckpt);
+  REQUIRE(std::stod(info.metadata.at("anvil.grad_scaler.scale")) == r16.epochs.back().loss_scale);
+  std::ifstream f(json_path);
+  const auto doc = nlohmann::json::parse(f);
+  REQUIRE(doc["epochs"][1]["loss_scale"].get<double>() == r16.epochs.back().loss_scale);
+  REQUIRE(doc["result"]["skipped_steps"].get<std::int64_t>() == r16.skipped_steps);
+  std::filesystem::remove(ckpt);
+  std::filesystem::remove(json_path);
+}
+
+TEST_CASE("anvil train --precision fp16: resuming repeats the uninterrupted run exactly",
+          "[train][real_data][autocast][grad_scaler]") {
+  std::ostringstream log;
+  const std::string ckpt = temp_path("fp16_resume.safetensors");
+  auto straight = small_run("mlp_mnist");
+  straight.precision = "fp16";
+  straight.epochs = 2;
+  const auto full = tools::run_training(straight, log);
+  auto first = straight;
+  first.epochs = 1;
+  first.checkpoint = ckpt;
+  tools::run_training(first, log);
+  auto rest = straight;
+  rest.resume = ckpt;
+  const auto resumed = tools::run_training(rest, log);
+  std::filesystem::remove(ckpt);
+  REQUIRE(resumed.first_epoch == 2);
+  REQUIRE(resumed.epochs.back().train_loss == full.epochs.back().train_loss);
+  REQUIRE(resumed.epochs.back().loss_scale == full.epochs.back().loss_scale);
+  REQUIRE(resumed.skipped_steps == full.skipped_steps);
+  REQUIRE(resumed.test_loss == full.test_loss);
+}
+
 TEST_CASE("anvil train --precision refuses what it cannot run yet", "[train][errors][autocast]") {
   std::ostringstream log;
   auto c = small_run("mlp_mnist");
@@ -232,7 +298,14 @@ TEST_CASE("anvil train --precision refuses what it cannot run yet", "[train][err
   REQUIRE_THROWS_AS(tools::run_training(c, log), ConfigError);
   REQUIRE_THROWS_WITH(tools::run_training(c, log), Catch::Contains("unknown precision 'fp8'"));
   c.precision = "fp16";
-  REQUIRE_THROWS_WITH(tools::run_training(c, log), Catch::Contains("loss scaling"));
+  c.shard_optimizer = true;
+  REQUIRE_THROWS_WITH(tools::run_training(c, log),
+                      Catch::Contains("--precision fp16 with --shard-optimizer is not supported"));
+  c.shard_optimizer = false;
+  c.device = "cuda";  // refused before looking for a GPU, so the same on every machine
+  REQUIRE_THROWS_WITH(tools::run_training(c, log),
+                      Catch::Contains("--precision fp16 on --device cuda is not supported yet"));
+  c.device = "cpu";
   c.precision = "tf32";
   REQUIRE_THROWS_WITH(tools::run_training(c, log), Catch::Contains("GPU tensor-core mode"));
 }

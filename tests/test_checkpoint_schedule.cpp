@@ -119,8 +119,9 @@ TEST_CASE("a checkpoint without a schedule or of another grouping is refused, ch
   auto net = small_net(3);
   optim::AdamW flat(net->parameters(), {});
   optim::StepLR step(flat, 2);
-  CHECK_THROWS_WITH(optim::load_checkpoint(with_sched, *net, &flat, nullptr),
-                    Catch::Contains("2 parameter groups, this optimizer has 1"));
+  CHECK_THROWS_WITH(
+      optim::load_checkpoint(with_sched, *net, &flat, static_cast<optim::LRScheduler*>(nullptr)),
+      Catch::Contains("2 parameter groups, this optimizer has 1"));
   CHECK(flat.lr() == 1e-3);
   CHECK_THROWS_WITH(optim::load_checkpoint(with_sched, *net, &flat, &step),
                     Catch::Contains("saved by LinearWarmup, this scheduler is StepLR"));

@@ -8,7 +8,8 @@
 //   adam_update  m, v blended, p -= lr/c1 * m / (sqrt(v/c2) + eps)   (torch.optim.Adam, L2 decay;
 //                with decoupled_decay, torch.optim.AdamW: p *= 1 - lr*wd first, no L2 term)
 //   grad_norm    *result = sum over tensors and elements of g^2, accumulated in double
-//   grad_scale   g *= scale, in place
+//   grad_scale   g *= scale, in place; with found_inf, also flags a non-finite result (loss
+//                scaling's unscale-and-check pass, Note [Dynamic loss scaling])
 // Variants: cpu.omp (the fused OpenMP kernels, one parallel pass per tensor), ref (serial loops);
 // cuda.custom.sgd / .adam / .grad_norm / .grad_scale in libanvil_cuda. Tensors are dense.
 #include <cstdint>
@@ -89,6 +90,10 @@ struct OptimizerArgs {
   void* sum_device = nullptr;
   const void* clip_sum = nullptr;
   double clip_max_norm = 0.0;
+  // grad_scale (optim::unscale_grads_, every variant): when set, an f32 flag on the problem's
+  // device that is set to 1 when any scaled gradient is inf or NaN, and never cleared, so that
+  // several calls share one flag. Written without a host wait.
+  void* found_inf = nullptr;
 };
 
 using OptimizerTable = VariantTable<OptimizerProblem, OptimizerArgs>;

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// Checkpoints (engine/optim/checkpoint.h): model tensors, optimizer and scheduler state and the
-// default generator mapped onto one safetensors file.
+// Checkpoints (engine/optim/checkpoint.h): model tensors, optimizer and scheduler state, the
+// loss scaler and the default generator mapped onto one safetensors file.
 #include "engine/optim/checkpoint.h"
 
+#include <optional>
 #include <set>
 
 #include "engine/autograd/grad_mode.h"
 #include "engine/core/random.h"
 #include "engine/core/safetensors.h"
 #include "engine/optim/optimizer_state.h"
+#include "engine/optim/grad_scaler.h"
 
 namespace anvil::optim {
 namespace {
@@ -21,6 +23,8 @@ const std::string kVersionKey = "anvil.format_version";
 const std::string kRngKey = "anvil.rng.default";
 // Modules' own non-tensor state (nn::Module::named_extra_state: Dropout generators).
 const std::string kModuleStatePrefix = "anvil.module.";
+// The loss scaler (GradScaler::state_metadata), fp16 training.
+const std::string kScalerPrefix = "anvil.grad_scaler.";
 
 bool starts_with(const std::string& s, const std::string& prefix) {
   return s.rfind(prefix, 0) == 0;
@@ -60,13 +64,15 @@ CheckpointInfo info_from(const std::string& path, std::map<std::string, std::str
 }  // namespace
 
 void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer* opt,
-                     const std::map<std::string, std::string>& extra_metadata) {
-  save_checkpoint(path, model, opt, nullptr, extra_metadata);
+                     const std::map<std::string, std::string>& extra_metadata,
+                     const GradScaler* scaler) {
+  save_checkpoint(path, model, opt, nullptr, extra_metadata, scaler);
 }
 
 void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer* opt,
                      const LRScheduler* scheduler,
-                     const std::map<std::string, std::string>& extra_metadata) {
+                     const std::map<std::string, std::string>& extra_metadata,
+                     const GradScaler* scaler) {
   const char* where = "save_checkpoint";
   std::map<std::string, std::string> metadata;
   for (const auto& [k, v] : extra_metadata) {
@@ -86,6 +92,8 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Opt
   }
   if (scheduler != nullptr)
     for (const auto& [k, v] : scheduler->state_metadata()) metadata[kSchedulerPrefix + k] = v;
+  if (scaler != nullptr)
+    for (const auto& [k, v] : scaler->state_metadata()) metadata[kScalerPrefix + k] = v;
   save_safetensors(path, tensors, metadata);
 }
 
@@ -99,12 +107,14 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Opt
 // into the model (same shape, dtype and device: staged above) and the generator assignments
 // cannot fail. tests/test_checkpoint.cpp corrupts each part of a checkpoint in turn and checks
 // that the model, its buffers, the optimizer and both kinds of generator are bitwise unchanged.
-CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optimizer* opt) {
-  return load_checkpoint(path, model, opt, nullptr);
+CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optimizer* opt,
+                               GradScaler* scaler) {
+  return load_checkpoint(path, model, opt, nullptr, scaler);
 }
 
+// A loss scaler's state is loaded into a copy first and assigned with the commit.
 CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optimizer* opt,
-                               LRScheduler* scheduler) {
+                               LRScheduler* scheduler, GradScaler* scaler) {
   const char* where = "load_checkpoint";
   SafetensorsFile file = load_safetensors(path);
   CheckpointInfo info = info_from(path, std::move(file.metadata));
@@ -191,6 +201,21 @@ CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optim
       fail(where, path, ": ", e.what());
     }
   }
+  std::optional<GradScaler> staged_scaler;
+  if (scaler != nullptr) {
+    std::map<std::string, std::string> scaler_state;
+    for (const auto& [k, v] : info.metadata)
+      if (starts_with(k, kScalerPrefix)) scaler_state.emplace(k.substr(kScalerPrefix.size()), v);
+    ANVIL_CHECK(!scaler_state.empty(), where, path,
+                ": the checkpoint holds no loss-scaler state (no '", kScalerPrefix,
+                "*' metadata: saved without a GradScaler)");
+    staged_scaler = *scaler;
+    try {
+      staged_scaler->load_state(scaler_state);
+    } catch (const Error& e) {
+      fail(where, path, ": ", e.what());
+    }
+  }
 
   // The optimizer last among the steps that can fail: load_state checks everything and then
   // commits, so when it throws the optimizer is unchanged, and when it returns nothing
@@ -218,6 +243,7 @@ CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optim
   default_generator() = restored;
   model.load_extra_state(module_states);
   if (scheduler != nullptr) scheduler->commit(schedule);  // sets the lrs it had when saved
+  if (staged_scaler) *scaler = *staged_scaler;
   return info;
 }
 

@@ -8,7 +8,8 @@
 // Layout (docs/checkpoints.md): tensors "model.<parameter or buffer name>" and
 // "optim.<Optimizer::state() name>"; metadata "anvil.format_version", "anvil.rng.default" (the
 // default generator), "optim.<Optimizer::state_metadata() key>",
-// "scheduler.<LRScheduler::state_metadata() key>" and the caller's extra keys.
+// "scheduler.<LRScheduler::state_metadata() key>", the loss scaler's
+// "anvil.grad_scaler.<GradScaler::state_metadata() key>" (when given) and the caller's extra keys.
 #include <map>
 #include <string>
 
@@ -17,6 +18,8 @@
 #include "engine/optim/optimizer.h"
 
 namespace anvil::optim {
+
+class GradScaler;  // engine/optim/grad_scaler.h
 
 inline constexpr int kCheckpointFormatVersion = 1;
 
@@ -29,13 +32,16 @@ struct CheckpointInfo {
 };
 
 // Saves `model` (and `opt`, `scheduler` unless null) to `path` atomically (Note [Atomic save]).
-// Extra keys must not start with "anvil.", "optim." or "scheduler." (reserved). Throws
-// anvil::Error naming the problem.
+// Extra keys must not start with "anvil.", "optim." or "scheduler." (reserved). `scaler`, unless
+// null, adds the loss scaler's state (scale, options, counters). Throws anvil::Error naming the
+// problem.
 void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer* opt,
                      const LRScheduler* scheduler,
-                     const std::map<std::string, std::string>& extra_metadata = {});
+                     const std::map<std::string, std::string>& extra_metadata = {},
+                     const GradScaler* scaler = nullptr);
 void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer* opt,
-                     const std::map<std::string, std::string>& extra_metadata = {});
+                     const std::map<std::string, std::string>& extra_metadata = {},
+                     const GradScaler* scaler = nullptr);
 
 // Restores `model` (its parameters and buffers are overwritten in place, so an optimizer built
 // over them stays valid), `opt` (unless null; its options, counters and state tensors) and the
@@ -43,11 +49,12 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Opt
 // of its own). Everything is checked first, so on an error nothing is changed: every model
 // tensor must be in the file with the same shape and dtype and the file must hold no other
 // model tensor; the optimizer must be of the saved type over as many parameters of the same
-// shapes; the scheduler (unless null) of the saved type over as many groups. Returns the
-// metadata.
+// shapes; the scheduler (unless null) of the saved type over as many groups. `scaler`, unless
+// null, gets the saved loss-scaler state, which the file must hold. Returns the metadata.
 CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optimizer* opt,
-                               LRScheduler* scheduler);
-CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optimizer* opt);
+                               LRScheduler* scheduler, GradScaler* scaler = nullptr);
+CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optimizer* opt,
+                               GradScaler* scaler = nullptr);
 
 // The metadata of a checkpoint without reading its tensors (e.g. the model name the caller
 // stored in the extra metadata, to build the model before load_checkpoint).

@@ -296,6 +296,49 @@ Tensor clip_grad_norm_async_(const std::vector<Tensor>& params, double max_norm)
   return ops::unary(EwOp::sqrt, sum);
 }
 
+std::vector<Tensor> unscale_grads_(const std::vector<Tensor>& params, double factor) {
+  const char* where = "unscale_grads_";
+  ANVIL_CHECK(std::isfinite(factor) && factor > 0, where,
+              "factor must be a positive finite number, got ", factor);
+  NoGradGuard no_grad;
+  // One grad_scale call per (device, dtype) group, each with its device's flag. A strided
+  // gradient (rare) is unscaled as a dense copy, written back after the check.
+  std::vector<TableCall> groups;
+  std::vector<std::pair<Tensor, Tensor>> strided;  // (gradient, its dense copy)
+  for (const auto& p : params) {
+    const Tensor& g = p.grad();
+    if (!g.defined()) continue;
+    ANVIL_CHECK(is_floating(g.dtype()), where,
+                "gradients must be f32 or f64 (f32 master weights), got ", dtype_name(g.dtype()));
+    Tensor dense = g;
+    if (!g.is_contiguous()) {
+      dense = raw::contiguous(g);
+      strided.emplace_back(g, dense);
+    }
+    add_tensor(call_for(groups, OptimOp::grad_scale, dense),
+               {nullptr, dense.data_ptr(), nullptr, nullptr, dense.numel(), false});
+  }
+  std::vector<Tensor> flags;  // one per device, in order of first appearance
+  for (auto& grp : groups) {
+    Tensor* flag = nullptr;
+    for (Tensor& f : flags)
+      if (f.device() == grp.problem.device) flag = &f;
+    if (flag == nullptr)
+      flag = &flags.emplace_back(Tensor::zeros({}, DType::f32, grp.problem.device));
+    OptimizerArgs args;
+    args.problem = grp.problem;
+    args.tensors = grp.tensors.data();
+    args.scale = factor;
+    args.found_inf = flag->data_ptr();
+    grad_scale_table().run(args);
+  }
+  for (auto& [g, dense] : strided) {
+    Tensor dst = g;
+    dst.copy_(dense);
+  }
+  return flags;
+}
+
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
   ANVIL_CHECK(max_norm > 0, "clip_grad_norm_", "max_norm must be positive, got ", max_norm);
   NoGradGuard no_grad;

@@ -197,5 +197,10 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm);
 // gradients' device (read it with item() only when needed). Otherwise (CPU, several devices,
 // strided gradients) it runs clip_grad_norm_ and returns the norm as a CPU scalar.
 Tensor clip_grad_norm_async_(const std::vector<Tensor>& params, double max_norm);
+// Loss scaling's unscale-and-check pass (Note [Dynamic loss scaling] in grad_scaler.h): every
+// gradient *= factor in place, and in the same pass a flag per device records whether any result
+// is inf or NaN. Returns the flags, 0-d f32 tensors on the gradients' devices (1 = found), in
+// order of first appearance; nothing waits for the device until they are read.
+std::vector<Tensor> unscale_grads_(const std::vector<Tensor>& params, double factor);
 
 }  // namespace anvil::optim

@@ -33,5 +33,6 @@
 #include "engine/nn/recurrent.h"
 #include "engine/optim/checkpoint.h"
 #include "engine/optim/lr_scheduler.h"
+#include "engine/optim/grad_scaler.h"
 #include "engine/optim/optimizer.h"
 #include "models/registry.h"

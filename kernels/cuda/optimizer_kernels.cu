@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Fused multi-tensor optimizer kernels (launchers in optimizer_kernels.h), behind the variants
-// cuda.custom.sgd, cuda.custom.adam, cuda.custom.grad_norm and cuda.custom.grad_scale.
+// cuda.custom.sgd, cuda.custom.adam, cuda.custom.grad_norm and cuda.custom.grad_scale (which
+// also runs loss scaling's unscale-and-check pass, scale_check_kernel).
 // A list of dense f32/f64 tensors is cut into chunks of kChunk elements; one grid walks all
 // chunks of all tensors (grid-stride over the global chunk index), each block finding its
 // tensor by binary search in a prefix table of chunk counts (Note [Multi-tensor launch]).
@@ -124,6 +125,29 @@ __global__ void scale_kernel(DeviceList l, std::int64_t total_chunks, T scale) {
     T* g = static_cast<T*>(l.grad[r.s]);
     for (std::int64_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) g[i] = g[i] * scale;
   }
+}
+
+__device__ __forceinline__ bool dev_isfinite(float x) { return isfinite(x); }
+__device__ __forceinline__ bool dev_isfinite(double x) { return isfinite(x); }
+
+// scale_kernel that also checks (loss scaling's unscale pass, optim::unscale_grads_): a thread
+// that wrote an inf or NaN stores 1 into *found_inf, once, after its loop. The store is an
+// atomicExch so that concurrent stores from several threads are well defined; nothing stores 0,
+// so the flag only goes from 0 to 1 and the host reads it after the stream has run the kernel.
+template <typename T>
+__global__ void scale_check_kernel(DeviceList l, std::int64_t total_chunks, T scale,
+                                   float* found_inf) {
+  bool bad = false;
+  for (std::int64_t c = blockIdx.x; c < total_chunks; c += gridDim.x) {
+    const ChunkRange r = find_chunk(l, c);
+    T* g = static_cast<T*>(l.grad[r.s]);
+    for (std::int64_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) {
+      const T v = g[i] * scale;
+      g[i] = v;
+      bad = bad || !dev_isfinite(v);
+    }
+  }
+  if (bad) atomicExch(found_inf, 1.0f);
 }
 
 // Sum of a double over the block, in a fixed order; the result is valid in thread 0.
@@ -351,6 +375,22 @@ void multi_tensor_scale(cudaStream_t stream, DType dtype, const MultiTensorEntry
   else
     scale_kernel<float>
         <<<grid_for(chunks), kThreads, 0, stream>>>(l, chunks, static_cast<float>(scale));
+  ANVIL_CUDA_CHECK(cudaGetLastError());
+}
+
+void multi_tensor_scale_check(cudaStream_t stream, DType dtype, const MultiTensorEntry* entries,
+                              int count, void* scratch, double scale, float* found_inf) {
+  check_dtype(dtype, "multi_tensor_scale_check");
+  ANVIL_CHECK(found_inf != nullptr, "multi_tensor_scale_check", "null found_inf flag");
+  DeviceList l{};
+  const std::int64_t chunks = upload_list(stream, entries, count, scratch, l);
+  if (chunks == 0) return;
+  if (dtype == DType::f64)
+    scale_check_kernel<double>
+        <<<grid_for(chunks), kThreads, 0, stream>>>(l, chunks, scale, found_inf);
+  else
+    scale_check_kernel<float><<<grid_for(chunks), kThreads, 0, stream>>>(
+        l, chunks, static_cast<float>(scale), found_inf);
   ANVIL_CUDA_CHECK(cudaGetLastError());
 }
 

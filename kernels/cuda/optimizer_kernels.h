@@ -63,5 +63,9 @@ void multi_tensor_clip(cudaStream_t stream, DType dtype, const MultiTensorEntry*
 // grad *= scale (scale converted to the dtype first) for every entry.
 void multi_tensor_scale(cudaStream_t stream, DType dtype, const MultiTensorEntry* entries,
                         int count, void* scratch, double scale);
+// The same, and *found_inf (a device float) = 1 when any scaled value is inf or NaN (never
+// cleared: loss scaling's unscale-and-check pass, optim::unscale_grads_); never waits.
+void multi_tensor_scale_check(cudaStream_t stream, DType dtype, const MultiTensorEntry* entries,
+                              int count, void* scratch, double scale, float* found_inf);
 
 }  // namespace anvil::cuda

@@ -99,6 +99,14 @@ void grad_scale(const OptimizerArgs& a) {
               });
     return;
   }
+  if (a.found_inf != nullptr) {  // optim::unscale_grads_: the flag stays on the device
+    with_list(a, "cuda.custom.grad_scale",
+              [&](cudaStream_t s, const MultiTensorEntry* e, int n, void* scratch) {
+                multi_tensor_scale_check(s, a.problem.dtype, e, n, scratch, a.scale,
+                                         static_cast<float*>(a.found_inf));
+              });
+    return;
+  }
   with_list(a, "cuda.custom.grad_scale",
             [&](cudaStream_t s, const MultiTensorEntry* e, int n, void* scratch) {
               multi_tensor_scale(s, a.problem.dtype, e, n, scratch, a.scale);

@@ -3,10 +3,12 @@
 // counted with the backend's own counters (CudaBackend::sync_counts), and the pinned input
 // pipeline (Note [Pinned batches], data/loader.h): one wait per step for fcn5 and mlp_mnist with
 // pinned and resident batches, the cross-entropy range check reported at the step's end, device
-// clipping equal to the host's, pinned steps equal to pageable ones. Runs only with a GPU.
+// clipping equal to the host's, the loss scaler's one wait per step, pinned steps equal to
+// pageable ones. Runs only with a GPU.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "engine/core/cuda_backend.h"
 #include "engine/core/random.h"
 #include "engine/ops/softmax.h"
+#include "engine/optim/grad_scaler.h"
 #include "engine/optim/optimizer.h"
 #include "models/training_step.h"
 
@@ -110,6 +113,47 @@ TEST_CASE("clip_grad_norm_async_ on the GPU equals clip_grad_norm_ and does not 
         REQUIRE(b.data<float>()[k] == Approx(a.data<float>()[k]).epsilon(1e-6).margin(1e-9));
     }
   }
+}
+
+TEST_CASE("GradScaler on CUDA gradients waits once per step and skips an overflow",
+          "[cuda][host_waits][optim][grad_scaler]") {
+  // Note [Dynamic loss scaling]: unscale_ queues the unscale-and-check pass without a wait;
+  // step() reads the found_inf flag once (one wait, one readback) and steps or skips.
+  Generator gen(9);
+  std::vector<Tensor> params;
+  for (std::int64_t n : {5, 70001}) {
+    Tensor p = normal({n}, 0, 1, DType::f32, &gen).to(kGpu);
+    p.set_requires_grad(true);
+    params.push_back(p);
+  }
+  optim::SGD opt(params, 0.5);
+  optim::GradScaler scaler({.init_scale = 1024.0});
+  for (bool overflow : {false, true}) {
+    INFO("overflow " << overflow);
+    Tensor g = uniform({70001}, -1024.0, 1024.0, DType::f32, &gen);
+    if (overflow) g.data<float>()[69999] = std::numeric_limits<float>::infinity();
+    params[0].mutable_grad() = Tensor::full({5}, 2048.0, DType::f32, kGpu);
+    params[1].mutable_grad() = g.to(kGpu);
+    const Tensor before = params[1].detach().to(Device::cpu());
+    const Delta u = count([&] { scaler.unscale_(opt); });
+    CHECK(u.waits == 0);
+    CHECK(u.readbacks == 0);
+    bool stepped = false;
+    const Delta s = count([&] { stepped = scaler.step(opt); });
+    CHECK(s.waits == 1);
+    CHECK(s.readbacks == 1);
+    CHECK(stepped == !overflow);
+    scaler.update();
+    const Tensor after = params[1].detach().to(Device::cpu());
+    for (std::int64_t k = 0; k < 70001; ++k) {
+      // 1024 is a power of two: the unscaled gradient is exact.
+      const float want = overflow ? before.data<float>()[k]
+                                  : before.data<float>()[k] - 0.5f * (g.data<float>()[k] / 1024.0f);
+      REQUIRE(after.data<float>()[k] == want);
+    }
+  }
+  CHECK(scaler.get_scale() == 512.0);
+  CHECK(scaler.skipped_steps() == 1);
 }
 
 TEST_CASE("pinned, resident and pageable GPU steps train alike", "[cuda][host_waits][pinned]") {

@@ -5,8 +5,10 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <tuple>
+#include <utility>
 
 #include "engine/core/random.h"
 
@@ -182,6 +184,26 @@ void check_grad_norm_variants(VariantHarness& harness, DType dtype, Device devic
               });
 }
 
+namespace {
+
+// (tensor, element) of make_list's default sizes and the value put there: none, an inf in the
+// last element of the 70001-element tensor (the tail of its fifth CUDA chunk), a NaN in the
+// first element of the list.
+std::vector<std::pair<std::pair<int, std::int64_t>, double>> poisoned_cases() {
+  return {{{-1, 0}, 0.0},
+          {{5, 70000}, std::numeric_limits<double>::infinity()},
+          {{0, 0}, std::numeric_limits<double>::quiet_NaN()}};
+}
+
+void set_element(Tensor& t, std::int64_t i, double value) {
+  if (t.dtype() == DType::f64)
+    t.data<double>()[i] = value;
+  else
+    t.data<float>()[i] = static_cast<float>(value);
+}
+
+}  // namespace
+
 void check_grad_scale_variants(VariantHarness& harness, DType dtype, Device device,
                                std::uint64_t seed) {
   const TensorList base = make_list(dtype, seed);
@@ -200,7 +222,29 @@ void check_grad_scale_variants(VariantHarness& harness, DType dtype, Device devi
                 OptimizerArgs a = args_for(OptimOp::grad_scale, dtype, device, e);
                 a.scale = 0.37;
                 v.fn(a);
-                return compare_lists(want, l, 0.0);  // the same products, bit for bit
+                std::string bad = compare_lists(want, l, 0.0);  // the same products, bit for bit
+                if (!bad.empty()) return bad;
+                // With a found_inf flag (loss scaling's unscale pass): the same products, and
+                // the flag set exactly when a result is not finite.
+                for (const auto& [where, poison] : poisoned_cases()) {
+                  TensorList in = base.to(Device::cpu());
+                  if (where.first >= 0) set_element(in.g[where.first], where.second, poison);
+                  const TensorList dl = in.to(device);
+                  auto de = dl.entries(false);
+                  Tensor flag = Tensor::zeros({}, DType::f32, device);
+                  OptimizerArgs c = args_for(OptimOp::grad_scale, dtype, device, de);
+                  c.scale = 0.37;
+                  c.found_inf = flag.data_ptr();
+                  v.fn(c);
+                  const double expect = where.first >= 0 ? 1.0 : 0.0;
+                  if (flag.item() != expect)
+                    return "found_inf " + std::to_string(flag.item()) + ", expected " +
+                           std::to_string(expect) + " (poison " + std::to_string(poison) +
+                           " in tensor " + std::to_string(where.first) + ")";
+                  if (where.first < 0) bad = compare_lists(want, dl, 0.0);
+                  if (!bad.empty()) return "with found_inf: " + bad;
+                }
+                return std::string();
               });
 }
 

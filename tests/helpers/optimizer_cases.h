@@ -50,7 +50,8 @@ void check_sgd_variants(VariantHarness& harness, DType dtype, Device device, con
 void check_adam_variants(VariantHarness& harness, DType dtype, Device device, double wd, double tol,
                          std::uint64_t seed, bool decoupled = false);
 // grad_norm: the variant's squared norm within relative `rel_tol` of ref's (and, when
-// `deterministic`, the same bits on a second call); grad_scale (0.37): gradients equal to ref's.
+// `deterministic`, the same bits on a second call); grad_scale (0.37): gradients equal to ref's,
+// and with a found_inf flag (loss scaling) the flag set exactly when an inf or NaN was planted.
 void check_grad_norm_variants(VariantHarness& harness, DType dtype, Device device, double rel_tol,
                               bool deterministic, std::uint64_t seed);
 void check_grad_scale_variants(VariantHarness& harness, DType dtype, Device device,

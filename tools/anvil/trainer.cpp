@@ -25,6 +25,7 @@
 #include "engine/distributed/handshake.h"
 #include "engine/distributed/rank_streams.h"
 #include "engine/optim/checkpoint.h"
+#include "engine/optim/grad_scaler.h"
 #include "models/language_model_eval.h"
 #include "models/training_step.h"
 #include "tools/anvil/divergence.h"
@@ -201,9 +202,11 @@ void check_config(const TrainConfig& c) {
                      "--precision tf32 is not supported yet: TF32 is a GPU tensor-core mode, and "
                      "anvil train does not switch its GPU kernels to it (use fp32, or force a "
                      "tf32 variant with --variant)");
-  ANVIL_CHECK_CONFIG(precision != Precision::fp16, kWhere,
-                     "--precision fp16 is not supported yet: it needs dynamic loss scaling, "
-                     "which anvil train does not have (use bf16)");
+  // Note [Dynamic loss scaling]: the overflow check reads this rank's gradients; with
+  // --shard-optimizer each rank holds only its block, and the ranks could disagree on a skip.
+  ANVIL_CHECK_CONFIG(precision != Precision::fp16 || !c.shard_optimizer, kWhere,
+                     "--precision fp16 with --shard-optimizer is not supported: each rank would "
+                     "check only its block of the gradient for overflow");
   ANVIL_CHECK_CONFIG(precision == Precision::fp32 || c.device == "cpu", kWhere, "--precision ",
                      c.precision, " on --device ", c.device,
                      " is not supported yet: the CUDA kernels take no bf16/f16 operands; train "
@@ -372,7 +375,9 @@ nlohmann::json report_json(const TrainConfig& c, const TrainReport& r) {
          {"rss_end_MB", e.rss_end_bytes / 1048576.0},
          {"rss_peak_MB", e.rss_peak_bytes / 1048576.0},
          {"allocator_peak_MB", e.allocator_peak_bytes / 1048576.0},
-         {"gpu_allocator_peak_MB", e.gpu_allocator_peak_bytes / 1048576.0}});
+         {"gpu_allocator_peak_MB", e.gpu_allocator_peak_bytes / 1048576.0},
+         {"loss_scale", e.loss_scale > 0 ? json(e.loss_scale) : json(nullptr)},
+         {"skipped_steps", e.skipped_steps}});
   json config = {{"model", c.model},
                  {"dataset", c.dataset},
                  {"epochs", c.epochs},
@@ -414,7 +419,8 @@ nlohmann::json report_json(const TrainConfig& c, const TrainReport& r) {
                  {"loader_wait_pct", r.loader_wait_fraction * 100.0},
                  {"samples_per_second_total", r.samples_per_second_total},
                  {"samples_per_second_per_rank", r.samples_per_second_per_rank},
-                 {"comm_wait_pct", r.comm_wait_fraction * 100.0}};
+                 {"comm_wait_pct", r.comm_wait_fraction * 100.0},
+                 {"skipped_steps", r.skipped_steps}};
   result["time_to_target_seconds"] =
       r.time_to_target_seconds ? json(*r.time_to_target_seconds) : json(nullptr);
   json prov = json::object();
@@ -463,6 +469,32 @@ std::optional<double> read_norm(const std::optional<Tensor>& norm) {
   return norm ? std::optional<double>(norm->item()) : std::nullopt;
 }
 
+// --precision fp16 (Note [Dynamic loss scaling]): backward of the loss times the scale; the
+// gradients are unscaled (and checked for overflow) before clipping, and the step is skipped
+// when one is inf or NaN. Without a scaler these are the plain calls.
+void backward_scaled(const Tensor& objective, optim::GradScaler* scaler) {
+  if (scaler != nullptr)
+    scaler->scale(objective).backward();
+  else
+    objective.backward();
+}
+// Clips (--clip) and steps; returns the gradient norm (--clip) of a step that ran, nothing when
+// the scaler skipped it (its norm is that of an overflow, no sign of divergence).
+std::optional<double> clip_and_step(const TrainConfig& c, optim::Optimizer& opt,
+                                    optim::GradScaler* scaler, dist::DataParallel* dp) {
+  if (scaler != nullptr) scaler->unscale_(opt);  // clipping sees the true gradients
+  const std::optional<Tensor> norm = clip_gradients(c, opt);
+  bool stepped = true;
+  if (scaler != nullptr) {
+    stepped = scaler->step(opt);
+    scaler->update();
+  } else {
+    opt.step();
+  }
+  if (dp != nullptr) dp->finish_update();  // ZeRO-1: the updated blocks to every rank
+  return stepped ? read_norm(norm) : std::nullopt;
+}
+
 // The model's buffers (batch-norm running statistics), in registration order.
 std::vector<Tensor> model_buffers(const nn::Module& net) {
   std::vector<Tensor> buffers;
@@ -509,7 +541,8 @@ bool next_micro_batches(data::DataLoader& loader, int n, std::vector<data::Loade
 std::pair<double, std::int64_t> train_classifier_epoch(
     const TrainConfig& c, const models::ModelInfo& info, nn::Module& net, optim::Optimizer& opt,
     optim::LRScheduler* sched, data::DataLoader& loader, int epoch, Device device,
-    std::ostream& out, dist::DataParallel* dp, DivergenceGuard& guard, FaultHook& faults) {
+    std::ostream& out, dist::DataParallel* dp, DivergenceGuard& guard, FaultHook& faults,
+    optim::GradScaler* scaler) {
   net.train();
   loader.start_epoch(epoch);
   Progress progress(out, c.progress_bar, fmt::format("epoch {}/{}", epoch + 1, c.epochs),
@@ -531,20 +564,15 @@ std::pair<double, std::int64_t> train_classifier_epoch(
                                                on(micro[i].targets, device));
       const double weight =
           static_cast<double>(micro[i].inputs.sizes()[0]) / static_cast<double>(rows);
-      if (micro.size() == 1)
-        loss.backward();
-      else
-        (loss * weight).backward();
+      backward_scaled(micro.size() == 1 ? loss : loss * weight, scaler);
       losses.emplace_back(std::move(loss), weight);
     }
     if (dp != nullptr) dp->finish_gradients();  // averaged over the ranks before clipping
-    const std::optional<Tensor> norm = clip_gradients(c, opt);
-    opt.step();
-    if (sched != nullptr) sched->step();     // Note [Schedules in anvil train]
-    if (dp != nullptr) dp->finish_update();  // ZeRO-1: the updated blocks to every rank
+    const std::optional<double> norm = clip_and_step(c, opt, scaler, dp);
+    if (sched != nullptr) sched->step();  // Note [Schedules in anvil train]
     double step_loss = 0;
     for (const auto& [loss, weight] : losses) step_loss += loss.item() * weight;
-    guard.check_step(epoch + 1, step + 1, step_loss, read_norm(norm));
+    guard.check_step(epoch + 1, step + 1, step_loss, norm);
     loss_sum += step_loss * static_cast<double>(rows);
     n += rows;
     progress.update(++step, loss_sum / static_cast<double>(n));
@@ -566,7 +594,7 @@ std::pair<double, std::int64_t> train_language_model_epoch(
     const TrainConfig& c, const models::ModelInfo& info, nn::Module& net, optim::Optimizer& opt,
     optim::LRScheduler* sched, const std::vector<std::int64_t>& ids, std::int64_t batch, int epoch,
     Device device, std::ostream& out, dist::DataParallel* dp, DivergenceGuard& guard,
-    FaultHook& faults) {
+    FaultHook& faults, optim::GradScaler* scaler) {
   net.train();
   auto& lm = as_language_model(net);
   lm.reset_state();
@@ -585,15 +613,13 @@ std::pair<double, std::int64_t> train_language_model_epoch(
     // networks.md's loss: CE summed over the steps of the window, averaged over the batch.
     Tensor loss =
         models::model_forward_loss(info, net, on(b.inputs, device), on(b.targets, device));
-    loss.backward();
+    backward_scaled(loss, scaler);
     if (dp != nullptr) dp->finish_gradients();  // averaged over the ranks before clipping
-    const std::optional<Tensor> norm = clip_gradients(c, opt);
-    opt.step();
-    if (sched != nullptr) sched->step();     // Note [Schedules in anvil train]
-    if (dp != nullptr) dp->finish_update();  // ZeRO-1: the updated blocks to every rank
+    const std::optional<double> norm = clip_and_step(c, opt, scaler, dp);
+    if (sched != nullptr) sched->step();  // Note [Schedules in anvil train]
     const std::int64_t t = b.targets.sizes()[1];
     const double step_loss = loss.item();
-    guard.check_step(epoch + 1, step + 1, step_loss, read_norm(norm));
+    guard.check_step(epoch + 1, step + 1, step_loss, norm);
     nll += step_loss / static_cast<double>(t) * static_cast<double>(b.targets.numel());
     tokens += b.targets.numel();
     progress.update(++step, nll / static_cast<double>(tokens));
@@ -706,6 +732,12 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
       make_optimizer(config, config.shard_optimizer ? dp->shard_parameters() : net->parameters());
   if (dp) dp->prepare_optimizer(*opt);
 
+  // --precision fp16: dynamic loss scaling with PyTorch's defaults (Note [Dynamic loss
+  // scaling]); its state is checkpointed, so a resumed run continues with the same scale.
+  std::optional<optim::GradScaler> scaler;
+  if (parse_precision(config.precision) == Precision::fp16) scaler.emplace();
+  optim::GradScaler* scaler_ptr = scaler ? &*scaler : nullptr;
+
   data::LoaderOptions loader_options{.batch = micro_batch,
                                      .shuffle = true,
                                      .seed = config.seed,
@@ -726,7 +758,8 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
   const std::unique_ptr<optim::LRScheduler> sched =
       make_scheduler(config, *opt, std::max<std::int64_t>(steps_per_epoch, 1));
 
-  if (!config.resume.empty()) optim::load_checkpoint(config.resume, *net, opt.get(), sched.get());
+  if (!config.resume.empty())
+    optim::load_checkpoint(config.resume, *net, opt.get(), sched.get(), scaler_ptr);
   ANVIL_CHECK(resumed.epochs_done < config.epochs, kWhere, "--resume ", config.resume,
               " already has ", resumed.epochs_done,
               " epochs; ask for more than that with --epochs");
@@ -779,19 +812,25 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
     // parallelism]); one rank keeps the single-process streams.
     if (ranks > 1) dist::seed_rank_streams(*net, config.seed, comm->rank(), epoch);
     const double cpu0 = process_cpu_seconds();
+    const std::int64_t skipped0 = scaler ? scaler->skipped_steps() : 0;
     const auto t0 = Clock::now();
     std::int64_t samples = 0;
     if (lm) {
       std::tie(e.train_loss, samples) =
           train_language_model_epoch(config, info, *net, *opt, sched.get(), task.lm_train, batch,
-                                     epoch, device, out, dp.get(), guard, faults);
+                                     epoch, device, out, dp.get(), guard, faults, scaler_ptr);
     } else {
       std::tie(e.train_loss, samples) =
           train_classifier_epoch(config, info, *net, *opt, sched.get(), *loader, epoch, device, out,
-                                 dp.get(), guard, faults);
+                                 dp.get(), guard, faults, scaler_ptr);
       e.loader_wait_seconds = loader->wait_seconds();
     }
     e.train_seconds = seconds_since(t0);
+    if (scaler) {
+      e.loss_scale = scaler->get_scale();
+      e.skipped_steps = scaler->skipped_steps() - skipped0;
+      r.skipped_steps = scaler->skipped_steps();  // since the run began, resumed or not
+    }
     // Every rank evaluates and checkpoints the same buffers (Note [Buffer synchronisation]).
     if (dp) dp->synchronize_buffers(model_buffers(*net));
     if (ranks > 1) {  // the slowest rank's time; waits averaged over the ranks
@@ -834,13 +873,16 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
     r.gpu_allocator_peak_bytes = std::max(r.gpu_allocator_peak_bytes, e.gpu_allocator_peak_bytes);
     r.epochs.push_back(e);
     out << fmt::format(
-               "epoch {}/{}: loss {:.4f}, val {} {}, {:.1f} s ({:.0f} {}/s, loader wait {:.2f} s), "
-               "RSS {:.0f} MB (peak {:.0f} MB)\n",
-               e.epoch, config.epochs, e.train_loss, r.metric,
-               std::isnan(e.val_metric) ? std::string("n/a") : fmt::format("{:.4f}", e.val_metric),
-               e.train_seconds, e.samples_per_second, lm ? "tokens" : "samples",
-               e.loader_wait_seconds, e.rss_end_bytes / 1048576.0, e.rss_peak_bytes / 1048576.0)
-        << std::flush;
+        "epoch {}/{}: loss {:.4f}, val {} {}, {:.1f} s ({:.0f} {}/s, loader wait {:.2f} s), "
+        "RSS {:.0f} MB (peak {:.0f} MB)\n",
+        e.epoch, config.epochs, e.train_loss, r.metric,
+        std::isnan(e.val_metric) ? std::string("n/a") : fmt::format("{:.4f}", e.val_metric),
+        e.train_seconds, e.samples_per_second, lm ? "tokens" : "samples", e.loader_wait_seconds,
+        e.rss_end_bytes / 1048576.0, e.rss_peak_bytes / 1048576.0);
+    if (scaler)
+      out << fmt::format("epoch {}/{}: loss scale {}, {} step(s) skipped (gradient overflow)\n",
+                         e.epoch, config.epochs, e.loss_scale, e.skipped_steps);
+    out << std::flush;
 
     // Note [Divergence]: never a checkpoint of non-finite weights.
     if (!guard.first() && !all_finite(checkpointed_state(*net)))
@@ -863,7 +905,7 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
       meta["anvil_train.training_seconds"] = fmt::format("{}", r.training_seconds);
       if (r.time_to_target_seconds)
         meta["anvil_train.time_to_target"] = fmt::format("{}", *r.time_to_target_seconds);
-      optim::save_checkpoint(config.checkpoint, *net, opt.get(), sched.get(), meta);
+      optim::save_checkpoint(config.checkpoint, *net, opt.get(), sched.get(), meta, scaler_ptr);
     }
     if (comm->rank() == 0) write_json_log(config, r);
     if (ranks > 1) comm->barrier();  // the checkpoint exists before any rank goes on
@@ -918,6 +960,9 @@ void print_summary(const TrainReport& r, std::ostream& out) {
   out << fmt::format("throughput         {:.0f} {}/s total, {:.0f} per rank\n",
                      r.samples_per_second_total, acc ? "samples" : "tokens",
                      r.samples_per_second_per_rank);
+  if (!r.epochs.empty() && r.epochs.back().loss_scale > 0)  // --precision fp16
+    out << fmt::format("loss scaling       scale {} at the end, {} step(s) skipped in all\n",
+                       r.epochs.back().loss_scale, r.skipped_steps);
   if (r.ranks > 1 || r.dist_backend == "nccl")
     out << fmt::format("communication wait {:.2f} % of training time (gradient all-reduce)\n",
                        r.comm_wait_fraction * 100.0);

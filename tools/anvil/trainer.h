@@ -77,8 +77,9 @@ struct TrainConfig {
   // Note [Divergence]: "stop" ends the run at the first non-finite loss or gradient norm;
   // "continue" trains on. Either way no checkpoint with non-finite weights is written.
   std::string on_divergence = "stop";
-  // fp32 | tf32 | bf16 | fp16 (Note [Autocast policy]): bf16 trains under an AutocastGuard with
-  // f32 master weights; tf32 and fp16 are refused until their GPU mode and loss scaling exist.
+  // fp32 | tf32 | bf16 | fp16 (Note [Autocast policy]): bf16 and fp16 train under an
+  // AutocastGuard with f32 master weights, fp16 with dynamic loss scaling (optim::GradScaler,
+  // its state in the checkpoints); both on the CPU only. tf32 is refused until its GPU mode exists.
   std::string precision = "fp32";
   // Data parallelism (docs/distributed.md): the communicator backend (auto = mpi under mpirun
   // with more than one rank, else single), the gradient bucket cap and whether bucket
@@ -108,6 +109,10 @@ struct EpochReport {
   double rss_peak_bytes = 0.0;  // resident peak during the epoch
   double allocator_peak_bytes = 0.0;      // anvil's CPU allocator peak during the epoch
   double gpu_allocator_peak_bytes = 0.0;  // the GPU caching allocator's peak (--device cuda)
+  // --precision fp16 (Note [Dynamic loss scaling]): the loss scale at the end of the epoch and
+  // the optimizer steps the scaler skipped in it (a gradient overflowed); 0 without scaling.
+  double loss_scale = 0.0;
+  std::int64_t skipped_steps = 0;
 };
 
 struct TrainReport {
@@ -142,6 +147,8 @@ struct TrainReport {
   // Note [Divergence]: the first non-finite loss, gradient norm or weights of a run that went on
   // (--on-divergence continue), e.g. "epoch 2, step 17: loss nan".
   std::optional<std::string> diverged;
+  // --precision fp16: steps skipped over the whole run (before a resume included).
+  std::int64_t skipped_steps = 0;
 };
 
 // Runs the whole configuration, printing progress and per-epoch lines to `out` (rank 0 only under

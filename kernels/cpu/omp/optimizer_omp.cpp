@@ -2,8 +2,11 @@
 // The cpu.omp variants of the optimizer tables: the fused OpenMP kernels of optimizer_loops_omp.cpp
 // (sgd_update, adam_update, sum_squares), one parallel pass per tensor of the list, exactly what
 // optim::SGD/Adam and clip_grad_norm_ ran before the tables existed (same order, same sums).
-// grad_scale multiplies in the parameter's type as ops::mul_scalar_ did.
+// grad_scale multiplies in the parameter's type as ops::mul_scalar_ did; with a found_inf flag it
+// also checks every result for inf/NaN in the same pass (loss scaling).
 #include <omp.h>
+
+#include <cmath>
 
 #include "engine/dispatch/floating_variant.h"
 #include "engine/dispatch/optimizer_problem.h"
@@ -14,6 +17,19 @@ namespace anvil::kernels {
 namespace {
 
 constexpr std::int64_t kScaleGrain = 65536;  // smaller tensors are scaled by one thread
+
+// g *= s over m elements; returns whether a result is inf or NaN.
+template <typename T>
+bool scale_and_check(T* g, std::int64_t m, T s) {
+  int bad = 0;
+#pragma omp parallel for schedule(static) if (m >= kScaleGrain) reduction(| : bad)
+  for (std::int64_t i = 0; i < m; ++i) {
+    const T v = g[i] * s;
+    g[i] = v;
+    bad |= static_cast<int>(!std::isfinite(v));
+  }
+  return bad != 0;
+}
 
 template <typename T>
 void run_omp(const OptimizerArgs& a) {
@@ -48,6 +64,13 @@ void run_omp(const OptimizerArgs& a) {
     }
     case OptimOp::grad_scale: {
       const T s = static_cast<T>(a.scale);
+      if (a.found_inf != nullptr) {  // optim::unscale_grads_
+        bool bad = false;
+        for (std::int64_t k = 0; k < n; ++k)
+          bad = scale_and_check(static_cast<T*>(a.tensors[k].grad), a.tensors[k].numel, s) || bad;
+        if (bad) *static_cast<float*>(a.found_inf) = 1.0f;
+        return;
+      }
       for (std::int64_t k = 0; k < n; ++k) {
         T* g = static_cast<T*>(a.tensors[k].grad);
         const std::int64_t m = a.tensors[k].numel;

@@ -74,10 +74,15 @@ void grad_norm_ref(const OptimizerArgs& a) {
 template <typename T>
 void grad_scale_ref(const OptimizerArgs& a) {
   const T s = static_cast<T>(a.scale);
+  bool bad = false;
   for (std::int64_t k = 0; k < a.problem.tensors; ++k) {
     T* g = static_cast<T*>(a.tensors[k].grad);
-    for (std::int64_t i = 0; i < a.tensors[k].numel; ++i) g[i] = g[i] * s;
+    for (std::int64_t i = 0; i < a.tensors[k].numel; ++i) {
+      g[i] = g[i] * s;
+      bad = bad || !std::isfinite(g[i]);
+    }
   }
+  if (bad && a.found_inf != nullptr) *static_cast<float*>(a.found_inf) = 1.0f;  // unscale_grads_
 }
 
 }  // namespace
