@@ -74,8 +74,10 @@ class OpDriver {
   // fails the loop tests (tests/helpers/variant_tally.h).
   virtual int minimum_problems(const std::string& group, DeviceType device) const = 0;
 
-  double flops(const OpProblem& p) const;
-  double bytes(const OpProblem& p) const;
+  // FLOPs and bytes of one run of p: the problem's own flops() and bytes() where its type has
+  // them; the drivers of the memory-bound tables count them themselves.
+  virtual double flops(const OpProblem& p) const;
+  virtual double bytes(const OpProblem& p) const;
 };
 
 // Every driver, one per table that has one; find_driver returns null for a table without.
