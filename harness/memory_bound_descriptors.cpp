@@ -12,6 +12,7 @@ constexpr double kDefaultDropout = 0.5;
 template <typename E, typename F>
 std::vector<std::string_view> names(int count, F name_of) {
   std::vector<std::string_view> out;
+  out.reserve(static_cast<std::size_t>(count));
   for (int i = 0; i < count; ++i) out.emplace_back(name_of(static_cast<E>(i)));
   return out;
 }

@@ -14,7 +14,9 @@
 //   and backward-weights).
 // * make_case() draws the inputs on the problem's device from the seed (a backward pass also
 //   gets its output gradient). The ref answer is `ref` run on the host in f64 on the same,
-//   dtype-rounded, values; it is computed once per case, on the first check().
+//   dtype-rounded, values; it is computed once per case, on the first check(). A driver whose
+//   variants cannot match that says what it checks instead at the top of its file (embedding:
+//   ref's bits in the problem's dtype; dropout: ref's mask for the variants of ref's stream).
 // * A case runs one variant at a time: prepare(v) does what the timed call needs first (the
 //   training forward whose saved state a backward pass reads) and fills the outputs with NaN, so
 //   an element a variant forgets to write fails; run() is the call a benchmark times (on a GPU
