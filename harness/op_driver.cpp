@@ -14,10 +14,24 @@
 namespace anvil::harness {
 
 double OpDriver::flops(const OpProblem& p) const {
-  return std::visit([](const auto& q) { return q.flops(); }, p);
+  return std::visit(
+      [this](const auto& q) -> double {
+        if constexpr (requires { q.flops(); })
+          return q.flops();
+        else
+          fail(op().c_str(), "the driver does not count the FLOPs of ", q.repr());
+      },
+      p);
 }
 double OpDriver::bytes(const OpProblem& p) const {
-  return std::visit([](const auto& q) { return q.bytes(); }, p);
+  return std::visit(
+      [this](const auto& q) -> double {
+        if constexpr (requires { q.bytes(); })
+          return q.bytes();
+        else
+          fail(op().c_str(), "the driver does not count the bytes of ", q.repr());
+      },
+      p);
 }
 
 const std::vector<const OpDriver*>& drivers() {
@@ -30,6 +44,13 @@ const std::vector<const OpDriver*>& drivers() {
     v.push_back(make_pool_driver(PoolKind::adaptive_avg));
     v.push_back(make_batch_norm_driver());
     v.push_back(make_lstm_driver());
+    v.push_back(make_elementwise_driver());
+    v.push_back(make_reduce_driver());
+    v.push_back(make_softmax_driver());
+    v.push_back(make_embedding_driver());
+    v.push_back(make_dropout_driver());
+    for (OptimOp op : {OptimOp::sgd, OptimOp::adam, OptimOp::grad_norm, OptimOp::grad_scale})
+      v.push_back(make_optimizer_driver(op));
     return v;
   }();
   static const std::vector<const OpDriver*> list = [] {

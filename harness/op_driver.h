@@ -14,7 +14,9 @@
 //   and backward-weights).
 // * make_case() draws the inputs on the problem's device from the seed (a backward pass also
 //   gets its output gradient). The ref answer is `ref` run on the host in f64 on the same,
-//   dtype-rounded, values; it is computed once per case, on the first check().
+//   dtype-rounded, values; it is computed once per case, on the first check(). A driver whose
+//   variants cannot match that says what it checks instead at the top of its file (embedding:
+//   ref's bits in the problem's dtype; dropout: ref's mask for the variants of ref's stream).
 // * A case runs one variant at a time: prepare(v) does what the timed call needs first (the
 //   training forward whose saved state a backward pass reads) and fills the outputs with NaN, so
 //   an element a variant forgets to write fails; run() is the call a benchmark times (on a GPU
@@ -74,8 +76,10 @@ class OpDriver {
   // fails the loop tests (tests/helpers/variant_tally.h).
   virtual int minimum_problems(const std::string& group, DeviceType device) const = 0;
 
-  double flops(const OpProblem& p) const;
-  double bytes(const OpProblem& p) const;
+  // FLOPs and bytes of one run of p: the problem's own flops() and bytes() where its type has
+  // them; the drivers of the memory-bound tables count them themselves.
+  virtual double flops(const OpProblem& p) const;
+  virtual double bytes(const OpProblem& p) const;
 };
 
 // Every driver, one per table that has one; find_driver returns null for a table without.

@@ -12,177 +12,11 @@
 #include <stdexcept>
 
 #include "engine/core/error.h"
+#include "harness/descriptor_reader.h"
 
 namespace anvil::harness {
-namespace {
 
-// Reads one descriptor: errors are one line naming the op and the whole text.
-class Reader {
- public:
-  Reader(std::string_view op, std::string_view text) : op_(op), text_(text) {
-    std::size_t colon = text.find(':');
-    body_ = text.substr(0, colon);
-    while (colon != std::string_view::npos) {
-      const std::size_t next = text.find(':', colon + 1);
-      parts_.emplace_back(text.substr(
-          colon + 1, next == std::string_view::npos ? std::string_view::npos : next - colon - 1));
-      colon = next;
-    }
-  }
-
-  [[noreturn]] void fail(const std::string& what) const {
-    throw std::invalid_argument("bad " + op_ + " descriptor '" + text_ + "': " + what);
-  }
-
-  std::string_view body() const { return body_; }
-
-  std::int64_t integer(std::string_view digits, const std::string& after) const {
-    if (digits.empty()) fail("missing number after '" + after + "'");
-    std::int64_t v = 0;
-    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-    if (ec == std::errc::result_out_of_range)
-      fail("the number after '" + after + "' overflows (" + std::string(digits) + ")");
-    if (ec != std::errc() || end != digits.data() + digits.size())
-      fail("missing number after '" + after + "' (got '" + std::string(digits) + "')");
-    return v;
-  }
-
-  // benchdnn-style letters and numbers: "mb16ic64ih56" -> {mb: 16, ic: 64, ih: 56}, `_` ignored.
-  std::map<std::string, std::int64_t> letters(const std::vector<std::string>& allowed) const {
-    std::map<std::string, std::int64_t> out;
-    std::size_t i = 0;
-    const std::string_view s = body_;
-    while (i < s.size()) {
-      if (s[i] == '_') {
-        ++i;
-        continue;
-      }
-      std::size_t j = i;
-      while (j < s.size() && s[j] >= 'a' && s[j] <= 'z') ++j;
-      if (j == i) fail("expected a letter at '" + std::string(s.substr(i)) + "'");
-      const std::string key(s.substr(i, j - i));
-      bool known = false;
-      std::string prefix;  // the longest letter that starts `key` ("ih" of "ihoc")
-      for (const auto& a : allowed) {
-        known = known || a == key;
-        if (key.rfind(a, 0) == 0 && a.size() > prefix.size()) prefix = a;
-      }
-      if (!known && !prefix.empty()) fail("missing number after '" + prefix + "'");
-      if (!known) {
-        std::string list;
-        for (const auto& a : allowed) list += (list.empty() ? "" : " ") + a;
-        fail(detail::str_cat("unknown letter '", key, "' (expected ", list, ")"));
-      }
-      std::size_t k = j;
-      while (k < s.size() && s[k] >= '0' && s[k] <= '9') ++k;
-      const std::int64_t v = integer(s.substr(j, k - j), key);
-      if (!out.emplace(key, v).second) fail("'" + key + "' given twice");
-      i = k;
-    }
-    return out;
-  }
-
-  // The `:` parts: each is consumed by take_word/take_number or by the common dtype/device
-  // parts; finish() refuses what is left.
-  bool take_word(std::string_view word) {
-    for (auto it = parts_.begin(); it != parts_.end(); ++it)
-      if (*it == word) {
-        parts_.erase(it);
-        return true;
-      }
-    return false;
-  }
-  // One of `words` (at most one may be given), or -1.
-  int take_choice(const std::vector<std::string_view>& words) {
-    int found = -1;
-    for (std::size_t w = 0; w < words.size(); ++w)
-      if (take_word(words[w])) {
-        if (found >= 0)
-          fail("both '" + std::string(words[static_cast<std::size_t>(found)]) + "' and '" +
-               std::string(words[w]) + "' given");
-        found = static_cast<int>(w);
-      }
-    return found;
-  }
-  // The number of a part "<name><number>", if given.
-  std::optional<std::string> take_prefixed(std::string_view name) {
-    for (auto it = parts_.begin(); it != parts_.end(); ++it) {
-      if (it->rfind(name, 0) != 0 || it->size() == name.size()) continue;
-      const char c = (*it)[name.size()];
-      if (!((c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+')) continue;
-      std::string v = it->substr(name.size());
-      parts_.erase(it);
-      return v;
-    }
-    return std::nullopt;
-  }
-  std::optional<std::int64_t> take_integer(std::string_view name) {
-    auto v = take_prefixed(name);
-    if (!v) return std::nullopt;
-    return integer(*v, std::string(name));
-  }
-  std::optional<double> take_real(std::string_view name) {
-    auto v = take_prefixed(name);
-    if (!v) return std::nullopt;
-    char* end = nullptr;
-    const double d = std::strtod(v->c_str(), &end);
-    if (v->empty() || end != v->c_str() + v->size())
-      fail("missing number after '" + std::string(name) + "' (got '" + *v + "')");
-    return d;
-  }
-  DType take_dtype() {
-    switch (take_choice({"f32", "f64"})) {
-      case 1:
-        return DType::f64;
-      default:
-        return DType::f32;
-    }
-  }
-  Device take_device() {
-    Device d = Device::cpu();
-    int given = take_word("cpu") ? 1 : 0;
-    for (auto it = parts_.begin(); it != parts_.end();) {
-      if (it->rfind("cuda", 0) != 0) {
-        ++it;
-        continue;
-      }
-      const std::string idx = it->substr(4);
-      d = Device::cuda(idx.empty() ? 0 : static_cast<int>(integer(idx, "cuda")));
-      if (idx.size() > 3) fail("device index '" + idx + "' is out of range");
-      ++given;
-      it = parts_.erase(it);
-    }
-    if (given > 1) fail("more than one device given");
-    return d;
-  }
-  // Refuses parts nobody took; `known` lists the op's own parts for the message.
-  void finish(const std::string& known) const {
-    if (!parts_.empty())
-      fail("unknown part '" + parts_.front() + "' (expected " + known +
-           ", f32 or f64, cpu, cuda or cudaN)");
-  }
-
-  // Runs a problem's own validation (anvil::Error) as a descriptor error.
-  template <typename F>
-  auto validated(F&& f) const {
-    try {
-      return f();
-    } catch (const Error& e) {
-      std::string m = e.what();
-      for (char& c : m)
-        if (c == '\n') c = ' ';
-      fail(m);
-    }
-  }
-
- private:
-  std::string op_;
-  std::string text_;
-  std::string_view body_;
-  std::vector<std::string> parts_;
-};
-
-std::string real(double v) {  // the shortest of %g and %.17g that reads back exactly
+std::string real(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%g", v);
   if (std::strtod(buf, nullptr) != v) std::snprintf(buf, sizeof buf, "%.17g", v);
@@ -205,6 +39,8 @@ std::int64_t get(const std::map<std::string, std::int64_t>& v, const char* key, 
   auto it = v.find(key);
   return it == v.end() ? def : it->second;
 }
+
+namespace {
 
 // ---- gemm ------------------------------------------------------------------------------------
 
@@ -495,6 +331,12 @@ std::string descriptor(const OpProblem& p) {
     std::string operator()(const PoolProblem& q) const { return pool_descriptor(q); }
     std::string operator()(const BatchNormProblem& q) const { return batch_norm_descriptor(q); }
     std::string operator()(const LstmProblem& q) const { return lstm_descriptor(q); }
+    std::string operator()(const ElementwiseProblem& q) const { return elementwise_descriptor(q); }
+    std::string operator()(const ReduceProblem& q) const { return reduce_descriptor(q); }
+    std::string operator()(const SoftmaxProblem& q) const { return softmax_descriptor(q); }
+    std::string operator()(const EmbeddingProblem& q) const { return embedding_descriptor(q); }
+    std::string operator()(const DropoutProblem& q) const { return dropout_descriptor(q); }
+    std::string operator()(const OptimizerProblem& q) const { return optimizer_descriptor(q); }
   };
   return std::visit(Text{}, p);
 }
@@ -516,10 +358,19 @@ OpProblem parse_problem(std::string_view op, std::string_view text) {
   if (op == "adaptive_avg_pool2d") return parse_pool(r, PoolKind::adaptive_avg);
   if (op == "batch_norm2d") return parse_batch_norm(r);
   if (op == "lstm") return parse_lstm(r);
-  throw std::invalid_argument("bad problem '" + std::string(op) + ":" + std::string(text) +
-                              "': unknown op '" + std::string(op) +
-                              "' (expected gemm, conv2d, max_pool2d, avg_pool2d, "
-                              "adaptive_avg_pool2d, batch_norm2d or lstm)");
+  if (op == "elementwise") return parse_elementwise(r);
+  if (op == "reduce") return parse_reduce(r);
+  if (op == "softmax") return parse_softmax(r);
+  if (op == "embedding") return parse_embedding(r);
+  if (op == "dropout") return parse_dropout(r);
+  for (OptimOp o : {OptimOp::sgd, OptimOp::adam, OptimOp::grad_norm, OptimOp::grad_scale})
+    if (op == optim_op_name(o)) return parse_optimizer(r, o);
+  throw std::invalid_argument(
+      "bad problem '" + std::string(op) + ":" + std::string(text) + "': unknown op '" +
+      std::string(op) +
+      "' (expected gemm, conv2d, max_pool2d, avg_pool2d, adaptive_avg_pool2d, batch_norm2d, "
+      "lstm, elementwise, reduce, softmax, embedding, dropout, sgd_update, adam_update, "
+      "grad_norm or grad_scale)");
 }
 
 OpProblem parse_op_problem(std::string_view text) {

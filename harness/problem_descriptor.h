@@ -34,6 +34,21 @@
 //   lstm:         t mb ic hc (sequence length, batch, input size, hidden size), all needed.
 //                 parts: fwd_i (default) | fwd_t | bwd, hh_bias (b_hh present), state (h0/c0
 //                 given).  t32mb128ic256hc256:fwd_t
+//   elementwise:  n (output elements), needed; parts: the op (needed: neg exp ... pow_scalar_
+//                 backward, as ew_name spells it), strided (an operand is not dense, or
+//                 broadcast); the dtype may also be i32 or i64 for the ops defined on integers.
+//                 n40000:add, n300:exp:strided:f64
+//   reduce:       o r i (x seen as [outer, reduce, inner]). Needed: r. Defaults: o 1, i 1.
+//                 parts: sum (default) | max.  o64r40i33:max
+//   softmax:      r c (rows, columns), both needed. parts: the op, as softmax_op_name spells it
+//                 (softmax, the default, log_softmax, softmax_backward, log_softmax_backward,
+//                 cross_entropy_forward, cross_entropy_backward, cross_entropy_forward_grad);
+//                 i32 (class ids; i64 the default).  r64c2000:cross_entropy_forward:i32
+//   embedding:    v d n (table rows, row width, ids), all needed. parts: fwd (default) | bwd;
+//                 i32 (ids; i64 the default).  v10000d200n700:bwd
+//   dropout:      n, needed. parts: p<x> (the drop probability, default 0.5).  n40001:p0.2
+//   sgd_update, adam_update, grad_norm, grad_scale: t n (tensors in the list, elements over all
+//                 of them), both needed. parts: momentum (sgd_update only).  t7n103776:momentum
 // Every op also takes a dtype part (f32, the default, or f64) and a device part (cpu, the
 // default, cuda for cuda:0, cudaN for cuda:N).
 //
@@ -55,8 +70,8 @@ std::string descriptor(const OpProblem& p);
 // "<op>:<descriptor>", e.g. "conv2d:mb16ic64ih56oc64kh3ph1".
 std::string op_descriptor(const OpProblem& p);
 
-// Parses the descriptor of a problem of table `op` ("gemm", "conv2d", "max_pool2d",
-// "avg_pool2d", "adaptive_avg_pool2d", "batch_norm2d", "lstm").
+// Parses the descriptor of a problem of table `op` (any of the 16: "gemm", "conv2d", ...,
+// "grad_scale"; op_name() in engine/dispatch/op_problem.h lists them).
 OpProblem parse_problem(std::string_view op, std::string_view descriptor);
 // Parses "<op>:<descriptor>".
 OpProblem parse_op_problem(std::string_view text);

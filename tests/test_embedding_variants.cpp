@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The embedding table on the CPU (engine/dispatch/embedding_problem.h): every CPU variant
-// against `ref`, bit for bit, over f32/f64 values, i32/i64 ids, repeated and unused ids and
-// sizes that are not multiples of 32; the id range check; ops::embedding and its backward
-// through the table. Each variant must run at least kMinProblems problems.
+// against `ref`, bit for bit and the same bits run after run, over f32/f64 values, i32/i64 ids,
+// repeated and unused ids and sizes that are not multiples of 32 (the embedding driver's group,
+// harness/drivers/embedding_driver.cpp); the id range check; ops::embedding and its backward
+// through the table.
 #include <catch2/catch.hpp>
 
 #include <vector>
@@ -10,41 +11,20 @@
 #include "engine/core/random.h"
 #include "engine/dispatch/embedding_problem.h"
 #include "engine/ops/lstm.h"
-#include "helpers/embedding_cases.h"
+#include "harness/op_driver.h"
+#include "helpers/driver_loop.h"
 #include "kernels/register.h"
 
 using namespace anvil;
 using Catch::Matchers::Contains;
 
-namespace {
-
-constexpr int kMinProblems = 16;
-
-struct Case {
-  std::int64_t rows, dim, n;
-};
-const std::vector<Case> kCases = {{1, 1, 1},    {10, 4, 7},     {33, 17, 65},   {100, 1, 300},
-                                  {7, 129, 31}, {1000, 40, 10}, {50, 200, 500}, {3, 5, 1}};
-
-}  // namespace
-
 TEST_CASE("embedding CPU variants equal ref bit for bit", "[embedding][variants]") {
   register_builtin_kernels();
-  // Every CPU variant runs every problem (tests/helpers/embedding_cases.h), at least
-  // kMinProblems.
-  test::VariantHarness harness(embedding_table(), DeviceType::cpu, kMinProblems);
-  harness.require_all();
-  harness.skip_ref();  // the oracle
-  int problems = 0;
-  for (DType dtype : {DType::f32, DType::f64})
-    for (DType idt : {DType::i32, DType::i64})
-      for (const Case& c : kCases) {
-        test::check_embedding_variants(harness, dtype, idt, c.rows, c.dim, c.n, Device::cpu(),
-                                       static_cast<std::uint64_t>(c.rows * 31 + c.n));
-        problems += 2;
-      }
-  CHECK(problems >= kMinProblems);
-  CHECK(harness.finish() == 0);
+  // Every CPU variant runs every problem and pass of the driver's group (its minimum).
+  const harness::OpDriver* d = harness::find_driver("embedding");
+  REQUIRE(d != nullptr);
+  CHECK(test::run_driver_group(*d, "skewed", Device::cpu(), /*run_ref=*/false) ==
+        static_cast<int>(d->group("skewed").size()) * 2);
   int checked = 0;
   for (const auto& v : embedding_table().variants())
     checked += v.device == DeviceType::cpu && v.name != "ref";

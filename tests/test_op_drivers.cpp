@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The op drivers (harness/op_driver.h, Note [Op drivers]) on the CPU: every table has a driver
-// (or is listed as still without one), each driver's problem groups and a sample of the models'
-// real layer problems through the loop driver x variant x problem x pass against `ref`
+// The op drivers (harness/op_driver.h, Note [Op drivers]) on the CPU: every table has a driver,
+// each driver's problem groups and a sample of the models' real layer problems through the loop
+// driver x variant x problem x pass against `ref`
 // (tests/helpers/driver_loop.h), and the problem sources (model, group, descriptor). The GPU
 // loop is tests/cuda/test_cuda_op_drivers.cpp; checks that fail on wrong variants are
 // tests/test_op_driver_faults.cpp.
@@ -13,6 +13,7 @@
 
 #include "engine/dispatch/variant_table.h"
 #include "harness/op_driver.h"
+#include "harness/problem_descriptor.h"
 #include "helpers/driver_loop.h"
 #include "kernels/register.h"
 
@@ -21,15 +22,11 @@ using Catch::Contains;
 
 namespace {
 
-// The tables issue 32 point 1 has not reached yet. A table leaves this list when its driver
-// lands (the first test fails while it is listed and has one).
-const std::set<std::string> kTablesWithoutDriver = {"elementwise", "reduce",    "softmax",
-                                                    "embedding",   "dropout",   "sgd_update",
-                                                    "adam_update", "grad_norm", "grad_scale"};
-
-// The ops whose loop has a test case below.
+// The ops whose loop has a test case below: every table's.
 const std::set<std::string> kLoopedOps = {
-    "gemm", "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm2d", "lstm"};
+    "gemm",       "conv2d",      "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm2d",
+    "lstm",       "elementwise", "reduce",     "softmax",    "embedding",           "dropout",
+    "sgd_update", "adam_update", "grad_norm",  "grad_scale"};
 
 const harness::OpDriver& driver(const std::string& op) {
   register_builtin_kernels();
@@ -49,16 +46,16 @@ void loop_groups(const std::string& op, bool run_ref = true) {
 
 }  // namespace
 
-TEST_CASE("every variant table has an op driver, or is listed as still without one", "[drivers]") {
+TEST_CASE("every variant table has an op driver", "[drivers]") {
   register_builtin_kernels();
   int tables = 0;
   for (const VariantTableBase* t : variant_tables()) {
     ++tables;
-    const bool listed = kTablesWithoutDriver.count(t->op()) > 0;
     INFO("table " << t->op());
-    CHECK((harness::find_driver(t->op()) != nullptr) != listed);
+    CHECK(harness::find_driver(t->op()) != nullptr);
   }
   CHECK(tables >= 16);
+  CHECK(static_cast<int>(harness::drivers().size()) == tables);
   for (const harness::OpDriver* d : harness::drivers()) {
     INFO("driver " << d->op());
     CHECK(find_variant_table(d->op()) == &d->table());
@@ -88,6 +85,23 @@ TEST_CASE("op driver loop: batch_norm2d", "[drivers][batch_norm][variants]") {
   loop_groups("batch_norm2d");
 }
 TEST_CASE("op driver loop: lstm", "[drivers][lstm][variants]") { loop_groups("lstm"); }
+TEST_CASE("op driver loop: elementwise", "[drivers][elementwise][variants]") {
+  loop_groups("elementwise");
+}
+TEST_CASE("op driver loop: reduce", "[drivers][reduce][variants]") { loop_groups("reduce"); }
+TEST_CASE("op driver loop: softmax", "[drivers][softmax][variants]") { loop_groups("softmax"); }
+// ref is the oracle, bit for bit (harness/drivers/embedding_driver.cpp): each CPU variant runs
+// every problem, ref too (against itself, twice: its own determinism).
+TEST_CASE("op driver loop: embedding", "[drivers][embedding][variants]") {
+  loop_groups("embedding");
+}
+TEST_CASE("op driver loop: dropout", "[drivers][dropout][variants]") { loop_groups("dropout"); }
+TEST_CASE("op driver loop: the optimizer tables", "[drivers][optim][variants]") {
+  for (const char* op : {"sgd_update", "adam_update", "grad_norm", "grad_scale"}) {
+    INFO(op);
+    loop_groups(op);
+  }
+}
 
 TEST_CASE("op driver loop: the models' real layer problems", "[drivers][models][variants]") {
   struct Sample {
@@ -129,6 +143,13 @@ TEST_CASE("op drivers read problems from a model, a group or a descriptor", "[dr
   CHECK_THROWS_WITH(harness::problems_from(conv, "group:huge"),
                     Contains("no problem group 'huge'") && Contains("odd or layers"));
   CHECK_THROWS_WITH(harness::problems_from(conv, "mb2ic3ih5oc4"), Contains("missing 'kh'"));
+  const auto sm = harness::problems_from(driver("softmax"), "r3c7:log_softmax:f64");
+  REQUIRE(sm.size() == 1);
+  CHECK(std::get<SoftmaxProblem>(sm[0].problem).op == SoftmaxOp::log_softmax);
+  CHECK(harness::problems_from(driver("grad_norm"), "group:lists").size() ==
+        driver("grad_norm").group("lists").size());
+  // No model layer lists a memory-bound problem (nn::Module::problems()).
+  CHECK(harness::problems_from(driver("softmax"), "model:cnn_mnist").empty());
   // Duplicates of a model are listed once (resnet50 repeats its bottleneck problems).
   const auto bn = harness::model_problems(driver("batch_norm2d"), "resnet50", 1);
   std::set<std::string> seen;
@@ -144,4 +165,21 @@ TEST_CASE("op drivers count FLOPs and bytes from the problem", "[drivers]") {
   CHECK(gemm.bytes(p) == std::get<GemmProblem>(p).bytes());
   CHECK(gemm.tolerance("cuda.cublas.tf32", DType::f32) > gemm.tolerance("cuda.cublas", DType::f32));
   CHECK(gemm.tolerance("cpu.blocked", DType::f64) < gemm.tolerance("cpu.blocked", DType::f32));
+  // The memory-bound tables: their drivers count.
+  const OpProblem add = harness::parse_op_problem("elementwise:n10:add");
+  CHECK(driver("elementwise").flops(add) == 10.0);
+  CHECK(driver("elementwise").bytes(add) == 3.0 * 10 * 4);
+  const OpProblem max = harness::parse_op_problem("reduce:o2r5i3:max:f64");
+  CHECK(driver("reduce").flops(max) == 30.0);
+  CHECK(driver("reduce").bytes(max) == 30.0 * 8 + 6.0 * (8 + 8));
+  const OpProblem ce = harness::parse_op_problem("softmax:r4c10:cross_entropy_forward:i32");
+  CHECK(driver("softmax").bytes(ce) == 40.0 * 4 + 4 * 4 + 2.0 * 4 * 4);
+  CHECK(driver("embedding").flops(harness::parse_op_problem("embedding:v5d3n7")) == 0.0);
+  CHECK(driver("embedding").flops(harness::parse_op_problem("embedding:v5d3n7:bwd")) == 21.0);
+  CHECK(driver("dropout").bytes(harness::parse_op_problem("dropout:n8:f64")) == 3.0 * 8 * 8);
+  const OpProblem sgd = harness::parse_op_problem("sgd_update:t3n100:momentum");
+  CHECK(driver("sgd_update").flops(sgd) == 400.0);
+  CHECK(driver("sgd_update").bytes(sgd) == std::get<OptimizerProblem>(sgd).bytes());
+  // A driver asked about a problem type it does not count refuses.
+  CHECK_THROWS_WITH(driver("gemm").flops(add), Contains("does not count the FLOPs"));
 }

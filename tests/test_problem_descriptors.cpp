@@ -5,9 +5,12 @@
 // descriptor and what is wrong.
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <sstream>
+#include <string>
 #include <variant>
 
+#include "harness/op_driver.h"
 #include "harness/problem_descriptor.h"
 #include "models/registry.h"
 
@@ -49,6 +52,25 @@ TEST_CASE("every model problem round-trips through its descriptor", "[descriptor
     CHECK(per_op[op] > 0);
 }
 
+// The memory-bound tables' problems come from their drivers' groups (no model layer lists them).
+TEST_CASE("every problem of every driver's groups round-trips through its descriptor",
+          "[descriptors][drivers]") {
+  std::map<std::string, int> per_op;
+  for (const harness::OpDriver* d : harness::drivers())
+    for (const auto& group : d->groups())
+      for (const auto& np : d->group(group))
+        for (const OpProblem& pass : d->passes(np.problem))
+          for (Device dev : {Device::cpu(), Device::cuda(0), Device::cuda(1)}) {
+            const OpProblem p = on(pass, dev);
+            const std::string text = harness::op_descriptor(p);
+            INFO(d->op() << " group " << group << ": " << np.name << " -> " << text);
+            CHECK(text.find(' ') == std::string::npos);
+            CHECK(harness::parse_op_problem(text) == p);
+            ++per_op[op_name(p)];
+          }
+  CHECK(per_op.size() == harness::drivers().size());  // every driver's op
+}
+
 TEST_CASE("every pass, flag, dtype and device round-trips", "[descriptors]") {
   const char* texts[] = {
       "gemm:64x2048x26752:NT",
@@ -63,6 +85,21 @@ TEST_CASE("every pass, flag, dtype and device round-trips", "[descriptors]") {
       "batch_norm2d:mb16ic64ih56iw3:bwd:global:eps0.001:mom0.25",
       "batch_norm2d:mb2ic3ih4:eps1.0000000000000001e-07",
       "lstm:t32mb128ic256hc512:bwd:hh_bias:state:f64:cuda",
+      "elementwise:n40000:add",
+      "elementwise:n300:pow_scalar_backward:strided:f64:cuda",
+      "elementwise:n7:maximum:i32",
+      "reduce:o64r40i33:max:f64",
+      "reduce:r0",
+      "softmax:r3c7",
+      "softmax:r64c2000:cross_entropy_forward:i32:cuda",
+      "embedding:v10000d200n700:bwd:i32:f64",
+      "embedding:v1d1n0",
+      "dropout:n40001:p0.2:cuda2",
+      "dropout:n5",
+      "sgd_update:t7n103776:momentum",
+      "adam_update:t2n32767:f64",
+      "grad_norm:t1n1:cuda",
+      "grad_scale:t4n2",
   };
   for (const char* t : texts) {
     INFO(t);
@@ -128,7 +165,20 @@ TEST_CASE("bad descriptors are refused with one line naming the descriptor and t
       {"batch_norm2d:mb2ic3ih4:eps1e-5x", "missing number after 'eps'"},
       {"lstm:t0mb2ic3hc4", "sizes must be positive"},
       {"lstm:t2mb2ic3", "missing 'hc'"},
-      {"softmax:mb2", "unknown op 'softmax'"},
+      {"layer_norm:mb2", "unknown op 'layer_norm'"},
+      {"elementwise:n5", "missing the op"},
+      {"elementwise:n5:log:i32", "log is defined on f32 and f64 only"},
+      {"elementwise:n5:add:mul", "both 'add' and 'mul'"},
+      {"reduce:o2i3", "missing 'r'"},
+      {"reduce:r0:max", "max needs a non-empty reduced extent"},
+      {"softmax:r2c3:softmin", "unknown part 'softmin'"},
+      {"softmax:r2", "missing 'c'"},
+      {"embedding:v0d4n3", "need a table of at least one row"},
+      {"embedding:v4d4n3:bwd:i16", "unknown part 'i16'"},
+      {"dropout:n10:p1", "must be in [0, 1)"},
+      {"dropout:n10:p", "unknown part 'p'"},
+      {"adam_update:t2n10:momentum", "momentum applies to sgd_update only"},
+      {"grad_norm:t0n5", "cannot hold"},
       {"mb16ic64", "expected <op>:<descriptor>"},
   };
   for (const auto& b : bad) {

@@ -2,8 +2,11 @@
 // Operands and the scaled comparison of the op drivers (harness/drivers/driver_kit.h).
 #include "harness/drivers/driver_kit.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <random>
 #include <sstream>
 
 #include "engine/core/views.h"
@@ -42,8 +45,56 @@ Operand distinct_operand(const Shape& shape, DType dtype, const Device& device,
 }
 
 Tensor nan_tensor(const Shape& shape, DType dtype, const Device& device) {
-  const Tensor t = Tensor::full(shape, std::numeric_limits<double>::quiet_NaN(), dtype);
-  return device.is_cpu() ? t : raw::to_device(t, device);
+  return filled_tensor(shape, std::numeric_limits<double>::quiet_NaN(), dtype, device);
+}
+
+Tensor filled_tensor(const Shape& shape, double value, DType dtype, const Device& device) {
+  return placed_on(Tensor::full(shape, value, dtype), device);
+}
+
+Tensor placed_on(const Tensor& host, const Device& device) {
+  return device.is_cpu() ? host : raw::to_device(host, device);
+}
+
+Tensor on_host(const Tensor& t) {
+  return (t.device().is_cpu() ? t : raw::to_device(t, Device::cpu())).contiguous();
+}
+
+Tensor skewed_ids(std::int64_t n, std::int64_t classes, DType dtype, std::uint64_t seed) {
+  ANVIL_CHECK(n == 0 || classes > 0, "skewed_ids", n, " ids need at least one class, got ",
+              classes);
+  std::mt19937_64 rng(seed);
+  std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+  for (auto& x : v) {
+    const auto a = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(classes));
+    const auto b = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(classes));
+    x = std::min(a, b);
+  }
+  const Tensor t = Tensor::from_vector(v, {n});
+  return dtype == DType::i64 ? t : raw::to_dtype(t, dtype);
+}
+
+std::string compare_bits(const std::string& what, const Tensor& got, const Tensor& want) {
+  const Tensor g = on_host(got), w = on_host(want);
+  std::ostringstream os;
+  if (g.dtype() != w.dtype() || g.sizes() != w.sizes()) {
+    os << what << ": " << dtype_name(g.dtype()) << " " << shape_str(g.sizes()) << " but ref is "
+       << dtype_name(w.dtype()) << " " << shape_str(w.sizes()) << "; ";
+    return os.str();
+  }
+  const std::size_t size = dtype_size(g.dtype());
+  const auto* gb = static_cast<const unsigned char*>(g.data_ptr());
+  const auto* wb = static_cast<const unsigned char*>(w.data_ptr());
+  for (std::int64_t i = 0; i < g.numel(); ++i) {
+    const std::size_t at = static_cast<std::size_t>(i) * size;
+    if (std::memcmp(gb + at, wb + at, size) == 0) continue;
+    const auto gv = host_f64(raw::slice(g.reshape({g.numel()}), 0, i, i + 1, 1));
+    const auto wv = host_f64(raw::slice(w.reshape({w.numel()}), 0, i, i + 1, 1));
+    os << what << ": differs from ref's bits (first at flat " << i << ": got " << gv[0] << ", ref "
+       << wv[0] << "); ";
+    return os.str();
+  }
+  return {};
 }
 
 std::string compare_scaled(const std::string& what, const Tensor& got, const Tensor& want,

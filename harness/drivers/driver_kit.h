@@ -64,11 +64,23 @@ Operand uniform_operand(const Shape& shape, double low, double high, DType dtype
 Operand distinct_operand(const Shape& shape, DType dtype, const Device& device, std::uint64_t seed);
 // A tensor of `dtype` on `device` filled with NaN.
 Tensor nan_tensor(const Shape& shape, DType dtype, const Device& device);
+// A tensor of `dtype` on `device` filled with `value` (a sentinel where NaN cannot be stored).
+Tensor filled_tensor(const Shape& shape, double value, DType dtype, const Device& device);
+// A host tensor on `device` (itself on the CPU).
+Tensor placed_on(const Tensor& host, const Device& device);
+// The same values on the host, contiguous.
+Tensor on_host(const Tensor& t);
+// n class ids (or embedding ids) in [0, classes) as `dtype` (i32 or i64) on the host, skewed
+// towards small ids (the smaller of two uniform draws): many repeats, some ids never drawn.
+Tensor skewed_ids(std::int64_t n, std::int64_t classes, DType dtype, std::uint64_t seed);
 
 // "" when max |got - want| / max(1, max finite |want|) <= bound (NaN or a size mismatch fails;
 // with nan_matches_nan, an element NaN on both sides agrees), else
 // "<what>: scaled error E > bound B (worst at flat i: got g, ref r); ".
 std::string compare_scaled(const std::string& what, const Tensor& got, const Tensor& want,
                            double bound, bool nan_matches_nan = false);
+// "" when got and want have the same dtype, shape and bytes (any devices), else
+// "<what>: differs from ref's bits (first at flat i: got g, ref r); ".
+std::string compare_bits(const std::string& what, const Tensor& got, const Tensor& want);
 
 }  // namespace anvil::harness

@@ -15,8 +15,9 @@
 #include "engine/dispatch/embedding_problem.h"
 #include "engine/dispatch/selection.h"
 #include "engine/ops/lstm.h"
+#include "harness/op_driver.h"
+#include "helpers/driver_loop.h"
 #include "helpers/embedding_cases.h"
-#include "helpers/variant_harness.h"
 #include "kernels/register.h"
 
 using namespace anvil;
@@ -39,20 +40,27 @@ TEST_CASE("cuda.custom.embedding equals ref bit for bit", "[cuda][embedding]") {
   const std::vector<Shape3> shapes = {{1, 1, 1},         {10, 4, 7},        {33, 17, 65},
                                       {7, 129, 31},      {100, 1, 300},     {5, 3, 4097},
                                       {10000, 200, 700}, {10000, 650, 700}, {5000, 32, 2000}};
-  // Every CUDA variant runs every problem, twice with the same bits
-  // (tests/helpers/embedding_cases.h); the default through ops::embedding lands on the GPU with
-  // ref's bits too.
-  test::VariantHarness harness(embedding_table(), DeviceType::cuda, kMinProblems);
-  harness.require_all();
-  int problems = 0;
+  // Every CUDA variant runs every problem and pass, twice with the same bits (the embedding
+  // driver, harness/drivers/embedding_driver.cpp); the default through ops::embedding lands on
+  // the GPU with ref's bits too.
+  const harness::OpDriver* driver = harness::find_driver("embedding");
+  REQUIRE(driver != nullptr);
+  std::vector<nn::NamedProblem> problems;
+  for (DType dtype : {DType::f32, DType::f64})
+    for (DType idt : {DType::i32, DType::i64})
+      for (const Shape3& s : shapes) {
+        const EmbeddingProblem p{EmbeddingPass::forward, dtype, idt, kGpu, s.rows, s.dim, s.n};
+        problems.push_back({p.repr(), p});
+      }
+  test::DriverLoopOptions options;
+  options.minimum = static_cast<int>(problems.size()) * 2;  // both passes of every problem
+  CHECK(test::run_driver_loop(*driver, problems, kGpu, options) >= kMinProblems);
   for (DType dtype : {DType::f32, DType::f64})
     for (DType idt : {DType::i32, DType::i64})
       for (const Shape3& s : shapes) {
         INFO(dtype_name(dtype) << " ids " << dtype_name(idt) << " rows=" << s.rows
                                << " dim=" << s.dim << " n=" << s.n);
         const auto seed = static_cast<std::uint64_t>(s.rows + s.n);
-        test::check_embedding_variants(harness, dtype, idt, s.rows, s.dim, s.n, kGpu, seed,
-                                       /*repeat=*/true);
         Generator gen(seed);
         const Tensor ids = test::random_ids(s.n, s.rows, idt, static_cast<std::uint64_t>(s.dim));
         const Tensor w = normal({s.rows, s.dim}, 0, 1, dtype, &gen);
@@ -69,10 +77,7 @@ TEST_CASE("cuda.custom.embedding equals ref bit for bit", "[cuda][embedding]") {
         CHECK(out.device() == kGpu);
         CHECK(test::bit_equal(out, ref_out));
         CHECK(test::bit_equal(grad, ref_grad));
-        problems += 2;
       }
-  CHECK(problems >= kMinProblems);
-  harness.finish();
 }
 
 TEST_CASE("embedding on the GPU through autograd, float64 gradient check", "[cuda][embedding]") {
