@@ -3,7 +3,7 @@
 // ANVIL_ALLREDUCE_CHUNK_KIB (CTest dist_allreduce_<algorithm>, Note [All-reduce algorithms]):
 // the algorithm that runs is the one asked for, and its all-reduce equals a reference computed
 // here in the same order, bit for bit in f64 and within 1 ulp per rank in f32, at sizes 0, 1,
-// odd, just above one chunk and several chunks with a remainder.
+// odd, just above one chunk and several chunks with a remainder; i64 exactly.
 #include <catch2/catch.hpp>
 
 #include <bit>
@@ -91,6 +91,21 @@ TEST_CASE("mpi all_reduce: the algorithm asked for runs and equals the reference
       const double v0 = value(0, i), v1 = value(1, i);
       if (a.data<double>()[i] != (v0 + v1) * 0.5) ++off;
       if (m.data<double>()[i] != std::max(v0, v1)) ++off;
+    }
+    REQUIRE(off == 0);
+  }
+  SECTION("i64 sum and max, several chunks") {
+    const std::int64_t n = 3 * (chunk / 8) + 11;
+    Tensor s = Tensor::empty({n}, DType::i64), m = Tensor::empty({n}, DType::i64);
+    const auto v = [](int rank, std::int64_t i) { return (rank + 1) * 1000003 * (i % 89) - i; };
+    for (std::int64_t i = 0; i < n; ++i)
+      s.data<std::int64_t>()[i] = m.data<std::int64_t>()[i] = v(c->rank(), i);
+    c->all_reduce(s, dist::ReduceOp::sum);
+    c->all_reduce(m, dist::ReduceOp::max);
+    std::int64_t off = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (s.data<std::int64_t>()[i] != v(0, i) + v(1, i)) ++off;
+      if (m.data<std::int64_t>()[i] != std::max(v(0, i), v(1, i))) ++off;
     }
     REQUIRE(off == 0);
   }
