@@ -223,22 +223,24 @@ AllReduceAlgorithm resolve_all_reduce(AllReduceAlgorithm a, std::int64_t bytes) 
   return bytes < (std::int64_t{1} << 20) ? AllReduceAlgorithm::libnbc : AllReduceAlgorithm::chunked;
 }
 
+// Also the nccl backend's bootstrap: its MPI module reads the same variables, so a bad one is
+// refused here under --dist nccl too, not as a failure inside the module (exit 1).
+CommunicatorPtr create_mpi_for_bootstrap() {
+  // A bad algorithm or chunk is the user's configuration error (exit 2), named before MPI
+  // starts; the module reads the same values (Note [All-reduce algorithms]).
+  all_reduce_algorithm_from_env();
+  all_reduce_chunk_bytes_from_env();
+  return load_mpi();
+}
+
 CommunicatorPtr create_communicator(const std::string& name) {
   if (name == "single") return std::make_shared<SingleCommunicator>();
   if (name == "auto") return create_communicator(launcher_world_size() > 1 ? "mpi" : "single");
-  if (name == "mpi") {
-    // A bad algorithm or chunk is the user's configuration error (exit 2), named before MPI
-    // starts; the module reads the same values (Note [All-reduce algorithms]).
-    all_reduce_algorithm_from_env();
-    all_reduce_chunk_bytes_from_env();
-    return load_mpi();
-  }
+  if (name == "mpi") return create_mpi_for_bootstrap();
   if (name == "nccl") return create_nccl_communicator();
   ANVIL_CHECK(false, "create_communicator", "unknown backend '", name,
               "'; expected single, mpi, nccl or auto");
   return nullptr;
 }
-
-CommunicatorPtr create_mpi_for_bootstrap() { return load_mpi(); }
 
 }  // namespace anvil::dist
