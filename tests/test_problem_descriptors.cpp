@@ -153,6 +153,7 @@ TEST_CASE("bad descriptors are refused with one line naming the descriptor and t
       {"gemm:64x2048", "expected MxNxK"},
       {"gemm:64x2048x:NT", "missing number after 'Nx'"},
       {"gemm:4x4x4:NT:lda2", "lda=2 < 4"},
+      {"gemm:4x4x0:NN:lda0", "lda=0 < 1 (max(1, columns of stored A))"},
       {"gemm:4x4x4:b0", "batch must be positive"},
       {"gemm:4x4x4:NT:cuda:cpu", "more than one device"},
       {"max_pool2d:mb2ic3ih5kh2ph2", "at most half the kernel"},

@@ -51,12 +51,16 @@ double GemmProblem::bytes() const {
 
 void GemmProblem::validate(const char* where) const {
   ANVIL_CHECK(m >= 0 && n >= 0 && k >= 0 && batch >= 1, where, "bad sizes in ", repr());
-  const std::int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
-  ANVIL_CHECK(lda >= std::max<std::int64_t>(1, a_cols), where, "lda=", lda, " < ", a_cols,
-              " (columns of stored A) in ", repr());
-  ANVIL_CHECK(ldb >= std::max<std::int64_t>(1, b_cols), where, "ldb=", ldb, " < ", b_cols,
-              " (columns of stored B) in ", repr());
-  ANVIL_CHECK(ldc >= std::max<std::int64_t>(1, n), where, "ldc=", ldc, " < N=", n, " in ", repr());
+  // A leading dimension is at least 1 even for an empty matrix (BLAS's rule), so the message
+  // names the bound that applies: "lda=0 < 0" for K = 0 said nothing.
+  const std::int64_t a_min = std::max<std::int64_t>(1, trans_a ? m : k);
+  const std::int64_t b_min = std::max<std::int64_t>(1, trans_b ? k : n);
+  ANVIL_CHECK(lda >= a_min, where, "lda=", lda, " < ", a_min,
+              " (max(1, columns of stored A)) in ", repr());
+  ANVIL_CHECK(ldb >= b_min, where, "ldb=", ldb, " < ", b_min,
+              " (max(1, columns of stored B)) in ", repr());
+  ANVIL_CHECK(ldc >= std::max<std::int64_t>(1, n), where, "ldc=", ldc, " < max(1, N=", n, ") in ",
+              repr());
 }
 
 GemmTable& gemm_table() {
