@@ -254,8 +254,12 @@ TEST_CASE("the bf16 fallback runs where avx512_bf16 is missing or masked", "[gem
   struct Unmask {
     ~Unmask() { anvil::kernels::set_gemm_bf16_mask_native(false); }
   } unmask;
+  // A decision memoised before the mask must not outlive it.
+  const std::string before = anvil::gemm_table().select(p).name;
   anvil::kernels::set_gemm_bf16_mask_native(true);
   CHECK_FALSE(anvil::kernels::gemm_bf16_native_available());
+  CHECK(anvil::gemm_table().select(p).name == "cpu.bf16_via_f32");
+  INFO("selected before the mask: " << before);
   const anvil::Support s = variant("cpu.bf16_avx512").supports(p);
   CHECK_FALSE(s.ok);
   CHECK_THAT(s.reason, Catch::Contains("avx512_bf16"));

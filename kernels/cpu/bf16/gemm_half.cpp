@@ -207,7 +207,12 @@ bool gemm_bf16_native_available() {
   return has && !g_mask_native.load(std::memory_order_acquire);
 }
 
-void set_gemm_bf16_mask_native(bool mask) { g_mask_native.store(mask, std::memory_order_release); }
+void set_gemm_bf16_mask_native(bool mask) {
+  g_mask_native.store(mask, std::memory_order_release);
+  // The CPU feature is not part of the selection memo's key (Note [Selection memo]): a decision
+  // made before the switch would otherwise be served after it.
+  gemm_table().clear_autotune_cache();
+}
 
 void register_gemm_half() {
   gemm_table().add({

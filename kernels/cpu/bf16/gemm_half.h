@@ -15,7 +15,8 @@ void register_gemm_half();
 bool gemm_bf16_native_available();
 
 // Tests: masks (true) or unmasks the CPU's avx512_bf16 feature for the bf16 GEMM variants, as on
-// a CPU without it, so that cpu.bf16_avx512 declines and the fallback runs.
+// a CPU without it, so that cpu.bf16_avx512 declines and the fallback runs. Clears the GEMM
+// table's memoised and tuned decisions, which were made for the other setting.
 void set_gemm_bf16_mask_native(bool mask);
 
 }  // namespace anvil::kernels
