@@ -43,6 +43,8 @@
 #                     (test_cuda_runtime [nccl], the NCCL all-reduce sweep to 1 GiB, `anvil train
 #                     --dist nccl --device cuda` when Fashion-MNIST is packed); without a GPU
 #                     test_cuda_runtime must exit 77 and the rest is reported skipped
+#   staged_test.txt   test_cuda_runtime [staged] under mpirun -np 2: host-staged collectives,
+#                     both ranks on the one GPU (Note [Host-staged device collectives])
 #   summary.txt       a "dist ..." line per step
 #
 # pack takes the CUDA-enabled Release build in ${ANVIL_BUILD_DIR:-build} (CMake's default

@@ -240,6 +240,10 @@ print(struct.unpack("H", fcntl.ioctl(s.fileno(), 0x8913, struct.pack("256s", b"l
     else
       note "dist nccl_train: SKIPPED: no Fashion-MNIST in the kit (pack --with-fashion-mnist)"; status=1
     fi
+    # Host-staged collectives (Note [Host-staged device collectives]): 2 ranks share the GPU,
+    # data parallelism = one process on the global batch (test_cuda_runtime [staged]).
+    step staged_test 120 "${mpi[@]}" --bind-to none -np 2 "$root/build/tests/cuda/test_cuda_runtime" "[staged]" --use-colour no
+    note "  staged: $(grep -hE '^(All tests passed|test cases:)' "$d/staged_test.txt" | tail -1)"
   fi
 
   # c. CPU data-parallel scaling: scripts/dist_bench.sh (all-reduce sweeps, weak and strong steps).

@@ -55,10 +55,10 @@ void GemmProblem::validate(const char* where) const {
   // names the bound that applies: "lda=0 < 0" for K = 0 said nothing.
   const std::int64_t a_min = std::max<std::int64_t>(1, trans_a ? m : k);
   const std::int64_t b_min = std::max<std::int64_t>(1, trans_b ? k : n);
-  ANVIL_CHECK(lda >= a_min, where, "lda=", lda, " < ", a_min,
-              " (max(1, columns of stored A)) in ", repr());
-  ANVIL_CHECK(ldb >= b_min, where, "ldb=", ldb, " < ", b_min,
-              " (max(1, columns of stored B)) in ", repr());
+  ANVIL_CHECK(lda >= a_min, where, "lda=", lda, " < ", a_min, " (max(1, columns of stored A)) in ",
+              repr());
+  ANVIL_CHECK(ldb >= b_min, where, "ldb=", ldb, " < ", b_min, " (max(1, columns of stored B)) in ",
+              repr());
   ANVIL_CHECK(ldc >= std::max<std::int64_t>(1, n), where, "ldc=", ldc, " < max(1, N=", n, ") in ",
               repr());
 }

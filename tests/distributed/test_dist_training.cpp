@@ -15,6 +15,7 @@
 
 #include "data/loader.h"
 #include "data/ptb.h"
+#include "engine/distributed/host_staged.h"
 #include "engine/distributed/rank_streams.h"
 #include "engine/optim/checkpoint.h"
 #include "tests/distributed/dist_test_util.h"
@@ -72,6 +73,7 @@ struct DpRun {
   bool sync_last = true;     // false: every backward under no_sync, reduced by finish_gradients
   bool adam = false;         // Adam instead of SGD with momentum
   std::int64_t* state_elements = nullptr;  // set to the optimizer's state size at the end
+  bool host_staged = false;  // through host copies (Note [Host-staged device collectives])
 };
 
 // 12 -> 32 -> dropout 0.5 -> 5, with the dropout layer's own generator seeded from `seed` as
@@ -90,6 +92,7 @@ nn::ModulePtr small_mlp_dropout(std::uint64_t seed) {
 // so only the broadcast from rank 0 makes them agree.
 std::vector<double> train_dp(dist::Communicator& comm, const DpRun& run) {
   auto c = dist::create_communicator("mpi");
+  if (run.host_staged) c = dist::host_staged(c, {.stage_host_tensors = true});
   auto net = run.dropout ? small_mlp_dropout(7)
                          : test::small_mlp(7 + 100 * static_cast<std::uint64_t>(comm.rank()));
   dist::DataParallel dp(c, net->parameters(), run.options);
@@ -330,6 +333,57 @@ TEST_CASE("data parallel is bitwise reproducible, with or without overlap, any b
   DpRun tiny;
   tiny.options.bucket_cap_mb = 0.001;  // one bucket per parameter
   REQUIRE(train_dp(*comm, tiny) == a);
+}
+
+// Note [Host-staged device collectives]: on the CPU the test seam stages host tensors, so the
+// copies, the Work that holds the host buffers and the copy-back run; the GPU case is
+// tests/cuda/test_cuda_host_staged.cpp (CTest dist_host_staged_gpu).
+TEST_CASE("host-staged collectives equal the host backend's, and so does data parallelism",
+          "[dist]") {
+  auto comm = world();
+  auto staged = dist::host_staged(comm, {.stage_host_tensors = true});
+  auto flat = [](const Tensor& t) {
+    const Tensor d = t.to(DType::f64).contiguous();
+    return std::vector<double>(d.data<double>(), d.data<double>() + d.numel());
+  };
+  REQUIRE(staged->backend() == "mpi");
+  REQUIRE(staged->all_reduce_algorithm(1 << 20).rfind("host-staged ", 0) == 0);
+  REQUIRE(staged->cuda_device() == -1);
+  const std::int64_t n = 1002;
+  auto values = [&](int salt) {
+    std::vector<double> v(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i)
+      v[static_cast<std::size_t>(i)] = std::sin(0.1 * static_cast<double>(i) + comm->rank() + salt);
+    return Tensor::from_vector(v, {n});
+  };
+  // Several in flight, waited in reverse order; the staged tensor keeps its old values until
+  // the wait (the copy-back).
+  Tensor a = values(0), b = values(1), direct_a = values(0), direct_b = values(1);
+  auto wa = staged->all_reduce_async(a, dist::ReduceOp::sum);
+  auto wb = staged->all_reduce_async(b, dist::ReduceOp::max);
+  wb->wait();
+  wa->wait();
+  wa->wait();  // twice is allowed
+  comm->all_reduce(direct_a, dist::ReduceOp::sum);
+  comm->all_reduce(direct_b, dist::ReduceOp::max);
+  REQUIRE(flat(a) == flat(direct_a));
+  REQUIRE(flat(b) == flat(direct_b));
+  Tensor root = values(2);
+  staged->broadcast(root, 1);
+  Tensor direct_root = values(2);
+  comm->broadcast(direct_root, 1);
+  REQUIRE(flat(root) == flat(direct_root));
+  REQUIRE(flat(staged->all_gather(values(3))) == flat(comm->all_gather(values(3))));
+  Tensor block = Tensor::empty({n / 2}, DType::f64), direct_block = block.clone();
+  staged->reduce_scatter_async(values(4), block, dist::ReduceOp::average)->wait();
+  comm->reduce_scatter_async(values(4), direct_block, dist::ReduceOp::average)->wait();
+  REQUIRE(flat(block) == flat(direct_block));
+
+  DpRun plain, through_host;
+  through_host.host_staged = true;
+  REQUIRE(train_dp(*comm, through_host) == train_dp(*comm, plain));
+  plain.options.shard_optimizer = through_host.options.shard_optimizer = true;
+  REQUIRE(train_dp(*comm, through_host) == train_dp(*comm, plain));
 }
 
 TEST_CASE("data parallel buckets: reverse registration order, cap, folded SGD turned off",

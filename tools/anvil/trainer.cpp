@@ -23,6 +23,7 @@
 #include "engine/core/provenance.h"
 #include "engine/distributed/data_parallel.h"
 #include "engine/distributed/handshake.h"
+#include "engine/distributed/host_staged.h"
 #include "engine/distributed/rank_streams.h"
 #include "engine/optim/checkpoint.h"
 #include "engine/optim/grad_scaler.h"
@@ -647,16 +648,18 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
   const std::int64_t batch = config.batch > 0 ? config.batch : info.cpu_batch;
   // Note [Distributed anvil train]: the communicator and the checks that depend on the rank
   // count come before any data is read or model built.
-  const dist::CommunicatorPtr comm = dist::create_communicator(config.dist);
+  dist::CommunicatorPtr comm = dist::create_communicator(config.dist);
   if (job != nullptr) *job = comm;  // Note [Failing fast across ranks]
+  // --device cuda on several ranks of a host backend: the gradients go through host copies, and
+  // ranks may share a GPU (Note [Host-staged device collectives]).
+  if (comm->size() > 1 && config.device == "cuda" && comm->cuda_device() < 0)
+    comm = dist::host_staged(comm);
   const int ranks = comm->size();
   ANVIL_CHECK(batch % ranks == 0, kWhere, "--batch ", batch, " is not divisible by the ", ranks,
               " ranks (", comm->backend(), "); the global batch is split evenly over the ranks");
   ANVIL_CHECK_CONFIG(batch % (ranks * config.accumulate) == 0, kWhere, "--batch ", batch,
                      " is not divisible by ", ranks, " rank(s) x --accumulate ", config.accumulate,
                      "; the global batch of a step is split into equal micro-batches");
-  ANVIL_CHECK(ranks == 1 || config.device == "cpu" || comm->backend() == "nccl", kWhere,
-              "--device cuda on ", ranks, " ranks needs --dist nccl, got ", comm->backend());
   // NCCL moves only device memory: on the host every collective would go over the bootstrap.
   ANVIL_CHECK(comm->backend() != "nccl" || config.device == "cuda", kWhere,
               "--dist nccl trains on the GPU: add --device cuda (or use --dist mpi on the CPU)");
@@ -676,7 +679,8 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
   r.ranks = ranks;
   r.model = config.model;
   r.threads = get_num_threads();
-  // Under nccl each rank trains on its communicator's GPU (Note [One GPU per rank]).
+  // Under nccl (and host-staged mpi) each rank trains on its communicator's GPU
+  // (Note [One GPU per rank], Note [Host-staged device collectives]).
   const Device device =
       comm->cuda_device() >= 0 ? Device::cuda(comm->cuda_device()) : training_device(config);
   r.device =
