@@ -8,6 +8,8 @@
 //   micro/relu_select/<kernel>/<fwd|bwd>/n:<n>: one thread of the dense f32 relu vector select
 //     (Note [ReLU selects]): `current` is the production kernel (kernels/cpu/omp), `nan_to_zero`
 //     a copy of the select it replaced (a > 0 ? a : 0), kept here as the side-by-side baseline.
+//   micro/autograd/chain/{forward,forward_backward}: 300 ops on 1-element tensors with autograd
+//     (Note [Per-op host overhead]); micro/autograd/conv2d_relu_1x1x3x3: one tiny conv layer.
 //   anvil_micro_bench --benchmark_filter=relu_select --benchmark_repetitions=5
 #include <benchmark/benchmark.h>
 
@@ -143,6 +145,47 @@ void bm_op_relu(benchmark::State& state) {
   for (auto _ : state) ops::unary_into(EwOp::relu, y, x);
 }
 
+// Note [Per-op host overhead]
+// What one op costs the host apart from its arithmetic: dispatch (selection), the output's
+// allocation, the autograd node, and in backward the engine's bookkeeping and gradient
+// accumulation. On 1- and 9-element tensors the arithmetic is nothing, so ns per op is the
+// overhead every op of a step pays on any device (the CUDA path adds its launch on top). A
+// ResNet-50 GPU step enqueues ~900 kernels; at the H200's 34.8 ms of host time per TF32 step
+// (docs/results/h200_2026-11-28/) that is ~40 us per kernel, which this measures the engine's
+// share of. Counter ops_per_s: forward ops per second (ns per op = 1e9 / ops_per_s).
+void bm_autograd_chain(benchmark::State& state) {
+  const int ops = static_cast<int>(state.range(0));
+  const bool backward = state.range(1) != 0;
+  Tensor w = Tensor::full({1}, 0.5).set_requires_grad(true);
+  Tensor b = Tensor::full({1}, 0.25).set_requires_grad(true);
+  const Tensor x0 = Tensor::full({1}, 1.0);
+  for (auto _ : state) {
+    Tensor x = x0;
+    for (int i = 0; i < ops; i += 3) x = relu(x * w + b);  // 3 ops per round
+    if (backward) {
+      sum(x).backward();
+      w.mutable_grad() = Tensor();  // as an optimizer's zero_grad(set_to_none)
+      b.mutable_grad() = Tensor();
+    }
+    benchmark::DoNotOptimize(x.data_ptr());
+  }
+  state.counters["ops_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()) * ops,
+                                                   benchmark::Counter::kIsRate);
+}
+
+// One 3x3 convolution (conv2d, bias, relu) on a 1x1x3x3 input, forward and backward: the conv
+// path's per-call overhead (problem building, selection, the variant's setup).
+void bm_conv_tiny(benchmark::State& state) {
+  Tensor x = Tensor::full({1, 1, 3, 3}, 1.0).set_requires_grad(true);
+  Tensor w = Tensor::full({1, 1, 3, 3}, 0.1).set_requires_grad(true);
+  Tensor bias = Tensor::full({1}, 0.0).set_requires_grad(true);
+  for (auto _ : state) {
+    Tensor y = relu(conv2d(x, w, bias, Conv2dOptions{.padding = {1, 1}}));
+    sum(y).backward();
+    for (Tensor* t : {&x, &w, &bias}) t->mutable_grad() = Tensor();
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -151,6 +194,10 @@ int main(int argc, char** argv) {
   register_select<true>("micro/select");
   register_select<false>("micro/select_uncached");
   benchmark::RegisterBenchmark("micro/op/relu/n:4096", bm_op_relu);
+  benchmark::RegisterBenchmark("micro/autograd/chain/forward", bm_autograd_chain)->Args({300, 0});
+  benchmark::RegisterBenchmark("micro/autograd/chain/forward_backward", bm_autograd_chain)
+      ->Args({300, 1});
+  benchmark::RegisterBenchmark("micro/autograd/conv2d_relu_1x1x3x3/forward_backward", bm_conv_tiny);
   // 1024-4096: input and output fit in a 48 KiB L1d together; 8192: L2; 262144: beyond L2.
   for (const std::int64_t n : {1024, 2048, 4096, 8192, 262144}) {
     const std::string s = "/n:" + std::to_string(n);
