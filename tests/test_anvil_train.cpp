@@ -112,6 +112,30 @@ TEST_CASE(
   REQUIRE_THAT(log.str(), Catch::Contains("optimizer: adamw, weight decay 0.05 (none on biases"));
 }
 
+TEST_CASE("anvil train: --lr-schedule multistep multiplies the lr at the milestone epochs",
+          "[train][real_data]") {
+  std::ostringstream log;
+  auto c = small_run("mlp_mnist");
+  c.epochs = 3;
+  c.lr = 0.1;
+  c.lr_schedule = "multistep";
+  c.milestones = {2, 1};  // any order, as PyTorch's
+  c.lr_decay = 0.5;
+  const auto r = tools::run_training(c, log);
+  REQUIRE(r.epochs.size() == 3);
+  CHECK(r.epochs[0].lr == Approx(0.1).epsilon(1e-12));
+  CHECK(r.epochs[1].lr == Approx(0.05).epsilon(1e-12));
+  CHECK(r.epochs[2].lr == Approx(0.025).epsilon(1e-12));
+  CHECK_THAT(log.str(), Catch::Contains("multistep x0.5 at epoch(s) 2,1"));
+  c.milestones.clear();
+  CHECK_THROWS_WITH(tools::run_training(c, log), Catch::Contains("needs --milestones"));
+  c.lr_schedule = "cosine";
+  c.milestones = {1};
+  c.lr_decay = 1;
+  CHECK_THROWS_WITH(tools::run_training(c, log),
+                    Catch::Contains("--milestones applies to --lr-schedule multistep"));
+}
+
 TEST_CASE("anvil train: metrics are reported and memory stays flat across epochs",
           "[train][real_data]") {
   std::ostringstream log;
@@ -188,8 +212,8 @@ TEST_CASE("anvil train: bad configurations fail with clear errors", "[train][err
   c = small_run("mlp_mnist");
   c.lr_schedule = "exponential";
   REQUIRE_THROWS_WITH(tools::run_training(c, log),
-                      Catch::Contains("--lr-schedule must be none, step or cosine, got "
-                                      "'exponential'"));
+                      Catch::Contains("--lr-schedule must be none, step, multistep or cosine, "
+                                      "got 'exponential'"));
   c = small_run("mlp_mnist");
   c.warmup_steps = -1;
   REQUIRE_THROWS_AS(tools::run_training(c, log), ConfigError);

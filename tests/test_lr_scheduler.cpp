@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Learning-rate schedulers (engine/optim/lr_scheduler.h): the lr sequences of StepLR,
-// CosineAnnealingLR and LinearWarmup (alone and around a cosine) against numbers worked out by
-// hand from PyTorch's documented formulas, on every parameter group; their state round trip
-// and its refusals.
+// MultiStepLR, CosineAnnealingLR and LinearWarmup (alone and around a cosine) against numbers
+// worked out by hand from PyTorch's documented formulas, on every parameter group; their state
+// round trip and its refusals.
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -51,6 +51,35 @@ TEST_CASE("StepLR: lr * gamma^floor(t / step_size) on every group", "[optim][sch
   CHECK(s.last_step() == 7);
   CHECK(opt.group_lr(1) == Approx(0.0075).epsilon(1e-12));  // 0.03 * 0.5^2
   CHECK(s.base_lrs() == std::vector<double>{0.1, 0.03});
+}
+
+TEST_CASE("MultiStepLR: lr * gamma^(milestones reached), any order, repeats decay twice",
+          "[optim][scheduler]") {
+  optim::SGD opt = two_groups(0.1, 0.04);
+  optim::MultiStepLR s(opt, {5, 2, 5}, 0.5);  // sorted: 2, 5, 5
+  CHECK(s.milestones() == std::vector<std::int64_t>{2, 5, 5});
+  check_sequence(sequence(s, opt, 7), {0.1, 0.1, 0.05, 0.05, 0.05, 0.0125, 0.0125, 0.0125});
+  CHECK(opt.group_lr(1) == Approx(0.005).epsilon(1e-12));  // 0.04 * 0.5^3
+
+  const auto md = s.state_metadata();
+  CHECK(md.at("milestones") == "2,5,5");
+  optim::SGD other = two_groups(0.1, 0.04);
+  optim::MultiStepLR t(other, {1}, 0.9);
+  t.load_state(md);
+  CHECK(t.milestones() == s.milestones());
+  CHECK(t.gamma() == 0.5);
+  CHECK(t.last_lr() == s.last_lr());
+  for (const char* text : {"", "2,,5", "2,x", "0,3", "5,2"}) {
+    INFO("milestones '" << text << "'");
+    auto bad = md;
+    bad["milestones"] = std::string(text);
+    CHECK_THROWS_WITH(t.load_state(bad), Catch::Contains("MultiStepLR"));
+    CHECK(t.milestones() == s.milestones());  // unchanged
+  }
+  CHECK_THROWS_WITH(optim::MultiStepLR(opt, {}), Catch::Contains("needs 1 to 1024 milestones"));
+  CHECK_THROWS_WITH(optim::MultiStepLR(opt, {3, 0}),
+                    Catch::Contains("a milestone must be >= 1, got 0"));
+  CHECK_THROWS_WITH(optim::MultiStepLR(opt, {3}, 0.0), Catch::Contains("gamma must be positive"));
 }
 
 TEST_CASE("CosineAnnealingLR: eta_min + (base - eta_min)(1 + cos(pi t / T)) / 2",

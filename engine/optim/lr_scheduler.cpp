@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <utility>
 
+#include "engine/core/parse_number.h"
 #include "engine/optim/optimizer_state.h"
 
 namespace anvil::optim {
@@ -98,6 +100,41 @@ void check_step_lr(std::int64_t step_size, double gamma) {
               "gamma must be positive and finite, got ", gamma);
 }
 
+// At most this many milestones: a schedule, not a table of every step.
+constexpr std::size_t kMaxMilestones = 1024;
+
+void check_multistep(const std::vector<std::int64_t>& milestones, double gamma) {
+  ANVIL_CHECK(!milestones.empty() && milestones.size() <= kMaxMilestones, "MultiStepLR",
+              "needs 1 to ", kMaxMilestones, " milestones, got ", milestones.size());
+  for (const std::int64_t m : milestones) check_positive_count(m, "MultiStepLR", "a milestone");
+  ANVIL_CHECK(gamma > 0 && std::isfinite(gamma), "MultiStepLR",
+              "gamma must be positive and finite, got ", gamma);
+}
+
+// "10,20,20" <-> {10, 20, 20}, for the checkpoint metadata.
+std::string milestones_text(const std::vector<std::int64_t>& milestones) {
+  std::string out;
+  for (const std::int64_t m : milestones) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(m);
+  }
+  return out;
+}
+std::vector<std::int64_t> read_milestones(const Metadata& md) {
+  const std::string& text = entry(md, "milestones", "MultiStepLR");
+  std::vector<std::int64_t> out;
+  std::size_t begin = 0;
+  while (begin <= text.size() && out.size() <= kMaxMilestones) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    const auto m = parse_number<std::int64_t>(text.substr(begin, end - begin));
+    ANVIL_CHECK(m.has_value(), "MultiStepLR", "milestones must be a comma list of steps, got '",
+                text.substr(0, 64), "'");
+    out.push_back(*m);
+    begin = end + 1;
+  }
+  return out;
+}
+
 void check_cosine(std::int64_t t_max, double eta_min) {
   check_positive_count(t_max, "CosineAnnealingLR", "t_max");
   ANVIL_CHECK(eta_min >= 0 && std::isfinite(eta_min), "CosineAnnealingLR",
@@ -137,6 +174,38 @@ void StepLR::check_options(const Metadata& md) const {
 void StepLR::apply_options(const Metadata& md) {
   step_size_ = read_number<std::int64_t>(md, "step_size", "StepLR");
   gamma_ = read_number<double>(md, "gamma", "StepLR");
+}
+
+// ---- MultiStepLR ------------------------------------------------------------------------------
+
+MultiStepLR::MultiStepLR(Optimizer& opt, std::vector<std::int64_t> milestones, double gamma)
+    : LRScheduler(opt), milestones_(std::move(milestones)), gamma_(gamma) {
+  check_multistep(milestones_, gamma_);
+  std::sort(milestones_.begin(), milestones_.end());
+  start();
+}
+
+double MultiStepLR::lr_at(std::int64_t t, double base) const {
+  // The milestones reached by step t (PyTorch's bisect_right over the sorted milestones).
+  const auto reached =
+      std::upper_bound(milestones_.begin(), milestones_.end(), t) - milestones_.begin();
+  return base * std::pow(gamma_, static_cast<double>(reached));
+}
+
+Metadata MultiStepLR::options_metadata() const {
+  return {{"milestones", milestones_text(milestones_)}, {"gamma", text_of(gamma_)}};
+}
+
+void MultiStepLR::check_options(const Metadata& md) const {
+  std::vector<std::int64_t> m = read_milestones(md);
+  check_multistep(m, read_number<double>(md, "gamma", "MultiStepLR"));
+  ANVIL_CHECK(std::is_sorted(m.begin(), m.end()), "MultiStepLR",
+              "saved milestones must be sorted, got '", milestones_text(m).substr(0, 64), "'");
+}
+
+void MultiStepLR::apply_options(const Metadata& md) {
+  milestones_ = read_milestones(md);
+  gamma_ = read_number<double>(md, "gamma", "MultiStepLR");
 }
 
 // ---- CosineAnnealingLR ------------------------------------------------------------------------

@@ -92,6 +92,25 @@ class StepLR final : public LRScheduler {
   double gamma_;
 };
 
+// lr = base * gamma^(number of milestones <= t)  (torch.optim.lr_scheduler.MultiStepLR). The
+// milestones are steps >= 1 in any order; as PyTorch's, a milestone given twice decays twice.
+class MultiStepLR final : public LRScheduler {
+ public:
+  MultiStepLR(Optimizer& opt, std::vector<std::int64_t> milestones, double gamma = 0.1);
+  double lr_at(std::int64_t t, double base) const override;
+  std::string type_name() const override { return "MultiStepLR"; }
+  const std::vector<std::int64_t>& milestones() const { return milestones_; }  // sorted
+  double gamma() const { return gamma_; }
+
+  std::map<std::string, std::string> options_metadata() const override;
+  void check_options(const std::map<std::string, std::string>& options) const override;
+  void apply_options(const std::map<std::string, std::string>& options) override;
+
+ private:
+  std::vector<std::int64_t> milestones_;
+  double gamma_;
+};
+
 // lr = eta_min + (base - eta_min) * (1 + cos(pi * t / t_max)) / 2
 // (torch.optim.lr_scheduler.CosineAnnealingLR's closed form; past t_max the cosine goes on).
 class CosineAnnealingLR final : public LRScheduler {

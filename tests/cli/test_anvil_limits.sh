@@ -59,7 +59,9 @@ expect 2 "--accumulate 2 on a language model" "--accumulate applies to classifie
 expect 2 "--optimizer adamw2" "--optimizer: adamw2 not in \{sgd,adam,adamw\}" -- "$anvil" train --model mlp_mnist --optimizer adamw2
 expect 2 "--weight-decay -0.1" "--weight-decay must be in \[0, 1\], got -0.1" -- "$anvil" train --model mlp_mnist --optimizer adamw --weight-decay -0.1
 expect 2 "--weight-decay 2" "--weight-decay must be in \[0, 1\], got 2" -- "$anvil" train --model mlp_mnist --weight-decay 2
-expect 2 "--lr-schedule linear" "--lr-schedule: linear not in \{none,step,cosine\}" -- "$anvil" train --model mlp_mnist --lr-schedule linear
+expect 2 "--lr-schedule linear" "--lr-schedule: linear not in \{none,step,multistep,cosine\}" -- "$anvil" train --model mlp_mnist --lr-schedule linear
+expect 2 "--milestones 0" "--milestones: each must be in \[1, 1000000\], got 0" -- "$anvil" train --model mlp_mnist --lr-schedule multistep --lr-decay 0.5 --milestones 3,0
+expect 2 "--milestones abc" "--milestones" -- "$anvil" train --model mlp_mnist --lr-schedule multistep --lr-decay 0.5 --milestones 3,abc
 expect 2 "--warmup-steps -5" "--warmup-steps must be in \[0, 1073741824\], got -5" -- "$anvil" train --model mlp_mnist --warmup-steps -5
 expect 2 "--lr-schedule step without --lr-decay" "--lr-schedule step multiplies the lr by --lr-decay, which must be below 1, got 1" -- "$anvil" train --model mlp_mnist --lr-schedule step
 expect 2 "--step-epochs -1" "--step-epochs must be in \[1, 1000000\], got -1" -- "$anvil" train --model mlp_mnist --lr-schedule step --lr-decay 0.5 --step-epochs -1

@@ -204,9 +204,15 @@ int run_cli(int argc, char** argv) {
   train_cmd
       ->add_option("--lr-schedule", c.lr_schedule,
                    "per step: none (the per-epoch --lr-decay), step (x --lr-decay every "
-                   "--step-epochs) or cosine (to 0 over --cosine-epochs)")
+                   "--step-epochs), multistep (x --lr-decay at each of --milestones) or cosine "
+                   "(to 0 over --cosine-epochs)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"none", "step", "cosine"}));
+      ->check(CLI::IsMember({"none", "step", "multistep", "cosine"}));
+  train_cmd
+      ->add_option("--milestones", c.milestones,
+                   "epochs at which --lr-schedule multistep multiplies the lr by --lr-decay "
+                   "(comma list, e.g. 30,60)")
+      ->delimiter(',');
   auto* step_epochs_opt =
       train_cmd->add_option("--step-epochs", c.step_epochs,
                             "epochs between the decays of --lr-schedule step (default 1)");

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "engine/core/error.h"
 
@@ -28,9 +29,20 @@ void check_optimizer_config(const TrainConfig& c) {
                      wd,
                      ") is not supported: a shard mixes weights and biases, which anvil train "
                      "decays differently; add --weight-decay 0");
-  ANVIL_CHECK_CONFIG(
-      c.lr_schedule == "none" || c.lr_schedule == "step" || c.lr_schedule == "cosine", kWhere,
-      "--lr-schedule must be none, step or cosine, got '", c.lr_schedule, "'");
+  ANVIL_CHECK_CONFIG(c.lr_schedule == "none" || c.lr_schedule == "step" ||
+                         c.lr_schedule == "multistep" || c.lr_schedule == "cosine",
+                     kWhere, "--lr-schedule must be none, step, multistep or cosine, got '",
+                     c.lr_schedule, "'");
+  ANVIL_CHECK_CONFIG(c.milestones.empty() == (c.lr_schedule != "multistep"), kWhere,
+                     c.milestones.empty()
+                         ? "--lr-schedule multistep needs --milestones (epochs, e.g. 30,60)"
+                         : "--milestones applies to --lr-schedule multistep, got --lr-schedule ",
+                     c.milestones.empty() ? "" : c.lr_schedule);
+  ANVIL_CHECK_CONFIG(c.milestones.size() <= 1024, kWhere,
+                     "--milestones takes at most 1024 epochs, got ", c.milestones.size());
+  for (const int m : c.milestones)
+    ANVIL_CHECK_CONFIG(m >= 1 && m <= kMaxEpochs, kWhere, "--milestones: each must be in [1, ",
+                       kMaxEpochs, "], got ", m);
   ANVIL_CHECK_CONFIG(c.warmup_steps >= 0 && c.warmup_steps <= kMaxWarmupSteps, kWhere,
                      "--warmup-steps must be in [0, ", kMaxWarmupSteps, "], got ", c.warmup_steps);
   ANVIL_CHECK_CONFIG(c.step_epochs >= 0 && c.step_epochs <= kMaxEpochs, kWhere,
@@ -43,10 +55,9 @@ void check_optimizer_config(const TrainConfig& c) {
   ANVIL_CHECK_CONFIG(c.cosine_epochs == 0 || c.lr_schedule == "cosine", kWhere,
                      "--cosine-epochs applies to --lr-schedule cosine, got --lr-schedule ",
                      c.lr_schedule);
-  ANVIL_CHECK_CONFIG(c.lr_schedule != "step" || c.lr_decay < 1, kWhere,
-                     "--lr-schedule step multiplies the lr by --lr-decay, which must be below 1, "
-                     "got ",
-                     c.lr_decay);
+  ANVIL_CHECK_CONFIG((c.lr_schedule != "step" && c.lr_schedule != "multistep") || c.lr_decay < 1,
+                     kWhere, "--lr-schedule ", c.lr_schedule,
+                     " multiplies the lr by --lr-decay, which must be below 1, got ", c.lr_decay);
   ANVIL_CHECK_CONFIG(c.lr_schedule != "cosine" || c.lr_decay == 1, kWhere, "--lr-decay ",
                      c.lr_decay, " does not apply to --lr-schedule cosine");
   // The per-epoch decay sets the lr each epoch; a scheduler sets it each step.
@@ -102,9 +113,10 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& c, std::vect
 }
 
 // Note [Schedules in anvil train]
-// --lr-schedule step and cosine, and --warmup-steps, are optim::StepLR, CosineAnnealingLR and
-// LinearWarmup stepped after every optimizer step, so an epoch of S steps is S scheduler steps:
-// step multiplies the lr by --lr-decay every --step-epochs epochs (S x step-epochs steps),
+// --lr-schedule step, multistep and cosine, and --warmup-steps, are optim::StepLR, MultiStepLR,
+// CosineAnnealingLR and LinearWarmup stepped after every optimizer step, so an epoch of S steps
+// is S scheduler steps: step multiplies the lr by --lr-decay every --step-epochs epochs (S x
+// step-epochs steps), multistep at the start of each --milestones epoch (S x milestone steps),
 // cosine anneals it to 0 over --cosine-epochs epochs (default --epochs; past them the cosine
 // rises again, as PyTorch's), and the warm-up multiplies either by a factor rising linearly from
 // 1/(W+1) to 1 over the first W steps. The scheduler's state is in every checkpoint and the
@@ -117,7 +129,11 @@ std::unique_ptr<optim::LRScheduler> make_scheduler(const TrainConfig& c, optim::
   if (c.lr_schedule == "step")
     s = std::make_unique<optim::StepLR>(opt, steps_per_epoch * std::max(c.step_epochs, 1),
                                         c.lr_decay);
-  else if (c.lr_schedule == "cosine")
+  else if (c.lr_schedule == "multistep") {
+    std::vector<std::int64_t> steps;
+    for (const int m : c.milestones) steps.push_back(steps_per_epoch * m);
+    s = std::make_unique<optim::MultiStepLR>(opt, std::move(steps), c.lr_decay);
+  } else if (c.lr_schedule == "cosine")
     s = std::make_unique<optim::CosineAnnealingLR>(
         opt, steps_per_epoch * (c.cosine_epochs > 0 ? c.cosine_epochs : c.epochs));
   if (c.warmup_steps > 0)
@@ -130,6 +146,8 @@ std::string schedule_description(const TrainConfig& c) {
   std::string s;
   if (c.lr_schedule == "step")
     s = fmt::format("step x{} every {} epoch(s)", c.lr_decay, std::max(c.step_epochs, 1));
+  else if (c.lr_schedule == "multistep")
+    s = fmt::format("multistep x{} at epoch(s) {}", c.lr_decay, fmt::join(c.milestones, ","));
   else if (c.lr_schedule == "cosine")
     s = fmt::format("cosine over {} epoch(s)", c.cosine_epochs > 0 ? c.cosine_epochs : c.epochs);
   else

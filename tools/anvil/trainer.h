@@ -52,11 +52,13 @@ struct TrainConfig {
   // Unset: the optimizer's default (0; adamw 0.01).
   std::optional<double> weight_decay;
   // Note [Schedules in anvil train] (trainer.cpp): none (the per-epoch --lr-decay below),
-  // step (x lr_decay every step_epochs epochs) or cosine (to 0 over cosine_epochs epochs,
-  // default: epochs), per optimizer step; warmup_steps > 0 ramps the lr up linearly first.
+  // step (x lr_decay every step_epochs epochs), multistep (x lr_decay at each of the
+  // milestones, in epochs) or cosine (to 0 over cosine_epochs epochs, default: epochs), per
+  // optimizer step; warmup_steps > 0 ramps the lr up linearly first.
   std::string lr_schedule = "none";
-  int step_epochs = 0;    // 0 = 1 with --lr-schedule step
-  int cosine_epochs = 0;  // 0 = epochs
+  std::vector<int> milestones;  // epochs, with --lr-schedule multistep
+  int step_epochs = 0;          // 0 = 1 with --lr-schedule step
+  int cosine_epochs = 0;        // 0 = epochs
   std::int64_t warmup_steps = 0;
   double clip_norm = 0.0;  // global gradient-norm clipping; 0 = off
   double lr_decay =
