@@ -82,13 +82,13 @@ std::vector<std::string> usable_isas() {
 
 TEST_CASE("BlockedPackedB multiplies like a float64 GEMM with either ISA", "[gemm][blocked]") {
   const Case cases[] = {
-      {128, 1024, 256, false, true, true},   // the LSTM forward step: h W_hh^T, accumulate
-      {64, 1024, 256, false, true, false},   // half a batch (two row blocks)
-      {37, 77, 1000, false, false, true},    // three K blocks, N edge, odd M
-      {5, 33, 385, true, true, false},       // K one past KC, transposed A
-      {14, 512, 16, false, false, false},    // one full register tile high, two N blocks
-      {1, 1, 1, false, true, true},          // smallest
-      {29, 300, 700, true, false, true},     // N over one NC block with an edge
+      {128, 1024, 256, false, true, true},  // the LSTM forward step: h W_hh^T, accumulate
+      {64, 1024, 256, false, true, false},  // half a batch (two row blocks)
+      {37, 77, 1000, false, false, true},   // three K blocks, N edge, odd M
+      {5, 33, 385, true, true, false},      // K one past KC, transposed A
+      {14, 512, 16, false, false, false},   // one full register tile high, two N blocks
+      {1, 1, 1, false, true, true},         // smallest
+      {29, 300, 700, true, false, true},    // N over one NC block with an edge
   };
   const std::vector<std::string> isas = usable_isas();
   REQUIRE(!isas.empty());

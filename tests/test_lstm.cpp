@@ -292,7 +292,8 @@ TEST_CASE("cpu.fused.packed trains like cpu.fused over five steps at one and two
     }
     INFO(threads << " threads");
     for (int step = 0; step < 5; ++step)
-      CHECK(std::abs(losses[0][step] - losses[1][step]) < kTrainTol * (1 + std::abs(losses[0][step])));
+      CHECK(std::abs(losses[0][step] - losses[1][step]) <
+            kTrainTol * (1 + std::abs(losses[0][step])));
     CHECK(losses[0][4] < losses[0][0]);  // it did train
     REQUIRE(params[0].size() == params[1].size());
     double worst = 0;

@@ -350,7 +350,8 @@ void pack_b(const float* b, i64 ldb, bool trans, i64 kc, i64 nc, float* dst) {
     for (i64 l = 0; l < kc; ++l) {
       const float* s = b + l * ldb + j;
       for (i64 v = 0; 16 * v < wp; ++v)
-        _mm512_store_ps(d + l * wp + 16 * v, _mm512_maskz_loadu_ps(low_mask(w - 16 * v), s + 16 * v));
+        _mm512_store_ps(d + l * wp + 16 * v,
+                        _mm512_maskz_loadu_ps(low_mask(w - 16 * v), s + 16 * v));
     }
   }
 }

@@ -597,8 +597,9 @@ void register_lstm_fused() {
               return Support::no(
                   detail::str_cat("cpu.fused.packed handles f32 only, got ", dtype_name(p.dtype)));
             if (std::string(gemm_blocked_isa()) == "none")
-              return Support::no("cpu.fused.packed needs AVX-512F or AVX2+FMA; this CPU has "
-                                 "neither");
+              return Support::no(
+                  "cpu.fused.packed needs AVX-512F or AVX2+FMA; this CPU has "
+                  "neither");
             return Support::yes();
           },
       .fn = run_fused_packed,
