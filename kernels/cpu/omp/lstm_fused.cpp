@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // One LSTM layer, forward and backward, as GEMMs from the `gemm` table plus one fused OpenMP
-// pass per time step (variant `cpu.fused`, f32 and f64). Layout (engine/dispatch/lstm_problem.h):
-// x [T, B, I], y [T, B, H], gate blocks (i, f, g, o) of 4H columns; all dense row-major.
+// pass per time step (variant `cpu.fused`, f32 and f64; `cpu.fused.packed`, f32, the same with
+// W_hh^T packed once per call, Note [Prepacked recurrent weight]). Layout
+// (engine/dispatch/lstm_problem.h): x [T, B, I], y [T, B, H], gate blocks (i, f, g, o) of 4H
+// columns; all dense row-major.
 // Forward: G[T*B, 4H] = X @ W_ih^T in ONE GEMM; per step G_t += h_{t-1} @ W_hh^T, then one pass
 // adds the bias, applies the nonlinearities and updates c and h. Backward: per step one pass
 // for the gate gradients dG_t and one GEMM dh = dG_t @ W_hh; then one GEMM each for dx, dW_ih
@@ -341,7 +343,9 @@ class WeightGrad {
 // The variants `cpu.fused` and `cpu.fused.packed` differ only in how the forward pass runs its
 // per-step product with W_hh, G_t[rows] += h_{t-1}[rows] W_hh^T: `cpu.fused` calls the `gemm`
 // table each step (the heuristic picks oneDNN's matmul primitive for this transposed-B,
-// 64-128-row shape, which reorders W_hh again on every call: 1 MB per step and thread);
+// 64-128-row shape; a B in plain layout is copied into the primitive's blocked layout inside
+// every call, as far as we read oneDNN 2.6's brgemm matmul (not profiled here): up to 1 MB per
+// step and thread);
 // `cpu.fused.packed` packs W_hh^T once per layer call into cpu.blocked's panel layout
 // (BlockedPackedB, Note [Prepacked B]) and every thread multiplies its rows with that one copy.
 // The weights change only between optimizer steps, so once per layer call is once per update.
