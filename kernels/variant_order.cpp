@@ -49,8 +49,9 @@ void declare_variant_orders() {
                           "cuda.cudnn.winograd_nonfused", "cuda.custom.im2col", "ref"});
   // One-thread inference goes to cpu.onednn by heuristic (Note [LSTM heuristic]), the rest
   // follows the order.
-  lstm_table().set_order(
-      {"cpu.fused", "cpu.onednn", "cuda.custom.fused", "cuda.cudnn", "cuda.custom.unfused", "ref"});
+  // cpu.fused.packed (Note [Prepacked recurrent weight]) runs when forced.
+  lstm_table().set_order({"cpu.fused", "cpu.onednn", "cpu.fused.packed", "cuda.custom.fused",
+                          "cuda.cudnn", "cuda.custom.unfused", "ref"});
   sgd_update_table().set_order({"cpu.omp", "cuda.custom.sgd", "ref"});
   adam_update_table().set_order({"cpu.omp", "cuda.custom.adam", "ref"});
   grad_norm_table().set_order({"cpu.omp", "cuda.custom.grad_norm", "ref"});

@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "engine/core/config.h"
 #include "engine/dispatch/variant_table.h"
 #include "harness/op_driver.h"
 #include "harness/problem_descriptor.h"
@@ -85,6 +86,18 @@ TEST_CASE("op driver loop: batch_norm2d", "[drivers][batch_norm][variants]") {
   loop_groups("batch_norm2d");
 }
 TEST_CASE("op driver loop: lstm", "[drivers][lstm][variants]") { loop_groups("lstm"); }
+// The row-split recurrence (Note [Batch-row-parallel recurrence]) and cpu.fused.packed's shared
+// packed weight (Note [Prepacked recurrent weight]) depend on the thread count: the loop once
+// more at exactly 1 and 2 threads (the "odd" group's batch of 128 splits into two row blocks).
+TEST_CASE("op driver loop: lstm at 1 and 2 threads", "[drivers][lstm][variants][threads]") {
+  const int saved = get_num_threads();
+  for (int threads : {1, 2}) {
+    INFO(threads << " threads");
+    set_num_threads(threads);
+    loop_groups("lstm");
+  }
+  set_num_threads(saved);
+}
 TEST_CASE("op driver loop: elementwise", "[drivers][elementwise][variants]") {
   loop_groups("elementwise");
 }

@@ -30,10 +30,15 @@ struct IsaKernels {
   // C[0:mc, 0:nc] = alpha * op(A) * op(B) + (read_c ? beta * C : 0) over depth kc, from the
   // packed A block ap and op(B) at b_src (with b_trans, element (l, j) is b_src[j*ldb + l], else
   // b_src[l*ldb + j]); the macro-kernel packs B itself into bp (room for a [kc x nc] block), how
-  // and when is the ISA's choice. With read_c false, C is only written.
+  // and when is the ISA's choice. With b_src null, bp already holds the block as pack_b leaves it
+  // (b_trans is then ignored). With read_c false, C is only written.
   void (*macro)(std::int64_t mc, std::int64_t nc, std::int64_t kc, const float* ap, float* bp,
                 const float* b_src, std::int64_t ldb, bool b_trans, float* c, std::int64_t ldc,
                 float alpha, float beta, bool read_c);
+  // Packs op(B)[0:kc, 0:nc] (b as for macro) into the layout macro reads from bp: ceil(nc/nr)
+  // micro-panels, panel q at dst + q * nr * kc (Note [Prepacked B] in gemm_blocked.cpp).
+  void (*pack_b)(const float* b, std::int64_t ldb, bool trans, std::int64_t kc, std::int64_t nc,
+                 float* dst);
 };
 
 // Each returns its ISA's table. Call only after checking the CPU supports that ISA.

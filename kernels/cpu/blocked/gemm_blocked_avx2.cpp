@@ -64,7 +64,7 @@ void pack_b(const float* b, i64 ldb, bool trans, i64 kc, i64 nc, float* dst);
 
 void macro(i64 mc, i64 nc, i64 kc, const float* ap, float* bp, const float* b_src, i64 ldb,
            bool b_trans, float* c, i64 ldc, float alpha, float beta, bool read_c) {
-  pack_b(b_src, ldb, b_trans, kc, nc, bp);  // a separate pass on this path
+  if (b_src != nullptr) pack_b(b_src, ldb, b_trans, kc, nc, bp);  // a separate pass here
   alignas(32) float scratch[kMR * kNR];
   for (i64 i = 0; i < mc; i += kMR) {
     const i64 mr = (mc - i < kMR) ? mc - i : kMR;
@@ -119,7 +119,7 @@ void pack_b(const float* b, i64 ldb, bool trans, i64 kc, i64 nc, float* dst) {
   }
 }
 
-constexpr IsaKernels kAvx2 = {"avx2", kMR, kNR, kMC, kKC, kNC, &pack_a, &macro};
+constexpr IsaKernels kAvx2 = {"avx2", kMR, kNR, kMC, kKC, kNC, &pack_a, &macro, &pack_b};
 
 }  // namespace
 

@@ -213,8 +213,8 @@ void pack_b_transposed(const float* b, i64 ldb, i64 kc, i64 nc, float* dst);
 void macro(i64 mc, i64 nc, i64 kc, const float* ap, float* bp, const float* b_src, i64 ldb,
            bool b_trans, float* c, i64 ldc, float alpha, float beta, bool read_c) {
   // Transposed B: one packing pass over the block (packing each 32-column panel just before
-  // its column of tiles instead measured 0-5 % slower at M = 64).
-  if (b_trans) {
+  // its column of tiles instead measured 0-5 % slower at M = 64). Null b_src: bp is prepacked.
+  if (b_trans && b_src != nullptr) {
     pack_b_transposed(b_src, ldb, kc, nc, bp);
     b_src = nullptr;
   }
@@ -335,7 +335,28 @@ void pack_b_transposed(const float* b, i64 ldb, i64 kc, i64 nc, float* dst) {
   }
 }
 
-constexpr IsaKernels kAvx512 = {"avx512", kMR, kNR, kMC, kKC, kNC, &pack_a, &macro};
+// Packs op(B)[0:kc, 0:nc] ahead of time (Note [Prepacked B] in gemm_blocked.cpp): transposed B
+// as the macro-kernel would; untransposed B is copied row by row into the panels, the columns
+// past the panel's width zero (the same bytes the fused tiles would store).
+void pack_b(const float* b, i64 ldb, bool trans, i64 kc, i64 nc, float* dst) {
+  if (trans) {
+    pack_b_transposed(b, ldb, kc, nc, dst);
+    return;
+  }
+  for (i64 j = 0; j < nc; j += kNR) {
+    const i64 w = (nc - j < kNR) ? nc - j : kNR;
+    const i64 wp = (w + 15) / 16 * 16;
+    float* d = dst + j * kc;
+    for (i64 l = 0; l < kc; ++l) {
+      const float* s = b + l * ldb + j;
+      for (i64 v = 0; 16 * v < wp; ++v)
+        _mm512_store_ps(d + l * wp + 16 * v,
+                        _mm512_maskz_loadu_ps(low_mask(w - 16 * v), s + 16 * v));
+    }
+  }
+}
+
+constexpr IsaKernels kAvx512 = {"avx512", kMR, kNR, kMC, kKC, kNC, &pack_a, &macro, &pack_b};
 
 }  // namespace
 

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // One LSTM layer, forward and backward, as GEMMs from the `gemm` table plus one fused OpenMP
-// pass per time step (variant `cpu.fused`, f32 and f64). Layout (engine/dispatch/lstm_problem.h):
-// x [T, B, I], y [T, B, H], gate blocks (i, f, g, o) of 4H columns; all dense row-major.
+// pass per time step (variant `cpu.fused`, f32 and f64; `cpu.fused.packed`, f32, the same with
+// W_hh^T packed once per call, Note [Prepacked recurrent weight]). Layout
+// (engine/dispatch/lstm_problem.h): x [T, B, I], y [T, B, H], gate blocks (i, f, g, o) of 4H
+// columns; all dense row-major.
 // Forward: G[T*B, 4H] = X @ W_ih^T in ONE GEMM; per step G_t += h_{t-1} @ W_hh^T, then one pass
 // adds the bias, applies the nonlinearities and updates c and h. Backward: per step one pass
 // for the gate gradients dG_t and one GEMM dh = dG_t @ W_hh; then one GEMM each for dx, dW_ih
@@ -28,6 +30,7 @@
 #include "engine/dispatch/gemm_call.h"
 #include "engine/dispatch/lstm_problem.h"
 #include "engine/dispatch/selection.h"
+#include "kernels/cpu/blocked/gemm_blocked.h"
 #include "kernels/cpu/omp/omp_kernels.h"
 #include "kernels/cpu/vec_math.h"
 
@@ -334,10 +337,71 @@ class WeightGrad {
   Tensor t_;  // dW^T [n, g] when the transposed form is taken
 };
 
+// ---- the per-step recurrent products -----------------------------------------------------------
+
+// Note [Prepacked recurrent weight]
+// The variants `cpu.fused` and `cpu.fused.packed` differ only in how the forward pass runs its
+// per-step product with W_hh, G_t[rows] += h_{t-1}[rows] W_hh^T: `cpu.fused` calls the `gemm`
+// table each step (the heuristic picks oneDNN's matmul primitive for this transposed-B,
+// 64-128-row shape; a B in plain layout is copied into the primitive's blocked layout inside
+// every call, as far as we read oneDNN 2.6's brgemm matmul (not profiled here): up to 1 MB per
+// step and thread);
+// `cpu.fused.packed` packs W_hh^T once per layer call into cpu.blocked's panel layout
+// (BlockedPackedB, Note [Prepacked B]) and every thread multiplies its rows with that one copy.
+// The weights change only between optimizer steps, so once per layer call is once per update.
+// One layer of lstm32 (T = 32, B = 128, I = H = 256), anvil_bench kernel/lstm rows, medians of 3
+// interleaved repetitions (dev VM, 2026-11-28): forward 45.6 -> 43.8 ms at 1 thread, 28.8 ->
+// 24.1 ms at 2. Backward's product dh[rows] = dG_t[rows] W_hh was tried the same way and is not
+// taken: with K = 4H = 1024 the packed product runs in three K blocks of 342 (cpu.blocked's KC),
+// and the backward pass measured 84.2 -> 87.8 ms at 1 thread, 54.2 -> 54.6 ms at 2, so both
+// variants run it through the table (oneDNN's sgemm, rule 6 of Note [GEMM heuristic]).
+// f32 only, and only on a CPU with AVX-512F or AVX2+FMA (cpu.blocked's micro-kernels). With
+// several threads and a batch too small to split by rows (Note [Batch-row-parallel
+// recurrence]), the packed product runs on the calling thread only. The big GEMMs (input
+// projection, dx, dW) are unchanged: they go through the table once each.
+enum class Recurrence { table_gemm, prepacked };
+
+// A per-step product: rows of A [rows, k] times op(W) [k, n] into C [rows, n], dense,
+// accumulating into C or not, by the table's GEMM (selected once here) or the prepacked weight.
+template <typename T>
+class StepProduct {
+ public:
+  StepProduct(const BlockedPackedB* packed, DType dt, bool trans_w, std::int64_t rows,
+              std::int64_t n, std::int64_t k, bool accumulate)
+      : packed_(packed), accumulate_(accumulate), n_(n), k_(k) {
+    if (packed_ == nullptr)
+      call_.emplace(gemm_call(dt, false, trans_w, rows, n, k, k, trans_w ? k : n, n, accumulate));
+  }
+  // C[rows, n] (+)= A[rows, k] @ op(W); A and C dense (lda k, ldc n).
+  void run(const T* a, const void* w, T* c, std::int64_t rows) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (packed_ != nullptr) {
+        packed_->multiply(a, k_, false, rows, c, n_, accumulate_);
+        return;
+      }
+    }
+    call_->run(a, w, c);
+  }
+
+ private:
+  const BlockedPackedB* packed_;
+  bool accumulate_;
+  std::int64_t n_, k_;
+  std::optional<GemmCall> call_;
+};
+
+// W_hh^T [H, 4H] packed as op(B) of the forward per-step product (W_hh [4H, H] read
+// transposed), or nothing for Recurrence::table_gemm.
+std::optional<BlockedPackedB> pack_w_hh_t(Recurrence r, const void* w_hh, std::int64_t H) {
+  if (r != Recurrence::prepacked) return std::nullopt;
+  return std::optional<BlockedPackedB>(std::in_place, static_cast<const float*>(w_hh), H, true, H,
+                                       4 * H);
+}
+
 // ---- forward ---------------------------------------------------------------------------------
 
 template <typename T>
-void lstm_forward(const LstmArgs& a) {
+void lstm_forward(const LstmArgs& a, Recurrence recurrence, const char* variant) {
   const LstmProblem& p = a.problem;
   const std::int64_t T_ = p.T, B = p.B, I = p.I, H = p.H, G = 4 * H;
   const bool training = p.pass == LstmPass::forward_training;
@@ -357,7 +421,7 @@ void lstm_forward(const LstmArgs& a) {
   Tensor gates, cseq;
   if (training) {
     saved = std::make_shared<FusedSaved>();
-    saved->variant = "cpu.fused";
+    saved->variant = variant;
     saved->gates = Tensor::empty({T_, B, G}, dt);
     saved->c = Tensor::empty({T_, B, H}, dt);
     gates = saved->gates;
@@ -372,13 +436,15 @@ void lstm_forward(const LstmArgs& a) {
   // G = X @ W_ih^T for all steps at once: [T*B, I] x [I, 4H] (NT).
   gemm_call(dt, false, true, T_ * B, G, I, I, I, G, false).run(x, a.w_ih, g);
   const T* bp = bias.data();
+  const std::optional<BlockedPackedB> w_hh_t = pack_w_hh_t(recurrence, a.w_hh, H);
+  const BlockedPackedB* packed = w_hh_t ? &*w_hh_t : nullptr;
   for_row_blocks(B, [&](std::int64_t b0, std::int64_t b1, bool inner_parallel) {
     // G_t[b0:b1] += h_{t-1}[b0:b1] @ W_hh^T
-    GemmCall rec = gemm_call(dt, false, true, b1 - b0, G, H, H, H, G, true);
+    StepProduct<T> rec(packed, dt, true, b1 - b0, G, H, true);
     for (std::int64_t t = 0; t < T_; ++t) {
       T* gt = g + t * B * G;
       const T* h_prev = t == 0 ? h0 : y + (t - 1) * B * H;
-      if (h_prev) rec.run(h_prev + b0 * H, a.w_hh, gt + b0 * G);
+      if (h_prev) rec.run(h_prev + b0 * H, a.w_hh, gt + b0 * G, b1 - b0);
       const T* c_prev;
       T* c_out;
       if (training) {
@@ -403,7 +469,7 @@ void lstm_forward(const LstmArgs& a) {
   std::memcpy(a.h_n, y + (T_ - 1) * B * H, state_bytes);
   std::memcpy(a.c_n, c_last, state_bytes);
   if (training) {
-    ANVIL_CHECK(a.saved != nullptr, "cpu.fused", "forward_training needs a slot for saved state");
+    ANVIL_CHECK(a.saved != nullptr, variant, "forward_training needs a slot for saved state");
     *a.saved = saved;
   }
 }
@@ -411,11 +477,11 @@ void lstm_forward(const LstmArgs& a) {
 // ---- backward --------------------------------------------------------------------------------
 
 template <typename T>
-void lstm_backward(const LstmArgs& a) {
+void lstm_backward(const LstmArgs& a, const char* variant) {
   const LstmProblem& p = a.problem;
   const std::int64_t T_ = p.T, B = p.B, I = p.I, H = p.H, G = 4 * H;
   const DType dt = p.dtype;
-  const FusedSaved& saved = saved_state_of<FusedSaved>(a, "cpu.fused");
+  const FusedSaved& saved = saved_state_of<FusedSaved>(a, variant);
   const T* gates = saved.gates.data<T>();
   const T* cs = saved.c.data<T>();
   const auto* c0 = static_cast<const T*>(a.c0);
@@ -437,8 +503,8 @@ void lstm_backward(const LstmArgs& a) {
     std::memset(dc, 0, state_bytes);
 
   for_row_blocks(B, [&](std::int64_t b0, std::int64_t b1, bool inner_parallel) {
-    // dh[b0:b1] = dG_t[b0:b1] @ W_hh  ([rows, 4H] x [4H, H])
-    GemmCall dh_gemm = gemm_call(dt, false, false, b1 - b0, H, G, G, H, H, false);
+    // dh[b0:b1] = dG_t[b0:b1] @ W_hh  ([rows, 4H] x [4H, H]), through the table in both variants
+    StepProduct<T> dh_gemm(nullptr, dt, false, b1 - b0, H, G, false);
     bool rows_have_dh = have_dh;
     for (std::int64_t t = T_ - 1; t >= 0; --t) {
       const T* gt = gates + t * B * G;
@@ -455,7 +521,7 @@ void lstm_backward(const LstmArgs& a) {
       else
         rows(b0, b1);
       if (t > 0 || a.dh0) {
-        dh_gemm.run(dgt + b0 * G, a.w_hh, dh + b0 * H);
+        dh_gemm.run(dgt + b0 * G, a.w_hh, dh + b0 * H, b1 - b0);
         rows_have_dh = true;
       }
     }
@@ -487,23 +553,28 @@ void lstm_backward(const LstmArgs& a) {
   }
 }
 
-void run_fused(const LstmArgs& a) {
+template <typename T>
+void run_typed(const LstmArgs& a, Recurrence r, const char* variant) {
+  if (a.problem.pass == LstmPass::backward)
+    lstm_backward<T>(a, variant);
+  else
+    lstm_forward<T>(a, r, variant);
+}
+
+void run_variant(const LstmArgs& a, Recurrence r, const char* variant) {
   const LstmProblem& p = a.problem;
-  ANVIL_CHECK(p.T >= 1 && p.B >= 1 && p.I >= 1 && p.H >= 1, "cpu.fused", "empty problem ",
-              p.repr());
-  if (p.dtype == DType::f32) {
-    if (p.pass == LstmPass::backward)
-      lstm_backward<float>(a);
-    else
-      lstm_forward<float>(a);
-  } else if (p.dtype == DType::f64) {
-    if (p.pass == LstmPass::backward)
-      lstm_backward<double>(a);
-    else
-      lstm_forward<double>(a);
-  } else {
-    fail("cpu.fused", "unsupported dtype in ", p.repr());
-  }
+  ANVIL_CHECK(p.T >= 1 && p.B >= 1 && p.I >= 1 && p.H >= 1, variant, "empty problem ", p.repr());
+  if (p.dtype == DType::f32)
+    run_typed<float>(a, r, variant);
+  else if (p.dtype == DType::f64 && r == Recurrence::table_gemm)
+    run_typed<double>(a, r, variant);
+  else
+    fail(variant, "unsupported dtype in ", p.repr());
+}
+
+void run_fused(const LstmArgs& a) { run_variant(a, Recurrence::table_gemm, "cpu.fused"); }
+void run_fused_packed(const LstmArgs& a) {
+  run_variant(a, Recurrence::prepacked, "cpu.fused.packed");
 }
 
 }  // namespace
@@ -521,6 +592,23 @@ void register_lstm_fused() {
       .fn = run_fused,
       .description =
           "one input GEMM for all steps, per-step recurrent GEMM + fused OpenMP gate pass",
+  });
+  lstm_table().add({
+      .name = "cpu.fused.packed",
+      .supports =
+          [](const LstmProblem& p) {
+            if (p.dtype != DType::f32)
+              return Support::no(
+                  detail::str_cat("cpu.fused.packed handles f32 only, got ", dtype_name(p.dtype)));
+            if (std::string(gemm_blocked_isa()) == "none")
+              return Support::no(
+                  "cpu.fused.packed needs AVX-512F or AVX2+FMA; this CPU has "
+                  "neither");
+            return Support::yes();
+          },
+      .fn = run_fused_packed,
+      .description = "cpu.fused with W_hh^T packed once per layer call for the forward per-step "
+                     "products (cpu.blocked micro-kernels)",
   });
 }
 
