@@ -86,11 +86,11 @@ TEST_CASE("host-staged data parallel: 2 ranks on one GPU equal one process on th
   INFO("max |DP - single| after 5 steps: " << worst);
   CHECK(worst <= 1e-5);
   // And every rank holds the same model.
-  const std::vector<double> mine = parallel;
-  Tensor t = Tensor::from_vector(mine, {static_cast<std::int64_t>(mine.size())});
-  const Tensor all = comm->all_gather(t);
+  const std::size_t n = parallel.size();
+  const Tensor all =
+      comm->all_gather(Tensor::from_vector(parallel, {static_cast<std::int64_t>(n)}));
   const double* p = all.data<double>();
   std::size_t differ = 0;
-  for (std::size_t i = 0; i < mine.size(); ++i) differ += p[i] != p[mine.size() + i];
+  for (std::size_t i = 0; i < n; ++i) differ += p[i] != p[n + i];
   CHECK(differ == 0);
 }
