@@ -76,6 +76,21 @@
 // only this rank's block, so it needs an all-reduce of the squared norms (anvil train refuses
 // --clip with --shard-optimizer); checkpoints would need the blocks gathered (refused as well).
 //
+// Note [bf16 gradient buckets]
+// Opt-in (grad_bucket_dtype = bf16; anvil train --grad-bucket-dtype bf16), as PyTorch DDP's
+// bf16 compression hook: every f32 bucket gets a bf16 twin of the same length, the wire buffer.
+// When the bucket is complete its f32 gradients are rounded to bf16 (nearest even) into the
+// wire buffer, which is all-reduced with a sum that adds each pair of values in f32 and rounds
+// once to bf16 (mpi: a user MPI_Op, Note [bf16 summing MPI_Op] in
+// engine/distributed/mpi/mpi_bf16_sum.cpp; nccl: ncclBfloat16 with ncclSum). finish_gradients()
+// casts the summed wire buffer back into the f32 bucket and scales it by 1/S in f32 (exact for a
+// power-of-two S), so the parameters' gradients stay f32 views of the bucket as without it. Half
+// the bytes move (the bucket cap still counts the f32 gradient); the price is the rounding: each
+// rank's gradient loses all but 8 significant bits (relative error <= 2^-9), and each partial
+// sum is rounded again. The buckets of other dtypes (f64) keep their own. Not with
+// shard_optimizer (its reduce-scatter has no bf16 form): refused. The ranks all round the same
+// way, so they still hold bitwise equal parameters, and a run is still bitwise reproducible.
+//
 // Note [Data-parallel determinism]
 // Each rank's gradients are a deterministic function of its samples; the all-reduce sums the
 // same buckets in the same order on every run (MPI's algorithm depends only on sizes and the
@@ -96,6 +111,9 @@ struct DataParallelOptions {
   double bucket_cap_mb = 25.0;   // MiB per bucket (PyTorch DDP's default)
   bool overlap = true;           // false: all buckets start after backward (baseline)
   bool shard_optimizer = false;  // ZeRO-1 (Note [Sharded optimizer update])
+  // f32 (default) or bf16: the all-reduce's wire format of f32 buckets (Note [bf16 gradient
+  // buckets]); bf16 is not combined with shard_optimizer.
+  DType grad_bucket_dtype = DType::f32;
 };
 
 class DataParallel {
@@ -147,6 +165,7 @@ class DataParallel {
   bool overlap() const { return options_.overlap; }
   Communicator& comm() { return *comm_; }
   std::size_t num_buckets() const { return buckets_.size(); }
+  // Bytes the all-reduce of bucket i moves per rank (its bf16 wire buffer's when it has one).
   std::int64_t bucket_bytes(std::size_t i) const;
   // Reasons for changes made to the training setup, for the log.
   const std::vector<std::string>& notes() const { return notes_; }
@@ -167,6 +186,8 @@ class DataParallel {
   };
   struct Bucket {
     Tensor flat;  // [elements] of the bucket's dtype and device (sharded: padded to S blocks)
+    Tensor
+        wire;  // bf16 buckets: [elements] bf16, what is all-reduced (Note [bf16 gradient buckets])
     std::vector<Slot> slots;
     std::int64_t pending = 0;  // slots not yet ready this step
     WorkPtr work;
@@ -178,6 +199,8 @@ class DataParallel {
   void on_gradient(std::size_t bucket, std::size_t slot);
   void launch_ready();
   void launch(Bucket& b);
+  // bf16 buckets: the summed wire buffer back into the f32 bucket, averaged.
+  void unpack_wire(Bucket& b);
   // Sharded: the parameter values of this rank's block of `b`, into (to_block) or from the
   // flat buffer `blocks` laid out as the bucket.
   void load_shard(Bucket& b);
