@@ -186,13 +186,27 @@ void DataParallel::on_gradient(std::size_t bi, std::size_t si) {
     Tensor dst = b.flat.slice(0, s.offset, s.offset + s.param.numel()).view(s.param.sizes());
     if (g.data_ptr() != dst.data_ptr()) dst.copy_(g);
     s.ready = true;
-    --b.pending;
+    if (--b.pending == 0) b.complete = std::chrono::steady_clock::now();
   }
   if (options_.overlap) launch_ready();
   comm_->progress();
+  if (timeline_) poll_in_flight();
+}
+
+void DataParallel::poll_in_flight() {
+  const auto now = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < next_launch_; ++i) {
+    Bucket& b = buckets_[i];
+    if (!b.seen_done && b.work->test()) {
+      b.done = now;
+      b.seen_done = true;
+    }
+  }
 }
 
 void DataParallel::launch(Bucket& b) {
+  b.started = std::chrono::steady_clock::now();
+  b.seen_done = false;
   if (b.wire.defined()) {  // Note [bf16 gradient buckets]: rounded once, summed, averaged later
     b.wire.copy_(b.flat);
     b.work = comm_->all_reduce_async(b.wire, ReduceOp::sum);
@@ -232,11 +246,15 @@ void DataParallel::finish_gradients() {
         else if (g.data_ptr() != dst.data_ptr())
           dst.view(s.param.sizes()).copy_(g);
         s.ready = true;
-        --b.pending;
+        if (--b.pending == 0) b.complete = std::chrono::steady_clock::now();
       }
   launch_ready();
   const auto t0 = std::chrono::steady_clock::now();
-  for (Bucket& b : buckets_) b.work->wait();
+  for (Bucket& b : buckets_) {
+    b.work->wait();
+    if (!b.seen_done) b.done = std::chrono::steady_clock::now();
+    b.seen_done = true;
+  }
   for (Bucket& b : buckets_) unpack_wire(b);
   wait_last_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   wait_total_ += wait_last_;

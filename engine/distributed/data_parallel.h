@@ -97,6 +97,7 @@
 // rank count), so a run is bitwise reproducible and all ranks hold bitwise equal parameters.
 // Against one process on the global batch the result differs by rounding only: the global mean
 // is formed as (mean over rank 0's half + mean over rank 1's half) / 2 instead of one sum.
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -167,6 +168,23 @@ class DataParallel {
   std::size_t num_buckets() const { return buckets_.size(); }
   // Bytes the all-reduce of bucket i moves per rank (its bf16 wire buffer's when it has one).
   std::int64_t bucket_bytes(std::size_t i) const;
+  std::int64_t bucket_elements(std::size_t i) const { return buckets_.at(i).flat.numel(); }
+  // Note [Bucket timeline]: with set_timeline(true) every hook also polls the buckets in flight
+  // (Work::test), so that each bucket's completion is seen near when it happens; off by default
+  // (the polls are extra MPI calls). Per bucket of the last finish_gradients(): when its
+  // collective was started and when it was first seen complete (by a hook's poll or the final
+  // wait: an upper bound, at most one layer's backward late), as steady_clock time points; and
+  // when its last gradient was copied in (complete), before its launch and this hook's progress.
+  void set_timeline(bool on) { timeline_ = on; }
+  std::chrono::steady_clock::time_point bucket_complete(std::size_t i) const {
+    return buckets_.at(i).complete;
+  }
+  std::chrono::steady_clock::time_point bucket_started(std::size_t i) const {
+    return buckets_.at(i).started;
+  }
+  std::chrono::steady_clock::time_point bucket_done(std::size_t i) const {
+    return buckets_.at(i).done;
+  }
   // Reasons for changes made to the training setup, for the log.
   const std::vector<std::string>& notes() const { return notes_; }
   // Seconds finish_gradients() spent waiting for the collectives (total, and the last step),
@@ -191,6 +209,8 @@ class DataParallel {
     std::vector<Slot> slots;
     std::int64_t pending = 0;  // slots not yet ready this step
     WorkPtr work;
+    std::chrono::steady_clock::time_point complete, started, done;  // Note [Bucket timeline]
+    bool seen_done = false;
     // Sharded only (Note [Sharded optimizer update]), each [flat / S] but `gathered` [flat]:
     Tensor shard_param;  // this rank's block of the parameters, a leaf the optimizer updates
     Tensor shard_grad;   // its averaged gradient (the reduce-scatter's output)
@@ -198,6 +218,7 @@ class DataParallel {
   };
   void on_gradient(std::size_t bucket, std::size_t slot);
   void launch_ready();
+  void poll_in_flight();  // Note [Bucket timeline]
   void launch(Bucket& b);
   // bf16 buckets: the summed wire buffer back into the f32 bucket, averaged.
   void unpack_wire(Bucket& b);
@@ -213,6 +234,7 @@ class DataParallel {
   std::vector<std::uint64_t> hook_ids_;  // one per parameter, same order as params_
   std::size_t next_launch_ = 0;
   int no_sync_depth_ = 0;
+  bool timeline_ = false;
   std::vector<std::string> notes_;
   double wait_total_ = 0.0, wait_last_ = 0.0;
   std::int64_t steps_ = 0;
