@@ -480,6 +480,7 @@ json run_triad(const Args& a, dist::Communicator& comm) {
   const int threads = a.threads;
   auto parallel = [&](auto body) {  // [begin, end) slices, one per thread
     std::vector<std::thread> pool;
+    pool.reserve(static_cast<std::size_t>(threads));
     for (int t = 0; t < threads; ++t)
       pool.emplace_back([&, t] { body(n * t / threads, n * (t + 1) / threads); });
     for (auto& th : pool) th.join();
