@@ -72,14 +72,24 @@ BusFactor bus_factor(const std::string& algorithm, int n) {
   return {2.0 * (n - 1) / n, "2 (n - 1) / n: ring or reduce-scatter + all-gather"};
 }
 
-// Fills t (f32, host or device) with rank-dependent values, all-reduces it and counts the
-// elements further than 1 ulp per rank from the sum of every rank's values taken in rank order.
-std::int64_t verify_all_reduce(dist::Communicator& comm, std::int64_t count, const Device& dev) {
-  const auto value = [](int rank, std::int64_t i) {
-    return static_cast<float>((rank + 1) * 0.731 + static_cast<double>(i % 1009) * 1e-3);
+// Fills a tensor of `dtype` (host or device) with rank-dependent values, all-reduces it and
+// counts the elements off: f32 further than 1 ulp per rank from the sum of every rank's values
+// taken in rank order; bf16 (the wire format of bf16 gradient buckets) small integers, whose
+// sums bf16 holds exactly, not equal to them bit for bit.
+std::int64_t verify_all_reduce(dist::Communicator& comm, std::int64_t count, const Device& dev,
+                               DType dtype) {
+  const bool bf16 = dtype == DType::bf16;
+  const auto value = [bf16](int rank, std::int64_t i) {
+    return bf16 ? static_cast<float>(rank + 1 + i % 7)
+                : static_cast<float>((rank + 1) * 0.731 + static_cast<double>(i % 1009) * 1e-3);
   };
-  Tensor host = Tensor::empty({count}, DType::f32);
-  for (std::int64_t i = 0; i < count; ++i) host.data<float>()[i] = value(comm.rank(), i);
+  Tensor host = Tensor::empty({count}, dtype);
+  for (std::int64_t i = 0; i < count; ++i) {
+    if (bf16)
+      host.data<BFloat16>()[i] = BFloat16(value(comm.rank(), i));
+    else
+      host.data<float>()[i] = value(comm.rank(), i);
+  }
   Tensor t = dev.is_cpu() ? host : host.to(dev);
   comm.all_reduce(t, dist::ReduceOp::sum);
   const Tensor got = dev.is_cpu() ? t : t.to(Device::cpu());
@@ -88,27 +98,9 @@ std::int64_t verify_all_reduce(dist::Communicator& comm, std::int64_t count, con
     float want = 0;
     for (int r = 0; r < comm.size(); ++r) want += value(r, i);
     const float ulp = std::nextafter(std::fabs(want), INFINITY) - std::fabs(want);
-    if (!(std::fabs(got.data<float>()[i] - want) <= ulp * static_cast<float>(comm.size()))) ++off;
-  }
-  return off;
-}
-
-// The same for a bf16 all-reduce (the wire format of bf16 gradient buckets): small integers,
-// whose sums bf16 holds exactly, so the result must equal them bit for bit.
-std::int64_t verify_bf16_all_reduce(dist::Communicator& comm, std::int64_t count,
-                                    const Device& dev) {
-  const auto value = [](int rank, std::int64_t i) { return static_cast<float>(rank + 1 + i % 7); };
-  Tensor host = Tensor::empty({count}, DType::bf16);
-  for (std::int64_t i = 0; i < count; ++i)
-    host.data<BFloat16>()[i] = BFloat16(value(comm.rank(), i));
-  Tensor t = dev.is_cpu() ? host : host.to(dev);
-  comm.all_reduce(t, dist::ReduceOp::sum);
-  const Tensor got = dev.is_cpu() ? t : t.to(Device::cpu());
-  std::int64_t off = 0;
-  for (std::int64_t i = 0; i < count; ++i) {
-    float want = 0;
-    for (int r = 0; r < comm.size(); ++r) want += value(r, i);
-    if (got.data<BFloat16>()[i].to_float() != want) ++off;
+    const float tolerance = bf16 ? 0.0F : ulp * static_cast<float>(comm.size());
+    const float g = bf16 ? got.data<BFloat16>()[i].to_float() : got.data<float>()[i];
+    if (!(std::fabs(g - want) <= tolerance)) ++off;
   }
   return off;
 }
@@ -298,10 +290,8 @@ json run_allreduce(const Args& a, dist::Communicator& comm) {
     const std::string algorithm = comm.all_reduce_algorithm(bytes);
     const BusFactor bus = bus_factor(algorithm, comm.size());
     // Every rank's count, summed: a failed check on any rank fails the run.
-    const double wrong =
-        comm.all_reduce_scalar(static_cast<double>(bf16 ? verify_bf16_all_reduce(comm, count, dev)
-                                                        : verify_all_reduce(comm, count, dev)),
-                               dist::ReduceOp::sum);
+    const double wrong = comm.all_reduce_scalar(
+        static_cast<double>(verify_all_reduce(comm, count, dev, dtype)), dist::ReduceOp::sum);
     ANVIL_CHECK(wrong == 0, "anvil_dist_bench allreduce", algorithm, " at ", bytes, " B: ", wrong,
                 " element(s) differ from the sum by more than 1 ulp per rank");
     Tensor t = Tensor::ones({count}, dtype, dev);
