@@ -3,7 +3,8 @@
 # scripts/dist_scaling_report.py on hand-made results for 1, 2 and 4 ranks: the efficiencies and
 # throughput match hand computation, strong scaling is n/a where n does not divide the batch, and
 # the all-reduce table has one column per rank count; the baselines section (triad, unfolded,
-# uncoupled, bf16 buckets) only where they were recorded. Usage: test_dist_scaling_report.py REPORT_PY
+# uncoupled, bf16 buckets) only where they were recorded.
+# Usage: test_dist_scaling_report.py REPORT_PY
 import importlib.util
 import json
 import math
