@@ -5,10 +5,17 @@
 # every DLBench network at 1 rank (global batch B) and at each rank count n (B/n per rank: strong
 # scaling; B per rank: weak scaling, overlapped and, at --plain-ranks, not), one thread per rank;
 # then the report with the bucket-order simulator's validation (scripts/dist_report.py)
-# and, with more than one rank count, the scaling table (scripts/dist_scaling_report.py). Usage:
+# and, with more than one rank count, the scaling table (scripts/dist_scaling_report.py).
+# The baselines (Note [Baselines] in bench/distributed/dist_bench.cpp; --no-baselines skips them):
+# the memory-bandwidth triad at 1 rank and at each n (triad_np<n>.json, Note [Triad ceiling]), the
+# 1-rank step with SGD unfolded (steps_np1_unfolded.json) and n uncoupled replicas at B per rank
+# (steps_np<n>_uncoupled.json). --grad-bucket-dtypes f32,bf16 adds, per n, the all-reduce sweep
+# of the bf16 wire format (allreduce_np<n>_bf16.json) and the weak steps with bf16 gradient
+# buckets (steps_np<n>_weak_bf16.json). Every step run takes --reps repetitions (default 5) and
+# records their median, min and max. Usage:
 #   scripts/dist_bench.sh [--build DIR] [--out DIR] [--reps N] [--models m1,m2] [--batches b1,b2]
 #                         [--max-bytes BYTES] [--ranks 2,4,..] [--plain-ranks 2,..] [--bind none|core]
-#                         [--timeout S] [--budget S]
+#                         [--timeout S] [--budget S] [--no-baselines] [--grad-bucket-dtypes f32,bf16]
 # --bind core: one rank per core (mpirun --bind-to core --map-by core); none (default) lets ranks
 # share a small machine. --timeout: each mpirun at most S seconds; --budget: all of them together
 # at most S seconds (a run that would start with less than 10 s left is skipped and listed).
@@ -16,7 +23,7 @@
 # the others still run. Strong scaling needs n to divide B (other models are left out at that n).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build out=results/dist_$(date -u +%Y-%m-%d) reps=2
+build=$root/build out=results/dist_$(date -u +%Y-%m-%d) reps=5 baselines=1 dtypes=f32
 models=fcn5,fcn8,alexnet,resnet50,vgg16,lstm32,lstm64
 # Global batches: the papers' CPU batch, except ResNet-50 and VGG16 (8 and 4: a step at 16 takes
 # tens of seconds on one core of a 2-core machine).
@@ -35,7 +42,9 @@ while [[ $# -gt 0 ]]; do
     --bind) bind=$2; shift 2 ;;
     --timeout) timeout_s=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
-    -h|--help) sed -n 3,16p "$0"; exit 0 ;;
+    --no-baselines) baselines=0; shift ;;
+    --grad-bucket-dtypes) dtypes=$2; shift 2 ;;
+    -h|--help) sed -n 3,23p "$0"; exit 0 ;;
     *) echo "dist_bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -76,10 +85,23 @@ PY
 }
 in_list() { [[ ,$2, == *,$1,* ]]; }
 IFS=, read -r -a rank_list <<< "$ranks"
+bf16=0
+in_list bf16 "$dtypes" && bf16=1
+if [[ $baselines == 1 ]]; then  # the memory ceiling first, while nothing else of ours runs
+  run "${mpi[@]}" -np 1 "$bench" triad --out "$out/triad_np1.json"
+  for n in "${rank_list[@]}"; do
+    [[ $n -gt 1 ]] && run "${mpi[@]}" -np "$n" "$bench" triad --out "$out/triad_np$n.json"
+  done
+fi
 for n in "${rank_list[@]}"; do
-  [[ $n -gt 1 ]] && run "${mpi[@]}" -np "$n" "$bench" allreduce --max-bytes "$max_bytes" --out "$out/allreduce_np$n.json"
+  [[ $n -gt 1 ]] || continue
+  run "${mpi[@]}" -np "$n" "$bench" allreduce --max-bytes "$max_bytes" --out "$out/allreduce_np$n.json"
+  [[ $bf16 == 1 ]] && run "${mpi[@]}" -np "$n" "$bench" allreduce --max-bytes "$max_bytes" \
+    --grad-bucket-dtype bf16 --out "$out/allreduce_np${n}_bf16.json"
 done
 run "${mpi[@]}" -np 1 "$bench" steps --models "$models" --batches "$batches" --reps "$reps" --out "$out/steps_np1.json"
+[[ $baselines == 1 ]] && run "${mpi[@]}" -np 1 "$bench" steps --models "$models" --batches "$batches" \
+  --reps "$reps" --baseline unfolded --out "$out/steps_np1_unfolded.json"
 for n in "${rank_list[@]}"; do
   [[ $n -gt 1 ]] || continue
   read -r smodels sbatches <<< "$(divided "$models" "$batches" "$n")"
@@ -87,6 +109,10 @@ for n in "${rank_list[@]}"; do
     run "${mpi[@]}" -np "$n" "$bench" steps --models "$smodels" --batches "$sbatches" --reps "$reps" --out "$out/steps_np${n}_strong.json"
   fi
   run "${mpi[@]}" -np "$n" "$bench" steps --models "$models" --batches "$batches" --reps "$reps" --out "$out/steps_np${n}_weak.json"
+  [[ $baselines == 1 ]] && run "${mpi[@]}" -np "$n" "$bench" steps --models "$models" --batches "$batches" \
+    --reps "$reps" --baseline uncoupled --out "$out/steps_np${n}_uncoupled.json"
+  [[ $bf16 == 1 ]] && run "${mpi[@]}" -np "$n" "$bench" steps --models "$models" --batches "$batches" \
+    --reps "$reps" --grad-bucket-dtype bf16 --out "$out/steps_np${n}_weak_bf16.json"
   if in_list "$n" "$plain_ranks"; then
     run "${mpi[@]}" -np "$n" "$bench" steps --models "$models" --batches "$batches" --reps "$reps" --no-overlap --out "$out/steps_np${n}_weak_nooverlap.json"
   fi

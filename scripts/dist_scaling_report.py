@@ -90,7 +90,51 @@ def report(folder):
                    "all-reduces over its step time; the after-backward wait comes from the "
                    "--no-overlap run where there is one. Medians of the repetitions; a step time "
                    "is the slowest rank's.\n")
+        out += baselines(folder, one, step_ranks)
     return "\n".join(out)
+
+
+def baselines(folder, one, step_ranks):
+    """The weak step against its baselines (Note [Baselines] in bench/distributed/dist_bench.cpp),
+    where dist_bench.sh recorded them: the triad ceiling, the unfolded 1-rank step, n uncoupled
+    replicas, and the weak step with bf16 gradient buckets; each step with its [min..max]."""
+    unfolded = by_model(load(folder, "steps_np1_unfolded.json"))
+    uncoupled = {n: by_model(load(folder, f"steps_np{n}_uncoupled.json")) for n in step_ranks}
+    bf16 = {n: by_model(load(folder, f"steps_np{n}_weak_bf16.json")) for n in step_ranks}
+    triads = {n: load(folder, f"triad_np{n}.json") for n in [1] + list(step_ranks)}
+    if not unfolded and not any(uncoupled.values()) and not any(triads.values()):
+        return []
+    out = ["### Baselines (Note [Baselines])\n"]
+    tri = [f"{n} rank(s) {d['triad']['total_GBps']:.2f} GB/s" for n, d in triads.items() if d]
+    if tri:
+        out.append("Memory-bandwidth triad, every rank at once (Note [Triad ceiling]): " +
+                   ", ".join(tri) + ".\n")
+
+    def cell(r):
+        if not r:
+            return "n/a"
+        spread = (f" [{r['step_s_min']:.3f}..{r['step_s_max']:.3f}]"
+                  if "step_s_min" in r and "step_s_max" in r else "")
+        return f"{r['step_s']:.3f}{spread}"
+    out.append("| model | ranks n | solo step (s) | unfolded 1 rank (s) | uncoupled n (s) | "
+               "weak, f32 buckets (s) | eff. vs uncoupled | eff. vs unfolded | eff. vs solo | "
+               "weak, bf16 buckets (s) |")
+    out.append("|---|---:|---|---|---|---|---:|---:|---:|---|")
+    weak = {n: by_model(load(folder, f"steps_np{n}_weak.json")) for n in step_ranks}
+    for m, r1 in by_model(one).items():
+        u1 = unfolded.get(m)
+        for n in step_ranks:
+            w, un, b = weak[n].get(m), uncoupled[n].get(m), bf16[n].get(m)
+
+            def eff(base, w=w):
+                return base["step_s"] / w["step_s"] if base and w else None
+            out.append(f"| {m} | {n} | {cell(r1)} | {cell(u1)} | {cell(un)} | {cell(w)} | "
+                       f"{pct(eff(un))} | {pct(eff(u1))} | {pct(eff(r1))} | {cell(b)} |")
+    out.append("\nEfficiency vs X = X's step / the weak step at B per rank: against the uncoupled "
+               "replicas only communication is left; against the unfolded 1-rank step socket "
+               "contention is added; against the solo step also the folded SGD update. Medians "
+               "[min..max] of the repetitions.\n")
+    return out
 
 
 def main():

@@ -76,12 +76,16 @@ def simulate(ready_s, bucket_bytes, allreduce_s, backward_s, forward_s=0.0, upda
 
 def ready_fractions(row, layout):
     """Each bucket's ready time as a share of backward, and where it comes from: the run's own
-    timeline, else the layout run's (same model and bucket cap), else bytes in bucket order."""
+    timeline, else the layout run's (same model and bucket cap), else bytes in bucket order.
+    A run with DataParallel's timeline gives bucket_complete_s (its last gradient copied in),
+    which the ready clock's bucket_ready_s can overstate by a hook's whole progress call (Note
+    [Bucket ready times] in bench/distributed/dist_bench.cpp); it is taken when present."""
     for src, r in (("recorded", row), ("layout run", layout.get(row["model"]))):
         if r and r.get("bucket_ready_s") and r.get("bucket_ready_backward_s"):
             if src == "layout run" and r.get("bucket_mb") != row.get("bucket_mb"):
                 continue
-            return [min(t / r["bucket_ready_backward_s"], 1.0) for t in r["bucket_ready_s"]], src
+            ready = r.get("bucket_complete_s") or r["bucket_ready_s"]
+            return [min(t / r["bucket_ready_backward_s"], 1.0) for t in ready], src
     return None, None
 
 

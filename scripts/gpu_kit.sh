@@ -31,13 +31,16 @@
 # PSM2, openib and OpenSHMEM ones, help texts, parameter files; Note [Relocated Open MPI]),
 # libanvil_mpi, anvil_dist_bench and test_dist_mpi. run --dist adds, after the
 # other stages, the distributed stage into DIR/dist/ (--dist-only: that stage alone), bounded by
-# ANVIL_GPU_DIST_BUDGET seconds (default 300), every mpirun under `timeout`, as root:
+# ANVIL_GPU_DIST_BUDGET seconds (default 540), every mpirun under `timeout`, as root:
 #   mpi_check.txt     test_dist_mpi on 2 ranks (collectives, data parallel = one process)
 #   scaling/          scripts/dist_bench.sh --ranks ANVIL_GPU_DIST_RANKS (default 1,2,4,8,16),
 #                     one rank per core (--bind-to core when the cores suffice), one thread per
-#                     rank: all-reduce sweeps to ANVIL_GPU_DIST_MAX_BYTES (64 MiB), weak and
-#                     strong steps of ANVIL_GPU_DIST_MODELS / _BATCHES (fcn5,alexnet,lstm32 at
-#                     64,16,128), after-backward runs at ANVIL_GPU_DIST_PLAIN_RANKS (2,16);
+#                     rank: the triad at each rank count, all-reduce sweeps to
+#                     ANVIL_GPU_DIST_MAX_BYTES (64 MiB) in f32 and bf16, weak and strong steps of
+#                     ANVIL_GPU_DIST_MODELS / _BATCHES (fcn5,alexnet,lstm32 at 64,16,128) with
+#                     ANVIL_GPU_DIST_REPS (5) repetitions, the unfolded 1-rank and uncoupled-replica
+#                     baselines, weak steps with bf16 buckets (ANVIL_GPU_DIST_DTYPES f32,bf16),
+#                     after-backward runs at ANVIL_GPU_DIST_PLAIN_RANKS (2,16);
 #                     scaling.md (scripts/dist_scaling_report.py), report.md (dist_report.py)
 #   nccl_test.txt, nccl_allreduce*, nccl_train*: the NCCL single-GPU path under mpirun -np 1
 #                     (test_cuda_runtime [nccl], the NCCL all-reduce sweep to 1 GiB, `anvil train

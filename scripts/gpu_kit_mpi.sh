@@ -136,9 +136,12 @@ PY
 run_dist() {
   local root=$1 out=$2
   local d="$out/dist" summary="$out/summary.txt" status=0
-  local budget="${ANVIL_GPU_DIST_BUDGET:-300}" ranks="${ANVIL_GPU_DIST_RANKS:-1,2,4,8,16}"
+  local budget="${ANVIL_GPU_DIST_BUDGET:-540}" ranks="${ANVIL_GPU_DIST_RANKS:-1,2,4,8,16}"
   local models="${ANVIL_GPU_DIST_MODELS:-fcn5,alexnet,lstm32}" batches="${ANVIL_GPU_DIST_BATCHES:-64,16,128}"
   local plain="${ANVIL_GPU_DIST_PLAIN_RANKS:-2,16}" max_bytes="${ANVIL_GPU_DIST_MAX_BYTES:-67108864}"
+  # 5 repetitions with their spread, and the f32 and bf16 gradient buckets side by side; the
+  # baselines (triad, unfolded 1 rank, uncoupled replicas) are dist_bench.sh's default.
+  local reps="${ANVIL_GPU_DIST_REPS:-5}" dtypes="${ANVIL_GPU_DIST_DTYPES:-f32,bf16}"
   local t_start=$SECONDS
   mkdir -p "$d"
   note() { echo "$*" | tee -a "$summary"; }
@@ -246,14 +249,16 @@ print(struct.unpack("H", fcntl.ioctl(s.fileno(), 0x8913, struct.pack("256s", b"l
     note "  staged: $(grep -hE '^(All tests passed|test cases:)' "$d/staged_test.txt" | tail -1)"
   fi
 
-  # c. CPU data-parallel scaling: scripts/dist_bench.sh (all-reduce sweeps, weak and strong steps).
+  # c. CPU data-parallel scaling: scripts/dist_bench.sh (triad, all-reduce sweeps in f32 and bf16,
+  # weak and strong steps, the unfolded 1-rank and uncoupled-replica baselines, bf16 buckets).
   local l
   l=$(left)
   if [ "$l" -lt 30 ]; then
     note "dist scaling: SKIPPED: $l s left of the budget"; status=1
   else
     step scaling "$l" bash "$here/dist_bench.sh" --build "$root/build" --out "$d/scaling" --ranks "$ranks" \
-      --plain-ranks "$plain" --models "$models" --batches "$batches" --reps 2 --max-bytes "$max_bytes" \
+      --plain-ranks "$plain" --models "$models" --batches "$batches" --reps "$reps" \
+      --grad-bucket-dtypes "$dtypes" --max-bytes "$max_bytes" \
       --bind "$bind" --timeout 90 --budget "$((l - 15))"
     note "  $(grep -c '^+ ' "$d/scaling/commands.txt" 2>/dev/null) mpirun runs, $(grep -cE '^(TIMEOUT|SKIPPED)' "$d/scaling/commands.txt" 2>/dev/null) timed out or skipped;" \
          "$d/scaling/scaling.md, $d/scaling/report.md"

@@ -14,6 +14,9 @@
 //              after backward, alternating in pairs (ABBA order) in one process, so that the load
 //              of a shared machine hits both alike; per pair, the share of the after-backward
 //              wait that the overlap removes from the wait and from the step time.
+//   triad:     the memory bandwidth every rank shares (Note [Triad ceiling]).
+// --grad-bucket-dtype bf16: bf16 gradient buckets (steps, overlap) or a bf16 all-reduce
+// (allreduce); --baseline uncoupled|unfolded: the steps' baselines (Note [Baselines]).
 // Writes one JSON document (rank 0) to --out; scripts/dist_report.py turns runs into the report.
 #include <algorithm>
 #include <chrono>
@@ -23,6 +26,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -68,14 +72,24 @@ BusFactor bus_factor(const std::string& algorithm, int n) {
   return {2.0 * (n - 1) / n, "2 (n - 1) / n: ring or reduce-scatter + all-gather"};
 }
 
-// Fills t (f32, host or device) with rank-dependent values, all-reduces it and counts the
-// elements further than 1 ulp per rank from the sum of every rank's values taken in rank order.
-std::int64_t verify_all_reduce(dist::Communicator& comm, std::int64_t count, const Device& dev) {
-  const auto value = [](int rank, std::int64_t i) {
-    return static_cast<float>((rank + 1) * 0.731 + static_cast<double>(i % 1009) * 1e-3);
+// Fills a tensor of `dtype` (host or device) with rank-dependent values, all-reduces it and
+// counts the elements off: f32 further than 1 ulp per rank from the sum of every rank's values
+// taken in rank order; bf16 (the wire format of bf16 gradient buckets) small integers, whose
+// sums bf16 holds exactly, not equal to them bit for bit.
+std::int64_t verify_all_reduce(dist::Communicator& comm, std::int64_t count, const Device& dev,
+                               DType dtype) {
+  const bool bf16 = dtype == DType::bf16;
+  const auto value = [bf16](int rank, std::int64_t i) {
+    return bf16 ? static_cast<float>(rank + 1 + i % 7)
+                : static_cast<float>((rank + 1) * 0.731 + static_cast<double>(i % 1009) * 1e-3);
   };
-  Tensor host = Tensor::empty({count}, DType::f32);
-  for (std::int64_t i = 0; i < count; ++i) host.data<float>()[i] = value(comm.rank(), i);
+  Tensor host = Tensor::empty({count}, dtype);
+  for (std::int64_t i = 0; i < count; ++i) {
+    if (bf16)
+      host.data<BFloat16>()[i] = BFloat16(value(comm.rank(), i));
+    else
+      host.data<float>()[i] = value(comm.rank(), i);
+  }
   Tensor t = dev.is_cpu() ? host : host.to(dev);
   comm.all_reduce(t, dist::ReduceOp::sum);
   const Tensor got = dev.is_cpu() ? t : t.to(Device::cpu());
@@ -84,7 +98,9 @@ std::int64_t verify_all_reduce(dist::Communicator& comm, std::int64_t count, con
     float want = 0;
     for (int r = 0; r < comm.size(); ++r) want += value(r, i);
     const float ulp = std::nextafter(std::fabs(want), INFINITY) - std::fabs(want);
-    if (!(std::fabs(got.data<float>()[i] - want) <= ulp * static_cast<float>(comm.size()))) ++off;
+    const float tolerance = bf16 ? 0.0F : ulp * static_cast<float>(comm.size());
+    const float g = bf16 ? got.data<BFloat16>()[i].to_float() : got.data<float>()[i];
+    if (!(std::fabs(g - want) <= tolerance)) ++off;
   }
   return off;
 }
@@ -113,8 +129,13 @@ std::string cpu_model() {
 // for plain data parallelism, which this mode runs; a padded bucket would fail the check). Times
 // are seconds from the start of backward in the last repetition, the maximum over ranks (a
 // collective can start only once every rank has its bucket). They include DataParallel's copy of
-// the gradient into its bucket. Start and done times of each all-reduce would need a hook inside
-// DataParallel and are not recorded.
+// the gradient into its bucket, and DataParallel's whole hook (its progress call too, which can
+// run much of an earlier bucket's all-reduce). Beside them, DataParallel's own timeline (Note
+// [Bucket timeline] in data_parallel.h), on the same origin, the maximum over ranks:
+// bucket_complete_s (its last gradient copied in, before the launch), bucket_start_s (its
+// collective started: buckets start in order, so after every earlier bucket's completion) and
+// bucket_done_s (first seen complete by a hook's poll or the final wait: an upper bound). The
+// timeline's polls are extra MPI calls, so these runs drive progress slightly more often.
 class BucketReadyClock {
  public:
   BucketReadyClock(const dist::DataParallel& dp, std::vector<Tensor> params)
@@ -128,10 +149,11 @@ class BucketReadyClock {
       ANVIL_CHECK(b < dp.num_buckets(), "anvil_dist_bench", "parameter ", k, " falls outside the ",
                   dp.num_buckets(), " buckets");
       bucket_of_[k] = b;
-      filled += static_cast<std::int64_t>(params_[k].nbytes());
-      ANVIL_CHECK(filled <= dp.bucket_bytes(b), "anvil_dist_bench", "bucket ", b, " holds ",
-                  dp.bucket_bytes(b), " bytes, but its parameters add up to at least ", filled);
-      if (filled == dp.bucket_bytes(b)) {
+      filled += params_[k].numel();  // elements: a bf16 bucket's bytes are half its f32 gradient's
+      ANVIL_CHECK(filled <= dp.bucket_elements(b), "anvil_dist_bench", "bucket ", b, " holds ",
+                  dp.bucket_elements(b), " elements, but its parameters add up to at least ",
+                  filled);
+      if (filled == dp.bucket_elements(b)) {
         ++b;
         filled = 0;
       }
@@ -155,6 +177,9 @@ class BucketReadyClock {
     t0_ = Clock::now();
   }
   const std::vector<double>& ready_s() const { return ready_; }
+  double since_start(Clock::time_point t) const {
+    return std::chrono::duration<double>(t - t0_).count();
+  }
 
  private:
   std::vector<Tensor> params_;
@@ -166,6 +191,10 @@ class BucketReadyClock {
 
 struct Args {
   std::string mode, out = "dist_bench.json", dist = "auto";
+  std::string grad_bucket_dtype = "f32";  // steps, overlap: DataParallel's; allreduce: the tensor's
+  std::string baseline = "none";          // steps: none | uncoupled | unfolded (Note [Baselines])
+  int threads = 1;                        // triad: threads per rank
+  std::int64_t triad_mib = 64;            // triad: MiB per array
   std::int64_t min_bytes = 4, max_bytes = 256ll << 20;
   std::vector<std::string> models;
   std::vector<std::int64_t> batches;  // per model, per rank
@@ -177,7 +206,7 @@ struct Args {
 Args parse(int argc, char** argv) {
   Args a;
   if (argc < 2)
-    throw Error("usage: anvil_dist_bench allreduce|steps|overlap [--out F] [--dist B] ...");
+    throw Error("usage: anvil_dist_bench allreduce|steps|overlap|triad [--out F] [--dist B] ...");
   a.mode = argv[1];
   auto split = [](const std::string& s) {
     std::vector<std::string> v;
@@ -215,11 +244,31 @@ Args parse(int argc, char** argv) {
       a.models = split(v);
     else if (k == "--batches")
       for (const auto& b : split(v)) a.batches.push_back(std::stoll(b));
+    else if (k == "--grad-bucket-dtype")
+      a.grad_bucket_dtype = v;
+    else if (k == "--baseline")
+      a.baseline = v;
+    else if (k == "--threads")
+      a.threads = std::stoi(v);
+    else if (k == "--triad-mib")
+      a.triad_mib = std::stoll(v);
     else
       throw Error("anvil_dist_bench: unknown option " + k);
   }
-  ANVIL_CHECK(a.mode == "allreduce" || a.mode == "steps" || a.mode == "overlap", "anvil_dist_bench",
-              "unknown mode ", a.mode);
+  ANVIL_CHECK(
+      a.mode == "allreduce" || a.mode == "steps" || a.mode == "overlap" || a.mode == "triad",
+      "anvil_dist_bench", "unknown mode ", a.mode);
+  ANVIL_CHECK(a.grad_bucket_dtype == "f32" || a.grad_bucket_dtype == "bf16", "anvil_dist_bench",
+              "--grad-bucket-dtype must be f32 or bf16, got '", a.grad_bucket_dtype, "'");
+  ANVIL_CHECK(a.baseline == "none" || a.baseline == "uncoupled" || a.baseline == "unfolded",
+              "anvil_dist_bench", "--baseline must be none, uncoupled or unfolded, got '",
+              a.baseline, "'");
+  ANVIL_CHECK(a.reps >= 1 && a.reps <= 100000, "anvil_dist_bench",
+              "--reps must be in [1, 100000], got ", a.reps);
+  ANVIL_CHECK(a.threads >= 1 && a.threads <= 1024, "anvil_dist_bench",
+              "--threads must be in [1, 1024], got ", a.threads);
+  ANVIL_CHECK(a.triad_mib >= 1 && a.triad_mib <= 65536, "anvil_dist_bench",
+              "--triad-mib must be in [1, 65536], got ", a.triad_mib);
   ANVIL_CHECK(a.batches.empty() || a.batches.size() == a.models.size(), "anvil_dist_bench",
               "--batches needs one value per model");
   return a;
@@ -231,16 +280,21 @@ json run_allreduce(const Args& a, dist::Communicator& comm) {
   const Device dev = gpu ? Device::cuda(comm.cuda_device()) : Device::cpu();
   ANVIL_CHECK(a.min_bytes >= 4 && a.min_bytes <= a.max_bytes, "anvil_dist_bench",
               "--min-bytes must be in [4, --max-bytes], got ", a.min_bytes);
+  // bf16: the gradient buckets' wire format, summed by the f32-summing op (Note [bf16 gradient
+  // buckets]); `bytes` are then the bf16 bytes moved, half those of the f32 gradient they carry.
+  const bool bf16 = a.grad_bucket_dtype == "bf16";
+  const DType dtype = bf16 ? DType::bf16 : DType::f32;
+  const std::int64_t element = bf16 ? 2 : 4;
   for (std::int64_t bytes = a.min_bytes; bytes <= a.max_bytes; bytes *= 2) {
-    const std::int64_t count = bytes / 4;
+    const std::int64_t count = bytes / element;
     const std::string algorithm = comm.all_reduce_algorithm(bytes);
     const BusFactor bus = bus_factor(algorithm, comm.size());
     // Every rank's count, summed: a failed check on any rank fails the run.
     const double wrong = comm.all_reduce_scalar(
-        static_cast<double>(verify_all_reduce(comm, count, dev)), dist::ReduceOp::sum);
+        static_cast<double>(verify_all_reduce(comm, count, dev, dtype)), dist::ReduceOp::sum);
     ANVIL_CHECK(wrong == 0, "anvil_dist_bench allreduce", algorithm, " at ", bytes, " B: ", wrong,
                 " element(s) differ from the sum by more than 1 ulp per rank");
-    Tensor t = Tensor::ones({count}, DType::f32, dev);
+    Tensor t = Tensor::ones({count}, dtype, dev);
     // About 0.2 s of calls at 2 GB/s, between 5 and 200.
     const int iters =
         static_cast<int>(std::clamp<std::int64_t>(400000000 / (bytes + 100000), 5, 200));
@@ -258,6 +312,7 @@ json run_allreduce(const Args& a, dist::Communicator& comm) {
     const double algbw = static_cast<double>(bytes) / t_s / 1e9;
     rows.push_back({{"bytes", bytes},
                     {"count", count},
+                    {"dtype", a.grad_bucket_dtype},
                     {"algorithm", algorithm},
                     {"verified", true},
                     {"busbw_factor", bus.factor},
@@ -278,6 +333,18 @@ json run_allreduce(const Args& a, dist::Communicator& comm) {
   return rows;
 }
 
+// Note [Baselines]
+// What a data-parallel step is compared with decides what its efficiency means (issue 36):
+//  - the solo step (steps at 1 rank, --baseline none): the timing method's step, with SGD folded
+//    into the weight-gradient GEMM where it applies (Note [Folded SGD]); data parallelism cannot
+//    fold (the update waits for the average), so part of the gap is that;
+//  - --baseline unfolded: the same step with a separate update pass, as the ranks run it; at 1
+//    rank this isolates the folding;
+//  - --baseline uncoupled: n processes under the same mpirun and binding, each training its own
+//    replica (unfolded) with no all-reduce, only a barrier between repetitions: the step n ranks
+//    would take if communication were free, so it separates the socket's shared memory bandwidth
+//    and caches (contention) from the communication. Weak-scaling efficiency against it is
+//    communication's share alone.
 json run_steps(const Args& a, const dist::CommunicatorPtr& comm) {
   json rows = json::array();
   const bool multi = comm->size() > 1;
@@ -285,17 +352,24 @@ json run_steps(const Args& a, const dist::CommunicatorPtr& comm) {
     const std::string& name = a.models[m];
     const std::int64_t batch = a.batches.empty() ? models::info(name).cpu_batch : a.batches[m];
     // One rank: the plain step with the timing method's folded SGD where it applies; several:
-    // data parallelism, which turns folding off (and logs why).
-    models::TrainingStep step(name, batch, 1 + comm->rank(), /*fold_sgd=*/!multi);
+    // data parallelism, which turns folding off (and logs why); a baseline: no data
+    // parallelism, SGD not folded (Note [Baselines]).
+    const bool baseline = a.baseline != "none";
+    const bool data_parallel = multi && !baseline;
+    models::TrainingStep step(name, batch, 1 + comm->rank(), /*fold_sgd=*/!multi && !baseline);
     std::unique_ptr<dist::DataParallel> dp;
     std::unique_ptr<BucketReadyClock> ready_clock;
     std::vector<std::string> notes;
-    if (multi) {
+    if (data_parallel) {
       dp = std::make_unique<dist::DataParallel>(
           comm, step.net().parameters(),
-          dist::DataParallelOptions{.bucket_cap_mb = a.bucket_mb, .overlap = a.overlap});
+          dist::DataParallelOptions{
+              .bucket_cap_mb = a.bucket_mb,
+              .overlap = a.overlap,
+              .grad_bucket_dtype = a.grad_bucket_dtype == "bf16" ? DType::bf16 : DType::f32});
       dp->broadcast_from_root(step.net().parameters());
       dp->prepare_optimizer(step.optimizer());
+      dp->set_timeline(true);
       notes = dp->notes();
       ready_clock = std::make_unique<BucketReadyClock>(*dp, step.net().parameters());
     }
@@ -322,11 +396,19 @@ json run_steps(const Args& a, const dist::CommunicatorPtr& comm) {
     }
     // The last repetition's bucket sizes and ready times, the slowest rank's (Note [Bucket ready
     // times]); empty on one rank.
-    json bucket_bytes = json::array(), bucket_ready_s = json::array();
+    json bucket_bytes = json::array(), bucket_ready_s = json::array(),
+         bucket_complete_s = json::array(), bucket_start_s = json::array(),
+         bucket_done_s = json::array();
     for (std::size_t i = 0; dp && i < dp->num_buckets(); ++i) {
       bucket_bytes.push_back(dp->bucket_bytes(i));
       bucket_ready_s.push_back(
           comm->all_reduce_scalar(ready_clock->ready_s()[i], dist::ReduceOp::max));
+      bucket_complete_s.push_back(comm->all_reduce_scalar(
+          ready_clock->since_start(dp->bucket_complete(i)), dist::ReduceOp::max));
+      bucket_start_s.push_back(comm->all_reduce_scalar(
+          ready_clock->since_start(dp->bucket_started(i)), dist::ReduceOp::max));
+      bucket_done_s.push_back(comm->all_reduce_scalar(ready_clock->since_start(dp->bucket_done(i)),
+                                                      dist::ReduceOp::max));
     }
     const double ready_backward_s = comm->all_reduce_scalar(last_backward_s, dist::ReduceOp::max);
     std::int64_t grad_bytes = 0;
@@ -336,30 +418,99 @@ json run_steps(const Args& a, const dist::CommunicatorPtr& comm) {
                 {"ranks", comm->size()},
                 {"rank_batch", batch},
                 {"global_batch", batch * comm->size()},
-                {"overlap", multi ? a.overlap : false},
+                {"overlap", data_parallel ? a.overlap : false},
+                {"baseline", a.baseline},
+                {"grad_bucket_dtype", data_parallel ? a.grad_bucket_dtype : "none"},
                 {"bucket_mb", a.bucket_mb},
                 {"buckets", dp ? static_cast<std::int64_t>(dp->num_buckets()) : 0},
                 {"grad_bytes", grad_bytes},
                 {"reps", a.reps},
                 {"step_s", median(step_s)},
                 {"step_s_all", step_s},
+                {"step_s_min", *std::min_element(step_s.begin(), step_s.end())},
+                {"step_s_max", *std::max_element(step_s.begin(), step_s.end())},
                 {"wait_s", median(wait_s)},
                 {"forward_s", median(fwd_s)},
                 {"backward_s", median(bwd_s)},
                 {"bucket_bytes", bucket_bytes},
                 {"bucket_ready_s", bucket_ready_s},
                 {"bucket_ready_backward_s", ready_backward_s},
+                {"bucket_complete_s", bucket_complete_s},
+                {"bucket_start_s", bucket_start_s},
+                {"bucket_done_s", bucket_done_s},
                 {"notes", notes}};
     if (comm->rank() == 0) {
+      const std::string label = baseline        ? "baseline " + a.baseline
+                                : data_parallel ? a.grad_bucket_dtype + " buckets"
+                                                : std::string("plain");
       std::printf(
-          "step %-9s ranks %d batch/rank %4lld overlap %d: %.4f s (wait %.4f s, backward %.4f s)\n",
-          name.c_str(), comm->size(), static_cast<long long>(batch), multi && a.overlap ? 1 : 0,
-          median(step_s), median(wait_s), median(bwd_s));
+          "step %-9s ranks %d batch/rank %4lld overlap %d %s: %.4f s [%.4f..%.4f] (wait %.4f s, "
+          "backward %.4f s)\n",
+          name.c_str(), comm->size(), static_cast<long long>(batch),
+          data_parallel && a.overlap ? 1 : 0, label.c_str(), median(step_s),
+          *std::min_element(step_s.begin(), step_s.end()),
+          *std::max_element(step_s.begin(), step_s.end()), median(wait_s), median(bwd_s));
       std::fflush(stdout);
     }
     rows.push_back(row);
   }
   return rows;
+}
+
+// Note [Triad ceiling]
+// A STREAM-like triad a[i] = b[i] + s c[i] over three arrays of --triad-mib MiB of doubles, on
+// --threads threads per rank, every rank at once (one thread per rank, as the data-parallel
+// ranks, is the case the all-reduce's ceiling needs): the memory bandwidth the ranks share.
+// Bytes per pass 3 x array (two reads, one write; write-allocate traffic not counted, as
+// STREAM), best of --reps passes after one warm-up; the total is the sum over ranks of each
+// rank's best, and the slowest rank's pass time is recorded too.
+json run_triad(const Args& a, dist::Communicator& comm) {
+  const std::int64_t n = (a.triad_mib << 20) / static_cast<std::int64_t>(sizeof(double));
+  std::vector<double> x(static_cast<std::size_t>(n)), y(x.size()), z(x.size());
+  const int threads = a.threads;
+  auto parallel = [&](auto body) {  // [begin, end) slices, one per thread
+    std::vector<std::thread> pool;
+    pool.reserve(static_cast<std::size_t>(threads));
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] { body(n * t / threads, n * (t + 1) / threads); });
+    for (auto& th : pool) th.join();
+  };
+  parallel([&](std::int64_t b, std::int64_t e) {  // first touch by the thread that uses it
+    for (std::int64_t i = b; i < e; ++i) {
+      x[static_cast<std::size_t>(i)] = 0.0;
+      y[static_cast<std::size_t>(i)] = 1.0 + static_cast<double>(i % 13);
+      z[static_cast<std::size_t>(i)] = 2.0;
+    }
+  });
+  const double s = 0.5;
+  double best = 1e30;
+  for (int r = 0; r < 1 + a.reps; ++r) {
+    comm.barrier();
+    const auto t0 = Clock::now();
+    parallel([&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t i = b; i < e; ++i)
+        x[static_cast<std::size_t>(i)] =
+            y[static_cast<std::size_t>(i)] + s * z[static_cast<std::size_t>(i)];
+    });
+    const double t = seconds_since(t0);
+    if (r > 0) best = std::min(best, t);
+  }
+  // The result is used (so the loop stays) and checked.
+  const std::size_t probe = static_cast<std::size_t>(n / 2);
+  ANVIL_CHECK(x[probe] == y[probe] + s * z[probe], "anvil_dist_bench triad", "wrong result");
+  const double bytes = 3.0 * static_cast<double>(n) * sizeof(double);
+  const double mine = bytes / best / 1e9;
+  const double total = comm.all_reduce_scalar(mine, dist::ReduceOp::sum);
+  const double slowest = comm.all_reduce_scalar(best, dist::ReduceOp::max);
+  if (comm.rank() == 0) {
+    std::printf("triad %d rank(s) x %d thread(s), 3 x %lld MiB: %.2f GB/s total (rank 0 %.2f)\n",
+                comm.size(), threads, static_cast<long long>(a.triad_mib), total, mine);
+    std::fflush(stdout);
+  }
+  return {{"ranks", comm.size()},     {"threads_per_rank", threads},
+          {"array_mib", a.triad_mib}, {"bytes_per_pass", bytes},
+          {"reps", a.reps},           {"best_s_slowest_rank", slowest},
+          {"total_GBps", total},      {"rank0_GBps", mine}};
 }
 
 // Note [Paired overlap measurement]
@@ -382,8 +533,11 @@ json run_overlap(const Args& a, const dist::CommunicatorPtr& comm) {
     const std::string& name = a.models[m];
     const std::int64_t batch = a.batches.empty() ? models::info(name).cpu_batch : a.batches[m];
     models::TrainingStep step(name, batch, 1 + comm->rank(), /*fold_sgd=*/false);
-    dist::DataParallel dp(comm, step.net().parameters(),
-                          dist::DataParallelOptions{.bucket_cap_mb = a.bucket_mb});
+    dist::DataParallel dp(
+        comm, step.net().parameters(),
+        dist::DataParallelOptions{
+            .bucket_cap_mb = a.bucket_mb,
+            .grad_bucket_dtype = a.grad_bucket_dtype == "bf16" ? DType::bf16 : DType::f32});
     dp.broadcast_from_root(step.net().parameters());
     dp.prepare_optimizer(step.optimizer());
     struct Sample {
@@ -522,6 +676,8 @@ int main(int argc, char** argv) {
       doc["allreduce"] = run_allreduce(a, *comm);
     else if (a.mode == "overlap")
       doc["overlap"] = run_overlap(a, comm);
+    else if (a.mode == "triad")
+      doc["triad"] = run_triad(a, *comm);
     else
       doc["steps"] = run_steps(a, comm);
     if (comm->rank() == 0) {

@@ -49,6 +49,20 @@ void check_collective(const char* op, const Tensor& t, ReduceOp reduce, bool red
               "average needs a floating dtype, got ", dtype_name(d));
 }
 
+void check_all_reduce(const char* op, const Tensor& t, ReduceOp reduce) {
+  if (!t.defined() || t.dtype() != DType::bf16) {
+    check_collective(op, t, reduce, true);
+    return;
+  }
+  // Note [bf16 gradient buckets]: the backends sum bf16 pairwise in f32; average and max are
+  // not needed by the buckets (DataParallel scales in f32 after the cast back).
+  ANVIL_CHECK(t.is_contiguous(), op, "tensor ", shape_str(t.sizes()), " is not contiguous");
+  ANVIL_CHECK(reduce == ReduceOp::sum, op,
+              "bf16 takes sum only (the gradient buckets' wire "
+              "format), got ",
+              reduce_op_name(reduce));
+}
+
 Tensor Communicator::all_gather(const Tensor& in) {
   Tensor out = Tensor::empty({in.numel() * size()}, in.dtype(), in.device());
   all_gather_async(in, out)->wait();
@@ -121,7 +135,7 @@ class SingleCommunicator final : public Communicator {
   std::string backend() const override { return "single"; }
   std::string version() const override { return "single process"; }
   WorkPtr all_reduce_async(Tensor& t, ReduceOp op) override {
-    check_collective("single all_reduce", t, op, true);
+    check_all_reduce("single all_reduce", t, op);
     return std::make_shared<DoneWork>();
   }
   WorkPtr broadcast_async(Tensor& t, int root) override {

@@ -74,6 +74,8 @@ class Communicator {
   }
   // In place on a contiguous tensor of f32, f64 or i64 (average: floating types only), of any
   // size including 0. The tensor must stay alive and untouched until the Work completes.
+  // bf16 (the wire format of bf16 gradient buckets) is taken for sum only: each pair of values
+  // is added in f32 and rounded once to bf16 (Note [bf16 gradient buckets] in data_parallel.h).
   virtual WorkPtr all_reduce_async(Tensor& t, ReduceOp op) = 0;
   virtual WorkPtr broadcast_async(Tensor& t, int root) = 0;
   // out (contiguous, size() * in.numel() elements of in's dtype) = every rank's `in`, rank by rank.
@@ -130,6 +132,8 @@ AllReduceAlgorithm resolve_all_reduce(AllReduceAlgorithm a, std::int64_t bytes);
 
 // Checks the arguments every backend checks the same way (contiguity, dtype, sizes).
 void check_collective(const char* op, const Tensor& t, ReduceOp reduce, bool reducing);
+// The same for an all-reduce, which also takes bf16 with sum (and nothing else for bf16).
+void check_all_reduce(const char* op, const Tensor& t, ReduceOp reduce);
 // The same for a reduce-scatter of `in` over `ranks` into `out`.
 void check_reduce_scatter(const char* op, const Tensor& in, const Tensor& out, ReduceOp reduce,
                           int ranks);

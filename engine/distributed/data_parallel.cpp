@@ -10,6 +10,7 @@
 #include "engine/autograd/grad_mode.h"
 #include "engine/autograd/hooks.h"
 #include "engine/core/error.h"
+#include "engine/ops/elementwise.h"
 
 namespace anvil::dist {
 
@@ -34,6 +35,13 @@ DataParallel::DataParallel(CommunicatorPtr comm, std::vector<Tensor> params,
   ANVIL_CHECK(comm_ != nullptr, kWhere, "no communicator");
   ANVIL_CHECK(options_.bucket_cap_mb > 0, kWhere, "bucket_cap_mb must be positive, got ",
               options_.bucket_cap_mb);
+  const bool bf16_wire = options_.grad_bucket_dtype == DType::bf16;
+  ANVIL_CHECK(bf16_wire || options_.grad_bucket_dtype == DType::f32, kWhere,
+              "grad_bucket_dtype must be f32 or bf16, got ",
+              dtype_name(options_.grad_bucket_dtype));
+  // Note [bf16 gradient buckets]: the reduce-scatter of ZeRO-1 has no bf16 form.
+  ANVIL_CHECK(!(bf16_wire && options_.shard_optimizer), kWhere,
+              "bf16 gradient buckets with shard_optimizer are not supported");
   const double cap_bytes = options_.bucket_cap_mb * 1048576.0;
   // Reverse registration order: the last layers' gradients are final first.
   struct Pending {
@@ -68,6 +76,8 @@ DataParallel::DataParallel(CommunicatorPtr comm, std::vector<Tensor> params,
     const std::int64_t padded =
         options_.shard_optimizer ? (g.elements + ranks - 1) / ranks * ranks : g.elements;
     b.flat = Tensor::zeros({padded}, first.dtype(), first.device());
+    if (bf16_wire && first.dtype() == DType::f32)
+      b.wire = Tensor::zeros({padded}, DType::bf16, first.device());
     if (options_.shard_optimizer) {
       b.shard_param = Tensor::zeros({padded / ranks}, first.dtype(), first.device());
       b.shard_param.set_requires_grad(true);
@@ -108,13 +118,15 @@ DataParallel::~DataParallel() {
 }
 
 std::int64_t DataParallel::bucket_bytes(std::size_t i) const {
-  return static_cast<std::int64_t>(buckets_.at(i).flat.nbytes());
+  const Bucket& b = buckets_.at(i);
+  return static_cast<std::int64_t>(b.wire.defined() ? b.wire.nbytes() : b.flat.nbytes());
 }
 
 std::string DataParallel::describe() const {
   std::string s = std::to_string(buckets_.size()) + " bucket(s) (cap " +
                   std::to_string(options_.bucket_cap_mb) + " MiB" +
-                  (options_.overlap ? ", overlapped" : ", after backward") + "):";
+                  (options_.overlap ? ", overlapped" : ", after backward") +
+                  (options_.grad_bucket_dtype == DType::bf16 ? ", bf16 on the wire" : "") + "):";
   std::int64_t elements = 0;
   for (std::size_t i = 0; i < buckets_.size(); ++i) {
     char mb[32];
@@ -174,17 +186,42 @@ void DataParallel::on_gradient(std::size_t bi, std::size_t si) {
     Tensor dst = b.flat.slice(0, s.offset, s.offset + s.param.numel()).view(s.param.sizes());
     if (g.data_ptr() != dst.data_ptr()) dst.copy_(g);
     s.ready = true;
-    --b.pending;
+    if (--b.pending == 0) b.complete = std::chrono::steady_clock::now();
   }
   if (options_.overlap) launch_ready();
   comm_->progress();
+  if (timeline_) poll_in_flight();
+}
+
+void DataParallel::poll_in_flight() {
+  const auto now = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < next_launch_; ++i) {
+    Bucket& b = buckets_[i];
+    if (!b.seen_done && b.work->test()) {
+      b.done = now;
+      b.seen_done = true;
+    }
+  }
 }
 
 void DataParallel::launch(Bucket& b) {
+  b.started = std::chrono::steady_clock::now();
+  b.seen_done = false;
+  if (b.wire.defined()) {  // Note [bf16 gradient buckets]: rounded once, summed, averaged later
+    b.wire.copy_(b.flat);
+    b.work = comm_->all_reduce_async(b.wire, ReduceOp::sum);
+    return;
+  }
   if (options_.shard_optimizer)
     b.work = comm_->reduce_scatter_async(b.flat, b.shard_grad, ReduceOp::average);
   else
     b.work = comm_->all_reduce_async(b.flat, ReduceOp::average);
+}
+
+void DataParallel::unpack_wire(Bucket& b) {
+  if (!b.wire.defined() || b.flat.numel() == 0) return;
+  b.flat.copy_(b.wire);
+  if (comm_->size() > 1) ops::mul_scalar_(b.flat, 1.0 / comm_->size());
 }
 
 void DataParallel::launch_ready() {
@@ -209,11 +246,16 @@ void DataParallel::finish_gradients() {
         else if (g.data_ptr() != dst.data_ptr())
           dst.view(s.param.sizes()).copy_(g);
         s.ready = true;
-        --b.pending;
+        if (--b.pending == 0) b.complete = std::chrono::steady_clock::now();
       }
   launch_ready();
   const auto t0 = std::chrono::steady_clock::now();
-  for (Bucket& b : buckets_) b.work->wait();
+  for (Bucket& b : buckets_) {
+    b.work->wait();
+    if (!b.seen_done) b.done = std::chrono::steady_clock::now();
+    b.seen_done = true;
+  }
+  for (Bucket& b : buckets_) unpack_wire(b);
   wait_last_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   wait_total_ += wait_last_;
   ++steps_;

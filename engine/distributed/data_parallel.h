@@ -76,12 +76,28 @@
 // only this rank's block, so it needs an all-reduce of the squared norms (anvil train refuses
 // --clip with --shard-optimizer); checkpoints would need the blocks gathered (refused as well).
 //
+// Note [bf16 gradient buckets]
+// Opt-in (grad_bucket_dtype = bf16; anvil train --grad-bucket-dtype bf16), as PyTorch DDP's
+// bf16 compression hook: every f32 bucket gets a bf16 twin of the same length, the wire buffer.
+// When the bucket is complete its f32 gradients are rounded to bf16 (nearest even) into the
+// wire buffer, which is all-reduced with a sum that adds each pair of values in f32 and rounds
+// once to bf16 (mpi: a user MPI_Op, Note [bf16 summing MPI_Op] in
+// engine/distributed/mpi/mpi_bf16_sum.cpp; nccl: ncclBfloat16 with ncclSum). finish_gradients()
+// casts the summed wire buffer back into the f32 bucket and scales it by 1/S in f32 (exact for a
+// power-of-two S), so the parameters' gradients stay f32 views of the bucket as without it. Half
+// the bytes move (the bucket cap still counts the f32 gradient); the price is the rounding: each
+// rank's gradient loses all but 8 significant bits (relative error <= 2^-9), and each partial
+// sum is rounded again. The buckets of other dtypes (f64) keep their own. Not with
+// shard_optimizer (its reduce-scatter has no bf16 form): refused. The ranks all round the same
+// way, so they still hold bitwise equal parameters, and a run is still bitwise reproducible.
+//
 // Note [Data-parallel determinism]
 // Each rank's gradients are a deterministic function of its samples; the all-reduce sums the
 // same buckets in the same order on every run (MPI's algorithm depends only on sizes and the
 // rank count), so a run is bitwise reproducible and all ranks hold bitwise equal parameters.
 // Against one process on the global batch the result differs by rounding only: the global mean
 // is formed as (mean over rank 0's half + mean over rank 1's half) / 2 instead of one sum.
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -96,6 +112,9 @@ struct DataParallelOptions {
   double bucket_cap_mb = 25.0;   // MiB per bucket (PyTorch DDP's default)
   bool overlap = true;           // false: all buckets start after backward (baseline)
   bool shard_optimizer = false;  // ZeRO-1 (Note [Sharded optimizer update])
+  // f32 (default) or bf16: the all-reduce's wire format of f32 buckets (Note [bf16 gradient
+  // buckets]); bf16 is not combined with shard_optimizer.
+  DType grad_bucket_dtype = DType::f32;
 };
 
 class DataParallel {
@@ -147,7 +166,25 @@ class DataParallel {
   bool overlap() const { return options_.overlap; }
   Communicator& comm() { return *comm_; }
   std::size_t num_buckets() const { return buckets_.size(); }
+  // Bytes the all-reduce of bucket i moves per rank (its bf16 wire buffer's when it has one).
   std::int64_t bucket_bytes(std::size_t i) const;
+  std::int64_t bucket_elements(std::size_t i) const { return buckets_.at(i).flat.numel(); }
+  // Note [Bucket timeline]: with set_timeline(true) every hook also polls the buckets in flight
+  // (Work::test), so that each bucket's completion is seen near when it happens; off by default
+  // (the polls are extra MPI calls). Per bucket of the last finish_gradients(): when its
+  // collective was started and when it was first seen complete (by a hook's poll or the final
+  // wait: an upper bound, at most one layer's backward late), as steady_clock time points; and
+  // when its last gradient was copied in (complete), before its launch and this hook's progress.
+  void set_timeline(bool on) { timeline_ = on; }
+  std::chrono::steady_clock::time_point bucket_complete(std::size_t i) const {
+    return buckets_.at(i).complete;
+  }
+  std::chrono::steady_clock::time_point bucket_started(std::size_t i) const {
+    return buckets_.at(i).started;
+  }
+  std::chrono::steady_clock::time_point bucket_done(std::size_t i) const {
+    return buckets_.at(i).done;
+  }
   // Reasons for changes made to the training setup, for the log.
   const std::vector<std::string>& notes() const { return notes_; }
   // Seconds finish_gradients() spent waiting for the collectives (total, and the last step),
@@ -167,9 +204,13 @@ class DataParallel {
   };
   struct Bucket {
     Tensor flat;  // [elements] of the bucket's dtype and device (sharded: padded to S blocks)
+    Tensor
+        wire;  // bf16 buckets: [elements] bf16, what is all-reduced (Note [bf16 gradient buckets])
     std::vector<Slot> slots;
     std::int64_t pending = 0;  // slots not yet ready this step
     WorkPtr work;
+    std::chrono::steady_clock::time_point complete, started, done;  // Note [Bucket timeline]
+    bool seen_done = false;
     // Sharded only (Note [Sharded optimizer update]), each [flat / S] but `gathered` [flat]:
     Tensor shard_param;  // this rank's block of the parameters, a leaf the optimizer updates
     Tensor shard_grad;   // its averaged gradient (the reduce-scatter's output)
@@ -177,7 +218,10 @@ class DataParallel {
   };
   void on_gradient(std::size_t bucket, std::size_t slot);
   void launch_ready();
+  void poll_in_flight();  // Note [Bucket timeline]
   void launch(Bucket& b);
+  // bf16 buckets: the summed wire buffer back into the f32 bucket, averaged.
+  void unpack_wire(Bucket& b);
   // Sharded: the parameter values of this rank's block of `b`, into (to_block) or from the
   // flat buffer `blocks` laid out as the bucket.
   void load_shard(Bucket& b);
@@ -190,6 +234,7 @@ class DataParallel {
   std::vector<std::uint64_t> hook_ids_;  // one per parameter, same order as params_
   std::size_t next_launch_ = 0;
   int no_sync_depth_ = 0;
+  bool timeline_ = false;
   std::vector<std::string> notes_;
   double wait_total_ = 0.0, wait_last_ = 0.0;
   std::int64_t steps_ = 0;

@@ -63,7 +63,7 @@ class HostStagedCommunicator final : public Communicator {
     return "host-staged " + host_->all_reduce_algorithm(bytes);
   }
   WorkPtr all_reduce_async(Tensor& t, ReduceOp op) override {
-    check_collective("host-staged all_reduce", t, op, true);
+    check_all_reduce("host-staged all_reduce", t, op);
     if (!staged(t, "all_reduce")) return host_->all_reduce_async(t, op);
     Tensor host = to_host(t);
     WorkPtr inner = host_->all_reduce_async(host, op);

@@ -55,7 +55,7 @@ class NcclCommunicator final : public Communicator {
     return c_->version() + " on cuda:" + std::to_string(device_) + ", bootstrap " + mpi_->version();
   }
   WorkPtr all_reduce_async(Tensor& t, ReduceOp op) override {
-    check_collective("nccl all_reduce", t, op, true);
+    check_all_reduce("nccl all_reduce", t, op);
     if (t.device().is_cpu()) return mpi_->all_reduce_async(t, op);
     check_device("nccl all_reduce", t);
     return work(c_->all_reduce(t.data_ptr(), t.numel(), t.dtype(), device_op(op)));

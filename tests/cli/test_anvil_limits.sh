@@ -4,8 +4,8 @@
 # tools/anvil/CMakeLists.txt). Every refusal is ONE line "anvil: error: ..." naming the knob and
 # the value; usage errors (options, limits, environment variables) exit 2, other failures 1.
 #  - limits: --threads, OMP_NUM_THREADS, ANVIL_NUM_THREADS, --seed, --epochs, --batch,
-#    --bucket-mb, --accumulate, --shard-optimizer's exclusions and the other environment
-#    variables anvil reads (docs/training.md, "Limits");
+#    --bucket-mb, --accumulate, --shard-optimizer's and --grad-bucket-dtype's exclusions and the
+#    other environment variables anvil reads (docs/training.md, "Limits");
 #  - a variant forced for an op anvil does not have (--variant, ANVIL_VARIANT);
 #  - checkpoint run metadata that is not a number (was "anvil: error: stoi");
 #  - divergence: a NaN loss stops the run and keeps the last good checkpoint byte for byte;
@@ -55,6 +55,8 @@ expect 2 "--accumulate 1025" "--accumulate must be in \[1, 1024\], got 1025" -- 
 expect 2 "--batch 80 --accumulate 3" "--batch 80 is not divisible by 1 rank\(s\) x --accumulate 3" -- "$anvil" train --model mlp_mnist --batch 80 --accumulate 3
 expect 2 "--shard-optimizer --clip 5" "--shard-optimizer with --clip is not supported" -- "$anvil" train --model mlp_mnist --shard-optimizer --clip 5
 expect 2 "--shard-optimizer --checkpoint" "--shard-optimizer with --checkpoint or --resume is not supported" -- "$anvil" train --model mlp_mnist --shard-optimizer --checkpoint "$tmp/never.safetensors"
+expect 2 "--grad-bucket-dtype bf16 --shard-optimizer" "--grad-bucket-dtype bf16 with --shard-optimizer is not supported" -- "$anvil" train --model mlp_mnist --grad-bucket-dtype bf16 --shard-optimizer
+expect 2 "--grad-bucket-dtype f16" "--grad-bucket-dtype: f16 not in \{f32,bf16\}" -- "$anvil" train --model mlp_mnist --grad-bucket-dtype f16
 expect 2 "--accumulate 2 on a language model" "--accumulate applies to classifiers; ptb_small" -- "$anvil" train --model ptb_small --dataset ptb --subset 1000 --batch 4 --accumulate 2
 expect 2 "--optimizer adamw2" "--optimizer: adamw2 not in \{sgd,adam,adamw\}" -- "$anvil" train --model mlp_mnist --optimizer adamw2
 expect 2 "--weight-decay -0.1" "--weight-decay must be in \[0, 1\], got -0.1" -- "$anvil" train --model mlp_mnist --optimizer adamw --weight-decay -0.1

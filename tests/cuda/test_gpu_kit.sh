@@ -72,6 +72,9 @@ if [ ${#with_mpi[@]} -gt 0 ]; then
   grep -q "^dist mpi_check: All tests passed" "$s" || fail "the MPI check's tests did not all pass"
   grep -q "^dist scaling: exit 0 " "$s" || fail "dist_bench.sh --ranks 1,2 failed from the kit"
   grep -q "^| mlp_mnist | 8 | 2 | " "$tmp/dist/dist/scaling/scaling.md" || fail "no 2-rank row in scaling.md"
+  for f in triad_np1 triad_np2 steps_np1_unfolded steps_np2_uncoupled allreduce_np2_bf16 steps_np2_weak_bf16; do
+    [ -s "$tmp/dist/dist/scaling/$f.json" ] || fail "no $f.json (baselines, bf16 buckets) from the kit's scaling"
+  done
   if grep -q "^GPU tests run on" "$s"; then
     grep -q "^dist nccl_test: exit 0 " "$s" || fail "test_cuda_runtime [nccl] under mpirun -np 1 failed on this GPU machine"
   else

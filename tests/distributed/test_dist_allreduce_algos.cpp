@@ -3,7 +3,9 @@
 // ANVIL_ALLREDUCE_CHUNK_KIB (CTest dist_allreduce_<algorithm>, Note [All-reduce algorithms]):
 // the algorithm that runs is the one asked for, and its all-reduce equals a reference computed
 // here in the same order, bit for bit in f64 and within 1 ulp per rank in f32, at sizes 0, 1,
-// odd, just above one chunk and several chunks with a remainder; i64 exactly.
+// odd, just above one chunk and several chunks with a remainder; i64 exactly; and the bf16 sum
+// of gradient buckets (Note [bf16 summing MPI_Op]) against the exact sum rounded once, bit for
+// bit.
 #include <catch2/catch.hpp>
 
 #include <bit>
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/half_types.h"
 #include "engine/core/parse_number.h"
 #include "engine/distributed/communicator.h"
 
@@ -56,7 +59,80 @@ void check_sum(dist::Communicator& c, std::int64_t n) {
   REQUIRE(off == 0);
 }
 
+// Rank r's bf16 element i: first the cases where rounding matters (ties to even, overflow to
+// Inf, Inf - Inf, cancellation to +0, subnormals, NaN), then values of nearby magnitudes whose
+// sums round, and every 7th a value far smaller than its partner's.
+std::uint16_t bf16_input(int rank, std::int64_t i) {
+  // {rank 0, rank 1} pairs of bit patterns.
+  static const std::uint16_t kSpecial[][2] = {
+      {0x3f80, 0x3b80},  // 1 + 2^-8: the tie between 1 and 1 + 2^-7, to even (1)
+      {0x3f81, 0x3b80},  // (1 + 2^-7) + 2^-8: a tie, to even (1 + 2^-6)
+      {0x7f7f, 0x7f7f},  // the largest finite twice: +Inf
+      {0x7f80, 0xff80},  // Inf + -Inf: NaN
+      {0x4049, 0xc049},  // x + -x: +0
+      {0x0001, 0x0001},  // the smallest subnormals
+      {0x8000, 0x8000},  // -0 + -0 = -0
+      {0x7fc0, 0x3f80},  // NaN + 1
+  };
+  constexpr std::int64_t kSpecials = sizeof(kSpecial) / sizeof(kSpecial[0]);
+  if (i < kSpecials) return kSpecial[i][rank % 2];
+  double v = value(rank, i);
+  if (i % 7 == 0 && rank == 1) v *= 1e-4;
+  return BFloat16(v).bits;
+}
+
+// The exact sum of the ranks' values rounded once to bf16: each bf16 is exact in double, a sum
+// of two is rounded there with 53 bits (>= 2 x 8 + 2, so no double rounding), then to bf16
+// through BFloat16(double) (round to odd, then to nearest even: Note [Half storage types]).
+std::uint16_t bf16_reference(int ranks, std::int64_t i) {
+  const auto at = [&](int r) {
+    return static_cast<double>(BFloat16::from_bits(bf16_input(r, i)).to_float());
+  };
+  double sum = at(0);  // not 0.0 + ...: -0 + -0 must stay -0
+  for (int r = 1; r < ranks; ++r) sum += at(r);
+  return BFloat16(sum).bits;
+}
+
+void check_bf16_sum(dist::Communicator& c, std::int64_t n) {
+  Tensor t = Tensor::empty({n}, DType::bf16);
+  auto* p = static_cast<std::uint16_t*>(t.data_ptr());
+  for (std::int64_t i = 0; i < n; ++i) p[i] = bf16_input(c.rank(), i);
+  c.all_reduce(t, dist::ReduceOp::sum);
+  std::int64_t off = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::uint16_t want = bf16_reference(c.size(), i), got = p[i];
+    const bool both_nan = std::isnan(BFloat16::from_bits(want).to_float()) &&
+                          std::isnan(BFloat16::from_bits(got).to_float());
+    if (got != want && !both_nan) {
+      if (off < 5)
+        UNSCOPED_INFO("element " << i << ": got 0x" << std::hex << got << ", want 0x" << want
+                                 << std::dec);
+      ++off;
+    }
+  }
+  INFO("n = " << n << " bf16: " << off << " element(s) off");
+  REQUIRE(off == 0);
+}
+
 }  // namespace
+
+// 2 ranks: one addition per element, so the result is the exact sum rounded once whatever the
+// algorithm; beyond 2 ranks the order of the partial sums would matter.
+TEST_CASE("mpi all_reduce of bf16 sums pairs in f32, rounded once, bit for bit", "[dist]") {
+  auto c = dist::create_communicator("mpi");
+  REQUIRE(c->size() == 2);
+  const std::int64_t chunk = chunk_bytes();
+  for (const std::int64_t n :
+       {std::int64_t{0}, std::int64_t{8}, std::int64_t{1001}, chunk / 2 + 3, 3 * (chunk / 2) + 5})
+    check_bf16_sum(*c, n);
+  // bf16 is the gradient buckets' wire format: sum only.
+  Tensor t = Tensor::zeros({4}, DType::bf16);
+  REQUIRE_THROWS_WITH(c->all_reduce(t, dist::ReduceOp::average),
+                      Catch::Contains("bf16 takes sum only") && Catch::Contains("average"));
+  REQUIRE_THROWS_WITH(c->all_reduce(t, dist::ReduceOp::max),
+                      Catch::Contains("bf16 takes sum only"));
+  REQUIRE_THROWS_WITH(c->broadcast(t, 0), Catch::Contains("dtype bf16 is not supported"));
+}
 
 TEST_CASE("mpi all_reduce: the algorithm asked for runs and equals the reference", "[dist]") {
   auto c = dist::create_communicator("mpi");

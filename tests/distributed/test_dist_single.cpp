@@ -186,6 +186,40 @@ TEST_CASE("data parallel over one rank is plain training, bit for bit", "[dist]"
   REQUIRE(run(true) == run(false));
 }
 
+// Note [bf16 gradient buckets] over one rank: the sum over one rank is the identity, so each
+// averaged gradient is the plain gradient rounded once to bf16 (nearest even), bit for bit, in
+// one bucket or several; and the parameters' gradients stay f32.
+TEST_CASE("bf16 gradient buckets over one rank round each gradient once to bf16", "[dist]") {
+  const auto d = test::synthetic_data(8, 3);
+  for (const double cap : {25.0, 0.001}) {
+    auto net = test::small_mlp(7);
+    dist::DataParallel dp(dist::create_communicator("single"), net->parameters(),
+                          {.bucket_cap_mb = cap, .grad_bucket_dtype = DType::bf16});
+    REQUIRE_THAT(dp.describe(), Catch::Contains("bf16 on the wire"));
+    cross_entropy(net->forward(d.x), d.y).backward();
+    std::vector<Tensor> plain;
+    for (const Tensor& p : net->parameters()) plain.push_back(p.grad().clone());
+    dp.finish_gradients();
+    std::int64_t off = 0, changed = 0;
+    for (std::size_t k = 0; k < plain.size(); ++k) {
+      const Tensor& g = net->parameters()[k].grad();
+      REQUIRE(g.dtype() == DType::f32);
+      for (std::int64_t i = 0; i < g.numel(); ++i) {
+        const float want = BFloat16(plain[k].data<float>()[i]).to_float();
+        if (g.data<float>()[i] != want) ++off;
+        if (g.data<float>()[i] != plain[k].data<float>()[i]) ++changed;
+      }
+    }
+    INFO("cap " << cap << " MiB: " << off << " element(s) off, " << changed << " rounded");
+    REQUIRE(off == 0);
+    REQUIRE(changed > 0);  // the gradients did go through bf16
+  }
+  REQUIRE_THROWS_WITH(
+      dist::DataParallel(dist::create_communicator("single"), test::small_mlp(7)->parameters(),
+                         {.shard_optimizer = true, .grad_bucket_dtype = DType::bf16}),
+      Catch::Contains("bf16 gradient buckets with shard_optimizer"));
+}
+
 // Note [Accumulation without synchronisation]: two micro-batches of 8, the first under no_sync,
 // each loss weighted 1/2, equal one batch of 16. Without no_sync the first backward's hooks
 // would mark the buckets filled and the second micro-batch's gradient would be lost.

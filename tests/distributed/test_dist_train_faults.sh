@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The distributed fault suite of `anvil train` at 2 ranks (docs/distributed.md, "Failures"):
 # ranks started with disagreeing options, one rank failing before or after the first
-# collective, one rank stalled (also under --accumulate 2, --shard-optimizer and the chunked and ring all-reduces). Every case must end the whole job
+# collective, one rank stalled (also under --accumulate 2, --shard-optimizer,
+# --grad-bucket-dtype bf16 and the chunked and ring all-reduces). Every case must end the whole job
 # within BOUND seconds with a non-zero status and exactly one "anvil: error:" line naming the
 # problem, and leave the checkpoint it was given byte for byte as it was. A small synthetic MNIST-format dataset keeps
 # every run to a few seconds. Usage: test_dist_train_faults.sh MPIRUN ANVIL
@@ -122,6 +123,8 @@ expect accumulate 'ranks disagree on accumulate: rank 0 has 1 micro-batch\(es\),
   $long -- "${opts[@]}" "${ck[@]}" : "${opts[@]}" "${ck[@]}" --accumulate 2
 expect shard 'ranks disagree on shard optimizer: rank 0 has off, rank 1 has on' \
   $long -- "${opts[@]}" : "${opts[@]}" --shard-optimizer
+expect bucket_dtype 'ranks disagree on grad bucket dtype: rank 0 has f32, rank 1 has bf16' \
+  $long -- "${opts[@]}" "${ck[@]}" : "${opts[@]}" "${ck[@]}" --grad-bucket-dtype bf16
 expect samples 'ranks disagree on samples: rank 0 has 320 train' $long -- \
   "${opts[@]}" "${ck[@]}" : "${opts[@]}" "${ck[@]}" --subset 200
 expect resume_one_rank 'ranks disagree on resume: rank 0 has epoch 1 of ' $long -- \
@@ -178,6 +181,15 @@ expect stall_shard 'rank 0 of 2: .*(reduce_scatter|all_gather).*waited 3 s witho
 check_stalled_gone stall_shard "$before"
 expect error_shard 'rank 1 of 2: .*test fault \(ANVIL_TEST_FAULT\) on rank 1 at step 3' \
   $long ANVIL_TEST_FAULT=error@1:3 -- "${o_shard[@]}" : "${o_shard[@]}"
+
+# A stall under bf16 gradient buckets (Note [bf16 gradient buckets]): the bf16 all-reduce times
+# out as the f32 one does. Only the stall: an error on one rank does not depend on the buckets.
+o_bf16=("${opts[@]}" --grad-bucket-dtype bf16)
+before=$failures
+expect stall_bf16 'rank 0 of 2: .*all_reduce sum bf16.*waited 3 s without completion' \
+  ANVIL_DIST_TIMEOUT=3 ANVIL_TEST_FAULT=stall@1:3 -- \
+  "${o_bf16[@]}" "${ck[@]}" : "${o_bf16[@]}" "${ck[@]}"
+check_stalled_gone stall_bf16 "$before"
 
 # The same under the all-reduce algorithms of the communication thread (Note [All-reduce
 # algorithms]): the stalled peer leaves that thread blocked in MPI; the wait must still time out

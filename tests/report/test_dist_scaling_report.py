@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # scripts/dist_scaling_report.py on hand-made results for 1, 2 and 4 ranks: the efficiencies and
 # throughput match hand computation, strong scaling is n/a where n does not divide the batch, and
-# the all-reduce table has one column per rank count. Usage: test_dist_scaling_report.py REPORT_PY
+# the all-reduce table has one column per rank count; the baselines section (triad, unfolded,
+# uncoupled, bf16 buckets) only where they were recorded.
+# Usage: test_dist_scaling_report.py REPORT_PY
 import importlib.util
 import json
 import math
@@ -44,6 +46,15 @@ with tempfile.TemporaryDirectory() as d:
                                           step("odd", 4, 6, 4.0, 1.0)]})
     put("steps_np4_weak_nooverlap.json", {"steps": [step("fcn5", 4, 64, 2.5, 1.5)]})
     text = sr.report(d)
+    assert "### Baselines" not in text, text  # only where dist_bench.sh recorded them
+    put("triad_np1.json", {"triad": {"total_GBps": 10.0}})
+    put("triad_np2.json", {"triad": {"total_GBps": 16.0}})
+    put("steps_np1_unfolded.json", {"steps": [step("fcn5", 1, 64, 1.1)]})
+    put("steps_np2_uncoupled.json", {"steps": [step("fcn5", 2, 64, 1.2)]})
+    bf = step("fcn5", 2, 64, 1.0)
+    bf.update(step_s_min=0.9, step_s_max=1.3)
+    put("steps_np2_weak_bf16.json", {"steps": [bf]})
+    based = sr.report(d)
 
 lines = text.splitlines()
 assert "| bytes | 2 ranks | 4 ranks |" in lines, text
@@ -54,4 +65,12 @@ assert "| fcn5 | 64 | 2 | 0.625 | 80 % | 1.250 | 80 % | 102.4 | 20 % | n/a | 0.2
 assert "| fcn5 | 64 | 4 | 0.500 | 50 % | 2.000 | 50 % | 128.0 | 50 % | 1.5000 | 1.0000 |" in lines, text
 assert "| odd | 6 | 4 | n/a | n/a | 4.000 | 50 % | 6.0 | 25 % | n/a | 1.0000 |" in lines, text
 assert "| fcn5 | 64 | 1 | 1.000 | 100 % | 1.000 | 100 % | 64.0 | n/a | n/a | n/a |" in lines, text
+# fcn5 at 2 ranks, weak 1.25 s: vs uncoupled 1.2 / 1.25 = 96 %, vs unfolded 1.1 / 1.25 = 88 %,
+# vs solo 1 / 1.25 = 80 %; the bf16 run with its spread; n/a where a baseline is missing.
+blines = based.splitlines()
+assert any(l.startswith("Memory-bandwidth triad") and "1 rank(s) 10.00 GB/s, 2 rank(s) 16.00 GB/s."
+           in l for l in blines), based
+assert "| fcn5 | 2 | 1.000 | 1.100 | 1.200 | 1.250 | 96 % | 88 % | 80 % | 1.000 [0.900..1.300] |" \
+    in blines, based
+assert "| fcn5 | 4 | 1.000 | 1.100 | n/a | 2.000 | n/a | 55 % | 50 % | n/a |" in blines, based
 print("PASS")

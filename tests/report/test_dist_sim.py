@@ -43,6 +43,15 @@ except ValueError as e:
 sizes, frac, src = sim.timeline({"model": "m", "bucket_mb": 25.0, "bucket_bytes": [100, 300]}, {})
 assert frac == [0.25, 1.0] and src == "approx. (bytes)", (frac, src)
 
+# DataParallel's timeline (bucket_complete_s) is preferred to the ready clock's times, which a
+# hook's progress call can delay (Note [Bucket ready times]).
+row = {"model": "m", "bucket_mb": 25.0, "bucket_bytes": [100, 300], "bucket_ready_s": [0.5, 2.0],
+       "bucket_complete_s": [0.4, 1.0], "bucket_ready_backward_s": 2.0}
+sizes, frac, src = sim.timeline(row, {})
+assert frac == [0.2, 0.5] and src == "recorded", (frac, src)
+del row["bucket_complete_s"]
+assert sim.timeline(row, {})[1] == [0.25, 1.0]
+
 # The validation table from the committed H200-host runs, through the distributed report.
 folder = os.path.join(root, "docs", "results", "h200_2026-11-26", "dist", "scaling")
 report = module("dist_report").report(folder)

@@ -304,6 +304,12 @@ int run_cli(int argc, char** argv) {
   train_cmd->add_flag("--shard-optimizer", c.shard_optimizer,
                       "ZeRO-1: each rank keeps optimizer state for 1/ranks of the parameters "
                       "(reduce-scatter, update, all-gather); not with --clip or checkpoints");
+  train_cmd
+      ->add_option("--grad-bucket-dtype", c.grad_bucket_dtype,
+                   "wire format of the gradient all-reduce: f32 (default) or bf16 (gradients "
+                   "rounded to bf16, summed in f32 per pair; half the bytes; not with "
+                   "--shard-optimizer)")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   train_cmd->add_option(
       "--accumulate", c.accumulate,
       fmt::format("micro-batches per optimizer step, 1 to {}: gradients accumulate locally, then "

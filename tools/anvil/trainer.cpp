@@ -191,6 +191,12 @@ void check_config(const TrainConfig& c) {
   ANVIL_CHECK_CONFIG(!c.shard_optimizer || (c.checkpoint.empty() && c.resume.empty()), kWhere,
                      "--shard-optimizer with --checkpoint or --resume is not supported: the "
                      "optimizer state is spread over the ranks");
+  ANVIL_CHECK_CONFIG(c.grad_bucket_dtype == "f32" || c.grad_bucket_dtype == "bf16", kWhere,
+                     "--grad-bucket-dtype must be f32 or bf16, got '", c.grad_bucket_dtype, "'");
+  // Note [bf16 gradient buckets]: ZeRO-1's reduce-scatter has no bf16 form.
+  ANVIL_CHECK_CONFIG(c.grad_bucket_dtype == "f32" || !c.shard_optimizer, kWhere,
+                     "--grad-bucket-dtype bf16 with --shard-optimizer is not supported: the "
+                     "reduce-scatter of the sharded update has no bf16 form");
   // Throws naming the text when it is not a precision (exit 2, as the other knobs).
   const Precision precision = [&] {
     try {
@@ -240,6 +246,7 @@ std::map<std::string, std::string> run_metadata(const TrainConfig& c, std::int64
           {"anvil_train.subset", std::to_string(c.subset)},
           {"anvil_train.val_split", fmt::format("{}", c.val_split)},
           {"anvil_train.accumulate", std::to_string(c.accumulate)},
+          {"anvil_train.grad_bucket_dtype", c.grad_bucket_dtype},
           {"anvil_train.precision", c.precision}};
 }
 
@@ -269,6 +276,8 @@ ResumeState read_resume(const TrainConfig& c, std::int64_t batch) {
   // per step (trained in fp32).
   auto recorded = [&](const std::string& key) {
     if (key == "anvil_train.accumulate" && meta.find(key) == meta.end()) return std::string("1");
+    if (key == "anvil_train.grad_bucket_dtype" && meta.find(key) == meta.end())
+      return std::string("f32");  // ... and before --grad-bucket-dtype, with f32 buckets
     if (key == "anvil_train.precision" && meta.find(key) == meta.end()) return std::string("fp32");
     // ... and before --weight-decay and --lr-schedule, without either.
     if (key == "anvil_train.weight_decay" && meta.find(key) == meta.end()) return std::string("0");
@@ -336,6 +345,7 @@ std::vector<dist::HandshakeField> configuration_fields(const TrainConfig& c, std
       {"batch per rank", std::to_string(rank_batch), ""},
       {"accumulate", fmt::format("{} micro-batch(es)", c.accumulate), ""},
       {"shard optimizer", c.shard_optimizer ? "on" : "off", ""},
+      {"grad bucket dtype", c.grad_bucket_dtype, ""},
       {"epochs", std::to_string(c.epochs), ""},
       {"bucket cap", fmt::format("{} MiB", c.bucket_mb), ""},
       {"optimizer",
@@ -406,6 +416,7 @@ nlohmann::json report_json(const TrainConfig& c, const TrainReport& r) {
                  {"overlap", c.overlap},
                  {"accumulate", c.accumulate},
                  {"shard_optimizer", c.shard_optimizer},
+                 {"grad_bucket_dtype", c.grad_bucket_dtype},
                  {"on_divergence", c.on_divergence},
                  {"precision", c.precision}};
   if (c.target_accuracy) config["target_accuracy"] = *c.target_accuracy;
@@ -721,14 +732,17 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
   // Note [Data parallelism on one NCCL rank]: an explicit --dist nccl builds the data-parallel
   // path on one rank too (averaging over one rank is the identity), so that a machine with one
   // GPU runs the NCCL broadcast and the bucketed gradient all-reduce; mpi and single do not.
-  // --shard-optimizer builds it on one rank too (S = 1: the blocks are the whole buckets).
+  // --shard-optimizer builds it on one rank too (S = 1: the blocks are the whole buckets), and
+  // so does --grad-bucket-dtype bf16 (one rank rounds its gradients as each of S ranks does).
   std::unique_ptr<dist::DataParallel> dp;
-  if (ranks > 1 || comm->backend() == "nccl" || config.shard_optimizer) {
+  const bool bf16_buckets = config.grad_bucket_dtype == "bf16";
+  if (ranks > 1 || comm->backend() == "nccl" || config.shard_optimizer || bf16_buckets) {
     dp = std::make_unique<dist::DataParallel>(
         comm, net->parameters(),
         dist::DataParallelOptions{.bucket_cap_mb = config.bucket_mb,
                                   .overlap = config.overlap,
-                                  .shard_optimizer = config.shard_optimizer});
+                                  .shard_optimizer = config.shard_optimizer,
+                                  .grad_bucket_dtype = bf16_buckets ? DType::bf16 : DType::f32});
     dp->broadcast_from_root(checkpointed_state(*net));  // every rank starts from rank 0's model
   }
   // ZeRO-1: the optimizer updates this rank's blocks (Note [Sharded optimizer update]).

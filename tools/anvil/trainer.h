@@ -96,6 +96,9 @@ struct TrainConfig {
   // ZeRO-1 (Note [Sharded optimizer update] in engine/distributed/data_parallel.h): each rank
   // keeps optimizer state for 1/ranks of the parameters; reduce-scatter, update, all-gather.
   bool shard_optimizer = false;
+  // "f32" or "bf16": the wire format of the gradient all-reduce (Note [bf16 gradient buckets] in
+  // engine/distributed/data_parallel.h); bf16 rounds each rank's gradients, opt-in.
+  std::string grad_bucket_dtype = "f32";
 };
 
 struct EpochReport {

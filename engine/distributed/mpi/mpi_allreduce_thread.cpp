@@ -27,18 +27,22 @@ MPI_Datatype mpi_type(DType d) {
     case DType::i32:
       return MPI_INT32_T;
     case DType::bf16:
+      return MPI_UINT16_T;  // opaque 16 bits, reduced by the bf16 sum op (Note [bf16 summing
+                            // MPI_Op])
     case DType::f16:
-      break;  // check_collective refused them before (no MPI type for 16-bit floats)
+      break;  // check_collective refused it before (no MPI type for 16-bit floats)
   }
   fail("mpi", "no MPI datatype for ", dtype_name(d));
 }
+
+MPI_Op mpi_reduce_op(DType d, bool max);  // mpi_bf16_sum.cpp
 
 namespace {
 // The MPI form of a job's element type and operation.
 struct MpiArgs {
   explicit MpiArgs(const AllReduceJob& job)
       : type(mpi_type(job.dtype)),
-        op(job.max ? MPI_MAX : MPI_SUM),
+        op(mpi_reduce_op(job.dtype, job.max)),
         element_bytes(static_cast<std::int64_t>(dtype_size(job.dtype))) {}
   MPI_Datatype type;
   MPI_Op op;

@@ -29,6 +29,10 @@
 namespace anvil::dist {
 
 MPI_Datatype mpi_type(DType d);  // mpi_allreduce_thread.cpp
+// mpi_bf16_sum.cpp (Note [bf16 summing MPI_Op])
+void create_bf16_sum_op();
+void free_bf16_sum_op();
+MPI_Op mpi_reduce_op(DType d, bool max);
 
 namespace {
 
@@ -122,6 +126,7 @@ class MpiCommunicator final : public Communicator {
                   all_reduce_algorithm_name(algorithm_),
                   " need MPI_THREAD_MULTIPLE, this MPI provides level ", provided);
     }
+    create_bf16_sum_op();
     check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
     check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     MPI_Comm_rank(comm_, &rank_);
@@ -156,6 +161,7 @@ class MpiCommunicator final : public Communicator {
     if (finalized) return;
     MPI_Comm_free(&comm_);
     if (probe_comm_ != MPI_COMM_NULL) MPI_Comm_free(&probe_comm_);
+    free_bf16_sum_op();
     MPI_Finalize();
   }
 
@@ -172,9 +178,9 @@ class MpiCommunicator final : public Communicator {
   }
 
   WorkPtr all_reduce_async(Tensor& t, ReduceOp op) override {
-    check_collective("mpi all_reduce", t, op, true);
+    check_all_reduce("mpi all_reduce", t, op);
     check_host("mpi all_reduce", t);
-    const MPI_Op mop = op == ReduceOp::max ? MPI_MAX : MPI_SUM;
+    const MPI_Op mop = mpi_reduce_op(t.dtype(), op == ReduceOp::max);
     const bool avg = op == ReduceOp::average && size_ > 1;
     const AllReduceAlgorithm a =
         resolve_all_reduce(algorithm_, t.numel() * static_cast<std::int64_t>(t.element_size()));
