@@ -146,6 +146,19 @@ class Reader {
         return DType::f32;
     }
   }
+  // conv2d also takes the 16-bit types of autocast (Note [Autocast policy]).
+  DType take_dtype_or_half() {
+    switch (take_choice({"f32", "f64", "bf16", "f16"})) {
+      case 1:
+        return DType::f64;
+      case 2:
+        return DType::bf16;
+      case 3:
+        return DType::f16;
+      default:
+        return DType::f32;
+    }
+  }
   Device take_device() {
     Device d = Device::cpu();
     int given = take_word("cpu") ? 1 : 0;
