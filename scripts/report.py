@@ -420,8 +420,9 @@ def plot_thread_scaling(models, plots, results_dir, pyplot):
     if plt is None:
         return
     # Thread scaling is a CPU plot: GPU steps (named .../device:cuda, no threads) are left out.
+    # And an fp32 plot: the mixed-precision rows (anvil_bench --anvil_precision) are left out.
     train = [r for r in models if r["phase"] == "train_step" and "error" not in r and "lstm" not in r
-             and "threads" in r and "seconds" in r and r.get("batch")]
+             and "threads" in r and "seconds" in r and r.get("batch") and r.get("precision", "fp32") == "fp32"]
     peers = report_peers.load_peers(results_dir)
     for model in sorted({r["model"] for r in train}):
         anvil = scaling_series([(int(r["threads"]), int(r["batch"]), r["seconds"], r.get("stddev", 0))
@@ -433,8 +434,8 @@ def plot_thread_scaling(models, plots, results_dir, pyplot):
         series = [("anvil", anvil[batch])]
         for peer, label in report_peers.PEERS:
             rows = [(t, b, r["median_of_rep_means_s"], spread(r.get("rep_means_s", [])))
-                    for (m, phase, t, b), r in peers.get(peer, {}).items()
-                    if m == model and phase == "train_step" and b == batch]
+                    for (m, phase, t, b, prec), r in peers.get(peer, {}).items()
+                    if m == model and phase == "train_step" and b == batch and prec == "fp32"]
             pts = scaling_series(rows).get(batch)
             if pts:
                 series.append((label, pts))
