@@ -2,6 +2,7 @@
 // Command-line flags and run context of anvil_bench (bench/bench_support.h).
 #include "bench/bench_support.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -173,6 +174,17 @@ Options parse_options(int& argc, char** argv) {
       o.mode = v;
       if (o.mode != "check" && o.mode != "perf")
         throw std::invalid_argument("--anvil_mode: expected check or perf, got '" + o.mode + "'");
+    } else if (const char* v = value("--anvil_precision=")) {
+      o.precisions.clear();
+      for (const auto& name : split(v, ',')) {
+        const Precision p = parse_precision(name);  // throws naming the text and the choices
+        if (p == Precision::tf32)
+          throw std::invalid_argument(
+              "--anvil_precision: tf32 is a GPU tensor-core mode; the CPU model steps run fp32, "
+              "bf16 or fp16");
+        if (std::find(o.precisions.begin(), o.precisions.end(), p) == o.precisions.end())
+          o.precisions.push_back(p);
+      }
     } else if (const char* v = value("--anvil_peak=")) {
       o.peak_gflops_per_core = std::stod(v);
     } else {
@@ -240,6 +252,16 @@ void add_context() {
     benchmark::AddCustomContext("anvil.gemm_shapes", shapes);
   }
   benchmark::AddCustomContext("anvil.fold_sgd", options().fold_sgd ? "on" : "off");
+  {
+    // The autocast policies of the CPU model steps (Note [Autocast policy]); each row's name says
+    // its own (.../precision:bf16; none: fp32).
+    std::string precisions;
+    for (const Precision p : options().precisions) {
+      if (!precisions.empty()) precisions += ',';
+      precisions += precision_name(p);
+    }
+    benchmark::AddCustomContext("anvil.precision", precisions);
+  }
   for (const auto& [k, v] : config_summary()) benchmark::AddCustomContext("anvil." + k, v);
   for (auto* table : variant_tables()) {
     std::string names;

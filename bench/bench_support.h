@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/precision.h"
 #include "engine/nn/module.h"
 
 namespace anvil::bench {
@@ -68,6 +69,10 @@ struct Options {
   // times one iteration; perf times without validating (the gemm and conv2d rows; the other
   // kernel rows always validate).
   std::string mode;
+  // The autocast policies the CPU model steps run under (--anvil_precision=fp32,bf16; default
+  // fp32): each step is built and run inside AutocastGuard{precision}, and a row of a mixed
+  // precision is named .../threads:T/precision:bf16 (fp32 rows keep their names).
+  std::vector<Precision> precisions{Precision::fp32};
 };
 
 // Whether --anvil_skip_variant leaves `variant` of table `op` out.

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// model/<name>/<phase>/batch:<b>/threads:<t>: the timing method's steps of networks.md for
-// every --anvil_models model (models/training_step.h) on synthetic inputs, at each batch of
-// batches_of() (the paper's CPU batch unless --anvil_batches / --anvil_batch_sweep say otherwise):
+// model/<name>/<phase>/batch:<b>/threads:<t>[/precision:<p>]: the timing method's steps of
+// networks.md for every --anvil_models model (models/training_step.h) on synthetic inputs, at each
+// batch of batches_of() (the paper's CPU batch unless --anvil_batches / --anvil_batch_sweep say
+// otherwise), once per --anvil_precision policy (the model built and every step run inside
+// AutocastGuard{p}, Note [Autocast policy]; fp32 rows have no precision part):
 //   train_step      forward + loss + backward + (clip) + SGD update, wall time per step
 //                   (models with LSTM layers: also once per `lstm` variant, ".../lstm:<variant>");
 //   inference_step  forward under NoGradGuard, eval mode;
@@ -25,6 +27,7 @@
 #include "bench/gpu_gemm_bench.h"
 #include "bench/registrations.h"
 #include "anvil/anvil.h"
+#include "engine/autograd/autocast.h"
 #include "engine/core/cuda_backend.h"
 #include "engine/dispatch/host_profile.h"
 #include "engine/dispatch/lstm_problem.h"
@@ -108,9 +111,12 @@ void report_host_profile(benchmark::State& state, const std::string& row, std::i
 
 // `forced_lstm`: run the model's LSTM layers on this variant ("" = the default selection).
 void run_model(benchmark::State& state, const std::string& name, Phase phase, std::int64_t batch,
-               int threads, const std::string& forced_lstm = {}) {
+               int threads, const std::string& forced_lstm = {},
+               Precision precision = Precision::fp32) {
   try {
     set_num_threads(threads);
+    // Warm-up and timed steps under the policy; parameters and optimizer stay f32.
+    const AutocastGuard autocast(precision);
     std::unique_ptr<ForceVariant> force;
     if (!forced_lstm.empty()) force = std::make_unique<ForceVariant>("lstm", forced_lstm);
     // Blocks cached by the previous benchmark's model would count in this one's resident peak.
@@ -180,6 +186,10 @@ void run_model(benchmark::State& state, const std::string& name, Phase phase, st
     state.counters["alloc_peak_MB"] = static_cast<double>(memory_stats().peak) / 1048576.0;
     std::string label =
         steps.sgd_folded() && phase != Phase::inference_step ? "sgd folded into backward" : "";
+    if (precision != Precision::fp32)
+      label =
+          detail::str_cat(label, label.empty() ? "" : "; ", "autocast ", precision_name(precision),
+                          precision == Precision::fp16 ? " (no loss scaling)" : "");
     if (!rss_reset)
       label += std::string(label.empty() ? "" : "; ") + "peak_rss_MB is the process lifetime peak";
     if (!label.empty()) state.SetLabel(label);
@@ -190,6 +200,11 @@ void run_model(benchmark::State& state, const std::string& name, Phase phase, st
 
 // The batches a model runs at: --anvil_batches, plus networks.md's sweep (the CPU batch and the
 // GPU batch list) with --anvil_batch_sweep=on; neither given, the paper's CPU batch.
+// The name part of a mixed precision ("bf16"); "" for fp32, whose rows keep their names.
+std::string precision_name_or_empty(Precision p) {
+  return p == Precision::fp32 ? std::string() : std::string(precision_name(p));
+}
+
 std::vector<std::int64_t> batches_of(const models::ModelInfo& info) {
   std::vector<std::int64_t> b = options().batches;
   if (options().batch_sweep) {
@@ -364,15 +379,20 @@ void register_model_benchmarks() {
       if (is_phase && !options().phases) continue;
       for (std::int64_t batch : batches) {
         for (int t : options().threads) {
-          const std::string bname = detail::str_cat("model/", name, "/", phase_name(phase),
-                                                    "/batch:", batch, "/threads:", t);
-          auto* b = benchmark::RegisterBenchmark(
-              bname.c_str(), [=](benchmark::State& st) { run_model(st, name, phase, batch, t); });
-          b->UseManualTime()->Unit(benchmark::kMillisecond);
-          // A phase benchmark runs the whole step per iteration but counts only its phase, so a
-          // MinTime would mean thousands of steps for a 1 ms update: a fixed count instead.
-          // Whole steps: Note [Whole-step timing].
-          b->Iterations(is_phase ? kPhaseIterations : 1);
+          for (const Precision precision : options().precisions) {
+            const std::string bname =
+                detail::str_cat("model/", name, "/", phase_name(phase), "/batch:", batch,
+                                "/threads:", t, precision == Precision::fp32 ? "" : "/precision:",
+                                precision_name_or_empty(precision));
+            auto* b = benchmark::RegisterBenchmark(bname.c_str(), [=](benchmark::State& st) {
+              run_model(st, name, phase, batch, t, {}, precision);
+            });
+            b->UseManualTime()->Unit(benchmark::kMillisecond);
+            // A phase benchmark runs the whole step per iteration but counts only its phase, so
+            // a MinTime would mean thousands of steps for a 1 ms update: a fixed count instead.
+            // Whole steps: Note [Whole-step timing].
+            b->Iterations(is_phase ? kPhaseIterations : 1);
+          }
         }
       }
     }

@@ -135,16 +135,19 @@ class Reader {
   }
   // f32 (the default) or f64; with `integers`, also i32 or i64.
   DType take_dtype(bool integers = false) {
-    switch (integers ? take_choice({"f32", "f64", "i32", "i64"}) : take_choice({"f32", "f64"})) {
-      case 1:
-        return DType::f64;
-      case 2:
-        return DType::i32;
-      case 3:
-        return DType::i64;
-      default:
-        return DType::f32;
-    }
+    return integers ? take_dtype_of({DType::f32, DType::f64, DType::i32, DType::i64})
+                    : take_dtype_of({DType::f32, DType::f64});
+  }
+  // conv2d also takes the 16-bit types of autocast (Note [Autocast policy]).
+  DType take_dtype_or_half() {
+    return take_dtype_of({DType::f32, DType::f64, DType::bf16, DType::f16});
+  }
+  // The one of `types` (by dtype_name) given, or the first (f32) when none is.
+  DType take_dtype_of(const std::vector<DType>& types) {
+    std::vector<std::string_view> names;
+    for (const DType t : types) names.push_back(dtype_name(t));
+    const int found = take_choice(names);
+    return found < 0 ? types.front() : types[static_cast<std::size_t>(found)];
   }
   Device take_device() {
     Device d = Device::cpu();

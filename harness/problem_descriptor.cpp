@@ -157,9 +157,9 @@ ConvProblem parse_conv(Reader& r) {
   }
   p.has_bias = r.take_word("bias");
   p.fuse_relu = r.take_word("relu");
-  p.dtype = r.take_dtype();
+  p.dtype = r.take_dtype_or_half();
   p.device = r.take_device();
-  r.finish("fwd bwd_d bwd_w, bias, relu");
+  r.finish("fwd bwd_d bwd_w, bias, relu, bf16 f16");
   if (p.fuse_relu && p.pass != ConvPass::forward) r.fail("relu fuses into the forward pass only");
   r.validated([&] {
     p.validate("conv2d");

@@ -18,7 +18,8 @@
 //                 sw = sh, ph 0 (or deduced from oh as benchdnn does), pw = ph (or deduced from
 //                 ow), dh 0, dw = dh. As in benchdnn, dh counts the gaps (dh0 = no dilation,
 //                 anvil's dil_h = dh + 1). oh/ow, when given, must match the other sizes.
-//                 parts: fwd (default) | bwd_d | bwd_w, bias, relu.  mb16ic64ih56oc64kh3ph1:bias
+//                 parts: fwd (default) | bwd_d | bwd_w, bias, relu; dtype also bf16 or f16.
+//                 mb16ic64ih56oc64kh3ph1:bias, mb2ic32ih26oc64kh3:bwd_w:bf16
 //   max_pool2d, avg_pool2d: mb ic ih iw kh kw sh sw ph pw oh ow. Needed: ic ih kh. Defaults:
 //                 mb 2, iw = ih, kw = kh, sh = kh (PyTorch: the stride is the window), sw = sh,
 //                 ph 0, pw = ph; oh/ow are computed and, when given, must match.

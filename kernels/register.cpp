@@ -3,6 +3,7 @@
 // register_builtin_kernels() (engine/dispatch/registration.cpp) calls it once, on first use of
 // any table (Note [Kernel registration]).
 #include "engine/dispatch/registration.h"
+#include "kernels/cpu/bf16/conv_half.h"
 #include "kernels/cpu/bf16/gemm_half.h"
 #include "kernels/cpu/blocked/gemm_blocked.h"
 #include "kernels/cpu/eigen/gemm_eigen.h"
@@ -52,11 +53,12 @@ void detail::fill_builtin_kernel_tables() {
     kernels::register_batch_norm_ref();
     kernels::register_batch_norm_omp();
     kernels::register_batch_norm_onednn();
-    // conv2d: reference, own im2col + gemm table, oneDNN (direct blocked/NCHW, winograd); then
-    // the per-problem default choice (Note [conv2d heuristic]).
+    // conv2d: reference, own im2col + gemm table, oneDNN (direct blocked/NCHW, winograd, bf16),
+    // the 16-bit fallbacks; then the per-problem default choice (Note [conv2d heuristic]).
     kernels::register_conv_ref();
     kernels::register_conv_im2col();
     kernels::register_conv_onednn();
+    kernels::register_conv_half();
     kernels::install_conv_heuristic();
     // lstm: reference composition (autograd), own fused GEMM + OpenMP kernel, oneDNN.
     kernels::register_lstm_ref();

@@ -42,8 +42,10 @@ void declare_variant_orders() {
   // strided 3x3, large filters). On CUDA: cuda.cudnn finds the fastest algorithm per problem;
   // its TF32 twin runs only when forced; then one variant per cuDNN algorithm family
   // (Note [cuDNN algorithm families], kernels/cudnn_conv_plan.h), then the own im2col kernels.
+  // bf16: oneDNN's avx512_bf16 convolution, else its named fallback (Note [oneDNN bf16 conv]).
   conv_table().set_order({"cpu.onednn", "cpu.onednn.winograd", "cpu.im2col", "cpu.onednn.nchw",
-                          "cuda.cudnn", "cuda.cudnn.tf32", "cuda.cudnn.implicit_gemm",
+                          "cpu.onednn.bf16", "cpu.bf16_via_f32", "cpu.f16_via_f32", "cuda.cudnn",
+                          "cuda.cudnn.tf32", "cuda.cudnn.implicit_gemm",
                           "cuda.cudnn.implicit_precomp_gemm", "cuda.cudnn.gemm", "cuda.cudnn.fft",
                           "cuda.cudnn.fft_tiling", "cuda.cudnn.winograd",
                           "cuda.cudnn.winograd_nonfused", "cuda.custom.im2col", "ref"});

@@ -5,7 +5,8 @@
 #                         [--variant op=name] [--reps N] [--kernels] [--no-install] [--with-pytorch]
 #                         [--batches 16,32,64] [--batch-sweep] [--phases] [--full]
 #                         [--peers auto|none|pytorch,tensorflow] [--devices auto|cpu|cuda|cpu,cuda]
-#                         [--no-build] [--dry-run] [-- <anvil_bench flags>]
+#                         [--precision fp32|bf16|fp16[,...]] [--no-build] [--dry-run]
+#                         [-- <anvil_bench flags>]
 # Defaults: GEMM variants x NN/NT/TN/TT on the DLBench shape and FCN-5's M = 64 GEMMs, and the
 # training and inference step of DLBench's six networks (fcn5, fcn8, alexnet, resnet50, lstm32,
 # lstm64) at the paper's CPU batch, threads 1..hardware, then the same steps in PyTorch and
@@ -31,6 +32,11 @@
 # --devices: auto (default) = the CPU, plus the GPU benchmarks (cuda GEMM variants, the FCN/MLP
 # steps over the GPU batch sweep, PyTorch on the GPU) when a CUDA device is usable; cpu = CPU
 # only (the CUDA backend is never loaded); cuda = only the GPU benchmarks.
+# --precision: the autocast policies the model steps run under (anvil_bench --anvil_precision;
+# default fp32). Each model, phase and thread count then runs one process per precision, one
+# after another, and the rows of a mixed precision are named .../precision:bf16; the PyTorch peer
+# runs the same CPU steps under torch.autocast("cpu", dtype=torch.bfloat16) for bf16 (its fp16
+# and the TensorFlow peer's mixed precision are not wired: those rows are left out, and say so).
 # --no-build: use the anvil_bench already in $ANVIL_BUILD_DIR (default build/) without running
 # CMake: a machine that only runs a build made elsewhere (scripts/gpu_kit.sh).
 # --dry-run: check the options (--models against `anvil models`, --threads positive integers),
@@ -60,6 +66,7 @@ peers=auto
 devices=auto
 build_it=1
 dry_run=0
+precisions=fp32
 passthrough=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -81,8 +88,9 @@ while [ $# -gt 0 ]; do
     --devices) devices="$2"; shift 2 ;;
     --no-build) build_it=0; shift ;;
     --dry-run) dry_run=1; shift ;;
+    --precision) precisions="$2"; shift 2 ;;
     --) shift; passthrough=("$@"); break ;;
-    -h|--help) sed -n '3,41p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,47p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -90,6 +98,8 @@ usage_error() { echo "bench.sh: $*" >&2; exit 2; }
 [[ "$reps" =~ ^[1-9][0-9]*$ ]] || usage_error "--reps: a positive integer, not '$reps'"
 [ -z "$threads" ] || [[ "$threads" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] ||
   usage_error "--threads: comma-separated positive integers, not '$threads'"
+[[ "$precisions" =~ ^(fp32|bf16|fp16)(,(fp32|bf16|fp16))*$ ]] ||
+  usage_error "--precision: comma-separated fp32, bf16 or fp16, not '$precisions'"
 for flag in "${passthrough[@]}"; do
   case "$flag" in --benchmark_filter*|--benchmark_out*|--benchmark_list_tests*)
     usage_error "after --: $flag is set by bench.sh (use --filter to choose the benchmarks)" ;; esac
@@ -113,7 +123,7 @@ else
 fi
 args=(--anvil_models="$models" --anvil_kernels="$kernels" --anvil_batch_sweep="$batch_sweep"
       --anvil_phases="$phases" --anvil_threads="$sweep_threads" --anvil_gemm_shapes="$gemm_shapes"
-      --benchmark_counters_tabular=false "${passthrough[@]}")
+      --anvil_precision="$precisions" --benchmark_counters_tabular=false "${passthrough[@]}")
 [ -n "$batches" ] && args+=(--anvil_batches="$batches")
 [ -n "$variant" ] && args+=(--anvil_variant="$variant")
 case "$devices" in
@@ -219,7 +229,14 @@ else
   for m in ${models//,/ }; do
     for ph in $step_phases; do
       for t in ${sweep_threads//,/ }; do
-        bench "^model/$m/$ph/batch:[0-9]+/threads:$t/$variant_rows" "$out/anvil_bench_model_${m}_${ph}_t$t.json"
+        for p in ${precisions//,/ }; do
+          if [ "$p" = fp32 ]; then  # fp32 rows keep their names (no precision part)
+            bench "^model/$m/$ph/batch:[0-9]+/threads:$t/$variant_rows" "$out/anvil_bench_model_${m}_${ph}_t$t.json"
+          else
+            bench "^model/$m/$ph/batch:[0-9]+/threads:$t/precision:$p/$variant_rows" \
+              "$out/anvil_bench_model_${m}_${ph}_t${t}_$p.json"
+          fi
+        done
       done
     done
   done
@@ -250,16 +267,23 @@ if [ "$peers" != none ]; then
     peer_models="${peer_models#,}"
     [ -n "$peer_models" ] || continue
     stage "$peer: $peer_models, threads $peer_threads (one process per model and thread count, forked per phase)"
-    for b in ${batches:-0}; do
-      b=${b//,/ }
-      for bb in $b; do
-        cmd=(python3 "bench/peers/${peer}_models.py" run --models "$peer_models" --threads "$peer_threads"
-             --phases train,inference --reps 1 --warmup 2 --min-steps 1 --min-time 2)
-        [ "$peak" != 0 ] && cmd+=(--peak "$peak")
-        [ "$bb" != 0 ] && cmd+=(--batch "$bb")
-        [ "$peer" = pytorch ] && cmd+=(--config preset)
-        echo "${cmd[*]}" >> "$out/peer_commands.txt"
-        "${cmd[@]}" >> "$out/peer_$peer.jsonl" || echo "bench.sh: the $peer peer failed; its column is incomplete" >&2
+    for p in ${precisions//,/ }; do
+      if [ "$p" != fp32 ] && { [ "$peer" != pytorch ] || [ "$p" != bf16 ]; }; then
+        echo "== $peer: no $p rows (the peer's $p is not wired: bench/peers/README.md)"
+        continue
+      fi
+      for b in ${batches:-0}; do
+        b=${b//,/ }
+        for bb in $b; do
+          cmd=(python3 "bench/peers/${peer}_models.py" run --models "$peer_models" --threads "$peer_threads"
+               --phases train,inference --reps 1 --warmup 2 --min-steps 1 --min-time 2)
+          [ "$peak" != 0 ] && cmd+=(--peak "$peak")
+          [ "$bb" != 0 ] && cmd+=(--batch "$bb")
+          [ "$peer" = pytorch ] && cmd+=(--config preset)
+          [ "$p" != fp32 ] && cmd+=(--precision "$p")
+          echo "${cmd[*]}" >> "$out/peer_commands.txt"
+          "${cmd[@]}" >> "$out/peer_$peer.jsonl" || echo "bench.sh: the $peer peer failed; its column is incomplete" >&2
+        done
       done
     done
   done

@@ -30,7 +30,7 @@ echo "bench.sh plan (--dry-run):"
 echo "  out=$out models=$models threads=$sweep_threads devices=$devices peers=$peers"
 echo "  models: $models_checked"
 echo "  filter=${filter:-<default sweep>} variant=${variant:-<default>} reps=$reps kernels=$kernels"
-echo "  batches=${batches:-<paper CPU batch>} batch_sweep=$batch_sweep phases=$phases gemm_shapes=$gemm_shapes"
+echo "  batches=${batches:-<paper CPU batch>} batch_sweep=$batch_sweep phases=$phases gemm_shapes=$gemm_shapes precision=$precisions"
 echo "  install=$install build=$build_it with_pytorch=$with_pytorch full=$full"
 echo "  anvil_bench flags after --: ${passthrough[*]:-<none>}"
 

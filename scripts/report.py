@@ -386,15 +386,18 @@ def model_section(records, out, plots, results_dir):
                "after its warm-up, the allocator cache emptied before its model was built), libraries "
                "included. `lstm` names the LSTM variant a row forced (default: the selection). GPU rows name their step "
                "definition after the device: pinned (batch in page-locked memory, copied asynchronously one "
-               "step ahead), resident (batch already on the GPU) or pageable (copied and waited for).\n")
-    out.append("| model | phase | lstm | batch | threads | s/step (median) | cv | samples/s | % peak | peak RSS MB |")
-    out.append("|---|---|---|---|---|---|---|---|---|---|")
+               "step ahead), resident (batch already on the GPU) or pageable (copied and waited for). "
+               "`precision` is the autocast policy the step ran under (anvil_bench --anvil_precision; "
+               "fp32 rows carry no precision part in their name).\n")
+    out.append("| model | phase | lstm | batch | threads | precision | s/step (median) | cv | samples/s | % peak | peak RSS MB |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in models:
+        prec = r.get("precision", "fp32")
         if "error" in r:
-            out.append(f"| {r['model']} | {r['phase']} | {r.get('lstm', 'default')} | {r.get('batch')} | {where(r)} | skipped: {r['error']} | | | | |")
+            out.append(f"| {r['model']} | {r['phase']} | {r.get('lstm', 'default')} | {r.get('batch')} | {where(r)} | {prec} | skipped: {r['error']} | | | | |")
             continue
         flag = " !" if r.get("cv", 0) > 0.10 else ""
-        out.append(f"| {r['model']} | {r['phase']} | {r.get('lstm', 'default')} | {r.get('batch')} | {where(r)} | {r['seconds']:.4f} | "
+        out.append(f"| {r['model']} | {r['phase']} | {r.get('lstm', 'default')} | {r.get('batch')} | {where(r)} | {prec} | {r['seconds']:.4f} | "
                    f"{fmt(r.get('cv', 0) * 100)} %{flag} | {fmt(r.get('samples/s'))} | {fmt(r.get('pct_peak'))} | "
                    f"{fmt(r.get('peak_rss_MB'), 0)} |")
     plot_thread_scaling(models, plots, results_dir, pyplot)
@@ -417,8 +420,9 @@ def plot_thread_scaling(models, plots, results_dir, pyplot):
     if plt is None:
         return
     # Thread scaling is a CPU plot: GPU steps (named .../device:cuda, no threads) are left out.
+    # And an fp32 plot: the mixed-precision rows (anvil_bench --anvil_precision) are left out.
     train = [r for r in models if r["phase"] == "train_step" and "error" not in r and "lstm" not in r
-             and "threads" in r and "seconds" in r and r.get("batch")]
+             and "threads" in r and "seconds" in r and r.get("batch") and r.get("precision", "fp32") == "fp32"]
     peers = report_peers.load_peers(results_dir)
     for model in sorted({r["model"] for r in train}):
         anvil = scaling_series([(int(r["threads"]), int(r["batch"]), r["seconds"], r.get("stddev", 0))
@@ -430,8 +434,8 @@ def plot_thread_scaling(models, plots, results_dir, pyplot):
         series = [("anvil", anvil[batch])]
         for peer, label in report_peers.PEERS:
             rows = [(t, b, r["median_of_rep_means_s"], spread(r.get("rep_means_s", [])))
-                    for (m, phase, t, b), r in peers.get(peer, {}).items()
-                    if m == model and phase == "train_step" and b == batch]
+                    for (m, phase, t, b, prec), r in peers.get(peer, {}).items()
+                    if m == model and phase == "train_step" and b == batch and prec == "fp32"]
             pts = scaling_series(rows).get(batch)
             if pts:
                 series.append((label, pts))

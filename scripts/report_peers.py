@@ -4,7 +4,8 @@ TensorFlow/Keras) from the same results folder.
 
 bench.sh writes each peer's output as RESULTS/peer_<name>.jsonl (one JSON object per model,
 phase, threads and batch: bench/peers/*_models.py). Each anvil row is matched with the peers'
-row of the same model, phase, threads and batch. The statistic on both sides is one process's
+row of the same model, phase, threads, batch and precision (anvil_bench --anvil_precision: rows
+named .../precision:bf16; the peer's "precision" field, fp32 when absent). The statistic on both sides is one process's
 median over its repetitions of the mean seconds per step; the processes ran one after another,
 not interleaved, so a change of load on the shared host between them shows in the ratio
 (scripts/compare_pytorch.sh interleaves rounds for a careful anvil/PyTorch figure).
@@ -19,7 +20,7 @@ PEERS = (("pytorch", "PyTorch"), ("tensorflow", "TensorFlow"))
 
 
 def load_peers(results_dir):
-    """{peer: {(model, phase, threads, batch): record}} from RESULTS/peer_<peer>.jsonl."""
+    """{peer: {(model, phase, threads, batch, precision): record}} from RESULTS/peer_<peer>.jsonl."""
     found = {}
     for peer, _ in PEERS:
         path = os.path.join(results_dir, f"peer_{peer}.jsonl")
@@ -32,7 +33,8 @@ def load_peers(results_dir):
                     r = json.loads(line)
                     if r.get("device", "cpu") != "cpu":  # GPU rows: gpu_peers_section
                         continue
-                    rows[(r["model"], r["phase"], int(r["threads"]), int(r["batch"]))] = r
+                    rows[(r["model"], r["phase"], int(r["threads"]), int(r["batch"]),
+                          r.get("precision", "fp32"))] = r
         if rows:
             found[peer] = rows
     return found
@@ -52,7 +54,7 @@ def anvil_rows(records):
     for r in records:
         if r.get("family") != "model" or "error" in r or "seconds" not in r or "lstm" in r or "device" in r:
             continue
-        out[(r["model"], r["phase"], int(r["threads"]), int(r["batch"]))] = r
+        out[(r["model"], r["phase"], int(r["threads"]), int(r["batch"]), r.get("precision", "fp32"))] = r
     return out
 
 
@@ -68,8 +70,8 @@ def peers_section(records, out, plots, results_dir, pyplot):
                "repetitions of the mean s/step; the processes ran one after another (see "
                "scripts/report_peers.py for what that means on a shared host). Peak RSS is each process's "
                "high-water mark.\n")
-    head = "| model | phase | threads | batch | anvil s/step |"
-    sep = "|---|---|---:|---:|---:|"
+    head = "| model | phase | threads | batch | precision | anvil s/step |"
+    sep = "|---|---|---:|---:|---|---:|"
     for _, label in names:
         head += f" {label} s/step | anvil/{label} |"
         sep += "---:|---:|"
@@ -78,12 +80,12 @@ def peers_section(records, out, plots, results_dir, pyplot):
     out.append(head)
     out.append(sep)
     ratios = defaultdict(dict)  # (model, phase, threads) -> {peer: ratio}
-    keys = sorted(anvil, key=lambda k: (k[0], k[1] != "train_step", k[2], k[3]))
+    keys = sorted(anvil, key=lambda k: (k[0], k[1] != "train_step", k[2], k[3], k[4] != "fp32", k[4]))
     for key in keys:
         a = anvil[key]
         if not any(key in peers[p] for p, _ in names):
             continue
-        row = f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {a['seconds']:.4f} |"
+        row = f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {key[4]} | {a['seconds']:.4f} |"
         rss = f" {a['peak_rss_MB']:.0f} |" if a.get("peak_rss_MB") is not None else " — |"
         for p, _ in names:
             r = peers[p].get(key)
@@ -109,6 +111,10 @@ def peers_section(records, out, plots, results_dir, pyplot):
             extra = (f", {cfg.get('blas')}, MKL code path {choice.get('mkl')}, allocator {cfg.get('allocator')}, "
                      f"OMP_WAIT_POLICY {choice.get('omp_wait_policy')}, SGD {choice.get('sgd')}, "
                      f"configuration: {choice.get('source', 'preset')}")
+            autocasts = sorted({r["config"]["autocast"] for r in peers[p].values()
+                                if r.get("config", {}).get("autocast")})
+            if autocasts:
+                extra += "; mixed-precision rows: " + ", ".join(autocasts)
         versions.append(f"- {label} {v}{extra}")
     out.append("")
     out.extend(versions)
@@ -146,7 +152,8 @@ def plot_peers(anvil, peers, names, plots, results_dir, pyplot):
                     vals.append(r["median_of_rep_means_s"] if r else 0)
             ax.bar([x + i * width for x in range(len(keys))], vals, width, label=label)
         ax.set_xticks([x + width * (len(sides) - 1) / 2 for x in range(len(keys))])
-        ax.set_xticklabels([f"{k[0]}\nb{k[3]}" for k in keys], fontsize=8)
+        ax.set_xticklabels([f"{k[0]}\nb{k[3]}" + ("" if k[4] == "fp32" else f" {k[4]}") for k in keys],
+                           fontsize=8)
         ax.set_yscale("log")  # the networks' steps span two orders of magnitude
         report_layout.plain_log_ticks(ax.yaxis)
         ax.set_ylabel("seconds per training step")

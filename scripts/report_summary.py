@@ -30,11 +30,11 @@ def gemm_line(records):
 
 def scaling_line(records):
     """anvil's training-step speedup from 1 thread to the most threads, over the networks."""
-    steps = defaultdict(dict)  # (model, batch) -> threads -> seconds
+    steps = defaultdict(dict)  # (model, batch, precision) -> threads -> seconds
     for r in records:
         if (r["family"] == "model" and r.get("phase") == "train_step" and "seconds" in r and "lstm" not in r
                 and "threads" in r):
-            steps[(r["model"], r.get("batch"))][int(r["threads"])] = r["seconds"]
+            steps[(r["model"], r.get("batch"), r.get("precision", "fp32"))][int(r["threads"])] = r["seconds"]
     top = max((max(t) for t in steps.values() if 1 in t and len(t) > 1), default=None)
     if top is None:
         return None
@@ -49,13 +49,14 @@ def peer_lines(records, results_dir):
     anvil = report_peers.anvil_rows(records)
     lines = []
     for peer, label in report_peers.PEERS:
-        by_threads = defaultdict(list)
+        by_threads = defaultdict(list)  # (threads, precision) -> ratios
         for key, r in anvil.items():
             other = peers.get(peer, {}).get(key)
             if key[1] == "train_step" and other and other.get("median_of_rep_means_s"):
-                by_threads[key[2]].append(r["seconds"] / other["median_of_rep_means_s"])
-        for threads, ratios in sorted(by_threads.items()):
-            lines.append(f"anvil / {label} training-step time at {threads} thread(s): geometric mean "
+                by_threads[(key[2], key[4])].append(r["seconds"] / other["median_of_rep_means_s"])
+        for (threads, precision), ratios in sorted(by_threads.items(), key=lambda kv: (kv[0][1] != "fp32", kv[0])):
+            mixed = "" if precision == "fp32" else f" in {precision} (both sides autocast)"
+            lines.append(f"anvil / {label} training-step time at {threads} thread(s){mixed}: geometric mean "
                          f"{geomean(ratios):.2f} over {len(ratios)} network(s), {min(ratios):.2f}-{max(ratios):.2f} "
                          "(below 1: anvil faster).")
     return lines

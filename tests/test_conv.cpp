@@ -235,7 +235,7 @@ TEST_CASE("conv2d rejects bad arguments with clear messages", "[conv][errors]") 
   CHECK_THROWS_WITH(conv2d(x, w, Tensor::zeros({4}, DType::f64)), Contains("but bias is f64"));
   CHECK_THROWS_WITH(
       conv2d(Tensor::zeros({2, 3, 8, 8}, DType::i64), Tensor::zeros({4, 3, 3, 3}, DType::i64)),
-      Contains("conv2d: expected a float32 or float64 input, got i64"));
+      Contains("conv2d: expected a float32, float64, bfloat16 or float16 input, got i64"));
   CHECK_THROWS_WITH(conv2d(Tensor(), w), Contains("conv2d"));
   // An empty batch is fine.
   CHECK(conv2d(Tensor::zeros({0, 3, 8, 8}), w).sizes() == Shape({0, 4, 6, 6}));

@@ -16,6 +16,7 @@
 #include "harness/op_driver.h"
 #include "harness/problem_descriptor.h"
 #include "helpers/driver_loop.h"
+#include "kernels/cpu/bf16/gemm_half.h"
 #include "kernels/register.h"
 
 using namespace anvil;
@@ -75,6 +76,31 @@ TEST_CASE("op driver loop: conv2d odd shapes", "[drivers][conv][variants]") {
 }
 TEST_CASE("op driver loop: conv2d layers", "[drivers][conv][variants]") {
   test::run_driver_group(driver("conv2d"), "layers", Device::cpu(), /*run_ref=*/false);
+}
+
+// The 16-bit variants (cpu.onednn.bf16 where the CPU has avx512_bf16, cpu.bf16_via_f32,
+// cpu.f16_via_f32) on the odd shapes and three layers in bf16 and f16, against ref in f64 on the
+// same rounded inputs (Note [Half conv tolerance]); then the bf16 fallback again with the CPU's
+// avx512_bf16 masked, as on a CPU without it.
+TEST_CASE("op driver loop: conv2d in bf16 and f16", "[drivers][conv][variants][bf16]") {
+  const auto& conv = driver("conv2d");
+  CHECK(test::run_driver_group(conv, "half", Device::cpu()) > 0);
+  CHECK(conv.tolerance("cpu.onednn.bf16", DType::bf16) == 2.0 / 256);
+  CHECK(conv.tolerance("cpu.f16_via_f32", DType::f16) == 2.0 / 2048);
+  const auto problems = conv.group("half");
+  const OpProblem first_bf16 = problems.front().problem;
+  REQUIRE(std::get<ConvProblem>(first_bf16).dtype == DType::bf16);
+  const auto supported = [&](const std::string& name) {
+    for (const auto& c : conv.candidates(first_bf16))
+      if (c.name == name) return c.support.ok;
+    return false;
+  };
+  CHECK(supported("cpu.bf16_via_f32"));
+  CHECK(supported("cpu.onednn.bf16") == kernels::gemm_bf16_native_available());
+  kernels::set_gemm_bf16_mask_native(true);
+  const bool native_masked = !supported("cpu.onednn.bf16");
+  kernels::set_gemm_bf16_mask_native(false);
+  CHECK(native_masked);
 }
 
 TEST_CASE("op driver loop: max_pool2d", "[drivers][pool][variants]") { loop_groups("max_pool2d"); }
@@ -154,7 +180,7 @@ TEST_CASE("op drivers read problems from a model, a group or a descriptor", "[dr
   REQUIRE(one.size() == 1);
   CHECK(std::get<ConvProblem>(one[0].problem).c == 3);
   CHECK_THROWS_WITH(harness::problems_from(conv, "group:huge"),
-                    Contains("no problem group 'huge'") && Contains("odd or layers"));
+                    Contains("no problem group 'huge'") && Contains("odd, layers or half"));
   CHECK_THROWS_WITH(harness::problems_from(conv, "mb2ic3ih5oc4"), Contains("missing 'kh'"));
   const auto sm = harness::problems_from(driver("softmax"), "r3c7:log_softmax:f64");
   REQUIRE(sm.size() == 1);

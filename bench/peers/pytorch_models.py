@@ -28,7 +28,10 @@ configuration, which is also what keeps peak RSS per configuration.
 
 Subcommands (the default is `run`):
   run    time models:  pytorch_models.py run --models fcn5 --threads 1,2 --reps 3 [--breakdown]
-         [--profile STEPS] [--config preset|FILE]
+         [--profile STEPS] [--config preset|FILE] [--precision fp32|bf16]
+         --precision bf16 runs each step's forward and loss under
+         torch.autocast("cpu", dtype=torch.bfloat16) (backward and optimizer outside it, as
+         PyTorch's AMP recipe does), beside anvil_bench --anvil_precision=bf16; fp32 by default.
   tune   measure the candidate settings and write the fastest configuration as JSON:
            pytorch_models.py tune --out pytorch_config.json
          (MKL code path by torch.mm GFLOP/s at 1 thread; allocator by the FCN-5 training step at
@@ -787,8 +790,10 @@ class NetStep:
 
     WINDOWS = 8  # distinct LSTM windows cycled through (ids differ between consecutive steps)
 
-    def __init__(self, torch, F, name: str, batch: int, train: bool, sgd_impl: str):
+    def __init__(self, torch, F, name: str, batch: int, train: bool, sgd_impl: str, amp=None):
+        import contextlib
         self.torch, self.F, self.name, self.batch, self.train = torch, F, name, batch, train
+        self.amp = amp or contextlib.nullcontext  # autocast_of(): the forward's context
         self.spec = spec = NETS[name]
         self.net = build_net(torch, name)
         self.net.train(train)
@@ -813,10 +818,12 @@ class NetStep:
         if self.spec["kind"] == "cnn":
             if self.train:
                 self.opt.zero_grad(set_to_none=True)
-                F.cross_entropy(net(self.x), self.y).backward()
+                with self.amp():
+                    loss = F.cross_entropy(net(self.x), self.y)
+                loss.backward()
                 self.opt.step()
             else:
-                with torch.no_grad():
+                with torch.no_grad(), self.amp():
                     net(self.x)
             return
         x, y = self.windows[self.k]
@@ -824,14 +831,15 @@ class NetStep:
         if self.train:
             self.opt.zero_grad(set_to_none=True)
             state = None if self.state is None else tuple(s.detach() for s in self.state)
-            logits, self.state = net(x, state)                     # [T, B, V]
-            v = logits.shape[-1]
-            loss = F.cross_entropy(logits.reshape(-1, v), y.reshape(-1), reduction="sum") / self.batch
+            with self.amp():
+                logits, self.state = net(x, state)                     # [T, B, V]
+                v = logits.shape[-1]
+                loss = F.cross_entropy(logits.reshape(-1, v), y.reshape(-1), reduction="sum") / self.batch
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), self.spec["clip"])
             self.opt.step()
         else:
-            with torch.no_grad():
+            with torch.no_grad(), self.amp():
                 _, self.state = net(x, self.state)
 
     def macs_per_sample(self) -> float:
@@ -856,6 +864,19 @@ def make_sgd(torch, params, lr: float, impl: str, momentum: float = 0.0):
     else:
         kw["foreach"] = False
     return torch.optim.SGD(params, **kw)
+
+
+def autocast_of(torch, precision: str):
+    """A factory of the context the forward and loss run in: torch.autocast on the CPU for bf16
+    (its CPU op lists: conv and linear in bf16, the losses and reductions in fp32), nothing for
+    fp32. Returns (factory, description) -- the description goes into the row's config."""
+    import contextlib
+    if precision == "fp32":
+        return contextlib.nullcontext, None
+    if precision == "bf16":
+        return (lambda: torch.autocast("cpu", dtype=torch.bfloat16),
+                'torch.autocast("cpu", dtype=torch.bfloat16) around forward + loss')
+    sys.exit(f"--precision {precision}: the CPU peer runs fp32 or bf16 (fp16 needs GradScaler, not wired)")
 
 
 def time_loop(step, warmup: int, reps: int, min_time: float, min_steps: int):
@@ -883,7 +904,8 @@ def net_child_main(a, cfg: dict, rss_start: float) -> None:
     spec = NETS[a.model]
     batch = a.batch or spec["batch"]
     train = a.phase == "train"
-    ns = NetStep(torch, F, a.model, batch, train, cfg.get("sgd", "for_loop"))
+    amp, autocast = autocast_of(torch, a.precision)
+    ns = NetStep(torch, F, a.model, batch, train, cfg.get("sgd", "for_loop"), amp)
     macs = ns.macs_per_sample()
     per_rep = time_loop(ns.step, a.warmup, a.reps, a.min_time, a.min_steps)
     flat = [t for r in per_rep for t in r]
@@ -902,7 +924,9 @@ def net_child_main(a, cfg: dict, rss_start: float) -> None:
         "pct_peak": pct_of_peak(flops, statistics.median(flat), a),
         "peak_gflops_per_core": a.peak or None, "peak_source": a.peak_source,
         "peak_rss_MB": peak_rss_mb(), "process": a.process, "rss_at_start_MB": rss_start, "rss_after_import_MB": rss_import,
-        "config": torch_facts(torch, dict(cfg, inference="eager", inference_by_model=None)),
+        "precision": a.precision,
+        "config": dict(torch_facts(torch, dict(cfg, inference="eager", inference_by_model=None)),
+                       autocast=autocast),
     }
     if spec["kind"] == "lstm":
         out["seq_len"] = spec["steps"]
@@ -937,22 +961,24 @@ def phase_main(a) -> None:
     if cuda:
         return cuda_child_main(a, cfg, torch, F, net, x, y, batch, train, rss_start, rss_import)
     opt = make_sgd(torch, net.parameters(), SGD_LR[a.model], cfg.get("sgd", "for_loop")) if train else None
+    amp, autocast = autocast_of(torch, a.precision)
 
     def train_step():
         opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(net(x), y)
+        with amp():
+            loss = F.cross_entropy(net(x), y)
         loss.backward()
         opt.step()
 
     def inference_step():
-        with torch.inference_mode():
+        with torch.inference_mode(), amp():
             net(x)
 
     # Parameters and FLOPs are counted on the dense model: to_mkldnn below replaces each
     # nn.Linear by a MkldnnLinear whose weights are buffers, so counting after it gave 0 for both.
     params, fwd_flops = model_params_and_flops(torch, net, batch)
     route = (cfg.get("inference_by_model") or {}).get(a.model, cfg.get("inference", "eager"))
-    if not train and route == "mkldnn":
+    if not train and route == "mkldnn" and a.precision == "fp32":
         # oneDNN's fp32 inner product instead of MKL's sgemm (same precision): the model's
         # weights are converted once, as a deployment would; the input conversion and the
         # conversion of the output back to a dense tensor are part of every step.
@@ -979,7 +1005,8 @@ def phase_main(a) -> None:
         "pct_peak": pct_of_peak(flops, statistics.median(flat), a),
         "peak_gflops_per_core": a.peak or None, "peak_source": a.peak_source,
         "peak_rss_MB": peak_rss_mb(), "process": a.process, "rss_at_start_MB": rss_start, "rss_after_import_MB": rss_import,
-        "config": torch_facts(torch, cfg),
+        "precision": a.precision,
+        "config": dict(torch_facts(torch, cfg), autocast=autocast),
     }
     if train and a.breakdown:
         out["phases"] = breakdown(torch, F, net, opt, x, y, a)
@@ -1227,6 +1254,8 @@ def run_main(a) -> None:
     ensure_allocators()
     cfg = effective_config(cfg)
     cuda = a.device == "cuda"
+    if cuda and a.precision != "fp32":
+        sys.exit(f"--precision {a.precision}: the GPU rows run fp32 only (pytorch_gpu_models.py)")
     if cuda:
         cfg = dict(cfg, device="cuda")
     peak, peak_source = resolve_peak(a.peak)
@@ -1250,6 +1279,8 @@ def run_main(a) -> None:
                         args += ["--batch", str(batch)]
                     if cuda:
                         args += ["--device", "cuda"]
+                    if a.precision != "fp32":
+                        args += ["--precision", a.precision]
                     if a.breakdown and model in MODELS:  # the FCN step only
                         args.append("--breakdown")
                     if a.profile:
@@ -1466,6 +1497,9 @@ def main() -> None:
         q.add_argument("--peak-source", default="given with --peak", help=argparse.SUPPRESS)
         q.add_argument("--breakdown", action="store_true", help="also time zero_grad/forward/backward/step separately")
         q.add_argument("--profile", type=int, default=0, metavar="STEPS", help="also profile STEPS steps per op")
+        q.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                       help="bf16: forward and loss under torch.autocast('cpu', dtype=torch.bfloat16) "
+                            "(anvil_bench --anvil_precision=bf16); CPU only")
         q.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                        help="cuda: the FCN/MLP step on the GPU (FP32, TF32 off), at networks.md's GPU "
                             "batch sweep unless --batch is given")

@@ -12,11 +12,18 @@ namespace anvil {
 
 // Note [Autocast policy]
 // Inside an AutocastGuard{Precision::bf16} (or fp16) the ops of the *low-precision list* (the
-// GEMMs: matmul and linear; conv2d and the LSTM's GEMMs are still to be added) cast their floating
-// inputs to bf16/f16 at the op boundary and output the low type, with FP32 accumulation inside the
-// kernel, as PyTorch's autocast ops do. The ops of the *FP32 list* (softmax, log_softmax,
-// cross-entropy, batch-norm statistics once wired, the reductions sum/mean and the losses) cast
-// 16-bit inputs up to f32 and output f32, so a bf16 activation never reaches an exp or a long sum.
+// GEMMs: matmul, linear and conv2d (conv2d_relu too); the LSTM's GEMMs are still to be added)
+// cast their floating inputs to bf16/f16 at the op boundary and output the low type, with FP32
+// accumulation inside the kernel, as PyTorch's autocast ops do. The ops of the *FP32 list*
+// (softmax, log_softmax, cross-entropy, batch_norm2d, the reductions sum/mean and the losses)
+// cast 16-bit inputs up to f32 and output f32, so a bf16 activation never reaches an exp, a
+// long sum or a batch statistic. PyTorch's CPU lists put conv and linear in the low list and
+// keep the losses and the long reductions in f32; its batch norm takes a bf16 input but keeps
+// its statistics in f32, which anvil's f32-only batch-norm kernels get by the cast up. The
+// pooling ops (max_pool2d, avg_pool2d, adaptive_avg_pool2d) are in the FP32 list for a
+// different reason: anvil's pooling kernels are f32/f64 only (PyTorch pools in bf16), so a
+// bf16 conv output is widened before the pool and the next conv narrows it again; a bf16
+// pooling variant would save those two passes.
 // Every other op runs in the type of its inputs. The casts go through Tensor::to, so autograd
 // records them and the backward of a cast is the cast back: a gradient reaches an f32 parameter in
 // f32 (the master weights stay f32). The GEMM kernels accumulate in f32 or wider: until the fast
@@ -40,6 +47,7 @@ struct AutocastOp {
 inline constexpr AutocastOp kAutocastOps[] = {
     {"matmul", AutocastList::low_precision},
     {"linear", AutocastList::low_precision},
+    {"conv2d", AutocastList::low_precision},
     {"softmax", AutocastList::fp32},
     {"log_softmax", AutocastList::fp32},
     {"cross_entropy", AutocastList::fp32},
@@ -47,6 +55,10 @@ inline constexpr AutocastOp kAutocastOps[] = {
     {"binary_cross_entropy_with_logits", AutocastList::fp32},
     {"sum", AutocastList::fp32},
     {"mean", AutocastList::fp32},
+    {"batch_norm2d", AutocastList::fp32},
+    {"max_pool2d", AutocastList::fp32},
+    {"avg_pool2d", AutocastList::fp32},
+    {"adaptive_avg_pool2d", AutocastList::fp32},
 };
 
 std::string_view autocast_list_name(AutocastList list);

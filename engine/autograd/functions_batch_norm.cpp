@@ -6,15 +6,19 @@
 // ops::batch_norm2d_forward, and are never differentiated.
 #include <memory>
 
+#include "engine/autograd/autocast.h"
 #include "engine/autograd/autograd_meta.h"
 #include "engine/autograd/functions.h"
 #include "engine/ops/batch_norm.h"
 
 namespace anvil {
 
-Tensor batch_norm2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
+Tensor batch_norm2d(const Tensor& x_in, const Tensor& weight, const Tensor& bias,
                     const Tensor& running_mean, const Tensor& running_var, bool training,
                     double momentum, double eps) {
+  // A 16-bit activation is normalised in f32 (Note [Autocast policy]); the parameters and the
+  // running statistics are f32 already.
+  const Tensor x = autocast_input("batch_norm2d", x_in);
   auto fwd = std::make_shared<ops::BatchNormForward>(ops::batch_norm2d_forward(
       x, weight, bias, running_mean, running_var, training, momentum, eps));
   Tensor y = fwd->y;

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // conv2d and conv2d_relu with their backward (dx by backward-data, dw and db by
-// backward-weights), all three through the conv2d variant table (engine/ops/conv.h).
+// backward-weights), all three through the conv2d variant table (engine/ops/conv.h). Under
+// autocast both run in the low precision (Note [Autocast policy]).
 //
 // Note [Fused conv relu]
 // conv2d_relu records one node for relu(conv(x, w) + b). Its backward masks the incoming
 // gradient with y > 0 (y = the saved relu output: y > 0 exactly where the pre-activation is),
 // then runs the two convolution backward passes. Whether the forward ran fused (a variant with
 // a relu post-op) or as conv then relu does not change y, so the gradients are the same.
+#include "engine/autograd/autocast.h"
 #include "engine/autograd/autograd_meta.h"
 #include "engine/autograd/functions.h"
 #include "engine/ops/conv.h"
@@ -27,8 +29,11 @@ ops::ConvParams to_params(const Conv2dOptions& o) {
   return p;
 }
 
-Tensor conv2d_impl(const Tensor& x, const Tensor& weight, const Tensor& bias,
+Tensor conv2d_impl(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in,
                    const Conv2dOptions& options, bool relu) {
+  // The casts are recorded ops: dw and db come back to f32 parameters in f32.
+  const Tensor x = autocast_input("conv2d", x_in), weight = autocast_input("conv2d", weight_in);
+  const Tensor bias = autocast_input("conv2d", bias_in);
   const ops::ConvParams params = to_params(options);
   Tensor y = ops::conv2d_forward(x, weight, bias, params, relu);
   if (any_requires_grad({&x, &weight, &bias})) {

@@ -5,6 +5,7 @@
 // the node without its output y (no saved outputs: Note [Autograd graph]).
 #include <memory>
 
+#include "engine/autograd/autocast.h"
 #include "engine/autograd/autograd_meta.h"
 #include "engine/autograd/functions.h"
 #include "engine/ops/pool.h"
@@ -27,19 +28,24 @@ Tensor pool(const char* node_name, const Tensor& x, const PoolProblem& problem) 
 
 }  // namespace
 
-Tensor max_pool2d(const Tensor& x, const Pool2dOptions& o) {
+// The pooling ops are in autocast's FP32 list: the pooling kernels are f32/f64 only
+// (Note [Autocast policy]).
+Tensor max_pool2d(const Tensor& x_in, const Pool2dOptions& o) {
+  const Tensor x = autocast_input("max_pool2d", x_in);
   const PoolProblem p = ops::pool2d_problem(PoolKind::max, x, o.kernel, o.stride, o.padding,
                                             o.ceil_mode, true, "max_pool2d");
   return pool("MaxPool2dBackward", x, p);
 }
 
-Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& o) {
+Tensor avg_pool2d(const Tensor& x_in, const Pool2dOptions& o) {
+  const Tensor x = autocast_input("avg_pool2d", x_in);
   const PoolProblem p = ops::pool2d_problem(PoolKind::avg, x, o.kernel, o.stride, o.padding,
                                             o.ceil_mode, o.count_include_pad, "avg_pool2d");
   return pool("AvgPool2dBackward", x, p);
 }
 
-Tensor adaptive_avg_pool2d(const Tensor& x, std::array<std::int64_t, 2> output_size) {
+Tensor adaptive_avg_pool2d(const Tensor& x_in, std::array<std::int64_t, 2> output_size) {
+  const Tensor x = autocast_input("adaptive_avg_pool2d", x_in);
   const PoolProblem p = ops::adaptive_avg_pool2d_problem(x, output_size, "adaptive_avg_pool2d");
   return pool("AdaptiveAvgPool2dBackward", x, p);
 }
@@ -48,8 +54,9 @@ Tensor global_avg_pool2d(const Tensor& x) {
   check_defined(x, "global_avg_pool2d", "input");
   ANVIL_CHECK(x.dim() == 4, "global_avg_pool2d", "expected 4-D input (N,C,H,W), got ",
               shape_str(x.sizes()));
-  const PoolProblem p = ops::adaptive_avg_pool2d_problem(x, {1, 1}, "global_avg_pool2d");
-  return pool("AdaptiveAvgPool2dBackward", x, p).flatten(1);
+  const Tensor xa = autocast_input("adaptive_avg_pool2d", x);
+  const PoolProblem p = ops::adaptive_avg_pool2d_problem(xa, {1, 1}, "global_avg_pool2d");
+  return pool("AdaptiveAvgPool2dBackward", xa, p).flatten(1);
 }
 
 }  // namespace anvil

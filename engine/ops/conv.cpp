@@ -72,8 +72,10 @@ ConvProblem conv2d_problem(const Tensor& x, const Tensor& weight, const Tensor& 
                            const ConvParams& params, const char* where) {
   check_defined(x, where, "input");
   check_defined(weight, where, "weight");
-  ANVIL_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, where,
-              "expected a float32 or float64 input, got ", dtype_name(x.dtype()));
+  // bf16/f16: the autocast path (Note [Autocast policy]); their variants accumulate in f32.
+  ANVIL_CHECK(is_any_floating(x.dtype()), where,
+              "expected a float32, float64, bfloat16 or float16 input, got ",
+              dtype_name(x.dtype()));
   ANVIL_CHECK(weight.dtype() == x.dtype(), where, "dtype mismatch: input is ",
               dtype_name(x.dtype()), " but weight is ", dtype_name(weight.dtype()));
   check_same_device(x, weight, where);

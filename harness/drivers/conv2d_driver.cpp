@@ -4,7 +4,19 @@
 // Groups: "odd" (small shapes with odd sizes through every code path: wide and direct chunks,
 // 1x1, groups, depthwise, asymmetric stride/padding/dilation, winograd-eligible, 5x5), each
 // without and with bias and with a fused relu; "layers" (real AlexNet, ResNet-50, VGG16 and
-// cnn_mnist layers at batch 1-2, VGG16 cropped to 32x32, with bias).
+// cnn_mnist layers at batch 1-2, VGG16 cropped to 32x32, with bias); "half" (the odd shapes
+// with bias and three model layers, in bf16 and f16, for the 16-bit variants: Note [Half conv
+// tolerance]).
+//
+// Note [Half conv tolerance]
+// A 16-bit case's inputs are bf16/f16 values, so ref's f64 sums of them are exact up to f64,
+// and a variant that multiplies in f32 (exact for 8- or 11-bit significands), sums in f32 and
+// rounds each output once is off by the f32 sum's error (the f32 bound of this driver, growing
+// with the reduction) plus the final rounding, at most u * |ref| with u = 2^-8 (bf16) or 2^-11
+// (f16), a fixed part that does not grow with the reduction. tolerance(v, bf16/f16) is that
+// part, doubled (2u: the rounded value is itself off by the sum's error); the check adds the
+// f32 part. A variant that drops a pass's tail, mixes up the layout or skips the rounding is
+// off by order 1 or by far more than 2u on some element.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -52,11 +64,23 @@ const NamedShape kLayerShapes[] = {
     {"vgg16 3x3 64-8 224 row chunks", "mb1ic64ih224oc8kh3ph1"},
 };
 
-// A shape's problem with the parts of a bias and a fused relu.
-nn::NamedProblem problem_of(const NamedShape& shape, bool bias, bool relu) {
-  const std::string parts = std::string(bias ? ":bias" : "") + (relu ? ":relu" : "");
-  return {detail::str_cat(shape.name, bias ? " bias" : "", relu ? " relu" : ""),
-          parse_problem("conv2d", shape.descriptor + parts)};
+// The layers of the "half" group (batch 1-2: ref runs in f64 on every one).
+const NamedShape kHalfLayerShapes[] = {
+    {"cnn_mnist conv2", "mb2ic32ih26oc64kh3"},
+    {"alexnet conv3", "mb1ic256ih13oc384kh3ph1"},
+    {"resnet50 1x1 64-256 28", "mb2ic64ih28oc256kh1"},
+};
+
+// A shape's problem with the parts of a bias and a fused relu, in f32 unless told.
+nn::NamedProblem problem_of(const NamedShape& shape, bool bias, bool relu,
+                            DType dtype = DType::f32) {
+  const bool half = dtype != DType::f32;
+  const std::string type = half ? std::string(dtype_name(dtype)) : std::string();
+  const std::string descriptor = detail::str_cat(shape.descriptor, bias ? ":bias" : "",
+                                                 relu ? ":relu" : "", half ? ":" : "", type);
+  return {
+      detail::str_cat(shape.name, bias ? " bias" : "", relu ? " relu" : "", half ? " " : "", type),
+      parse_problem("conv2d", descriptor)};
 }
 
 // The pass's longest reduction: C/g R S products per y, K/g R S per dx, N P Q per dw and db.
@@ -103,7 +127,7 @@ class ConvCase final : public OpCase {
 
   std::string check() override {
     if (!ref_y_.defined()) compute_ref();
-    const double bound = bound_(name_) * std::sqrt(std::max(reduction_length(p_), 1.0));
+    const double bound = bound_for(reduction_length(p_));
     switch (p_.pass) {
       case ConvPass::forward:
         return compare_scaled("y", y_, ref_y_, bound);
@@ -112,9 +136,9 @@ class ConvCase final : public OpCase {
       case ConvPass::backward_weights: {
         std::string bad = compare_scaled("dw", dw_, ref_dw_, bound);
         if (p_.has_bias)
-          bad += compare_scaled("db", db_, ref_db_,
-                                bound_(name_) * std::sqrt(static_cast<double>(p_.n) * p_.p() *
-                                                          std::max<std::int64_t>(p_.q(), 1)));
+          bad += compare_scaled(
+              "db", db_, ref_db_,
+              bound_for(static_cast<double>(p_.n) * p_.p() * std::max<std::int64_t>(p_.q(), 1)));
         return bad;
       }
     }
@@ -122,6 +146,15 @@ class ConvCase final : public OpCase {
   }
 
  private:
+  // The bound for a reduction of `length` terms: the tolerance per unit of growth, or for a
+  // 16-bit output its fixed rounding part plus the f32 sum's (Note [Half conv tolerance]).
+  double bound_for(double length) const {
+    const double growth = std::sqrt(std::max(length, 1.0));
+    if (!is_half(p_.dtype)) return bound_(name_) * growth;
+    return bound_(name_) + kF32SumBound * growth;
+  }
+  static constexpr double kF32SumBound = 32.0 * 1.1920928955078125e-07;  // 32 f32 epsilons
+
   static ConvArgs args(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor& b,
                        const Tensor& dy, Tensor& y, Tensor& dx, Tensor& dw, Tensor& db) {
     return ConvArgs{p,
@@ -162,7 +195,7 @@ class ConvDriver final : public TableDriver<ConvProblem, ConvTable> {
  public:
   ConvDriver() : TableDriver(conv_table()) {}
 
-  std::vector<std::string> groups() const override { return {"odd", "layers"}; }
+  std::vector<std::string> groups() const override { return {"odd", "layers", "half"}; }
 
   std::vector<nn::NamedProblem> group(const std::string& name) const override {
     std::vector<nn::NamedProblem> out;
@@ -172,8 +205,16 @@ class ConvDriver final : public TableDriver<ConvProblem, ConvTable> {
           for (bool relu : {false, true}) out.push_back(problem_of(shape, bias, relu));
       return out;
     }
+    if (name == "half") {
+      for (const DType dtype : {DType::bf16, DType::f16}) {
+        for (const auto& shape : kOddShapes) out.push_back(problem_of(shape, true, false, dtype));
+        for (const auto& shape : kHalfLayerShapes)
+          out.push_back(problem_of(shape, true, false, dtype));
+      }
+      return out;
+    }
     ANVIL_CHECK(name == "layers", "conv2d driver", "no problem group '", name,
-                "' (expected odd or layers)");
+                "' (expected odd, layers or half)");
     for (const auto& shape : kLayerShapes) {
       out.push_back(problem_of(shape, true, false));
       out.push_back(problem_of(shape, true, true));
@@ -201,14 +242,20 @@ class ConvDriver final : public TableDriver<ConvProblem, ConvTable> {
     const ConvProblem& q = std::get<ConvProblem>(p);
     return std::make_unique<ConvCase>(
         table_, q, seed, [this, dt = q.dtype, pass = q.pass](const std::string& v) {
-          // Weight gradients sum the longest products: 4x.
-          return tolerance(v, dt) * (pass == ConvPass::backward_weights ? 4.0 : 1.0);
+          // Weight gradients sum the longest products: 4x (of the f32 part only for a 16-bit
+          // output, Note [Half conv tolerance]).
+          const bool longest = pass == ConvPass::backward_weights && !is_half(dt);
+          return tolerance(v, dt) * (longest ? 4.0 : 1.0);
         });
   }
 
   // 32 roundings. Winograd's transforms lose a few more bits than direct sums (16x); on the GPU,
   // cuDNN's Winograd and FFT algorithms more (64x), and so may `cuda.cudnn`, which picks any.
+  // bf16/f16: twice the output's unit roundoff, not scaled by the reduction (Note [Half conv
+  // tolerance]).
   double tolerance(const std::string& variant, DType dtype) const override {
+    if (dtype == DType::bf16) return 2.0 * std::ldexp(1.0, -8);
+    if (dtype == DType::f16) return 2.0 * std::ldexp(1.0, -11);
     const bool transform =
         variant.find("winograd") != std::string::npos || variant.find("fft") != std::string::npos;
     double extra = transform ? 16.0 : 1.0;
@@ -217,9 +264,11 @@ class ConvDriver final : public TableDriver<ConvProblem, ConvTable> {
   }
 
   // Winograd takes only 3x3 stride-1 problems: of the odd group, the 3x3 stride-1 ones
-  // (odd3x3, groups2, depthwise, winograd-able) in their 4 forms x passes.
+  // (odd3x3, groups2, depthwise, winograd-able) in their 4 forms x passes. The half group: each
+  // 16-bit variant runs its dtype's 15 problems x 3 passes.
   int minimum_problems(const std::string& group, DeviceType device) const override {
     if (device == DeviceType::cuda) return kCudaMinimumPairs;
+    if (group == "half") return 40;
     return group == "odd" ? 8 : 3;
   }
 };

@@ -7,8 +7,9 @@
 // problems than the harness's stated minimum. The one exemption: a variant that declined every
 // problem it was offered for a reason naming this machine ("... this CPU ...", e.g. no AVX-512),
 // which it reports and the log shows; and a variant for other dtypes that declined every problem
-// with "<variant> handles <dtype> only, not <dtype>" (the bf16/f16 GEMMs in an f32 harness: their
-// own file, tests/test_gemm_half_variants.cpp, checks them).
+// with "<variant> handles <dtype> only, not <dtype>" or "needs f32 or f64, got <dtype>" (the
+// bf16/f16 GEMMs in an f32 harness: their own file, tests/test_gemm_half_variants.cpp, checks
+// them; the f32 convolutions in the conv2d driver's "half" group).
 #include <map>
 #include <string>
 

@@ -253,7 +253,7 @@ int run_cli(int argc, char** argv) {
                         "and variants: anvil info)");
   train_cmd
       ->add_option("--precision", c.precision,
-                   "fp32; bf16: linear/matmul in bf16 with f32 master weights (autocast); "
+                   "fp32; bf16: linear/matmul/conv2d in bf16 with f32 master weights (autocast); "
                    "fp16: the same in float16 with dynamic loss scaling (scale 2^16, halved on "
                    "an overflow, which skips the step, doubled after 2000 finite steps); bf16 "
                    "and fp16 on cpu only; tf32 is not supported yet")

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// conv2d on oneDNN 2.6 convolution primitives, f32, all three passes (forward with bias and a
-// fused relu post-op, backward data, backward weights + bias):
-//   cpu.onednn           algorithm::convolution_direct, format_tag::any (oneDNN's blocked
+// conv2d on oneDNN 2.6 convolution primitives, all three passes (forward with bias, backward
+// data, backward weights + bias):
+//   cpu.onednn           f32, algorithm::convolution_direct, format_tag::any (oneDNN's blocked
 //                        layouts, e.g. nChw16c / OIhw16i16o) with cached reorders to/from NCHW;
-//   cpu.onednn.nchw      convolution_direct on plain NCHW / (G)OIHW memory descs, no reorders;
-//   cpu.onednn.winograd  algorithm::convolution_winograd, format_tag::any, where oneDNN has it.
+//   cpu.onednn.nchw      f32, convolution_direct on plain NCHW / (G)OIHW memory descs, no reorders;
+//   cpu.onednn.winograd  f32, algorithm::convolution_winograd, format_tag::any, where oneDNN has
+//   it; cpu.onednn.bf16      bf16, as cpu.onednn with every tensor bf16 (Note [oneDNN bf16 conv]).
 // Tensors stay NCHW / KCRS outside (engine/dispatch/conv_problem.h); Note [oneDNN conv cache].
 #include "kernels/cpu/onednn/conv_onednn.h"
 
@@ -20,6 +21,7 @@
 
 #include "engine/core/error.h"
 #include "engine/dispatch/conv_problem.h"
+#include "kernels/cpu/bf16/gemm_half.h"
 #include "kernels/cpu/onednn/onednn_primitive_cache.h"
 #include "kernels/cpu/onednn/onednn_status.h"
 #include "kernels/cpu/thread_scratch.h"
@@ -52,11 +54,23 @@ struct VariantSpec {
   const char* name;
   dnnl::algorithm algorithm;
   bool blocked;  // format_tag::any (+ reorders) vs plain descs
+  DType dtype = DType::f32;
 };
 
+// Note [oneDNN bf16 conv]
+// cpu.onednn.bf16 is cpu.onednn with bf16 src, weights, bias and dst (diff_* likewise): oneDNN's
+// avx512_core_bf16 convolutions multiply with vdpbf16ps and accumulate in f32, rounding the
+// output once (the contract of Note [Half GEMM via f32]). Every tensor is bf16 because a
+// ConvProblem has one dtype; oneDNN would also write an f32 dst or diff_weights, but under
+// autocast the output is bf16 anyway (Note [Autocast policy]). The variant runs only where the
+// CPU has avx512_bf16 (gemm_bf16_native_available(), which a test can mask): elsewhere oneDNN
+// 2.6 would emulate bf16 on avx512_core or fall to its reference loops, and the named fallback
+// cpu.bf16_via_f32 (kernels/cpu/bf16/conv_half.cpp) runs instead. oneDNN's reference
+// implementation is declined as for f32.
 const VariantSpec kDirect{"cpu.onednn", dnnl::algorithm::convolution_direct, true};
 const VariantSpec kDirectNchw{"cpu.onednn.nchw", dnnl::algorithm::convolution_direct, false};
 const VariantSpec kWinograd{"cpu.onednn.winograd", dnnl::algorithm::convolution_winograd, true};
+const VariantSpec kBf16{"cpu.onednn.bf16", dnnl::algorithm::convolution_direct, true, DType::bf16};
 
 struct ConvEntry {
   dnnl::primitive primitive;
@@ -83,7 +97,8 @@ void* thread_buffer(int slot, std::size_t bytes) {
 
 std::shared_ptr<const ConvEntry> create_entry(const VariantSpec& v, const ConvProblem& p) {
   using Tag = memory::format_tag;
-  const auto f32 = memory::data_type::f32;
+  // Every tensor in the variant's type (Note [oneDNN bf16 conv]); named f32 for the f32 variants.
+  const auto f32 = v.dtype == DType::bf16 ? memory::data_type::bf16 : memory::data_type::f32;
   auto& eng = cpu_engine();
   auto e = std::make_shared<ConvEntry>();
   const Dims src_dims{p.n, p.c, p.h, p.w}, dst_dims{p.n, p.k, p.p(), p.q()};
@@ -193,7 +208,13 @@ CacheValue lookup(const VariantSpec& v, const ConvProblem& p) {
 }
 
 Support supports(const VariantSpec& v, const ConvProblem& p) {
-  if (p.dtype != DType::f32) return Support::no("oneDNN conv2d variants handle f32 only");
+  if (p.dtype != v.dtype)
+    return Support::no(detail::str_cat(v.name, " handles ", dtype_name(v.dtype), " only, not ",
+                                       dtype_name(p.dtype)));
+  if (v.dtype == DType::bf16 && !gemm_bf16_native_available())
+    return Support::no(
+        "cpu.onednn.bf16 needs avx512_bf16; this CPU lacks it or a test masked it "
+        "(cpu.bf16_via_f32 runs instead)");
   // Note [NaN propagation] (kernels/cpu/elementwise_functors.h): oneDNN 2.6's relu post-op
   // (eltwise_relu, alpha 0) maps a NaN pre-activation to 0 (tests/test_nan_propagation.cpp saw
   // it), which would hide a diverging run; the relu then runs as anvil's own pass.
@@ -294,7 +315,7 @@ void add(const VariantSpec& v, const char* description) {
 // The name of the oneDNN implementation a variant runs for p ("jit:avx512_core", "gemm:jit",
 // ...), or the reason it cannot: for docs/kernels/conv.md and benchmarks.
 std::string conv_onednn_impl_name(const std::string& variant, const ConvProblem& p) {
-  for (const VariantSpec* v : {&kDirect, &kDirectNchw, &kWinograd})
+  for (const VariantSpec* v : {&kDirect, &kDirectNchw, &kWinograd, &kBf16})
     if (variant == v->name) {
       const CacheValue cv = lookup(*v, p);
       return cv.entry ? cv.entry->impl_name : "unsupported: " + cv.reason;
@@ -306,6 +327,7 @@ void register_conv_onednn() {
   add(kDirect, "oneDNN 2.6 direct convolution, blocked layout, cached reorders");
   add(kWinograd, "oneDNN 2.6 winograd convolution (3x3 stride 1), blocked layout");
   add(kDirectNchw, "oneDNN 2.6 direct convolution on plain NCHW/OIHW descs, no reorders");
+  add(kBf16, "oneDNN 2.6 direct convolution in bf16 (avx512_bf16), f32 accumulation, blocked");
 }
 
 }  // namespace anvil::kernels

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Registration of the oneDNN 2.6 conv2d variants `cpu.onednn` (direct, oneDNN's blocked layout
-// with cached reorders), `cpu.onednn.nchw` (direct on plain NCHW/OIHW descs, no reorders) and
-// `cpu.onednn.winograd`.
+// with cached reorders), `cpu.onednn.nchw` (direct on plain NCHW/OIHW descs, no reorders),
+// `cpu.onednn.winograd` and `cpu.onednn.bf16` (direct, bf16, only with avx512_bf16).
 #include <string>
 
 namespace anvil {

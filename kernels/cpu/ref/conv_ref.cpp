@@ -2,12 +2,16 @@
 // conv2d `ref`: the obviously correct direct loops for all three passes, f32 and f64, every
 // stride/padding/dilation/groups, bias and fused relu. Each output element is one gather-sum
 // accumulated in double (no scatter, no races), so it serves as the reference for every other
-// variant. NCHW activations, KCRS filters (engine/dispatch/conv_problem.h).
+// variant. bf16/f16 problems run the f64 loops on the widened inputs and round each output once
+// (kernels/cpu/bf16/conv_widened.h). NCHW activations, KCRS filters
+// (engine/dispatch/conv_problem.h).
 #include "kernels/cpu/ref/conv_ref.h"
 
 #include <cstdint>
 
+#include "engine/core/half_types.h"
 #include "engine/dispatch/conv_problem.h"
+#include "kernels/cpu/bf16/conv_widened.h"
 #include "kernels/cpu/conv_passes.h"
 
 namespace anvil::kernels {
@@ -135,11 +139,31 @@ void backward_weights(const ConvArgs& a) {
 }  // namespace
 
 void register_conv_ref() {
-  conv_table().add(floating_variant(
-      "ref",
+  const ConvTable::Fn wide =
       conv_pass_fn("conv2d ref", {forward<float>, backward_data<float>, backward_weights<float>},
-                   {forward<double>, backward_data<double>, backward_weights<double>}),
-      "direct loops, f32/f64, double accumulation, all passes and options"));
+                   {forward<double>, backward_data<double>, backward_weights<double>});
+  conv_table().add({
+      .name = "ref",
+      .supports =
+          [](const ConvProblem& p) {
+            if (is_any_floating(p.dtype)) return Support::yes();
+            return Support::no(
+                detail::str_cat("needs a floating dtype, got ", dtype_name(p.dtype)));
+          },
+      .fn =
+          [wide](const ConvArgs& a) {
+            if (a.problem.dtype == DType::bf16)
+              conv_widened::run<half_detail::BFloat16Format, double>(a, DType::bf16, DType::f64,
+                                                                     wide, "conv2d ref");
+            else if (a.problem.dtype == DType::f16)
+              conv_widened::run<half_detail::Float16Format, double>(a, DType::f16, DType::f64, wide,
+                                                                    "conv2d ref");
+            else
+              wide(a);
+          },
+      .description = "direct loops, f32/f64 (bf16/f16 through f64, rounded once), double "
+                     "accumulation, all passes and options",
+  });
 }
 
 }  // namespace anvil::kernels
