@@ -26,8 +26,9 @@ void declare_variant_orders() {
   // skinny-M transposed-B GEMMs by rule; Eigen trails everywhere (Note [GEMM heuristic]).
   // cuda.cublas.tf32 runs only when forced (Note [TF32 is opt-in]).
   gemm_table().set_order({"cpu.onednn", "cuda.cublas", "cpu.onednn.matmul", "cpu.eigen",
-                          "cuda.cublas.tf32", "cpu.blocked", "cpu.bf16_avx512", "cpu.bf16_via_f32",
-                          "cpu.f16_via_f32", "cuda.custom.gemm_tiled", "ref"});
+                          "cuda.cublas.tf32", "cpu.blocked", "cpu.bf16_avx512",
+                          "cpu.onednn.matmul_bf16", "cpu.bf16_via_f32", "cpu.f16_via_f32",
+                          "cuda.custom.gemm_tiled", "ref"});
   elementwise_table().set_order({"cpu.omp", "cuda.custom.elementwise", "ref"});
   reduce_table().set_order({"cpu.omp", "cuda.custom.reduce", "ref"});
   softmax_table().set_order({"cpu.omp", "cuda.custom.softmax", "ref"});

@@ -154,10 +154,12 @@ void check_variant(const std::string& name, const Format& f, const GemmProblem& 
 // The bf16 variants this CPU can run: the native one only with avx512_bf16 (said, not hidden).
 std::vector<std::string> bf16_variants() {
   std::vector<std::string> names{"cpu.bf16_via_f32"};
-  if (anvil::kernels::gemm_bf16_native_available())
+  if (anvil::kernels::gemm_bf16_native_available()) {
     names.emplace_back("cpu.bf16_avx512");
-  else
-    WARN("this CPU lacks avx512_bf16: cpu.bf16_avx512 is not run here");
+    names.emplace_back("cpu.onednn.matmul_bf16");
+  } else {
+    WARN("this CPU lacks avx512_bf16: cpu.bf16_avx512 and cpu.onednn.matmul_bf16 are not run");
+  }
   return names;
 }
 

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// GEMM on oneDNN 2.6, f32, all four transpose modes, alpha/beta, batched:
-//   cpu.onednn         dnnl_sgemm (row-major BLAS-style call), batched by a loop;
-//   cpu.onednn.matmul  the dnnl::matmul primitive; strided memory descriptors express the
-//                      transposes and the batch (3-D descs) without copies; primitives are cached
-//                      per problem (Note [oneDNN matmul primitive cache]).
+// GEMM on oneDNN 2.6, all four transpose modes, alpha/beta, batched:
+//   cpu.onednn              f32, dnnl_sgemm (row-major BLAS-style call), batched by a loop;
+//   cpu.onednn.matmul       f32, the dnnl::matmul primitive; strided memory descriptors express
+//                           the transposes and the batch (3-D descs) without copies; primitives
+//                           are cached per problem (Note [oneDNN matmul primitive cache]);
+//   cpu.onednn.matmul_bf16  the same primitive on bf16 operands and C (f32 accumulation, C
+//                           rounded once), where the CPU has avx512_bf16 (oneDNN's own bf16
+//                           kernels; without it oneDNN would emulate, which is not this variant).
 // Row-major operands as in engine/dispatch/gemm_problem.h. Threads: oneDNN is built on the same
 // OpenMP runtime and reads omp_get_max_threads() when it runs, so set_num_threads() reaches it.
 #include "kernels/cpu/onednn/gemm_onednn.h"
@@ -21,8 +24,10 @@
 
 #include "engine/core/config.h"
 #include "engine/core/error.h"
+#include "engine/core/half_types.h"
 #include "engine/dispatch/gemm_problem.h"
 #include "kernels/cpu/onednn/onednn_primitive_cache.h"
+#include "kernels/cpu/bf16/gemm_half.h"
 #include "kernels/cpu/onednn/onednn_status.h"
 
 namespace anvil::kernels {
@@ -36,8 +41,26 @@ std::string exact(double v) {
 }
 
 Support supports_f32(const GemmProblem& p) {
-  if (p.dtype != DType::f32) return Support::no("oneDNN GEMM variants handle f32 only");
+  if (p.dtype != DType::f32)
+    return Support::no(
+        "cpu.onednn and cpu.onednn.matmul handle f32 only (bf16: "
+        "cpu.onednn.matmul_bf16)");
   return Support::yes();
+}
+
+Support supports_bf16(const GemmProblem& p) {
+  if (p.dtype != DType::bf16)
+    return Support::no("cpu.onednn.matmul_bf16 handles bf16 only, not " +
+                       std::string(dtype_name(p.dtype)));
+  if (!gemm_bf16_native_available())
+    return Support::no(
+        "cpu.onednn.matmul_bf16 needs avx512_bf16; this CPU lacks it or a test "
+        "masked it");
+  return Support::yes();
+}
+
+dnnl::memory::data_type onednn_type(DType d) {
+  return d == DType::bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
 }
 
 // Shapes oneDNN need not see: an empty C, or K == 0 (C = beta * C, or 0). Returns true when done.
@@ -50,6 +73,24 @@ bool handle_degenerate(const GemmArgs& args) {
       float* c = static_cast<float*>(args.c) + bi * p.stride_c + i * p.ldc;
       for (std::int64_t j = 0; j < p.n; ++j)
         c[j] = p.beta_zero ? 0.0f : static_cast<float>(args.beta) * c[j];
+    }
+  return true;
+}
+
+// handle_degenerate for bf16 C: C = beta * C (or 0), each element rounded once.
+bool handle_degenerate_bf16(const GemmArgs& args) {
+  using half_detail::bf16_bits_to_float;
+  using half_detail::float_to_bf16_bits;
+  const GemmProblem& p = args.problem;
+  if (p.m == 0 || p.n == 0) return true;
+  if (p.k != 0) return false;
+  for (std::int64_t bi = 0; bi < p.batch; ++bi)
+    for (std::int64_t i = 0; i < p.m; ++i) {
+      auto* c = static_cast<std::uint16_t*>(args.c) + bi * p.stride_c + i * p.ldc;
+      for (std::int64_t j = 0; j < p.n; ++j)
+        c[j] = p.beta_zero ? std::uint16_t{0}
+                           : float_to_bf16_bits(static_cast<float>(
+                                 args.beta * static_cast<double>(bf16_bits_to_float(c[j]))));
     }
   return true;
 }
@@ -121,14 +162,13 @@ dnnl::memory::desc operand_desc(const GemmProblem& p, std::int64_t rows, std::in
                                 std::int64_t ld, bool transposed, std::int64_t batch_stride) {
   using dnnl::memory;
   const std::int64_t row_stride = transposed ? 1 : ld, col_stride = transposed ? ld : 1;
-  if (p.batch == 1)
-    return memory::desc({rows, cols}, memory::data_type::f32, {row_stride, col_stride});
+  const memory::data_type type = onednn_type(p.dtype);
+  if (p.batch == 1) return memory::desc({rows, cols}, type, {row_stride, col_stride});
   const std::int64_t batch_dim = batch_stride == 0 ? 1 : p.batch;
   // For a broadcast operand the batch stride is unused; give it the matrix footprint.
   const std::int64_t footprint = transposed ? cols * ld : rows * ld;
   const std::int64_t bstride = batch_stride == 0 ? footprint : batch_stride;
-  return memory::desc({batch_dim, rows, cols}, memory::data_type::f32,
-                      {bstride, row_stride, col_stride});
+  return memory::desc({batch_dim, rows, cols}, type, {bstride, row_stride, col_stride});
 }
 
 std::shared_ptr<const MatmulEntry> create_matmul(const GemmArgs& args) {
@@ -164,7 +204,7 @@ std::shared_ptr<const MatmulEntry> cached_matmul(const GemmArgs& args) {
 void gemm_dnnl_matmul(const GemmArgs& args) {
   const GemmProblem& p = args.problem;
   p.validate("cpu.onednn.matmul");
-  if (handle_degenerate(args)) return;
+  if (p.dtype == DType::bf16 ? handle_degenerate_bf16(args) : handle_degenerate(args)) return;
   const char* step = "creating the matmul primitive";
   try {
     const auto e = cached_matmul(args);
@@ -207,6 +247,12 @@ void register_gemm_onednn() {
       .supports = supports_f32,
       .fn = gemm_dnnl_matmul,
       .description = "oneDNN 2.6 matmul primitive, strided descs (no copies), cached per problem",
+  });
+  gemm_table().add({
+      .name = "cpu.onednn.matmul_bf16",
+      .supports = supports_bf16,
+      .fn = gemm_dnnl_matmul,
+      .description = "oneDNN 2.6 matmul primitive on bf16 (avx512_bf16), f32 accumulation",
   });
 }
 
