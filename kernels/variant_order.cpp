@@ -24,10 +24,13 @@ namespace anvil::kernels {
 void declare_variant_orders() {
   // oneDNN's sgemm is best or within 2 % on large GEMMs in every mode; the matmul primitive wins
   // skinny-M transposed-B GEMMs by rule; Eigen trails everywhere (Note [GEMM heuristic]).
-  // cuda.cublas.tf32 runs only when forced (Note [TF32 is opt-in]).
+  // cuda.cublas.tf32 runs only when forced (Note [TF32 is opt-in]). bf16: oneDNN's matmul
+  // before the own vdpbf16ps kernel, which has no cache blocking: the AlexNet bf16 training
+  // step 1.21-1.23 s -> 0.70-0.72 s, FCN-5 1.44-1.90 s -> 0.38-0.41 s (1 thread, two rounds,
+  // 2026-11-28, docs/results/precision_cpu_2026-11-28/onednn_bf16_gemm.md).
   gemm_table().set_order({"cpu.onednn", "cuda.cublas", "cpu.onednn.matmul", "cpu.eigen",
-                          "cuda.cublas.tf32", "cpu.blocked", "cpu.bf16_avx512",
-                          "cpu.onednn.matmul_bf16", "cpu.bf16_via_f32", "cpu.f16_via_f32",
+                          "cuda.cublas.tf32", "cpu.blocked", "cpu.onednn.matmul_bf16",
+                          "cpu.bf16_avx512", "cpu.bf16_via_f32", "cpu.f16_via_f32",
                           "cuda.custom.gemm_tiled", "ref"});
   elementwise_table().set_order({"cpu.omp", "cuda.custom.elementwise", "ref"});
   reduce_table().set_order({"cpu.omp", "cuda.custom.reduce", "ref"});
