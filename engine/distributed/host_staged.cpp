@@ -2,8 +2,6 @@
 // Device collectives staged through the host (Note [Host-staged device collectives]).
 #include "engine/distributed/host_staged.h"
 
-#include <unistd.h>
-
 #include <string>
 #include <utility>
 #include <vector>
@@ -131,13 +129,7 @@ int place_on_gpu(Communicator& host) {
   ANVIL_CHECK(cuda != nullptr, kWhere, "need a CUDA GPU: ", cuda_unavailable_reason());
   const int visible = cuda->device_count();
   ANVIL_CHECK(visible > 0, kWhere, "need a CUDA GPU: none is visible");
-  char name[256] = {0};
-  ANVIL_CHECK(gethostname(name, sizeof name - 1) == 0, kWhere, "gethostname failed");
-  const Tensor mine = Tensor::from_vector(std::vector<std::int64_t>{placement_hash(name)}, {1});
-  const Tensor hosts = host.all_gather(mine);
-  const std::vector<std::int64_t> ids(hosts.data<std::int64_t>(),
-                                      hosts.data<std::int64_t>() + host.size());
-  return node_local_rank(ids, host.rank()) % visible;
+  return node_local_rank(gather_host_ids(host), host.rank()) % visible;
 }
 
 }  // namespace

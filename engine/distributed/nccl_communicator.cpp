@@ -5,7 +5,6 @@
 // (Note [NCCL without MPI on one process]). Host tensors (metrics, timings) go through the
 // bootstrap communicator, so callers use one communicator for both. Refuses before touching MPI
 // when there is no GPU, and before ncclCommInitRank when two ranks share a GPU.
-#include <unistd.h>
 
 #include <cstring>
 
@@ -122,17 +121,12 @@ CommunicatorPtr create_nccl_communicator() {
   CommunicatorPtr boot =
       launcher_world_size() > 1 ? create_mpi_for_bootstrap() : create_communicator("single");
   // One GPU per rank on a node (Note [One GPU per rank]): the node-local rank picks it.
-  char host[256] = {0};
-  ANVIL_CHECK(gethostname(host, sizeof host - 1) == 0, kWhere, "gethostname failed");
-  Tensor mine = Tensor::from_vector(std::vector<std::int64_t>{placement_hash(host)}, {1});
-  const Tensor hosts = boot->all_gather(mine);
-  const std::vector<std::int64_t> host_ids(hosts.data<std::int64_t>(),
-                                           hosts.data<std::int64_t>() + boot->size());
+  const std::vector<std::int64_t> host_ids = gather_host_ids(*boot);
   const int visible = cuda->device_count();
   const int device = node_local_rank(host_ids, boot->rank()) % visible;
   const std::string bus_id = cuda->pci_bus_id(device);
-  mine.data<std::int64_t>()[0] = placement_hash(bus_id);
-  const Tensor gpus = boot->all_gather(mine);
+  const Tensor gpus =
+      boot->all_gather(Tensor::from_vector(std::vector<std::int64_t>{placement_hash(bus_id)}, {1}));
   const std::string duplicate =
       duplicate_gpu_message(host_ids,
                             std::vector<std::int64_t>(gpus.data<std::int64_t>(),

@@ -3,13 +3,24 @@
 // nccl_placement.h): FNV-1a ids, the node-local rank, and the duplicate-GPU refusal.
 #include "engine/distributed/nccl_placement.h"
 
+#include <unistd.h>
+
 #include "engine/core/error.h"
+#include "engine/distributed/communicator.h"
 #include "engine/distributed/handshake.h"
 
 namespace anvil::dist {
 
 std::int64_t placement_hash(const std::string& text) {
   return static_cast<std::int64_t>(fnv1a64(text.data(), text.size()));
+}
+
+std::vector<std::int64_t> gather_host_ids(Communicator& comm) {
+  char host[256] = {0};
+  ANVIL_CHECK(gethostname(host, sizeof host - 1) == 0, "gather_host_ids", "gethostname failed");
+  const Tensor mine = Tensor::from_vector(std::vector<std::int64_t>{placement_hash(host)}, {1});
+  const Tensor all = comm.all_gather(mine);
+  return {all.data<std::int64_t>(), all.data<std::int64_t>() + comm.size()};
 }
 
 int node_local_rank(const std::vector<std::int64_t>& hosts, int rank) {

@@ -18,8 +18,14 @@
 
 namespace anvil::dist {
 
+class Communicator;
+
 // 64-bit FNV-1a of `text` (host names, PCI bus ids) as a signed value for an i64 tensor.
 std::int64_t placement_hash(const std::string& text);
+
+// Every rank's host id (placement_hash of its host name), gathered over `comm`, rank by rank:
+// what node_local_rank() reads. Used by nccl and by the host-staged collectives.
+std::vector<std::int64_t> gather_host_ids(Communicator& comm);
 
 // The rank's index among the ranks with the same host id (hosts[r] for rank r).
 int node_local_rank(const std::vector<std::int64_t>& hosts, int rank);

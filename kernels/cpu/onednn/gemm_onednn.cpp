@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -64,33 +65,24 @@ dnnl::memory::data_type onednn_type(DType d) {
 }
 
 // Shapes oneDNN need not see: an empty C, or K == 0 (C = beta * C, or 0). Returns true when done.
+// T is C's element type: float (beta * C in float, as before bf16 existed) or BFloat16 (beta * C
+// in double, rounded once).
+template <typename T>
 bool handle_degenerate(const GemmArgs& args) {
   const GemmProblem& p = args.problem;
   if (p.m == 0 || p.n == 0) return true;
   if (p.k != 0) return false;
   for (std::int64_t bi = 0; bi < p.batch; ++bi)
     for (std::int64_t i = 0; i < p.m; ++i) {
-      float* c = static_cast<float*>(args.c) + bi * p.stride_c + i * p.ldc;
-      for (std::int64_t j = 0; j < p.n; ++j)
-        c[j] = p.beta_zero ? 0.0f : static_cast<float>(args.beta) * c[j];
-    }
-  return true;
-}
-
-// handle_degenerate for bf16 C: C = beta * C (or 0), each element rounded once.
-bool handle_degenerate_bf16(const GemmArgs& args) {
-  using half_detail::bf16_bits_to_float;
-  using half_detail::float_to_bf16_bits;
-  const GemmProblem& p = args.problem;
-  if (p.m == 0 || p.n == 0) return true;
-  if (p.k != 0) return false;
-  for (std::int64_t bi = 0; bi < p.batch; ++bi)
-    for (std::int64_t i = 0; i < p.m; ++i) {
-      auto* c = static_cast<std::uint16_t*>(args.c) + bi * p.stride_c + i * p.ldc;
-      for (std::int64_t j = 0; j < p.n; ++j)
-        c[j] = p.beta_zero ? std::uint16_t{0}
-                           : float_to_bf16_bits(static_cast<float>(
-                                 args.beta * static_cast<double>(bf16_bits_to_float(c[j]))));
+      T* c = static_cast<T*>(args.c) + bi * p.stride_c + i * p.ldc;
+      for (std::int64_t j = 0; j < p.n; ++j) {
+        if (p.beta_zero)
+          c[j] = T(0.0f);
+        else if constexpr (std::is_same_v<T, float>)
+          c[j] = static_cast<float>(args.beta) * c[j];
+        else
+          c[j] = T(args.beta * static_cast<double>(c[j]));
+      }
     }
   return true;
 }
@@ -100,7 +92,7 @@ bool handle_degenerate_bf16(const GemmArgs& args) {
 void gemm_dnnl_sgemm(const GemmArgs& args) {
   const GemmProblem& p = args.problem;
   p.validate("cpu.onednn");
-  if (handle_degenerate(args)) return;
+  if (handle_degenerate<float>(args)) return;
   const char ta = p.trans_a ? 'T' : 'N', tb = p.trans_b ? 'T' : 'N';
   const auto alpha = static_cast<float>(args.alpha);
   // beta == 0 is BLAS's "C is output only" contract (NaN in C does not propagate).
@@ -204,7 +196,8 @@ std::shared_ptr<const MatmulEntry> cached_matmul(const GemmArgs& args) {
 void gemm_dnnl_matmul(const GemmArgs& args) {
   const GemmProblem& p = args.problem;
   p.validate("cpu.onednn.matmul");
-  if (p.dtype == DType::bf16 ? handle_degenerate_bf16(args) : handle_degenerate(args)) return;
+  if (p.dtype == DType::bf16 ? handle_degenerate<BFloat16>(args) : handle_degenerate<float>(args))
+    return;
   const char* step = "creating the matmul primitive";
   try {
     const auto e = cached_matmul(args);
