@@ -146,6 +146,8 @@ Options parse_options(int& argc, char** argv) {
       o.phases = on_off("--anvil_phases", v);
     } else if (const char* v = value("--anvil_kernels=")) {
       o.kernels = on_off("--anvil_kernels", v);
+    } else if (const char* v = value("--anvil_kernel_groups=")) {
+      o.kernel_groups = on_off("--anvil_kernel_groups", v);
     } else if (const char* v = value("--anvil_kernel_min_time=")) {
       o.kernel_min_time = positive_seconds("--anvil_kernel_min_time", v);
     } else if (const char* v = value("--anvil_gpu_min_time=")) {

@@ -37,6 +37,10 @@ struct Options {
   // --anvil_kernel_min_time=S is its MinTime in seconds.
   bool kernels = true;
   double kernel_min_time = 0.3;
+  // --anvil_kernel_groups=on adds the op drivers' problem groups (the small shapes of the driver
+  // tests) as kernel/ rows, on every table, on each device: the coverage run of
+  // tests/bench/test_bench_suite.py, and the only rows of the tables no model layer lists.
+  bool kernel_groups = false;
   // --anvil_test_broken_variant=on registers `test.broken`, a GEMM variant that is wrong on
   // purpose (bench/broken_gemm_variant.cpp), to show that validation skips it instead of timing it.
   bool test_broken_variant = false;

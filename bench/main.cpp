@@ -16,7 +16,6 @@ int main(int argc, char** argv) {
     anvil::bench::register_gemm_remedy_benchmarks();
     anvil::bench::register_model_benchmarks();
     anvil::bench::register_kernel_benchmarks();
-    anvil::bench::register_gpu_conv_benchmarks();  // nothing without a usable CUDA device
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
   } catch (const std::exception& e) {

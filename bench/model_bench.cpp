@@ -399,7 +399,6 @@ void register_model_benchmarks() {
     register_lstm_variant_steps(name, batches);
   }
   register_gpu_model_benchmarks();  // last: Note [GPU model benchmarks]
-  register_gpu_lstm_benchmarks();   // the LSTM layers of those models, per CUDA variant
 }
 
 }  // namespace anvil::bench

@@ -7,14 +7,9 @@ void register_gemm_benchmarks();  // gemm/<variant>/<mode>/<shape>/threads:<t>
 // gemm_remedy/<variant>/transpose_then_NN/<mode>/<shape>/threads:<t>,
 // gemm_remedy/<variant>/<grad_then_update|fold_sgd>/<shape>/threads:<t>
 void register_gemm_remedy_benchmarks();
-void register_model_benchmarks();   // model/<name>/<phase>/batch:<b>/threads:<t>
-void register_kernel_benchmarks();  // kernel/<op>/<variant>/<pass>/<model>:<layer>/threads:<t>
-// gpu_lstm/<cuda variant>/<pass>/<model>:lstm/batch:<b>/device:cuda (bench/gpu_lstm_bench.cpp);
-// called by register_model_benchmarks() after the GPU model steps.
-void register_gpu_lstm_benchmarks();
+void register_model_benchmarks();  // model/<name>/<phase>/batch:<b>/threads:<t>
+void register_kernel_benchmarks();  // kernel/<op>/<variant>/<pass>/<problem>/device:<d>[/threads:<t>]
 // Adds the wrong-on-purpose GEMM variant `test.broken` (--anvil_test_broken_variant=on); must
 // run before the families above enumerate the variant tables.
 void register_test_variants();
-// kernel/conv2d/<variant>/<pass>/<model>:<layer>/batch:<b>/device:cuda (bench/gpu_conv_bench.cpp)
-void register_gpu_conv_benchmarks();
 }  // namespace anvil::bench

@@ -5,6 +5,7 @@
 
 #include <limits>
 #include <set>
+#include <type_traits>
 
 #include "engine/core/error.h"
 #include "harness/drivers/drivers.h"
@@ -85,6 +86,36 @@ std::vector<nn::NamedProblem> problems_from(const OpDriver& driver, const std::s
   }
   if (source.rfind("group:", 0) == 0) return driver.group(source.substr(6));
   return {{driver.op() + ":" + source, parse_problem(driver.op(), source)}};
+}
+
+std::string pass_label(const OpProblem& problem) {
+  return std::visit(
+      []<typename P>(const P& q) -> std::string {
+        if constexpr (std::is_same_v<P, ConvProblem>)
+          return std::string(conv_pass_name(q.pass)) +
+                 (q.fuse_relu && q.pass == ConvPass::forward ? "_relu" : "");
+        else if constexpr (std::is_same_v<P, PoolProblem>)
+          return pool_pass_name(q.pass);
+        else if constexpr (std::is_same_v<P, BatchNormProblem>)
+          return batch_norm_pass_name(q.pass);
+        else if constexpr (std::is_same_v<P, LstmProblem>)
+          return lstm_pass_name(q.pass);
+        else if constexpr (std::is_same_v<P, EmbeddingProblem>)
+          return q.pass == EmbeddingPass::forward ? "forward" : "backward";
+        else if constexpr (std::is_same_v<P, ElementwiseProblem>)
+          return ew_name(q.op);
+        else if constexpr (std::is_same_v<P, ReduceProblem>)
+          return reduce_op_name(q.op);
+        else if constexpr (std::is_same_v<P, SoftmaxProblem>)
+          return softmax_op_name(q.op);
+        else if constexpr (std::is_same_v<P, GemmProblem>)
+          return std::string(q.trans_a ? "T" : "N") + (q.trans_b ? "T" : "N");
+        else if constexpr (std::is_same_v<P, DropoutProblem>)
+          return "forward";
+        else
+          return "step";  // the optimizer tables
+      },
+      problem);
 }
 
 OpProblem on_device(OpProblem p, const Device& device) {

@@ -25,6 +25,16 @@
 //   tolerance(variant, dtype) x the case's error growth (the square root of the pass's longest
 //   reduction). tolerance() is a few units of the dtype's rounding (of TF32's for the variants
 //   that use it), more for variants that lose bits by design (winograd).
+//
+// Note [Sampled checks]
+// ref runs the whole pass in f64 on one core: for a model layer at its training batch (a VGG16
+// or ResNet-50 convolution at batch 16) that is minutes, which the kernel benchmarks, validating
+// every variant before timing it, cannot spend. check_sampled(n) compares n output entries
+// instead (always the first and the last, the rest from a fixed seed), each recomputed from the
+// op's definition in f64, with check()'s bound scaled by the sampled entries' magnitude. A
+// wrong layout or a dropped tail shows on most entries; a fault confined to a few entries can
+// pass, which the full check of the driver loop tests (on smaller problems) catches. The conv2d
+// driver has one; the other drivers' full ref costs about what their pass costs.
 // Adding an op: a problem, its kernels and one driver file in harness/drivers/
 // (docs/architecture.md, "How to add an op").
 #include <cstdint>
@@ -50,6 +60,13 @@ class OpCase {
   virtual void run() = 0;
   // "" when the outputs of the last run() are within the bound of ref's, else what differs.
   virtual std::string check() = 0;
+  // check() on `entries` output entries, each recomputed from the op's definition in f64, for
+  // problems whose full ref would take minutes (Note [Sampled checks]). A case without a cheaper
+  // check runs check().
+  virtual std::string check_sampled(int entries) {
+    (void)entries;
+    return check();
+  }
 };
 
 class OpDriver {
@@ -61,6 +78,8 @@ class OpDriver {
   // Whether each variant of the table supports `p`, in the table's order (a device mismatch is a
   // reason too). p must be this driver's problem type.
   virtual std::vector<Candidate> candidates(const OpProblem& p) const = 0;
+  // The variant the table selects for `p` without forcing (Note [Variant selection]).
+  virtual std::string select(const OpProblem& p) const = 0;
 
   // The named groups of problems (on the CPU, f32) and one of them; an unknown name throws.
   virtual std::vector<std::string> groups() const = 0;
@@ -93,6 +112,11 @@ std::vector<nn::NamedProblem> model_problems(const OpDriver& driver, const std::
 // Problems from a source: "model:<name>" (at the model's CPU batch), "group:<name>" or a
 // descriptor of the driver's op (harness/problem_descriptor.h).
 std::vector<nn::NamedProblem> problems_from(const OpDriver& driver, const std::string& source);
+
+// What of the op a problem runs, as the kernel benchmarks name it: the pass of the tables that
+// have passes ("forward", "backward_data", ...; a conv forward with a fused relu is
+// "forward_relu"), the operation of the others ("add", "sum", "cross_entropy_forward", "step").
+std::string pass_label(const OpProblem& p);
 
 // The same problem on another device.
 OpProblem on_device(OpProblem p, const Device& device);

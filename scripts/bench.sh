@@ -143,7 +143,7 @@ default_filter() {  # the anvil_bench filter of the default sweep (its model ste
   # `default` (it is one of them).
   # GPU only (--devices cuda): the GEMM variants and remedies on the DLBench shape (all 313 GEMM
   # benchmarks took 6 min 40 s on the H100; every shape comes with --full), and the per-layer conv
-  # sweep (bench/gpu_conv_bench.cpp): every CUDA variant on AlexNet's and VGG16's conv layers and
+  # sweep (bench/kernel_bench.cpp): every CUDA variant on AlexNet's and VGG16's conv layers and
   # the default on ResNet-50's; every variant on every layer with --full.
   if [ "$cpu_runs" != 1 ]; then
     if [ "$full" = 1 ]; then echo '^(gemm|gemm_remedy|kernel)/.*/device:cuda'
@@ -218,8 +218,8 @@ else
   [ "$phases" = on ] && step_phases="$step_phases forward backward update"
   # The GPU model steps (registered only when a CUDA device is usable), in one process.
   gpu_steps='^model/[^/]+/[a-z_]+/batch:[0-9]+/device:cuda'
-  # ... and the LSTM layers of the LSTM models per CUDA variant (bench/gpu_lstm_bench.cpp).
-  gpu_steps="$gpu_steps|^gpu_lstm/"
+  # ... and the LSTM layers of the LSTM models per CUDA variant (bench/kernel_bench.cpp).
+  gpu_steps="$gpu_steps|^kernel/lstm/[^/]+/(forward_training|backward)/[^/]+/batch:[0-9]+/device:cuda"
   [ "$devices" = cpu ] || bench "$gpu_steps" "$out/anvil_bench_model_gpu.json"
   [ "$cpu_runs" = 1 ] || models=""
   # The LSTM models' steps once per LSTM variant (.../threads:T/lstm:VARIANT/...) come with
@@ -309,7 +309,7 @@ PY
   fi
   # PyTorch's cuDNN LSTM beside anvil's GPU LSTM layers and LSTM model steps (report section
   # "LSTM fusion on the GPU").
-  if [ -f "$out/anvil_bench_model_gpu.json" ] && grep -q '"gpu_lstm/' "$out/anvil_bench_model_gpu.json" &&
+  if [ -f "$out/anvil_bench_model_gpu.json" ] && grep -q '"kernel/lstm/' "$out/anvil_bench_model_gpu.json" &&
      [[ ",$peers," == *",pytorch,"* ]] &&
      python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
     stage "pytorch cuDNN LSTM on the GPU"

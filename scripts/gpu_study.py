@@ -13,10 +13,10 @@ needs no GPU, no kit and no torch to plan. Parts (the tests part is gpu_kit.sh's
           and resident TF32 (the rows bench/model_bench.cpp registers), --benchmark_repetitions
           (5); then PyTorch's rows for the same model and batch (bench/peers/pytorch_gpu_models.py,
           configs defaults and best); last, one torch.compile job per model (--compile).
-  layers  the per-layer conv table (bench/gpu_conv_bench.cpp): every CUDA conv2d variant,
+  layers  the per-layer conv table (bench/kernel_bench.cpp): every CUDA conv2d variant,
           cuda.cudnn.tf32 included, and the default, on every distinct conv layer of AlexNet and
           VGG16, then ResNet-50; one repetition (each row is GPU time over >= 50 ms).
-  lstm    anvil's gpu_lstm/ rows (every CUDA lstm variant) of LSTM-32/64 at batches 128/256/512,
+  lstm    anvil's kernel/lstm/.../device:cuda rows (every CUDA lstm variant) of LSTM-32/64 at batches 128/256/512,
           5 repetitions, and PyTorch's cuDNN LSTM (bench/peers/pytorch_gpu_lstm.py: layers and
           whole steps, FP32 and TF32, training and inference).
   memory  per model: the largest training batch (resident, FP32) that runs without running out of
@@ -153,12 +153,12 @@ def layers_jobs(a):
 
 
 def lstm_jobs(a):
-    flt = "^gpu_lstm/[^/]+/[a-z_]+/(lstm32|lstm64):lstm/batch:(128|256|512)/"
+    flt = "^kernel/lstm/[^/]+/(forward_training|backward)/(lstm32|lstm64):[^/]+/batch:(128|256|512)/device:cuda"
     argv = anvil_args(a, ["lstm32", "lstm64"], [f"--benchmark_filter={flt}", *reps_args(a.reps),
                                                 "--benchmark_out={out}/anvil_gpu_lstm.json",
                                                 "--benchmark_out_format=json"])
     # 3 CUDA lstm variants at most x 2 passes x 6 problems, MinTime 0.5 s.
-    anvil = Job("anvil gpu_lstm rows", argv, 4 + 36 * rep_time(0.5, a.reps), cap=360, stdout="anvil_gpu_lstm.txt")
+    anvil = Job("anvil GPU lstm rows", argv, 4 + 36 * rep_time(0.5, a.reps), cap=360, stdout="anvil_gpu_lstm.txt")
     peer = Job("pytorch cuDNN LSTM (layers, steps; fp32, tf32)",
                [a.python or sys.executable, "bench/peers/pytorch_gpu_lstm.py", "--math", "fp32,tf32",
                 "--reps", str(a.reps), "--min-time", "0.3"], 100, cap=240, stdout="peer_pytorch_cuda_lstm.jsonl")

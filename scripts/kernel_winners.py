@@ -4,7 +4,8 @@
 
     scripts/kernel_winners.py results/kernels-2026-11-21/kernels.json [more.json ...] [-o out.md] [--op conv2d]
 
-Reads benchmarks named kernel/<op>/<variant>/<pass>/<model>:<layer>/threads:<t> (bench/kernel_bench.cpp)
+Reads benchmarks named kernel/<op>/<variant>/<pass>/<model>:<layer>/batch:<b>/device:cpu/threads:<t>
+(bench/kernel_bench.cpp; older names through scripts/bench_names.py)
 and writes, per model, op and thread count, one row per (layer, pass): the problem, the time of every
 variant (ms; the fastest in bold; "skip" for SkipWithError, e.g. unsupported), the winner, what
 `default` picked (its label) and default's time over the fastest. A summary per model follows: wins per
@@ -21,9 +22,12 @@ import re
 import sys
 from collections import OrderedDict, defaultdict
 
-NAME = re.compile(r"^kernel/(?P<op>[^/]+)/(?P<variant>[^/]+)/(?P<pass>[^/]+)/(?P<model>[^/:]+):(?P<layer>[^/]+)/threads:(?P<t>\d+)(?:/.*)?$")
+from bench_names import canonical_run  # old row names -> today's (scripts/bench_names.py)
+
+NAME = re.compile(r"^kernel/(?P<op>[^/]+)/(?P<variant>[^/]+)/(?P<pass>[^/]+)/(?P<model>[^/:]+):(?P<layer>[^/]+)"
+                  r"(?:/batch:\d+)?/device:cpu/threads:(?P<t>\d+)(?:/.*)?$")
 UNIT = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
-PASS_ORDER = ["forward", "forward_training", "backward_data", "backward_weights", "backward", "forward_inference"]
+PASS_ORDER = ["forward", "forward_relu", "forward_training", "backward_data", "backward_weights", "backward", "forward_inference"]
 
 
 def short_problem(op, repr_):
@@ -57,7 +61,7 @@ def load(paths):
     benchmarks = []
     for path in paths:
         with open(path) as f:
-            data = json.load(f)
+            data = canonical_run(json.load(f))
         for k, v in data.get("context", {}).items():
             ctx.setdefault(k, v)
         benchmarks += data.get("benchmarks", [])

@@ -14,6 +14,7 @@ import statistics
 import sys
 from collections import defaultdict
 
+from bench_names import canonical_run  # old row names -> today's (scripts/bench_names.py)
 import report_layout  # summary, plot captions, regenerate lines (scripts/report_layout.py)
 import report_peers  # anvil next to PyTorch and TensorFlow (scripts/report_peers.py)
 import report_summary  # the headline ratios at the top (scripts/report_summary.py)
@@ -33,7 +34,7 @@ def read_benchmark_json(path):
     with open(path) as f:
         text = f.read()
     try:
-        return json.loads(text)
+        return canonical_run(json.loads(text))
     except json.JSONDecodeError as e:
         cut = text.rfind("\n    }")
         try:
@@ -45,7 +46,7 @@ def read_benchmark_json(path):
             return {}
         LOAD_PROBLEMS.append(f"{path}: cut short (the run did not finish); its "
                              f"{len(data.get('benchmarks', []))} complete rows are used")
-        return data
+        return canonical_run(data)
 
 
 def load_runs(results_dir):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-# The per-layer GPU conv table of issue 20 from anvil_bench JSON files (bench/gpu_conv_bench.cpp:
+# The per-layer GPU conv table of issue 20 from anvil_bench JSON files (bench/kernel_bench.cpp:
 # kernel/conv2d/<variant>/<pass>/<model>:<layer>/batch:<b>/device:cuda): for every layer and
 # pass, the fastest IEEE-FP32 variant (cuDNN families and cuda.custom.im2col; TF32 apart), the
 # default's choice (its label names the algorithm) and its distance from the fastest, and how

@@ -10,8 +10,8 @@
                   (the kernel/ family, parsed by scripts/kernel_winners.py; bench.sh --kernels);
   CPU vs GPU      the fastest CPU and GPU record of the same benchmark, when some benchmark name
                   contains a cuda device (otherwise one line says there are none);
-  LSTM fusion on the GPU  the CUDA LSTM variants per layer problem (gpu_lstm/<variant>/<pass>/
-                  <model>:lstm/batch:B/device:cuda) beside PyTorch's cuDNN LSTM
+  LSTM fusion on the GPU  the CUDA LSTM variants per layer problem (kernel/lstm/<variant>/<pass>/
+                  <model>:<layer>/batch:B/device:cuda) beside PyTorch's cuDNN LSTM
                   (peer_pytorch_cuda_lstm.jsonl, bench/peers/pytorch_gpu_lstm.py), and the LSTM
                   models' GPU training steps beside PyTorch's.
 
@@ -378,7 +378,7 @@ def run_desc(r):
     return " ".join(parts)
 
 
-GPU_LSTM_ROW = re.compile(r"^gpu_lstm/([^/]+)/(forward_training|backward)/([^/:]+):lstm/batch:(\d+)/device:cuda")
+GPU_LSTM_ROW = re.compile(r"^kernel/lstm/([^/]+)/(forward_training|backward)/([^/:]+):[^/]+/batch:(\d+)/device:cuda")
 LSTM_MODELS = ("lstm32", "lstm64", "ptb_small", "lstm_imdb")
 
 

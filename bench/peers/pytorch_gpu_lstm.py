@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""PyTorch's cuDNN LSTM on the GPU beside anvil_bench's gpu_lstm/<variant>/<pass>/<model>:lstm rows
+"""PyTorch's cuDNN LSTM on the GPU beside anvil_bench's kernel/lstm/<variant>/<pass>/<model>:<layer>/batch:B/device:cuda rows
 and the LSTM models' GPU steps (model/<m>/train_step/batch:B/device:cuda/input:resident).
 
     python3 bench/peers/pytorch_gpu_lstm.py [--min-time 0.5] [--reps 5] [--math fp32,tf32]
@@ -10,7 +10,7 @@ Math (one pass over every row per entry of --math, "math" in each line): fp32 = 
 (torch.backends.cuda.matmul.allow_tf32 = False, torch.backends.cudnn.allow_tf32 = False), tf32 =
 both on; cudnn.benchmark on. One JSON line per row:
   kind "layer": one nn.LSTM(I, H) layer (PyTorch's layout: two bias vectors) at the shapes of
-    bench/gpu_lstm_bench.cpp, pass forward_training (forward with autograd recording) or backward
+    bench/kernel_bench.cpp, pass forward_training (forward with autograd recording) or backward
     (backward alone, retain_graph, from one recorded forward), mean GPU seconds per call;
   kind "step": the DLBench LSTM language model of networks.md (embedding 10000 x 256, nn.LSTM 256
     with 2 layers, Linear 256 -> 10000 every step, CE summed over T and averaged over B,

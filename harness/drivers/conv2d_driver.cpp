@@ -20,8 +20,10 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <random>
 
 #include "engine/dispatch/conv_problem.h"
+#include "harness/drivers/conv2d_entries.h"
 #include "harness/drivers/driver_kit.h"
 #include "harness/drivers/drivers.h"
 #include "harness/problem_descriptor.h"
@@ -145,7 +147,55 @@ class ConvCase final : public OpCase {
     return "unknown pass; ";
   }
 
+  // The pass's output at `entries` flat indices (the first, the last and random ones from a fixed
+  // seed) and 8 of db, against conv2d_entries.h, with check()'s bound (Note [Sampled checks]).
+  std::string check_sampled(int entries) override {
+    const ConvOperandsF64 in{data(x_.f64), data(w_.f64), p_.has_bias ? data(b_.f64) : nullptr,
+                             data(dy_.f64)};
+    const Tensor& out = p_.pass == ConvPass::forward         ? y_
+                        : p_.pass == ConvPass::backward_data ? dx_
+                                                             : dw_;
+    const char* name = p_.pass == ConvPass::forward         ? "y (sampled)"
+                       : p_.pass == ConvPass::backward_data ? "dx (sampled)"
+                                                            : "dw (sampled)";
+    std::string bad = compare_at(
+        name, out, sample(out.numel(), entries),
+        [&](std::int64_t i) { return conv_output_entry(p_, in, i); },
+        bound_for(reduction_length(p_)));
+    if (p_.pass == ConvPass::backward_weights && p_.has_bias)
+      bad += compare_at(
+          "db (sampled)", db_, sample(p_.k, 8),
+          [&](std::int64_t k) { return conv_bias_grad_entry(p_, in, k); },
+          bound_for(static_cast<double>(p_.n) * p_.p() * p_.q()));
+    return bad;
+  }
+
  private:
+  static const double* data(const Tensor& t) { return t.data<double>(); }
+  // `count` flat indices of [0, n): 0, n - 1 and the rest drawn from a fixed seed.
+  static std::vector<std::int64_t> sample(std::int64_t n, int count) {
+    std::vector<std::int64_t> at;
+    std::mt19937_64 rng(7);
+    for (int i = 0; i < count && n > 0; ++i)
+      at.push_back(i == 0   ? 0
+                   : i == 1 ? n - 1
+                            : static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n)));
+    return at;
+  }
+  // compare_scaled over the entries `at` of `got` and their values from `entry`.
+  static std::string compare_at(const std::string& what, const Tensor& got,
+                                const std::vector<std::int64_t>& at,
+                                const std::function<double(std::int64_t)>& entry, double bound) {
+    const Tensor host = on_host(got).to(DType::f64);
+    const auto n = static_cast<std::int64_t>(at.size());
+    Tensor got_at = Tensor::empty({n}, DType::f64), want_at = Tensor::empty({n}, DType::f64);
+    for (std::int64_t i = 0; i < n; ++i) {
+      got_at.data<double>()[i] = host.data<double>()[at[static_cast<std::size_t>(i)]];
+      want_at.data<double>()[i] = entry(at[static_cast<std::size_t>(i)]);
+    }
+    return compare_scaled(what, got_at, want_at, bound);
+  }
+
   // The bound for a reduction of `length` terms: the tolerance per unit of growth, or for a
   // 16-bit output its fixed rounding part plus the f32 sum's (Note [Half conv tolerance]).
   double bound_for(double length) const {

@@ -30,6 +30,9 @@ class TableDriver : public OpDriver {
   std::vector<Candidate> candidates(const OpProblem& p) const override {
     return table_.candidates(std::get<Problem>(p));
   }
+  std::string select(const OpProblem& p) const override {
+    return table_.select(std::get<Problem>(p)).name;
+  }
 
  protected:
   // tolerance(variant, dtype) as a case's bound per variant (Note [Op drivers]).

@@ -8,8 +8,10 @@ Usage: test_bench_suite.py path/to/anvil_bench path/to/anvil   (a CTest entry, b
    phases, kernels and threads 1,2 lists, for every model, the training and inference step and the
    three phases at the paper's batch and each thread count; for every GEMM variant (the `gemm`
    variant table printed by `anvil info`) and `default`, all four transpose modes; for every op of
-   the kernel family that the models generate, every variant of its table but `ref`; the peak
-   benchmarks. Registering a model or a variant is enough to be covered: nothing here is a
+   the kernel family that the models generate, rows of their layers; the peak benchmarks.
+   Every table but gemm, every variant: the kernel family over the op drivers' groups
+   (--anvil_kernel_groups=on, --anvil_mode=check) validates each variant on at least its driver's
+   stated number of problems per group (a decline because of this machine or of the dtype exempt). Registering a model or a variant is enough to be covered: nothing here is a
    hand-kept list of names.
    The GEMM shape groups: `--anvil_gemm_shapes=all` lists every FCN/LSTM model's layer GEMMs and the
    DeepBench-style set, and an unknown group fails with a message naming the choices.
@@ -91,19 +93,61 @@ for variant in [v for v in tables["gemm"] if v != "ref"] + ["default"]:
               f"no gemm_remedy/{variant}/{remedy} on the DLBench shape")
 kernel_ops = {n.split("/")[1] for n in names if n.startswith("kernel/")}
 for op in ["conv2d", "max_pool2d", "adaptive_avg_pool2d", "batch_norm2d", "lstm"]:
-    check(op in kernel_ops, f"the kernel family has no {op} benchmarks")
-for op in kernel_ops:
-    for variant in [v for v in tables.get(op, []) if v != "ref"]:
-        if variant.startswith("cuda."):
-            # CUDA variants have benchmarks only with a GPU: conv2d's cuda.cudnn.* and the pool/BN
-            # ones as kernel/ rows (bench/gpu_conv_bench.cpp), the LSTM ones as gpu_lstm/ rows
-            # (bench/gpu_lstm_bench.cpp).
-            if not gpu_listed:
+    check(op in kernel_ops, f"the kernel family has no {op} benchmarks of the models' layers")
+check(has("kernel/conv2d/cpu.onednn/backward_data/resnet50:layer1.0.conv1/batch:16/device:cpu/threads:2/"),
+      "the kernel rows name <model>:<layer>/batch:<b>/device:cpu/threads:<t>")
+
+# Every table, every variant: with --anvil_kernel_groups=on the kernel family runs the op drivers'
+# problem groups (harness/drivers/) on every table but gemm (the gemm/ family above), and each
+# registered variant of a device must validate on at least its driver's stated number of
+# (problem, pass) pairs per group, as the driver loop tests require (tests/helpers/variant_tally.h,
+# with its one exemption: a variant that declined every problem of the group because of this
+# machine or because it handles other dtypes). Run in --anvil_mode=check: validated, timed once.
+with tempfile.TemporaryDirectory() as tmp:
+    out = os.path.join(tmp, "groups.json")
+    run([bench, "--anvil_kernels=on", "--anvil_kernel_groups=on", "--anvil_models=", "--anvil_threads=1",
+         "--anvil_mode=check", "--benchmark_filter=^kernel/", "--benchmark_out=" + out,
+         "--benchmark_out_format=json"])
+    with open(out) as f:
+        grouped = json.load(f)
+minimum = {}  # (op, group, device) -> pairs
+for key, value in grouped["context"].items():
+    m = re.fullmatch(r"anvil\.kernel_minimum\.([^.]+)\.([^.]+)\.(cpu|cuda)", key)
+    if m:
+        minimum[m.groups()] = int(value)
+gpu_ran = any("/device:cuda" in b["name"] for b in grouped["benchmarks"])
+ran, declined = {}, {}  # (op, variant, group, device) -> count / [reasons]
+row_name = re.compile(r"^kernel/([^/]+)/([^/]+)/[^/]+/([^/:]+):[^/]+/device:(cpu|cuda)")
+for b in grouped["benchmarks"]:
+    m = row_name.match(b["name"])
+    check(m is not None, f"a kernel row outside the naming scheme: {b['name']}")
+    if not m:
+        continue
+    key = m.groups()
+    if b.get("error_occurred"):
+        message = b.get("error_message", "")
+        check("does not support" in message, f"{b['name']}: {message}")  # a decline, not a failure
+        declined.setdefault(key, []).append(message)
+    else:
+        ran[key] = ran.get(key, 0) + 1
+exempt = re.compile(r"this CPU|handles \w+ only, not|needs f32 or f64, got")
+for op, variants in tables.items():
+    if op == "gemm":
+        continue
+    groups = sorted({g for (o, g, d) in minimum if o == op and d == "cpu"})
+    check(groups, f"no driver groups listed for {op} (anvil.kernel_minimum.{op}.*)")
+    for variant in variants:
+        if variant == "ref" or (variant.startswith("cuda.") and not gpu_ran):
+            continue
+        device = "cuda" if variant.startswith("cuda.") else "cpu"
+        for group in groups:
+            key = (op, variant, group, device)
+            n, reasons = ran.get(key, 0), declined.get(key, [])
+            if n == 0 and reasons and all(exempt.search(r) for r in reasons):
                 continue
-            if op == "lstm":
-                check(has(f"gpu_lstm/{variant}/"), f"no gpu_lstm/{variant} benchmark")
-                continue
-        check(has(f"kernel/{op}/{variant}/"), f"no kernel/{op}/{variant} benchmark")
+            check(n >= minimum.get((op, group, device), 1),
+                  f"kernel/{op}/{variant} validated {n} rows of group {group} on {device}, fewer than the "
+                  f"driver's {minimum.get((op, group, device))} ({len(reasons)} declined)")
 for t in (1, 2):
     check(any(re.match(rf"peak/fma_\w+/threads:{t}/", n) for n in names), f"no peak/fma at {t} threads")
     check(has(f"peak/stream_triad/threads:{t}/"), f"no peak/stream_triad at {t} threads")
@@ -158,7 +202,7 @@ for script, pattern in filters.items():
 
 # Smoke: one of each family, short.
 smoke_filter = ("^(peak/fma_[a-z0-9]+/threads:1/|gemm/default/NN/fcn5_b64_64x2048x2048/threads:1/"
-                "|model/mlp_mnist/train_step/batch:80/threads:1/|kernel/conv2d/cpu.onednn/forward/cnn_mnist:conv1/threads:1/)")
+                "|model/mlp_mnist/train_step/batch:80/threads:1/|kernel/conv2d/cpu.onednn/forward/cnn_mnist:conv1/batch:128/device:cpu/threads:1/)")
 expected = {"peak": ["FLOP/s"], "gemm": ["FLOP/s", "pct_peak"],
             "model": ["samples/s", "FLOP/s", "pct_peak", "peak_rss_MB", "alloc_peak_MB"],
             "kernel": ["FLOP/s", "pct_peak"]}

@@ -5,7 +5,7 @@
     test_gpu_conv_table.py REPORT_GPU_CONV_PY     (CTest: report_gpu_conv_table)
 
 Writes anvil_bench JSON by hand with kernel/conv2d/<variant>/<pass>/<model>:<layer>/batch:<b>/
-device:cuda rows (as bench/gpu_conv_bench.cpp names them) for two layer-passes: one where FFT is
+device:cuda rows (as bench/kernel_bench.cpp names them) for two layer-passes: one where FFT is
 fastest and the default chose it, one where the default is 1.5x the fastest and a family
 declined. Checks the fastest variant, the default's label and ratio, the TF32 column, the
 declined count, the win counts and the FFT line; and that a file without such rows says so.

@@ -5,7 +5,7 @@ the rows it was given.
 
     test_lstm_gpu_section.py SCRIPTS_DIR     (CTest: report_lstm_gpu_section, tests/CMakeLists.txt)
 
-Hand-made records as scripts/report.py parses them (gpu_lstm/<variant>/<pass>/<model>:lstm/
+Hand-made records as scripts/report.py parses them (kernel/lstm/<variant>/<pass>/<model>:<layer>/
 batch:B/device:cuda rows, GPU model steps with input:resident / input:pinned) and PyTorch rows as
 bench/peers/pytorch_gpu_lstm.py prints them; checks every cell against values computed here, a dash
 where a row is missing, and the one-line note when the run has no GPU LSTM rows.
@@ -30,8 +30,8 @@ def main():
     layer = {("cuda.custom.fused", "forward_training"): 0.004, ("cuda.custom.unfused", "forward_training"): 0.010,
              ("cuda.custom.fused", "backward"): 0.008}  # unfused backward missing
     for (variant, pas), s in layer.items():
-        records.append({"name": f"gpu_lstm/{variant}/{pas}/lstm32:lstm/batch:128/device:cuda/manual_time",
-                        "family": "gpu_lstm", "seconds": s})
+        records.append({"name": f"kernel/lstm/{variant}/{pas}/lstm32:lstm.l0/batch:128/device:cuda/manual_time",
+                        "family": "kernel", "seconds": s})
     records.append({"name": "model/lstm32/train_step/batch:128/device:cuda/input:resident", "family": "model",
                     "model": "lstm32", "phase": "train_step", "batch": "128", "device": "cuda",
                     "input": "resident", "seconds": 0.0075})
