@@ -63,3 +63,33 @@ TEST_CASE("threads reaching different tables first all see them complete",
   CHECK(ew_size >= 2);    // ref and cpu.omp
   for (int i = 0; i < kThreads; ++i) CHECK(sizes[i] == (i % 2 == 0 ? gemm_size : ew_size));
 }
+
+// Note [Variant tags]: every tag is one of the four words; opt-in variants say so; the variants
+// whose numerics a user must know about carry their tag (the CUDA ones when the backend loads).
+TEST_CASE("variant tags come from one vocabulary and mark the variants they describe",
+          "[dispatch][registration]") {
+  const std::vector<std::string> vocabulary{anvil::kTagTf32, anvil::kTagNondeterministic,
+                                            anvil::kTagWorkspace, anvil::kTagOptIn};
+  auto tags = [](const std::string& op, const std::string& name) {
+    for (const auto& v : anvil::find_variant_table(op)->list())
+      if (v.name == name) return v.tags;
+    return std::vector<std::string>{"<not registered>"};
+  };
+  auto has = [](const std::vector<std::string>& t, const char* tag) {
+    return std::find(t.begin(), t.end(), tag) != t.end();
+  };
+  for (const auto* table : anvil::variant_tables())
+    for (const auto& v : table->list())
+      for (const auto& tag : v.tags) {
+        INFO(table->op() << " " << v.name << " tag " << tag);
+        CHECK(std::find(vocabulary.begin(), vocabulary.end(), tag) != vocabulary.end());
+      }
+  CHECK(has(tags("conv2d", "cpu.im2col"), anvil::kTagWorkspace));
+  CHECK(has(tags("max_pool2d", "cpu.onednn"), anvil::kTagOptIn));
+  CHECK(tags("gemm", "cpu.blocked").empty());
+  if (anvil::gemm_table().find("cuda.cublas.tf32") != nullptr) {
+    CHECK(has(tags("gemm", "cuda.cublas.tf32"), anvil::kTagTf32));
+    CHECK(has(tags("gemm", "cuda.cublas.tf32"), anvil::kTagOptIn));
+    CHECK(has(tags("conv2d", "cuda.cudnn.implicit_gemm"), anvil::kTagNondeterministic));
+  }
+}

@@ -30,6 +30,24 @@
 
 namespace anvil {
 
+// Note [Variant tags]
+// A variant's tags say what its numerics and resources are, beyond speed, as cudnn-frontend's
+// numerical and behaviour notes do: `tf32` (multiplies in TF32 on tensor cores: 10-bit
+// significands), `nondeterministic` (sums in an order that can change from run to run, through
+// atomics: the last bits may differ), `workspace` (needs scratch memory beyond its outputs, per
+// problem) and `opt_in` (runs only when forced by name). `anvil info` lists them, and
+// anvil_bench's --anvil_skip_tag leaves the variants with a tag out of its families.
+inline constexpr const char* kTagTf32 = "tf32";
+inline constexpr const char* kTagNondeterministic = "nondeterministic";
+inline constexpr const char* kTagWorkspace = "workspace";
+inline constexpr const char* kTagOptIn = "opt_in";
+
+// A variant's registered tags, with kTagOptIn when it is opt-in.
+inline std::vector<std::string> tags_of(std::vector<std::string> tags, bool opt_in) {
+  if (opt_in) tags.emplace_back(kTagOptIn);
+  return tags;
+}
+
 // What the listing functions need from any table, whatever its types.
 class VariantTableBase {
  public:
@@ -37,6 +55,7 @@ class VariantTableBase {
     std::string name;
     DeviceType device;
     std::string description;
+    std::vector<std::string> tags;  // Note [Variant tags]; "opt_in" included when it is one
   };
   virtual ~VariantTableBase() = default;
   virtual const std::string& op() const = 0;
@@ -115,6 +134,9 @@ class VariantTable final : public VariantTableBase {
     // Runs only when forced by name, never by default, heuristic or autotune: for variants that
     // change the numerics (TF32 tensor-core math), which a user must ask for.
     bool opt_in = false;
+    // What a user choosing a variant should know (Note [Variant tags]): kTagTf32,
+    // kTagNondeterministic, kTagWorkspace ("opt_in" is added from the flag above).
+    std::vector<std::string> tags;
   };
   // Returns the name of the preferred variant for a problem, or "" for no preference.
   using Heuristic = std::function<std::string(const Problem&)>;
@@ -251,7 +273,7 @@ class VariantTable final : public VariantTableBase {
   std::vector<Info> list() const override {
     std::vector<Info> out;
     for (const Variant* v : snapshot().variants)
-      out.push_back({v->name, v->device, v->description});
+      out.push_back({v->name, v->device, v->description, tags_of(v->tags, v->opt_in)});
     return out;
   }
 

@@ -477,6 +477,16 @@ std::string cudnn_version() {
   return text;
 }
 
+// The tags of a family (Note [Variant tags]): the two whose backward algorithms accumulate with
+// atomics are nondeterministic (Note [cuDNN algorithm families]); every family but the implicit
+// GEMM may ask for a workspace (cudnnGet*WorkspaceSize, per problem).
+std::vector<std::string> family_tags(CudnnConvAlgo algo) {
+  const std::string name = kernels::cudnn_variant_name(algo);
+  if (name == "cuda.cudnn.implicit_gemm") return {kTagNondeterministic};
+  if (name == "cuda.cudnn.implicit_precomp_gemm") return {kTagNondeterministic, kTagWorkspace};
+  return {kTagWorkspace};
+}
+
 }  // namespace
 
 void register_cuda_conv() {
@@ -488,6 +498,8 @@ void register_cuda_conv() {
       .fn = [](const ConvArgs& a) { run_default(a, false); },
       .description = "cuDNN, the fastest algorithm of cudnnFind*AlgorithmEx per problem "
                      "(cached), IEEE FP32 (CUDNN_FMA_MATH) or f64",
+      // The search may pick any algorithm, the atomic ones too (Note [Variant tags]).
+      .tags = {kTagNondeterministic, kTagWorkspace},
   });
   conv_table().add({
       .name = kernels::kCudnnTf32Variant,
@@ -496,6 +508,7 @@ void register_cuda_conv() {
       .fn = [](const ConvArgs& a) { run_default(a, true); },
       .description = "cuda.cudnn with TF32 tensor-core math (CUDNN_TENSOR_OP_MATH); opt-in",
       .opt_in = true,
+      .tags = {kTagTf32, kTagNondeterministic, kTagWorkspace},
   });
   for (CudnnConvAlgo algo : kernels::kCudnnConvAlgos) {
     conv_table().add({
@@ -515,6 +528,7 @@ void register_cuda_conv() {
                 ConvPass::backward_weights,
                 kernels::cudnn_algo_value(algo, ConvPass::backward_weights)),
             ", IEEE FP32 or f64"),
+        .tags = family_tags(algo),
     });
   }
 }

@@ -97,6 +97,7 @@ void register_cuda_conv_im2col() {
       .fn = run_im2col,
       .description = "own im2col / col2im kernels + the gemm table per sample and group, "
                      "fused bias + ReLU, f32/f64",
+      .tags = {kTagWorkspace},  // the column buffer
   });
 }
 

@@ -239,6 +239,7 @@ void register_cuda_gemm() {
       .fn = gemm_cublas_tf32,
       .description = "cuBLAS GemmStridedBatchedEx, TF32 tensor cores (lower precision; by name)",
       .opt_in = true,  // never the default, a heuristic's or autotune's pick
+      .tags = {kTagTf32},
   });
   gemm_table().add({
       .name = "cuda.custom.gemm_tiled",

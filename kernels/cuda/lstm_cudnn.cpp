@@ -229,7 +229,8 @@ void register_cuda_lstm_cudnn() {
                             forward(a);
                         },
                     .description = "cuDNN 9 RNN API (v8 functions), CUDNN_FMA_MATH (IEEE FP32); "
-                                   "weights packed per call (Note [cuDNN LSTM weight space])"});
+                                   "weights packed per call (Note [cuDNN LSTM weight space])",
+                    .tags = {kTagWorkspace}});  // cuDNN's workspace and reserve space
 }
 
 }  // namespace anvil::cuda

@@ -28,6 +28,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "anvil/anvil.h"
 #include "engine/core/process_stats.h"
@@ -133,6 +134,13 @@ void print_info(bool measure_peak) {
     for (const auto& v : table->list()) names += (names.empty() ? "" : ", ") + v.name;
     std::cout << fmt::format("  {:<22} {}\n", table->op(), names);
   }
+  std::cout << "\nvariant tags (Note [Variant tags]; anvil_bench --anvil_skip_tag=TAG leaves them "
+               "out)\n";
+  for (auto* table : variant_tables())
+    for (const auto& v : table->list())
+      if (!v.tags.empty())
+        std::cout << fmt::format("  {:<22} {:<34} {}\n", table->op(), v.name,
+                                 fmt::join(v.tags, " "));
   std::cout << "\nops that never autotune (Note [Ops that do not autotune]; the others time "
                "their variants with ANVIL_AUTOTUNE=1)\n";
   for (auto* table : variant_tables())

@@ -390,12 +390,14 @@ void backward_weights(const ConvArgs& a) {
 }  // namespace
 
 void register_conv_im2col() {
-  conv_table().add(floating_variant(
+  ConvTable::Variant v = floating_variant(
       "cpu.im2col",
       conv_pass_fn("conv2d cpu.im2col",
                    {forward<float>, backward_data<float>, backward_weights<float>},
                    {forward<double>, backward_data<double>, backward_weights<double>}),
-      "own im2col/col2im (OpenMP) + the gemm table, chunked, bias/relu fused"));
+      "own im2col/col2im (OpenMP) + the gemm table, chunked, bias/relu fused");
+  v.tags = {kTagWorkspace};  // the column buffer of a chunk
+  conv_table().add(std::move(v));
 }
 
 }  // namespace anvil::kernels
