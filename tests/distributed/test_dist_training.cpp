@@ -481,7 +481,7 @@ std::vector<std::int64_t> lm_tokens(std::int64_t n) {
 std::vector<double> train_lm(dist::Communicator* comm, dist::DataParallelOptions options = {}) {
   const int rank = comm != nullptr ? comm->rank() : 0, ranks = comm != nullptr ? comm->size() : 1;
   Generator gen(3 + 100 * static_cast<std::uint64_t>(rank));  // ranks differ until the broadcast
-  auto net = std::make_shared<nn::LstmLanguageModel>(23, 8, 12, 2, false, &gen);
+  auto net = std::make_shared<models::LstmLanguageModel>(23, 8, 12, 2, false, &gen);
   optim::SGD opt(net->parameters(), optim::SGDOptions{.lr = 0.5, .momentum = 0.9});
   std::unique_ptr<dist::DataParallel> dp;
   if (comm != nullptr) {

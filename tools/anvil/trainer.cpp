@@ -123,12 +123,6 @@ EvalResult evaluate_classifier(nn::Module& net, const models::ModelInfo& info,
   return {loss_sum / static_cast<double>(n), static_cast<double>(correct) / static_cast<double>(n)};
 }
 
-nn::LstmLanguageModel& as_language_model(nn::Module& net) {
-  auto* lm = dynamic_cast<nn::LstmLanguageModel*>(&net);
-  ANVIL_CHECK(lm != nullptr, kWhere, "model is not an LSTM language model");
-  return *lm;
-}
-
 // Perplexity over a token stream, state carried across consecutive windows; under data
 // parallelism each rank evaluates its rows and the sums are reduced
 // (models/language_model_eval.h).
@@ -136,7 +130,7 @@ EvalResult evaluate_language_model(nn::Module& net, const std::vector<std::int64
                                    std::int64_t batch, std::int64_t seq_len, Device device,
                                    dist::Communicator& comm) {
   const models::LanguageModelEval r =
-      models::evaluate_language_model(as_language_model(net), ids, batch, seq_len, device, &comm);
+      models::evaluate_language_model(net, ids, batch, seq_len, device, &comm);
   return {r.loss, r.perplexity};
 }
 
@@ -608,8 +602,7 @@ std::pair<double, std::int64_t> train_language_model_epoch(
     Device device, std::ostream& out, dist::DataParallel* dp, DivergenceGuard& guard,
     FaultHook& faults, optim::GradScaler* scaler) {
   net.train();
-  auto& lm = as_language_model(net);
-  lm.reset_state();
+  net.reset_state();  // Note [Sequence-model hooks]
   const std::int64_t seq_len = info.sample_shape.at(0);
   data::PtbBatcher batches(ids, batch, seq_len);
   Progress progress(out, c.progress_bar, fmt::format("epoch {}/{}", epoch + 1, c.epochs),
@@ -637,7 +630,7 @@ std::pair<double, std::int64_t> train_language_model_epoch(
     progress.update(++step, nll / static_cast<double>(tokens));
   }
   progress.finish();
-  lm.reset_state();
+  net.reset_state();
   if (dp != nullptr) {  // the epoch's loss over all ranks' tokens
     Tensor sums = Tensor::from_vector(std::vector<double>{nll, static_cast<double>(tokens)}, {2});
     dp->comm().all_reduce(sums, dist::ReduceOp::sum);
