@@ -256,7 +256,7 @@ TEST_CASE("a relu fused into a convolution keeps a NaN pre-activation under ever
   const Tensor x = tensor_of(with_nans(2 * 3 * 6 * 6, 1000, 999), {2, 3, 6, 6}, DType::f32);
   const Tensor w = tensor_of(with_nans(4 * 3 * 3 * 3, 1000, 999), {4, 3, 3, 3}, DType::f32);
   const Tensor b = tensor_of({0.5, kNaN, -0.5, 0.0}, {4}, DType::f32);
-  ops::ConvParams params;
+  Conv2dOptions params;
   params.padding = {1, 1};
   const ConvProblem prob = ops::conv2d_problem(x, w, b, params);
   int fused_variants = 0;
