@@ -341,7 +341,7 @@ TEST_CASE("a forced lstm variant that cannot run a problem is an error with its 
 
 TEST_CASE("the default lstm variant: cpu.onednn for one-thread inference, cpu.fused otherwise",
           "[lstm][variants]") {
-  // Note [LSTM heuristic]
+  // See Note [LSTM heuristic]
   register_builtin_kernels();
   const int saved_threads = get_num_threads();
   for (int threads : {1, 2}) {
@@ -616,7 +616,8 @@ bool graph_has_node(const Tensor& t, const std::string& name) {
 }
 }  // namespace
 
-// Note [Sequence-model hooks]: what the training loops ask of any module instead of downcasting.
+// See Note [Sequence-model hooks]: what the training loops ask of any module instead of
+// downcasting.
 TEST_CASE("sequence-model hooks: the LM carries and resets state, others have no fused loss",
           "[lstm][models]") {
   Generator g(31);

@@ -157,7 +157,7 @@ TEST_CASE("max pooling propagates NaN and routes its gradient to it under every 
   const std::vector<Geo> geos = {{9, 11, 3, 2, 1}, {8, 10, 2, 2, 0}, {7, 70, 3, 1, 0}};
   std::vector<std::string> variants = {""};  // "" = the default selection
   for (const auto& name : cpu_variants(max_pool2d_table())) {
-    // Note [oneDNN max pooling and NaN]: oneDNN drops NaN, so it is opt-in for max pooling.
+    // See Note [oneDNN max pooling and NaN]: oneDNN drops NaN, so it is opt-in for max pooling.
     if (max_pool2d_table().find(name)->opt_in)
       CHECK(name == "cpu.onednn");
     else

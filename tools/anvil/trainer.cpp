@@ -177,7 +177,7 @@ void check_config(const TrainConfig& c) {
                      "--bucket-mb must be in (0, ", kMaxBucketMb, "] MiB, got ", c.bucket_mb);
   ANVIL_CHECK_CONFIG(c.accumulate >= 1 && c.accumulate <= kMaxAccumulate, kWhere,
                      "--accumulate must be in [1, ", kMaxAccumulate, "], got ", c.accumulate);
-  // Note [Sharded optimizer update]: the gradient norm and the optimizer state are spread over
+  // See Note [Sharded optimizer update]: the gradient norm and the optimizer state are spread over
   // the ranks; neither clipping nor checkpoints gather them yet.
   ANVIL_CHECK_CONFIG(!c.shard_optimizer || c.clip_norm == 0, kWhere,
                      "--shard-optimizer with --clip is not supported: each rank holds only its "
@@ -187,7 +187,7 @@ void check_config(const TrainConfig& c) {
                      "optimizer state is spread over the ranks");
   ANVIL_CHECK_CONFIG(c.grad_bucket_dtype == "f32" || c.grad_bucket_dtype == "bf16", kWhere,
                      "--grad-bucket-dtype must be f32 or bf16, got '", c.grad_bucket_dtype, "'");
-  // Note [bf16 gradient buckets]: ZeRO-1's reduce-scatter has no bf16 form.
+  // See Note [bf16 gradient buckets]: ZeRO-1's reduce-scatter has no bf16 form.
   ANVIL_CHECK_CONFIG(c.grad_bucket_dtype == "f32" || !c.shard_optimizer, kWhere,
                      "--grad-bucket-dtype bf16 with --shard-optimizer is not supported: the "
                      "reduce-scatter of the sharded update has no bf16 form");
@@ -203,7 +203,7 @@ void check_config(const TrainConfig& c) {
                      "--precision tf32 is not supported yet: TF32 is a GPU tensor-core mode, and "
                      "anvil train does not switch its GPU kernels to it (use fp32, or force a "
                      "tf32 variant with --variant)");
-  // Note [Dynamic loss scaling]: the overflow check reads this rank's gradients; with
+  // See Note [Dynamic loss scaling]: the overflow check reads this rank's gradients; with
   // --shard-optimizer each rank holds only its block, and the ranks could disagree on a skip.
   ANVIL_CHECK_CONFIG(precision != Precision::fp16 || !c.shard_optimizer, kWhere,
                      "--precision fp16 with --shard-optimizer is not supported: each rank would "
@@ -668,7 +668,8 @@ struct Run {
   optim::GradScaler* scaler_ptr() { return scaler ? &*scaler : nullptr; }
 };
 
-// Note [Distributed anvil train]: the communicator and the checks that depend on the rank count
+// Note [Distributed anvil train]
+// The communicator and the checks that depend on the rank count
 // come before any data is read or model built.
 void open_communicator(Run& run, dist::CommunicatorPtr* job) {
   const TrainConfig& config = run.config;
@@ -691,7 +692,7 @@ void open_communicator(Run& run, dist::CommunicatorPtr* job) {
   run.comm = std::move(comm);
   run.ranks = ranks;
   run.rank_batch = batch / ranks;
-  // Note [Global batch and micro-batches]: one step is `batch`, in `accumulate` micro-batches.
+  // See Note [Global batch and micro-batches]: one step is `batch`, in `accumulate` micro-batches.
   run.micro_batch = run.rank_batch / config.accumulate;
 }
 
@@ -744,7 +745,8 @@ void load_data(Run& run, TrainReport& r) {
   }
 }
 
-// Note [Data parallelism on one NCCL rank]: an explicit --dist nccl builds the data-parallel path
+// Note [Data parallelism on one NCCL rank]
+// An explicit --dist nccl builds the data-parallel path
 // on one rank too (averaging over one rank is the identity), so that a machine with one GPU runs
 // the NCCL broadcast and the bucketed gradient all-reduce; mpi and single do not.
 // --shard-optimizer builds it on one rank too (S = 1: the blocks are the whole buckets), and so
@@ -967,10 +969,11 @@ void finish_epoch_report(Run& run, EpochReport& e, TrainReport& r, std::ostream&
 void end_epoch(Run& run, int epoch, DivergenceGuard& guard, TrainReport& r, std::ostream& out) {
   const TrainConfig& config = run.config;
   dist::Communicator& comm = *run.comm;
-  // Note [Divergence]: never a checkpoint of non-finite weights.
+  // See Note [Divergence]: never a checkpoint of non-finite weights.
   if (!guard.first() && !all_finite(checkpointed_state(*run.net)))
     guard.weights_not_finite(epoch + 1);
-  // Note [Checkpoints after agreement]: every rank has finished the epoch (a rank that failed
+  // Note [Checkpoints after agreement]
+  // Every rank has finished the epoch (a rank that failed
   // has ended the job) and says whether it saw a divergence; rank 0 writes only then, and
   // only when no rank did.
   std::optional<std::string> diverged = guard.first();
