@@ -1,19 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `anvil train` loop (trainer.h): classification on image/sequence datasets through the
-// DataLoader, language models on PTB token streams with carried state (truncated BPTT).
+// DataLoader, language models on PTB token streams with carried state (truncated BPTT). The run's
+// stages are here; one epoch's steps are in train_epochs.cpp, the JSON log and the summary in
+// train_report.cpp.
 #include "tools/anvil/trainer.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <memory>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "data/loader.h"
 #include "data/ptb.h"
@@ -33,8 +31,9 @@
 #include "tools/anvil/fault_hook.h"
 #include "tools/anvil/optimizer_setup.h"
 #include "tools/anvil/output_paths.h"
-#include "tools/anvil/progress.h"
 #include "tools/anvil/task_data.h"
+#include "tools/anvil/train_epochs.h"
+#include "tools/anvil/train_report.h"
 
 namespace anvil::tools {
 
@@ -52,11 +51,6 @@ Device training_device(const TrainConfig& c) {
   return c.device == "cuda" ? Device::cuda(0) : Device::cpu();
 }
 
-// `t` on `device`: the loader's host batches are copied to the GPU (pinned staging for large
-// ones, Note [Pinned staging]) and the GPU's logits back to the host for the accuracy count;
-// a tensor already there is returned as is (no copy on a CPU run).
-Tensor on(const Tensor& t, Device device) { return t.device() == device ? t : t.to(device); }
-
 struct EvalResult {
   double loss = 0.0;    // mean per sample (classifiers) or per token (language models)
   double metric = 0.0;  // accuracy or perplexity
@@ -66,7 +60,7 @@ struct EvalResult {
 std::int64_t count_correct(const models::ModelInfo& info, const Tensor& logits,
                            const Tensor& targets) {
   // bf16 logits (--precision bf16: the last linear runs in bf16) widen exactly.
-  const Tensor l = on(logits, Device::cpu()).to(DType::f32).contiguous();
+  const Tensor l = on_device(logits, Device::cpu()).to(DType::f32).contiguous();
   const float* p = l.data<float>();
   const std::int64_t rows = l.sizes()[0], cols = l.numel() / std::max<std::int64_t>(rows, 1);
   std::int64_t correct = 0;
@@ -105,10 +99,10 @@ EvalResult evaluate_classifier(nn::Module& net, const models::ModelInfo& info,
   double loss_sum = 0;
   std::int64_t correct = 0, n = 0;
   while (auto b = loader.next()) {
-    const Tensor out = net.forward(on(b->inputs, device));
+    const Tensor out = net.forward(on_device(b->inputs, device));
     const std::int64_t rows = b->inputs.sizes()[0];
-    loss_sum +=
-        models::model_loss(info, out, on(b->targets, device)).item() * static_cast<double>(rows);
+    loss_sum += models::model_loss(info, out, on_device(b->targets, device)).item() *
+                static_cast<double>(rows);
     correct += count_correct(info, out, b->targets);
     n += rows;
   }
@@ -364,143 +358,6 @@ std::vector<dist::HandshakeField> configuration_fields(const TrainConfig& c, std
   };
 }
 
-nlohmann::json report_json(const TrainConfig& c, const TrainReport& r) {
-  using nlohmann::json;
-  json epochs = json::array();
-  for (const auto& e : r.epochs)
-    epochs.push_back(
-        {{"epoch", e.epoch},
-         {"lr", e.lr},
-         {"train_loss", e.train_loss},
-         {"train_seconds", e.train_seconds},
-         {"loader_wait_seconds", e.loader_wait_seconds},
-         {"samples_per_second", e.samples_per_second},
-         {"val_loss", e.val_loss},
-         {"val_" + r.metric, std::isfinite(e.val_metric) ? json(e.val_metric) : json(nullptr)},
-         {"rss_end_MB", e.rss_end_bytes / 1048576.0},
-         {"rss_peak_MB", e.rss_peak_bytes / 1048576.0},
-         {"allocator_peak_MB", e.allocator_peak_bytes / 1048576.0},
-         {"gpu_allocator_peak_MB", e.gpu_allocator_peak_bytes / 1048576.0},
-         {"loss_scale", e.loss_scale > 0 ? json(e.loss_scale) : json(nullptr)},
-         {"skipped_steps", e.skipped_steps}});
-  json config = {{"model", c.model},
-                 {"dataset", c.dataset},
-                 {"epochs", c.epochs},
-                 {"optimizer", c.optimizer},
-                 {"lr", c.lr},
-                 {"momentum", c.momentum},
-                 {"weight_decay", weight_decay_of(c)},
-                 {"lr_schedule", c.lr_schedule},
-                 {"lr_schedule_description", schedule_description(c)},
-                 {"warmup_steps", c.warmup_steps},
-                 {"clip", c.clip_norm},
-                 {"lr_decay", c.lr_decay},
-                 {"decay_after", c.decay_after},
-                 {"threads", r.threads},
-                 {"device", c.device},
-                 {"seed", c.seed},
-                 {"val_split", c.val_split},
-                 {"subset", c.subset},
-                 {"loader_thread", c.loader_thread},
-                 {"normalize", c.normalize},
-                 {"checkpoint", c.checkpoint},
-                 {"resume", c.resume},
-                 {"dist", c.dist},
-                 {"bucket_mb", c.bucket_mb},
-                 {"overlap", c.overlap},
-                 {"accumulate", c.accumulate},
-                 {"shard_optimizer", c.shard_optimizer},
-                 {"grad_bucket_dtype", c.grad_bucket_dtype},
-                 {"on_divergence", c.on_divergence},
-                 {"precision", c.precision}};
-  if (c.target_accuracy) config["target_accuracy"] = *c.target_accuracy;
-  json result = {{"training_seconds", r.training_seconds},
-                 {"testing_seconds", r.testing_seconds},
-                 {"test_loss", r.test_loss},
-                 {"test_" + r.metric, r.test_metric},
-                 {"peak_rss_MB", r.peak_rss_bytes / 1048576.0},
-                 {"allocator_peak_MB", r.allocator_peak_bytes / 1048576.0},
-                 {"gpu_allocator_peak_MB", r.gpu_allocator_peak_bytes / 1048576.0},
-                 {"cpu_utilisation_pct", r.cpu_utilisation * 100.0},
-                 {"loader_wait_pct", r.loader_wait_fraction * 100.0},
-                 {"samples_per_second_total", r.samples_per_second_total},
-                 {"samples_per_second_per_rank", r.samples_per_second_per_rank},
-                 {"comm_wait_pct", r.comm_wait_fraction * 100.0},
-                 {"skipped_steps", r.skipped_steps}};
-  result["time_to_target_seconds"] =
-      r.time_to_target_seconds ? json(*r.time_to_target_seconds) : json(nullptr);
-  json prov = json::object();
-  for (const auto& [key, value] : r.provenance) prov[key] = value;
-  return {
-      {"tool", "anvil train"},
-      {"provenance", prov},
-      {"config", config},
-      {"model", r.model},
-      {"dataset", r.dataset},
-      {"device", r.device},
-      {"distributed",
-       {{"backend", r.dist_backend}, {"ranks", r.ranks}, {"version", r.dist_version}}},
-      {"parameters", r.parameters},
-      {"metric", r.metric},
-      {"samples", {{"train", r.train_samples}, {"val", r.val_samples}, {"test", r.test_samples}}},
-      {"first_epoch", r.first_epoch},
-      {"epochs", epochs},
-      {"result", result},
-      {"diverged", r.diverged ? json(*r.diverged) : json(nullptr)},
-      {"finished", r.testing_seconds > 0}};
-}
-
-// Rewrites the JSON log atomically (temporary file + rename): a reader never sees half a log.
-void write_json_log(const TrainConfig& c, const TrainReport& r) {
-  if (c.json_log.empty()) return;
-  const std::string tmp = temporary_path(c.json_log);  // unique per process
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    ANVIL_CHECK(f.good(), kWhere, "cannot write the JSON log ", tmp);
-    f << report_json(c, r).dump(2) << '\n';
-    ANVIL_CHECK(f.good(), kWhere, "writing the JSON log ", tmp, " failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, c.json_log, ec);
-  ANVIL_CHECK(!ec, kWhere, "cannot move ", tmp, " to ", c.json_log, ": ", ec.message());
-}
-
-// --clip: the gradients' global norm before clipping (a device scalar, read after the step so
-// that the step does not wait for it); nothing without --clip.
-std::optional<Tensor> clip_gradients(const TrainConfig& c, optim::Optimizer& opt) {
-  if (c.clip_norm <= 0) return std::nullopt;
-  return optim::clip_grad_norm_async_(opt.params(), c.clip_norm);
-}
-std::optional<double> read_norm(const std::optional<Tensor>& norm) {
-  return norm ? std::optional<double>(norm->item()) : std::nullopt;
-}
-
-// --precision fp16 (Note [Dynamic loss scaling]): backward of the loss times the scale; the
-// gradients are unscaled (and checked for overflow) before clipping, and the step is skipped
-// when one is inf or NaN. Without a scaler these are the plain calls.
-void backward_scaled(const Tensor& objective, optim::GradScaler* scaler) {
-  if (scaler != nullptr)
-    scaler->scale(objective).backward();
-  else
-    objective.backward();
-}
-// Clips (--clip) and steps; returns the gradient norm (--clip) of a step that ran, nothing when
-// the scaler skipped it (its norm is that of an overflow, no sign of divergence).
-std::optional<double> clip_and_step(const TrainConfig& c, optim::Optimizer& opt,
-                                    optim::GradScaler* scaler, dist::DataParallel* dp) {
-  if (scaler != nullptr) scaler->unscale_(opt);  // clipping sees the true gradients
-  const std::optional<Tensor> norm = clip_gradients(c, opt);
-  bool stepped = true;
-  if (scaler != nullptr) {
-    stepped = scaler->step(opt);
-    scaler->update();
-  } else {
-    opt.step();
-  }
-  if (dp != nullptr) dp->finish_update();  // ZeRO-1: the updated blocks to every rank
-  return stepped ? read_norm(norm) : std::nullopt;
-}
-
 // The model's buffers (batch-norm running statistics), in registration order.
 std::vector<Tensor> model_buffers(const nn::Module& net) {
   std::vector<Tensor> buffers;
@@ -513,131 +370,6 @@ std::vector<Tensor> checkpointed_state(nn::Module& net) {
   std::vector<Tensor> state = net.parameters();
   for (Tensor& b : model_buffers(net)) state.push_back(std::move(b));
   return state;
-}
-
-// Note [Global batch and micro-batches]
-// --batch B is the global batch of one optimizer step, whatever the rank count S and
-// --accumulate N: each rank's loader gives micro-batches of B / (S N) samples (Note [Sharded
-// epochs]), N consecutive ones form the rank's share of a step, so the step covers the same B
-// samples of the epoch's permutation as one process at batch B. Each micro-batch's mean loss is
-// weighted by rows_i / rows of the rank's step (1/N when they are equal), the ranks' equal shares
-// are averaged by the all-reduce, and the step's gradient is the mean over the B samples, as one
-// process at batch B computes it, up to rounding. The first N - 1 backward passes run under
-// DataParallel::no_sync() (Note [Accumulation without synchronisation]): one all-reduce per
-// step. An epoch's last step takes the micro-batches that are left (fewer, and the last one
-// possibly smaller), weighted by their rows: the same samples as one process's last batch. Not
-// equal to one process at batch B: a model whose forward depends on the batch (batch norm's
-// batch statistics, per micro-batch here) or on how many masks are drawn per call (dropout).
-// Language models are refused (their rows carry state across windows). B must be divisible by
-// S N; "batch per rank" in the logs is B / S, the micro-batch is printed beside it.
-
-// Up to `n` batches of `loader` into `out`; false when the epoch had none left.
-bool next_micro_batches(data::DataLoader& loader, int n, std::vector<data::LoadedBatch>& out) {
-  out.clear();
-  while (static_cast<int>(out.size()) < n) {
-    auto b = loader.next();
-    if (!b) break;
-    out.push_back(std::move(*b));
-  }
-  return !out.empty();
-}
-
-// One epoch's training loop over the classifier's loader, --accumulate micro-batches per step;
-// returns (mean loss, samples).
-std::pair<double, std::int64_t> train_classifier_epoch(
-    const TrainConfig& c, const models::ModelInfo& info, nn::Module& net, optim::Optimizer& opt,
-    optim::LRScheduler* sched, data::DataLoader& loader, int epoch, Device device,
-    std::ostream& out, dist::DataParallel* dp, DivergenceGuard& guard, FaultHook& faults,
-    optim::GradScaler* scaler) {
-  net.train();
-  loader.start_epoch(epoch);
-  Progress progress(out, c.progress_bar, fmt::format("epoch {}/{}", epoch + 1, c.epochs),
-                    (loader.batches_per_epoch() + c.accumulate - 1) / c.accumulate);
-  double loss_sum = 0;
-  std::int64_t n = 0, step = 0;
-  std::vector<data::LoadedBatch> micro;  // this step's micro-batches
-  while (next_micro_batches(loader, c.accumulate, micro)) {
-    faults.before_step();
-    opt.zero_grad();
-    std::int64_t rows = 0;
-    for (const auto& b : micro) rows += b.inputs.sizes()[0];
-    // The step's loss is the mean over its `rows` samples: micro-batch i weighs rows_i / rows.
-    std::vector<std::pair<Tensor, double>> losses;
-    for (std::size_t i = 0; i < micro.size(); ++i) {
-      std::optional<dist::DataParallel::NoSync> local;  // all but the last: no all-reduce
-      if (dp != nullptr && i + 1 < micro.size()) local.emplace(dp->no_sync());
-      Tensor loss = models::model_forward_loss(info, net, on(micro[i].inputs, device),
-                                               on(micro[i].targets, device));
-      const double weight =
-          static_cast<double>(micro[i].inputs.sizes()[0]) / static_cast<double>(rows);
-      backward_scaled(micro.size() == 1 ? loss : loss * weight, scaler);
-      losses.emplace_back(std::move(loss), weight);
-    }
-    if (dp != nullptr) dp->finish_gradients();  // averaged over the ranks before clipping
-    const std::optional<double> norm = clip_and_step(c, opt, scaler, dp);
-    if (sched != nullptr) sched->step();  // Note [Schedules in anvil train]
-    double step_loss = 0;
-    for (const auto& [loss, weight] : losses) step_loss += loss.item() * weight;
-    guard.check_step(epoch + 1, step + 1, step_loss, norm);
-    loss_sum += step_loss * static_cast<double>(rows);
-    n += rows;
-    progress.update(++step, loss_sum / static_cast<double>(n));
-  }
-  progress.finish();
-  if (dp != nullptr) {  // the epoch's loss over all ranks' samples
-    Tensor sums = Tensor::from_vector(std::vector<double>{loss_sum, static_cast<double>(n)}, {2});
-    dp->comm().all_reduce(sums, dist::ReduceOp::sum);
-    loss_sum = sums.data<double>()[0];
-    n = static_cast<std::int64_t>(std::llround(sums.data<double>()[1]));
-  }
-  return {loss_sum / static_cast<double>(n), n};
-}
-
-// One epoch of truncated BPTT over the token stream; returns (mean loss per token, tokens).
-// `batch` is the global batch of streams; under data parallelism this rank trains on its rows of
-// it and carries their state (Note [Sharded PTB streams]), and the gradients are averaged.
-std::pair<double, std::int64_t> train_language_model_epoch(
-    const TrainConfig& c, const models::ModelInfo& info, nn::Module& net, optim::Optimizer& opt,
-    optim::LRScheduler* sched, const std::vector<std::int64_t>& ids, std::int64_t batch, int epoch,
-    Device device, std::ostream& out, dist::DataParallel* dp, DivergenceGuard& guard,
-    FaultHook& faults, optim::GradScaler* scaler) {
-  net.train();
-  net.reset_state();  // Note [Sequence-model hooks]
-  const std::int64_t seq_len = info.sample_shape.at(0);
-  data::PtbBatcher batches(ids, batch, seq_len);
-  Progress progress(out, c.progress_bar, fmt::format("epoch {}/{}", epoch + 1, c.epochs),
-                    batches.num_batches());
-  double nll = 0;
-  std::int64_t tokens = 0, step = 0;
-  const int ranks = dp != nullptr ? dp->comm().size() : 1;
-  const int rank = dp != nullptr ? dp->comm().rank() : 0;
-  while (batches.has_next()) {
-    const data::PtbBatch b = data::shard_rows(batches.next(), ranks, rank);
-    faults.before_step();
-    opt.zero_grad();
-    // networks.md's loss: CE summed over the steps of the window, averaged over the batch.
-    Tensor loss =
-        models::model_forward_loss(info, net, on(b.inputs, device), on(b.targets, device));
-    backward_scaled(loss, scaler);
-    if (dp != nullptr) dp->finish_gradients();  // averaged over the ranks before clipping
-    const std::optional<double> norm = clip_and_step(c, opt, scaler, dp);
-    if (sched != nullptr) sched->step();  // Note [Schedules in anvil train]
-    const std::int64_t t = b.targets.sizes()[1];
-    const double step_loss = loss.item();
-    guard.check_step(epoch + 1, step + 1, step_loss, norm);
-    nll += step_loss / static_cast<double>(t) * static_cast<double>(b.targets.numel());
-    tokens += b.targets.numel();
-    progress.update(++step, nll / static_cast<double>(tokens));
-  }
-  progress.finish();
-  net.reset_state();
-  if (dp != nullptr) {  // the epoch's loss over all ranks' tokens
-    Tensor sums = Tensor::from_vector(std::vector<double>{nll, static_cast<double>(tokens)}, {2});
-    dp->comm().all_reduce(sums, dist::ReduceOp::sum);
-    nll = sums.data<double>()[0];
-    tokens = static_cast<std::int64_t>(std::llround(sums.data<double>()[1]));
-  }
-  return {nll / static_cast<double>(tokens), tokens};
 }
 
 // What a run builds before its first epoch, filled in by run_training's stages in order (the
@@ -1046,45 +778,6 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
   r.test_metric = test.metric;
   if (run.comm->rank() == 0) write_json_log(config, r);
   return r;
-}
-
-void print_summary(const TrainReport& r, std::ostream& out) {
-  const bool acc = r.metric == "accuracy";
-  out << fmt::format("\n== {} on {} ({} thread(s), {})\n", r.model, r.dataset, r.threads, r.device);
-  out << fmt::format(
-      "training time      {:.2f} s ({} epoch(s){})\n", r.training_seconds,
-      r.first_epoch - 1 + static_cast<int>(r.epochs.size()),
-      r.first_epoch > 1 ? fmt::format(", resumed after epoch {}", r.first_epoch - 1) : "");
-  if (r.time_to_target_seconds)
-    out << fmt::format("time to target     {:.2f} s\n", *r.time_to_target_seconds);
-  out << fmt::format("testing time       {:.3f} s ({} test {})\n", r.testing_seconds,
-                     r.test_samples, acc ? "samples" : "tokens");
-  if (acc)
-    out << fmt::format("test accuracy      {:.2f} % (loss {:.4f})\n", r.test_metric * 100.0,
-                       r.test_loss);
-  else
-    out << fmt::format("test perplexity    {:.2f} (loss {:.4f})\n", r.test_metric, r.test_loss);
-  out << fmt::format("peak memory        {:.0f} MB resident, {:.0f} MB anvil CPU allocator\n",
-                     r.peak_rss_bytes / 1048576.0, r.allocator_peak_bytes / 1048576.0);
-  if (r.device != "cpu")
-    out << fmt::format("GPU memory         {:.0f} MB peak of anvil's caching allocator on {}\n",
-                       r.gpu_allocator_peak_bytes / 1048576.0, r.device);
-  out << fmt::format("CPU utilisation    {:.0f} % of {} thread(s)\n", r.cpu_utilisation * 100.0,
-                     r.threads);
-  out << fmt::format("data loader wait   {:.2f} % of training time\n",
-                     r.loader_wait_fraction * 100.0);
-  out << fmt::format("distributed        {} backend, {} rank(s) ({})\n", r.dist_backend, r.ranks,
-                     r.dist_version);
-  // A language model counts tokens, as its epoch lines do.
-  out << fmt::format("throughput         {:.0f} {}/s total, {:.0f} per rank\n",
-                     r.samples_per_second_total, acc ? "samples" : "tokens",
-                     r.samples_per_second_per_rank);
-  if (!r.epochs.empty() && r.epochs.back().loss_scale > 0)  // --precision fp16
-    out << fmt::format("loss scaling       scale {} at the end, {} step(s) skipped in all\n",
-                       r.epochs.back().loss_scale, r.skipped_steps);
-  if (r.ranks > 1 || r.dist_backend == "nccl")
-    out << fmt::format("communication wait {:.2f} % of training time (gradient all-reduce)\n",
-                       r.comm_wait_fraction * 100.0);
 }
 
 }  // namespace anvil::tools
