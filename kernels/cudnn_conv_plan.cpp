@@ -198,7 +198,7 @@ CudnnMath cudnn_search_math(DType dtype, bool tf32) {
 }
 
 std::optional<CudnnMath> cudnn_run_math(CudnnMath timed, DType dtype, bool tf32) {
-  // Note [cuDNN math type of the timed algorithm]
+  // See Note [cuDNN math type of the timed algorithm]
   const bool known = timed == CudnnMath::default_math || timed == CudnnMath::tensor_op ||
                      timed == CudnnMath::tensor_op_allow_conversion || timed == CudnnMath::fma;
   if (!known) return std::nullopt;
@@ -217,7 +217,7 @@ std::optional<CudnnMath> cudnn_run_math(CudnnMath timed, DType dtype, bool tf32)
 }
 
 std::size_t cudnn_workspace_cap(const std::string& env_mb, std::optional<std::size_t> available) {
-  // Note [cuDNN workspace cap]
+  // See Note [cuDNN workspace cap]
   if (env_mb.empty()) return available ? *available / 2 : kCudnnWorkspaceFallbackBytes;
   const auto parsed = parse_number<long long>(env_mb);
   const long long mb = parsed.value_or(-1);

@@ -10,9 +10,8 @@
 
 namespace anvil::models {
 
-LanguageModelEval evaluate_language_model(nn::LstmLanguageModel& net,
-                                          const std::vector<std::int64_t>& ids, std::int64_t batch,
-                                          std::int64_t seq_len, Device device,
+LanguageModelEval evaluate_language_model(nn::Module& net, const std::vector<std::int64_t>& ids,
+                                          std::int64_t batch, std::int64_t seq_len, Device device,
                                           dist::Communicator* comm) {
   const bool sharded = comm != nullptr && comm->size() > 1;
   auto on = [&](const Tensor& t) { return t.device() == device ? t : t.to(device); };

@@ -5,7 +5,9 @@
 // (Note [Token models] in models/registry.h); lstm_imdb returns one logit per sequence [B, 1].
 #include "engine/autograd/functions.h"
 #include "engine/nn/init.h"
+#include "engine/nn/layers.h"
 #include "engine/nn/recurrent.h"
+#include "models/lstm_language_model.h"
 #include "models/zoo.h"
 
 namespace anvil::models {
@@ -47,7 +49,7 @@ class LstmClassifier final : public nn::Module {
 
 nn::ModulePtr dlbench_lm(Generator& g) {
   // One bias vector per layer (networks.md: 6,180,624 parameters), PyTorch default inits.
-  return std::make_shared<nn::LstmLanguageModel>(10000, 256, 256, 2, false, &g);
+  return std::make_shared<LstmLanguageModel>(10000, 256, 256, 2, false, &g);
 }
 
 }  // namespace
@@ -76,7 +78,7 @@ std::vector<ModelInfo> builtin_lstm_models() {
                "sgd lr=1.0 clip=5",
                [](const ModelOptions&, Generator& g) -> nn::ModulePtr {
                  // One bias per layer gives exactly 4,651,600 parameters (two: 4,653,200).
-                 auto net = std::make_shared<nn::LstmLanguageModel>(10000, 200, 200, 2, false, &g);
+                 auto net = std::make_shared<LstmLanguageModel>(10000, 200, 200, 2, false, &g);
                  for (auto& p : net->parameters()) nn::init::uniform_(p, -0.1, 0.1, &g);
                  return net;
                }});

@@ -23,7 +23,7 @@ namespace anvil::models {
 //    [B*T, V] whose rows follow targets.flatten() for next-token targets [B, T], so
 //    `cross_entropy(logits, targets.flatten()) * T` is networks.md's loss (summed over T,
 //    averaged over B). They carry their LSTM state, detached, from one call to the next
-//    (truncated BPTT); nn::LstmLanguageModel::reset_state() starts from zeros again.
+//    (truncated BPTT); reset_state() starts from zeros again (Note [Sequence-model hooks]).
 //  * lstm_imdb (num_classes = 1) returns one logit per sequence [B, 1]; the loss is
 //    binary_cross_entropy_with_logits against float targets [B, 1] in {0, 1}.
 enum class InputKind { features, tokens };

@@ -12,7 +12,6 @@
 #include "engine/core/cuda_backend.h"
 #include "engine/core/error.h"
 #include "engine/core/parse_number.h"
-#include "engine/nn/recurrent.h"
 
 namespace anvil::models {
 
@@ -61,9 +60,9 @@ Tensor model_loss(const ModelInfo& info, const Tensor& output, const Tensor& tar
 
 Tensor model_forward_loss(const ModelInfo& info, nn::Module& net, const Tensor& input,
                           const Tensor& target) {
-  if (info.loss == LossKind::sequence_cross_entropy)
-    if (auto* lm = dynamic_cast<nn::LstmLanguageModel*>(&net))
-      return lm->sequence_loss(input, target);
+  // Note [Sequence-model hooks]: a language model offers its fused loss.
+  if (info.loss == LossKind::sequence_cross_entropy && net.has_sequence_loss())
+    return net.sequence_loss(input, target);
   return model_loss(info, net.forward(input), target);
 }
 

@@ -33,9 +33,9 @@ Batch synthetic_batch(const ModelInfo& info, std::int64_t batch, Generator& gen)
 // The model's training loss for `output = net(batch.input)` (LossKind of the model).
 Tensor model_loss(const ModelInfo& info, const Tensor& output, const Tensor& target);
 // model_loss(info, net.forward(input), target), the value and gradients alike, except that a
-// language model (nn::LstmLanguageModel) runs its decoder and loss as one node
-// (sequence_loss: Note [Linear cross-entropy]). For training; evaluation that also needs the
-// logits (accuracy) calls forward and model_loss.
+// language model with a fused loss (net.has_sequence_loss(): models::LstmLanguageModel) runs its
+// decoder and loss as one node (Note [Sequence-model hooks], Note [Linear cross-entropy]). For
+// training; evaluation that also needs the logits (accuracy) calls forward and model_loss.
 Tensor model_forward_loss(const ModelInfo& info, nn::Module& net, const Tensor& input,
                           const Tensor& target);
 

@@ -109,7 +109,7 @@ TEST_CASE("a bf16 convolution runs on oneDNN's avx512_bf16 kernel or the named f
   register_builtin_kernels();
   const Tensor x = Tensor::zeros({2, 16, 12, 12}, DType::bf16);
   const Tensor w = Tensor::zeros({32, 16, 3, 3}, DType::bf16);
-  const ConvProblem p = ops::conv2d_problem(x, w, Tensor(), ops::ConvParams{});
+  const ConvProblem p = ops::conv2d_problem(x, w, Tensor(), Conv2dOptions{});
   const std::string native = conv_table().select_uncached(p).name;
   if (kernels::gemm_bf16_native_available())
     CHECK(native == "cpu.onednn.bf16");

@@ -176,7 +176,7 @@ TEST_CASE("conv2d_relu fuses where the variant can and matches conv then relu", 
   Generator gen(9);
   const Tensor x = rand_f32({2, 4, 6, 6}, gen), w = rand_f32({5, 4, 3, 3}, gen),
                b = rand_f32({5}, gen);
-  ops::ConvParams params;
+  Conv2dOptions params;
   params.padding = {1, 1};
   for (const auto& v : conv_table().variants()) {
     ForceVariant force("conv2d", v.name);

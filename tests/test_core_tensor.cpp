@@ -136,7 +136,7 @@ TEST_CASE("seeded random factories repeat", "[tensor][random]") {
   }
 }
 
-// Note [Counter-based random fills]: parallel fills, so check what a parallel bug would break:
+// See Note [Counter-based random fills]: parallel fills, so check what a parallel bug would break:
 // the values must not depend on the thread count, every fill must take a fresh key, and the
 // distributions must still be right (moments within ~6 standard errors for n = 2^20).
 TEST_CASE("random fills are the same for any thread count and have the right moments",
@@ -215,7 +215,7 @@ TEST_CASE("CPU allocator caches large blocks and counts bytes", "[memory]") {
 }
 
 TEST_CASE("CPU allocator: huge-page blocks are aligned and usable", "[memory]") {
-  // Note [CPU huge pages]: blocks of >= 2 MiB start on a 2 MiB boundary (Linux, unless
+  // See Note [CPU huge pages]: blocks of >= 2 MiB start on a 2 MiB boundary (Linux, unless
   // ANVIL_CPU_HUGE_PAGES=0) and must hold their whole size, odd tails included.
   empty_cache();
   const std::int64_t n = (3 << 20) / 4 + 1001;  // 3 MiB + a partial page
@@ -235,7 +235,7 @@ TEST_CASE("CPU allocator: huge-page blocks are aligned and usable", "[memory]") 
 }
 
 TEST_CASE("CPU allocator: the cache stays under the live high-water mark", "[memory]") {
-  // Note [CPU cache bound]: sizes that peak at different moments share the memory instead of
+  // See Note [CPU cache bound]: sizes that peak at different moments share the memory instead of
   // each keeping its own blocks. Sizes in MiB (never touched, so only address space is used),
   // chosen around the 128 MiB slack.
   REQUIRE(kCpuCacheSlackBytes == (128u << 20));

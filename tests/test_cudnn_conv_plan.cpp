@@ -140,7 +140,7 @@ TEST_CASE("cuDNN conv refusals before asking cuDNN", "[cudnn][plan]") {
 }
 
 TEST_CASE("Winograd is refused for f32 filters above 3x3 only", "[cudnn][plan]") {
-  // Note [Winograd on large filters]
+  // See Note [Winograd on large filters]
   for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights})
     for (CudnnConvAlgo algo : kCudnnConvAlgos) {
       INFO(conv_pass_name(pass) << " " << cudnn_algo_name(algo));
@@ -213,7 +213,7 @@ TEST_CASE("the find-cache key separates what changes the search", "[cudnn][plan]
 }
 
 TEST_CASE("the math type of a timed cuDNN algorithm and the one it runs with", "[cudnn][plan]") {
-  // Note [cuDNN math type of the timed algorithm]
+  // See Note [cuDNN math type of the timed algorithm]
   using M = CudnnMath;
   CHECK(cudnn_search_math(DType::f32, false) == M::fma);
   CHECK(cudnn_search_math(DType::f32, true) == M::tensor_op);
@@ -238,7 +238,7 @@ TEST_CASE("the math type of a timed cuDNN algorithm and the one it runs with", "
 }
 
 TEST_CASE("workspace cap from free memory and ANVIL_CUDNN_WORKSPACE_MB", "[cudnn][plan]") {
-  // Note [cuDNN workspace cap]
+  // See Note [cuDNN workspace cap]
   constexpr std::size_t kMiB = std::size_t{1} << 20;
   // Unset: half of what is available, however large; 1 GiB when that is unknown.
   CHECK(cudnn_workspace_cap("", std::size_t{80} << 30) == std::size_t{40} << 30);
@@ -299,7 +299,7 @@ TEST_CASE("cuda.cudnn's choices label the default once searched", "[cudnn][plan]
 }
 
 TEST_CASE("StableCache entries stay put while the map grows", "[cudnn][plan]") {
-  // Note [Stable cache entries]
+  // See Note [Stable cache entries]
   struct IntHash {
     std::size_t operator()(int v) const noexcept { return static_cast<std::size_t>(v); }
   };

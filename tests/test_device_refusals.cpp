@@ -81,7 +81,7 @@ TEST_CASE("every variant table refuses its CPU variants for a CUDA problem", "[c
   for (OptimOp op : {OptimOp::sgd, OptimOp::adam, OptimOp::grad_norm, OptimOp::grad_scale})
     check_cpu_variants_refuse(optimizer_table(op),
                               OptimizerProblem{.op = op, .tensors = 1, .numel = 8});
-  ops::ConvParams cp;
+  Conv2dOptions cp;
   cp.padding = {1, 1};
   check_cpu_variants_refuse(conv_table(),
                             ops::conv2d_problem({2, 3, 8, 8}, {4, 3, 3, 3}, true, cp));
@@ -119,7 +119,7 @@ TEST_CASE("host code refuses a CUDA tensor before touching its memory", "[cuda][
   }
 
   SECTION("conv2d backward with a gradient on another device than the operands") {
-    ops::ConvParams cp;
+    Conv2dOptions cp;
     const Tensor w = Tensor::ones({4, 3, 3, 3}), x = Tensor::ones({2, 3, 5, 5});
     CHECK_THROWS_WITH(ops::conv2d_backward_data(dev.tensor({2, 4, 3, 3}), w, x.sizes(), cp),
                       Contains("conv2d backward") && Contains("cuda:0"));

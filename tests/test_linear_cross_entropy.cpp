@@ -7,7 +7,7 @@
 
 #include "engine/autograd/functions.h"
 #include "engine/core/views.h"
-#include "engine/nn/recurrent.h"
+#include "models/lstm_language_model.h"
 #include "engine/optim/optimizer.h"
 #include "helpers/gradcheck.h"
 #include "models/registry.h"
@@ -150,7 +150,7 @@ TEST_CASE("a language model's fused sequence loss equals the composed loss",
   // Two identical small LMs (same seed), one trained through each loss for two steps.
   auto make = [] {
     Generator g(5);
-    auto lm = std::make_shared<nn::LstmLanguageModel>(50, 8, 12, 2, false, &g);
+    auto lm = std::make_shared<models::LstmLanguageModel>(50, 8, 12, 2, false, &g);
     lm->set_carry_state(false);
     return lm;
   };

@@ -10,8 +10,12 @@
 #include <vector>
 
 #include "anvil/anvil.h"
+#include "engine/autograd/autograd_meta.h"
+#include "engine/autograd/node.h"
 #include "engine/dispatch/lstm_problem.h"
 #include "engine/nn/recurrent.h"
+#include "models/lstm_language_model.h"
+#include "models/training_step.h"
 #include "engine/ops/lstm.h"
 #include "helpers/gradcheck.h"
 #include "helpers/lstm_layer_case.h"
@@ -267,7 +271,7 @@ TEST_CASE("cpu.fused.packed trains like cpu.fused over five steps at one and two
     for (const char* variant : {"cpu.fused", "cpu.fused.packed"}) {
       ForceVariant force("lstm", variant);
       Generator g(21);
-      nn::LstmLanguageModel net(100, 32, 64, 2, false, &g);
+      models::LstmLanguageModel net(100, 32, 64, 2, false, &g);
       optim::SGD opt(net.parameters(), 1.0);
       const std::int64_t B = 40, T = 6;
       std::vector<nn::NamedProblem> layers;
@@ -337,7 +341,7 @@ TEST_CASE("a forced lstm variant that cannot run a problem is an error with its 
 
 TEST_CASE("the default lstm variant: cpu.onednn for one-thread inference, cpu.fused otherwise",
           "[lstm][variants]") {
-  // Note [LSTM heuristic]
+  // See Note [LSTM heuristic]
   register_builtin_kernels();
   const int saved_threads = get_num_threads();
   for (int threads : {1, 2}) {
@@ -491,10 +495,10 @@ TEST_CASE("LSTM models have the exact parameter counts", "[lstm][models]") {
   CHECK(models::create("lstm32")->num_parameters() == 6180624);
   CHECK(models::create("lstm64")->num_parameters() == 6180624);
   // networks.md's count with PyTorch's two bias vectors per layer.
-  CHECK(nn::LstmLanguageModel(10000, 256, 256, 2, true).num_parameters() == 6182672);
+  CHECK(models::LstmLanguageModel(10000, 256, 256, 2, true).num_parameters() == 6182672);
   // ptb_small: one bias vector per layer gives exactly 4,651,600 (two would give 4,653,200).
   CHECK(models::create("ptb_small")->num_parameters() == 4651600);
-  CHECK(nn::LstmLanguageModel(10000, 200, 200, 2, true).num_parameters() == 4653200);
+  CHECK(models::LstmLanguageModel(10000, 200, 200, 2, true).num_parameters() == 4653200);
   CHECK(models::create("lstm_imdb")->num_parameters() == 213301);
   const auto& info = models::info("lstm32");
   CHECK(info.input == models::InputKind::tokens);
@@ -523,7 +527,7 @@ TEST_CASE("LSTM models have the exact parameter counts", "[lstm][models]") {
 TEST_CASE("a small LSTM language model fits a fixed batch: loss falls at least 3x",
           "[lstm][models][training]") {
   Generator g(21);
-  nn::LstmLanguageModel lm(64, 32, 32, 2, false, &g);
+  models::LstmLanguageModel lm(64, 32, 32, 2, false, &g);
   const std::int64_t B = 4, T = 12;
   const Tensor ids = randint({B, T}, 0, 64, DType::i64, &g);
   const Tensor targets = randint({B, T}, 0, 64, DType::i64, &g);
@@ -566,17 +570,19 @@ TEST_CASE("one training step of each LSTM model runs", "[lstm][models][training]
     const double norm = optim::clip_grad_norm_(net->parameters(), 5.0);
     CHECK(std::isfinite(norm));
     opt.step();
-    // The state is carried (detached) into the next call.
-    auto* lm = dynamic_cast<nn::LstmLanguageModel*>(net.get());
-    REQUIRE(lm != nullptr);
-    REQUIRE(lm->state().h.size() == 2);
-    CHECK(lm->state().h[0].sizes() == Shape{B, lm->lstm().hidden_size()});
-    CHECK(!lm->state().h[0].requires_grad());
-    CHECK(lm->state().h[0].is_leaf());
+    // The state is carried (detached) into the next call: the second call's graph does not
+    // reach back into the first one, whose saved tensors backward has released.
     Tensor loss2 = cross_entropy(net->forward(ids), targets.flatten());
-    loss2.backward();  // the carried state does not reach back into the first graph
-    lm->reset_state();
-    CHECK(lm->state().empty());
+    loss2.backward();
+    // Through the Module hook (Note [Sequence-model hooks]): the registry's model resets its
+    // state, so the next call starts from zeros as the first did.
+    net->reset_state();
+    NoGradGuard no_grad;
+    const Tensor from_zeros = net->forward(ids);
+    const Tensor carried = net->forward(ids);
+    net->reset_state();
+    CHECK(max_abs_diff(net->forward(ids), from_zeros) == 0);
+    CHECK(max_abs_diff(carried, from_zeros) > 0);
   }
   // lstm_imdb: one logit per sequence and binary cross-entropy.
   auto imdb = models::create("lstm_imdb");
@@ -591,13 +597,67 @@ TEST_CASE("one training step of each LSTM model runs", "[lstm][models][training]
   CHECK(std::isfinite(loss.item()));
 }
 
+namespace {
+// Whether the autograd graph of `t` holds a node named `name` (a walk over the next edges).
+bool graph_has_node(const Tensor& t, const std::string& name) {
+  const AutogradMeta* meta = autograd_meta(t);
+  if (meta == nullptr || meta->grad_fn == nullptr) return false;
+  std::vector<const Node*> todo{meta->grad_fn.get()}, seen;
+  while (!todo.empty()) {
+    const Node* n = todo.back();
+    todo.pop_back();
+    if (std::find(seen.begin(), seen.end(), n) != seen.end()) continue;
+    seen.push_back(n);
+    if (n->name() == name) return true;
+    for (const Edge& e : n->next())
+      if (e.valid()) todo.push_back(e.node.get());
+  }
+  return false;
+}
+}  // namespace
+
+// See Note [Sequence-model hooks]: what the training loops ask of any module instead of
+// downcasting.
+TEST_CASE("sequence-model hooks: the LM carries and resets state, others have no fused loss",
+          "[lstm][models]") {
+  Generator g(31);
+  auto lm = std::make_shared<models::LstmLanguageModel>(20, 8, 6, 2, false, &g);
+  const Tensor ids = randint({3, 5}, 0, 20, DType::i64, &g);
+  const Tensor targets = randint({3, 5}, 0, 20, DType::i64, &g);
+  (void)lm->forward(ids);
+  // The carried state: one h and c [B, H] per layer, detached from the graph.
+  REQUIRE(lm->state().h.size() == 2);
+  CHECK(lm->state().h[0].sizes() == Shape{3, 6});
+  CHECK(!lm->state().h[0].requires_grad());
+  CHECK(lm->state().h[0].is_leaf());
+  // A container's reset_state reaches the model inside it.
+  nn::Sequential wrapper{lm};
+  wrapper.reset_state();
+  CHECK(lm->state().empty());
+  // model_forward_loss takes the LM's fused decoder + loss (one LinearCrossEntropyBackward
+  // node); a wrapper without the hook gets the composed loss of its forward, of equal value.
+  const auto& info = models::info("lstm32");
+  CHECK(lm->has_sequence_loss());
+  const Tensor fused = models::model_forward_loss(info, *lm, ids, targets);
+  CHECK(graph_has_node(fused, "LinearCrossEntropyBackward"));
+  CHECK(!wrapper.has_sequence_loss());
+  lm->reset_state();
+  const Tensor composed = models::model_forward_loss(info, wrapper, ids, targets);
+  CHECK(!graph_has_node(composed, "LinearCrossEntropyBackward"));
+  CHECK(composed.item() == Approx(fused.item()).epsilon(1e-5));
+  // A module without a sequence loss says so, naming its type.
+  nn::Linear linear(4, 2);
+  CHECK_THROWS_WITH(linear.sequence_loss(ids, targets),
+                    Catch::Contains("Linear") && Catch::Contains("no sequence loss"));
+}
+
 TEST_CASE("a few SGD steps of a tiny lstm32-like model lower the loss",
           "[lstm][models][training]") {
   for (const std::string& name : lstm_variant_names()) {
     INFO("variant " << name);
     ForceVariant force("lstm", name);
     Generator g(5);
-    nn::LstmLanguageModel net(50, 16, 16, 2, false, &g);
+    models::LstmLanguageModel net(50, 16, 16, 2, false, &g);
     optim::SGD opt(net.parameters(), 1.0);
     const std::int64_t B = 4, T = 8;
     Tensor ids = randint({B, T}, 0, 50, DType::i64, &g);

@@ -157,7 +157,7 @@ TEST_CASE("max pooling propagates NaN and routes its gradient to it under every 
   const std::vector<Geo> geos = {{9, 11, 3, 2, 1}, {8, 10, 2, 2, 0}, {7, 70, 3, 1, 0}};
   std::vector<std::string> variants = {""};  // "" = the default selection
   for (const auto& name : cpu_variants(max_pool2d_table())) {
-    // Note [oneDNN max pooling and NaN]: oneDNN drops NaN, so it is opt-in for max pooling.
+    // See Note [oneDNN max pooling and NaN]: oneDNN drops NaN, so it is opt-in for max pooling.
     if (max_pool2d_table().find(name)->opt_in)
       CHECK(name == "cpu.onednn");
     else
@@ -256,7 +256,7 @@ TEST_CASE("a relu fused into a convolution keeps a NaN pre-activation under ever
   const Tensor x = tensor_of(with_nans(2 * 3 * 6 * 6, 1000, 999), {2, 3, 6, 6}, DType::f32);
   const Tensor w = tensor_of(with_nans(4 * 3 * 3 * 3, 1000, 999), {4, 3, 3, 3}, DType::f32);
   const Tensor b = tensor_of({0.5, kNaN, -0.5, 0.0}, {4}, DType::f32);
-  ops::ConvParams params;
+  Conv2dOptions params;
   params.padding = {1, 1};
   const ConvProblem prob = ops::conv2d_problem(x, w, b, params);
   int fused_variants = 0;

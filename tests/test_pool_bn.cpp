@@ -500,7 +500,7 @@ TEST_CASE("batch_norm2d rejects bad inputs with clear messages", "[batch_norm][e
 
 TEST_CASE("default selection follows the documented order", "[pool][batch_norm][variants]") {
   register_builtin_kernels();
-  // Note [Pool default order]: adaptive pooling -> cpu.omp; batch norm -> cpu.omp first.
+  // See Note [Pool default order]: adaptive pooling -> cpu.omp; batch norm -> cpu.omp first.
   const PoolProblem gap =
       make_adaptive_pool_problem({2, 2048, 7, 7}, {1, 1}, DType::f32, Device::cpu(), "test");
   CHECK(adaptive_avg_pool2d_table().select(gap).name == "cpu.omp");
@@ -511,7 +511,7 @@ TEST_CASE("default selection follows the documented order", "[pool][batch_norm][
   const PoolProblem f64 = make_pool_problem(PoolKind::max, {1, 2, 9, 9}, {3, 3}, {2, 2}, {1, 1},
                                             false, true, DType::f64, Device::cpu(), "test");
   CHECK(max_pool2d_table().select(f64).name == "cpu.omp");
-  // Note [oneDNN max pooling and NaN]: f32 max pooling defaults to cpu.omp too; cpu.onednn
+  // See Note [oneDNN max pooling and NaN]: f32 max pooling defaults to cpu.omp too; cpu.onednn
   // runs only when forced.
   const PoolProblem f32 = make_pool_problem(PoolKind::max, {2, 64, 56, 56}, {3, 3}, {2, 2}, {1, 1},
                                             false, true, DType::f32, Device::cpu(), "test");

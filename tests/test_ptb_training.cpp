@@ -20,7 +20,7 @@ namespace {
 
 // Perplexity of `net` on a token stream, state carried across consecutive windows: the
 // trainer's metric (models/language_model_eval.h).
-double perplexity(nn::LstmLanguageModel& net, const std::vector<std::int64_t>& ids,
+double perplexity(models::LstmLanguageModel& net, const std::vector<std::int64_t>& ids,
                   std::int64_t batch, std::int64_t seq_len) {
   return models::evaluate_language_model(net, ids, batch, seq_len).perplexity;
 }
@@ -47,7 +47,7 @@ TEST_CASE("an LSTM language model trained on PTB valid lowers the PTB test perpl
   const std::int64_t V = vocab.size(), B = 20, T = 20;
 
   Generator gen(2026);
-  nn::LstmLanguageModel net(V, 64, 64, 2, /*two_biases=*/false, &gen);
+  models::LstmLanguageModel net(V, 64, 64, 2, /*two_biases=*/false, &gen);
   for (auto& p : net.parameters()) nn::init::uniform_(p, -0.1, 0.1, &gen);  // Zaremba's init
   optim::SGD opt(net.parameters(), 1.0);
 

@@ -9,6 +9,7 @@
 
 #include "engine/core/random.h"
 #include "engine/core/tensor.h"
+#include "engine/ops/conv_options.h"
 
 namespace anvil {
 
@@ -76,12 +77,6 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen = nullptr);
 
 // ---- convolution (NCHW, float32/float64) -------------------------------------------------------
-struct Conv2dOptions {
-  std::array<std::int64_t, 2> stride{1, 1};
-  std::array<std::int64_t, 2> padding{0, 0};
-  std::array<std::int64_t, 2> dilation{1, 1};
-  std::int64_t groups = 1;
-};
 // x [N, C, H, W], weight [K, C/groups, R, S], bias [K] or undefined -> [N, K, P, Q].
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
               const Conv2dOptions& options = {});

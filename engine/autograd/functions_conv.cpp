@@ -20,35 +20,25 @@ namespace {
 
 using Grads = std::vector<Tensor>;
 
-ops::ConvParams to_params(const Conv2dOptions& o) {
-  ops::ConvParams p;
-  p.stride = o.stride;
-  p.padding = o.padding;
-  p.dilation = o.dilation;
-  p.groups = o.groups;
-  return p;
-}
-
 Tensor conv2d_impl(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in,
                    const Conv2dOptions& options, bool relu) {
   // The casts are recorded ops: dw and db come back to f32 parameters in f32.
   const Tensor x = autocast_input("conv2d", x_in), weight = autocast_input("conv2d", weight_in);
   const Tensor bias = autocast_input("conv2d", bias_in);
-  const ops::ConvParams params = to_params(options);
-  Tensor y = ops::conv2d_forward(x, weight, bias, params, relu);
+  Tensor y = ops::conv2d_forward(x, weight, bias, options, relu);
   if (any_requires_grad({&x, &weight, &bias})) {
     const Tensor xd = x.detach(), wd = weight.detach();
     const Tensor yd = relu ? y.detach() : Tensor();
     const bool gx = x.requires_grad(), gw = weight.requires_grad();
     const bool gb = bias.defined() && bias.requires_grad();
     record(relu ? "Conv2dReluBackward" : "Conv2dBackward", {x, weight, bias}, {y},
-           [xd, wd, yd, gx, gw, gb, params](const Grads& g) {
+           [xd, wd, yd, gx, gw, gb, options](const Grads& g) {
              // Note [Fused conv relu]: the relu's gradient first.
              const Tensor dy = yd.defined() ? ops::binary(EwOp::relu_backward, yd, g[0]) : g[0];
              Grads out(3);
-             if (gx) out[0] = ops::conv2d_backward_data(dy, wd, xd.sizes(), params);
+             if (gx) out[0] = ops::conv2d_backward_data(dy, wd, xd.sizes(), options);
              if (gw) {
-               auto [dw, db] = ops::conv2d_backward_weights(xd, dy, wd.sizes(), gb, params);
+               auto [dw, db] = ops::conv2d_backward_weights(xd, dy, wd.sizes(), gb, options);
                out[1] = dw;
                out[2] = db;
              } else if (gb) {

@@ -169,7 +169,8 @@ class DataParallel {
   // Bytes the all-reduce of bucket i moves per rank (its bf16 wire buffer's when it has one).
   std::int64_t bucket_bytes(std::size_t i) const;
   std::int64_t bucket_elements(std::size_t i) const { return buckets_.at(i).flat.numel(); }
-  // Note [Bucket timeline]: with set_timeline(true) every hook also polls the buckets in flight
+  // Note [Bucket timeline]
+  // With set_timeline(true) every hook also polls the buckets in flight
   // (Work::test), so that each bucket's completion is seen near when it happens; off by default
   // (the polls are extra MPI calls). Per bucket of the last finish_gradients(): when its
   // collective was started and when it was first seen complete (by a hook's poll or the final

@@ -8,18 +8,6 @@
 #include "engine/ops/conv.h"
 
 namespace anvil::nn {
-namespace {
-
-ops::ConvParams to_params(const Conv2dOptions& o) {
-  ops::ConvParams p;
-  p.stride = o.stride;
-  p.padding = o.padding;
-  p.dilation = o.dilation;
-  p.groups = o.groups;
-  return p;
-}
-
-}  // namespace
 
 Conv2d::Conv2d(std::int64_t in, std::int64_t out, std::array<std::int64_t, 2> kernel,
                Conv2dOptions options, bool bias, Generator* gen)
@@ -57,20 +45,20 @@ std::string Conv2d::extra_repr() const {
 }
 
 Shape Conv2d::output_shape(const Shape& in) const {
-  const ConvProblem p = ops::conv2d_problem(in, weight_->sizes(), bias_->defined(),
-                                            to_params(options_), DType::f32, "Conv2d");
+  const ConvProblem p =
+      ops::conv2d_problem(in, weight_->sizes(), bias_->defined(), options_, DType::f32, "Conv2d");
   return {p.n, p.k, p.p(), p.q()};
 }
 
 double Conv2d::forward_flops(const Shape& in) const {
-  ConvProblem p = ops::conv2d_problem(in, weight_->sizes(), bias_->defined(), to_params(options_),
-                                      DType::f32, "Conv2d");
+  ConvProblem p =
+      ops::conv2d_problem(in, weight_->sizes(), bias_->defined(), options_, DType::f32, "Conv2d");
   return p.flops();
 }
 
 void Conv2d::problems(const Shape& in, const std::string& prefix,
                       std::vector<NamedProblem>& out) const {
-  ConvProblem p = ops::conv2d_problem(in, weight_->sizes(), bias_->defined(), to_params(options_),
+  ConvProblem p = ops::conv2d_problem(in, weight_->sizes(), bias_->defined(), options_,
                                       weight_->dtype(), "Conv2d");
   p.device = weight_->device();
   p.fuse_relu = fused_relu_;

@@ -138,6 +138,18 @@ void Module::train(bool on) {
   for (auto& [n, m] : children_) m->train(on);
 }
 
+// Note [Sequence-model hooks] in module.h.
+void Module::reset_state() {
+  for (auto& [n, m] : children_) m->reset_state();
+}
+
+Tensor Module::sequence_loss(const Tensor& ids, const Tensor& targets) {
+  (void)ids;
+  (void)targets;
+  fail("Module::sequence_loss", type_name(),
+       " has no sequence loss (has_sequence_loss() is false); use its forward and a loss");
+}
+
 void Module::zero_grad() {
   for (auto& t : parameters()) t.mutable_grad() = Tensor();
 }

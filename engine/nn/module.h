@@ -48,6 +48,23 @@ class Module {
     (void)out;
   }
 
+  // Note [Sequence-model hooks]
+  // What a training loop needs from a sequence model, asked of any module so that no loop
+  // downcasts to a concrete model: a language model carries its recurrent state from one call of
+  // forward to the next (truncated BPTT), and the loop resets it where a stream of windows starts
+  // and ends (epochs, evaluation); and it may compute its training loss for next-token targets
+  // more cheaply than loss(forward(ids)) (models::LstmLanguageModel runs its decoder and the
+  // cross-entropy as one node: Note [Linear cross-entropy]), which models::model_forward_loss
+  // then takes. A module without state or fused loss keeps the defaults.
+  //
+  // Drops the state carried between calls; the default resets every child's.
+  virtual void reset_state();
+  // Whether sequence_loss is available (false by default).
+  virtual bool has_sequence_loss() const { return false; }
+  // The training loss for token ids [B, T] and next-token targets [B, T] (networks.md's: the
+  // cross-entropy summed over T, averaged over B); throws unless has_sequence_loss().
+  virtual Tensor sequence_loss(const Tensor& ids, const Tensor& targets);
+
   // Parameters of this module and its children, named "0.weight", "fc1.bias", ...
   std::vector<std::pair<std::string, Tensor>> named_parameters() const;
   std::vector<Tensor> parameters() const;

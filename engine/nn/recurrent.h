@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// Embedding, LSTM and the LSTM language model (embedding -> LSTM stack -> linear decoder at
-// every step) with truncated-BPTT state carrying.
+// Embedding and LSTM, with the recurrent state an LSTM stack carries (LstmState). The LSTM
+// language model built from them is models::LstmLanguageModel (models/lstm_language_model.h).
 #include <utility>
 #include <vector>
 
 #include "engine/core/random.h"
-#include "engine/nn/layers.h"
 #include "engine/nn/module.h"
 
 namespace anvil::nn {
@@ -67,50 +66,6 @@ class LSTM final : public Module {
  private:
   std::int64_t in_, hidden_, layers_;
   bool two_biases_;
-};
-
-// Word-level LSTM language model: ids [B, T] -> logits [B*T, V], rows in the order of
-// targets.flatten() for next-token targets [B, T]. Embedding V x E, LSTM (E -> H, L layers),
-// Linear H -> V at every step. When carry_state is on (default), the final LSTM state of one
-// call, detached from the graph, is the initial state of the next (truncated BPTT);
-// reset_state() starts again from zeros, and a batch-size change does so implicitly.
-class LstmLanguageModel final : public Module {
- public:
-  LstmLanguageModel(std::int64_t vocab, std::int64_t embed_dim, std::int64_t hidden,
-                    std::int64_t num_layers, bool two_biases = false, Generator* gen = nullptr);
-  // ids [B, T] -> logits [B*T, V] (rows in targets.flatten() order).
-  Tensor forward(const Tensor& ids) override;
-  // The LSTM's output rows [B*T, H] before the decoder (state carried as in forward).
-  Tensor hidden_rows(const Tensor& ids);
-  // networks.md's loss for next-token targets [B, T]: softmax CE summed over T, averaged over
-  // B; the decoder and the loss run as one linear_cross_entropy node (same value and gradients
-  // as cross_entropy(forward(ids), targets.flatten()) * T, less memory and fewer passes).
-  Tensor sequence_loss(const Tensor& ids, const Tensor& targets);
-  std::string type_name() const override { return "LstmLanguageModel"; }
-  std::string extra_repr() const override;
-  Shape output_shape(const Shape& in) const override;
-  double forward_flops(const Shape& in) const override;
-  // The LSTM layers' problems, then the decoder's GEMMs.
-  void problems(const Shape& in, const std::string& prefix,
-                std::vector<NamedProblem>& out) const override;
-
-  void reset_state() { state_ = {}; }
-  void set_carry_state(bool on) {
-    carry_ = on;
-    if (!on) reset_state();
-  }
-  const LstmState& state() const { return state_; }
-  Embedding& embedding() { return *embedding_; }
-  LSTM& lstm() { return *lstm_; }
-  Linear& decoder() { return *decoder_; }
-
- private:
-  Tensor time_major_output(const Tensor& ids);  // embedding + LSTM: y [T, B, H]
-  std::shared_ptr<Embedding> embedding_;
-  std::shared_ptr<LSTM> lstm_;
-  std::shared_ptr<Linear> decoder_;
-  LstmState state_;
-  bool carry_ = true;
 };
 
 }  // namespace anvil::nn

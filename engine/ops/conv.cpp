@@ -23,7 +23,7 @@ void run(const ConvArgs& args) {
 
 }  // namespace
 
-ConvProblem conv2d_problem(const Shape& x, const Shape& wt, bool has_bias, const ConvParams& o,
+ConvProblem conv2d_problem(const Shape& x, const Shape& wt, bool has_bias, const Conv2dOptions& o,
                            DType dtype, const char* where) {
   ANVIL_CHECK(x.size() == 4, where, "expected 4-D input (N,C,H,W), got ", shape_str(x));
   ANVIL_CHECK(wt.size() == 4, where, "expected 4-D weight (K,C/groups,R,S), got ", shape_str(wt));
@@ -69,7 +69,7 @@ ConvProblem conv2d_problem(const Shape& x, const Shape& wt, bool has_bias, const
 }
 
 ConvProblem conv2d_problem(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                           const ConvParams& params, const char* where) {
+                           const Conv2dOptions& params, const char* where) {
   check_defined(x, where, "input");
   check_defined(weight, where, "weight");
   // bf16/f16: the autocast path (Note [Autocast policy]); their variants accumulate in f32.
@@ -93,7 +93,7 @@ ConvProblem conv2d_problem(const Tensor& x, const Tensor& weight, const Tensor& 
 }
 
 Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                      const ConvParams& params, bool relu, bool* fused) {
+                      const Conv2dOptions& params, bool relu, bool* fused) {
   ConvProblem p = conv2d_problem(x, weight, bias, params);
   if (fused) *fused = false;
   Tensor y = Tensor::empty({p.n, p.k, p.p(), p.q()}, x.dtype(), x.device());
@@ -127,7 +127,7 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
 }
 
 Tensor conv2d_backward_data(const Tensor& dy, const Tensor& weight, const Shape& x_shape,
-                            const ConvParams& params) {
+                            const Conv2dOptions& params) {
   const char* where = "conv2d backward";
   ConvProblem p = conv2d_problem(x_shape, weight.sizes(), false, params, weight.dtype(), where);
   check_same_device(weight, dy, where);  // the variants read dy on the problem's device
@@ -151,7 +151,7 @@ Tensor conv2d_backward_data(const Tensor& dy, const Tensor& weight, const Shape&
 
 std::pair<Tensor, Tensor> conv2d_backward_weights(const Tensor& x, const Tensor& dy,
                                                   const Shape& weight_shape, bool with_bias,
-                                                  const ConvParams& params) {
+                                                  const Conv2dOptions& params) {
   const char* where = "conv2d backward";
   ConvProblem p = conv2d_problem(x.sizes(), weight_shape, with_bias, params, x.dtype(), where);
   check_same_device(x, dy, where);  // the variants read dy on the problem's device

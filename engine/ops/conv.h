@@ -9,42 +9,34 @@
 
 #include "engine/core/tensor.h"
 #include "engine/dispatch/conv_problem.h"
+#include "engine/ops/conv_options.h"
 
 namespace anvil::ops {
-
-// The geometry of a convolution (the same fields as anvil::Conv2dOptions, which lives in the
-// autograd layer above this one).
-struct ConvParams {
-  std::array<std::int64_t, 2> stride{1, 1};
-  std::array<std::int64_t, 2> padding{0, 0};
-  std::array<std::int64_t, 2> dilation{1, 1};
-  std::int64_t groups = 1;
-};
 
 // Checks x [N, C, H, W], weight [K, C/groups, R, S] and bias ([K] or undefined) and returns the
 // forward problem. Throws anvil::Error naming `where` ("conv2d: expected 4-D input (N,C,H,W),
 // got [3,224,224]"). N == 0 is allowed (the ops then return empty results).
 ConvProblem conv2d_problem(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                           const ConvParams& params, const char* where = "conv2d");
+                           const Conv2dOptions& params, const char* where = "conv2d");
 
 // The same checks on shapes alone (for nn::Conv2d::output_shape and problems).
 ConvProblem conv2d_problem(const Shape& x, const Shape& weight, bool has_bias,
-                           const ConvParams& params, DType dtype = DType::f32,
+                           const Conv2dOptions& params, DType dtype = DType::f32,
                            const char* where = "conv2d");
 
 // y = conv2d(x, weight) + bias, then relu when `relu`. The relu is fused into the kernel when
 // the variant selected for the plain convolution also supports the fused problem; otherwise it
 // runs as a separate pass. `fused` (optional) reports which happened.
 Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                      const ConvParams& params, bool relu = false, bool* fused = nullptr);
+                      const Conv2dOptions& params, bool relu = false, bool* fused = nullptr);
 
 // dx [N, C, H, W] from dy [N, K, P, Q] and weight.
 Tensor conv2d_backward_data(const Tensor& dy, const Tensor& weight, const Shape& x_shape,
-                            const ConvParams& params);
+                            const Conv2dOptions& params);
 
 // {dw [K, C/groups, R, S], db [K] (undefined unless with_bias)} from x and dy.
 std::pair<Tensor, Tensor> conv2d_backward_weights(const Tensor& x, const Tensor& dy,
                                                   const Shape& weight_shape, bool with_bias,
-                                                  const ConvParams& params);
+                                                  const Conv2dOptions& params);
 
 }  // namespace anvil::ops

@@ -35,4 +35,5 @@
 #include "engine/optim/lr_scheduler.h"
 #include "engine/optim/grad_scaler.h"
 #include "engine/optim/optimizer.h"
+#include "models/lstm_language_model.h"
 #include "models/registry.h"

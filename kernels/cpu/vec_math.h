@@ -49,7 +49,9 @@
 namespace anvil::kernels::vec {
 
 // AVX-512, AVX2+FMA and baseline clones of a function (one ifunc, resolved at load time).
-// Note [No clones under TSan]: ThreadSanitizer builds (scripts/tsan.sh) compile the baseline
+//
+// Note [No clones under TSan]
+// ThreadSanitizer builds (scripts/tsan.sh) compile the baseline
 // only. There the ifunc resolvers are instrumented too, run while the dynamic loader relocates
 // libanvil (before the TSan runtime is set up) and crash the process at load (gcc 12).
 #if defined(__SANITIZE_THREAD__)

@@ -11,7 +11,7 @@
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/pool_bn_plan.h"
-#include "kernels/cuda/register_cuda.h"
+#include "kernels/cuda/register.h"
 
 namespace anvil::cuda {
 

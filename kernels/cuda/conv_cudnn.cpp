@@ -32,7 +32,7 @@
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/cudnn_handle.h"
 #include "kernels/cuda/device_guard.h"
-#include "kernels/cuda/register_cuda.h"
+#include "kernels/cuda/register.h"
 #include "kernels/cudnn_conv_plan.h"
 #include "kernels/stable_cache.h"
 

@@ -22,7 +22,7 @@
 #include "kernels/cuda/host_waits.h"
 #include "kernels/cuda/pinned_host_allocator.h"
 #include "kernels/cuda/nccl_collectives.h"
-#include "kernels/cuda/register_cuda.h"
+#include "kernels/cuda/register.h"
 
 #ifndef ANVIL_CUDA_ARCHS
 #define ANVIL_CUDA_ARCHS "?"

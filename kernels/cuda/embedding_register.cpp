@@ -8,7 +8,7 @@
 #include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/embedding_kernels.h"
 #include "kernels/cuda/host_waits.h"
-#include "kernels/cuda/register_cuda.h"
+#include "kernels/cuda/register.h"
 
 namespace anvil::cuda {
 namespace {

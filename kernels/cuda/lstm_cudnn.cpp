@@ -21,7 +21,7 @@
 #include "kernels/cuda/cudnn_handle.h"
 #include "kernels/cuda/cudnn_lstm_layout.h"
 #include "kernels/cuda/device_guard.h"
-#include "kernels/cuda/register_cuda.h"
+#include "kernels/cuda/register.h"
 
 namespace anvil::cuda {
 namespace {

@@ -24,7 +24,7 @@
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/lstm_kernels.h"
-#include "kernels/cuda/register_cuda.h"
+#include "kernels/cuda/register.h"
 
 namespace anvil::cuda {
 namespace {

@@ -16,7 +16,7 @@
 #include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/elementwise_kernels.h"
 #include "kernels/cuda/reduce_kernels.h"
-#include "kernels/cuda/register_cuda.h"
+#include "kernels/cuda/register.h"
 #include "kernels/cuda/softmax_kernels.h"
 
 namespace anvil::cuda {

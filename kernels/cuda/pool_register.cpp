@@ -11,7 +11,7 @@
 #include "kernels/cuda/pool_bn_plan.h"
 #include "kernels/cuda/pool_geometry.h"
 #include "kernels/cuda/pool_kernels.h"
-#include "kernels/cuda/register_cuda.h"
+#include "kernels/cuda/register.h"
 
 namespace anvil::cuda {
 

@@ -14,7 +14,7 @@
 #include "kernels/cuda/device_guard.h"
 #include "kernels/cuda/dropout_kernels.h"
 #include "kernels/cuda/optimizer_kernels.h"
-#include "kernels/cuda/register_cuda.h"
+#include "kernels/cuda/register.h"
 
 namespace anvil::cuda {
 namespace {

@@ -211,7 +211,7 @@ with tempfile.NamedTemporaryFile(suffix=".json") as out:
          "--anvil_threads=1", "--benchmark_min_time=0.01", "--benchmark_out=" + out.name,
          "--benchmark_out_format=json"])
     results = json.load(open(out.name))
-# Note [Provenance]: the context carries every field, prefixed "anvil.".
+# See Note [Provenance]: the context carries every field, prefixed "anvil.".
 prov = {k[len("anvil."):]: v for k, v in results["context"].items() if k.startswith("anvil.")}
 for problem in provenance_problems(prov):
     check(False, f"benchmark context: {problem}")

@@ -82,7 +82,7 @@ TEST_CASE("host-staged data parallel: 2 ranks on one GPU equal one process on th
   double worst = 0;
   for (std::size_t i = 0; i < single.size(); ++i)
     worst = std::max(worst, std::abs(single[i] - parallel[i]));
-  // Note [Data-parallel tolerance]: only where the batch mean is rounded differs.
+  // See Note [Data-parallel tolerance]: only where the batch mean is rounded differs.
   INFO("max |DP - single| after 5 steps: " << worst);
   CHECK(worst <= 1e-5);
   // And every rank holds the same model.

@@ -117,7 +117,7 @@ TEST_CASE("clip_grad_norm_async_ on the GPU equals clip_grad_norm_ and does not 
 
 TEST_CASE("GradScaler on CUDA gradients waits once per step and skips an overflow",
           "[cuda][host_waits][optim][grad_scaler]") {
-  // Note [Dynamic loss scaling]: unscale_ queues the unscale-and-check pass without a wait;
+  // See Note [Dynamic loss scaling]: unscale_ queues the unscale-and-check pass without a wait;
   // step() reads the found_inf flag once (one wait, one readback) and steps or skips.
   Generator gen(9);
   std::vector<Tensor> params;

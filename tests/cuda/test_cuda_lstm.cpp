@@ -23,6 +23,7 @@
 #include "engine/dispatch/selection.h"
 #include "engine/nn/init.h"
 #include "engine/nn/recurrent.h"
+#include "models/lstm_language_model.h"
 #include "helpers/lm_training.h"
 #include "helpers/lstm_layer_case.h"
 #include "helpers/lstm_variant_check.h"
@@ -168,7 +169,7 @@ double lm_perplexity(Device device, const std::vector<std::int64_t>& train,
                      const std::vector<std::int64_t>& test, std::int64_t vocab, int epochs,
                      std::vector<double>* window_losses = nullptr) {
   Generator gen(5);
-  nn::LstmLanguageModel net(vocab, 32, 32, 2, /*two_biases=*/false, &gen);
+  models::LstmLanguageModel net(vocab, 32, 32, 2, /*two_biases=*/false, &gen);
   for (auto& p : net.parameters()) nn::init::uniform_(p, -0.1, 0.1, &gen);
   if (device.is_cuda()) net.to(device);
   // IEEE FP32 cuBLAS on the GPU; forced for the GPU run only (the CPU's GEMMs cannot run it).

@@ -238,7 +238,7 @@ TEST_CASE("every GPU pooling variant matches ref on every pass, f32 and f64",
             else if (!identical(f.workspace, ref_tr.workspace))
               bad += "the max indices differ from ref's; ";
           }
-          // Note [Gathered pool backward]
+          // See Note [Gathered pool backward]
           if (!identical(dx, dx_ref)) bad += "dx differs from ref; ";
         } else {
           bad += test::compare_scaled("training y", f.y, ref_tr.y, tol, true);

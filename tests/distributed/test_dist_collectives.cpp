@@ -57,7 +57,7 @@ TEST_CASE("mpi communicator: two ranks, context line", "[dist]") {
   REQUIRE(c->backend() == "mpi");
   REQUIRE(c->describe() == "mpi rank " + std::to_string(c->rank()) + "/2");
   REQUIRE(c->version().find("MPI") != std::string::npos);
-  // Note [MPI progress thread]: the context names it when ANVIL_MPI_PROGRESS=thread.
+  // See Note [MPI progress thread]: the context names it when ANVIL_MPI_PROGRESS=thread.
   const char* progress = std::getenv("ANVIL_MPI_PROGRESS");
   const bool thread = progress != nullptr && std::string(progress) == "thread";
   REQUIRE((c->version().find("progress thread") != std::string::npos) == thread);

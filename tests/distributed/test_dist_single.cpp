@@ -220,7 +220,7 @@ TEST_CASE("bf16 gradient buckets over one rank round each gradient once to bf16"
       Catch::Contains("bf16 gradient buckets with shard_optimizer"));
 }
 
-// Note [Accumulation without synchronisation]: two micro-batches of 8, the first under no_sync,
+// See Note [Accumulation without synchronisation]: two micro-batches of 8, the first under no_sync,
 // each loss weighted 1/2, equal one batch of 16. Without no_sync the first backward's hooks
 // would mark the buckets filled and the second micro-batch's gradient would be lost.
 TEST_CASE("no_sync: two micro-batches and one reduction equal one batch of both", "[dist]") {

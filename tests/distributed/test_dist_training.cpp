@@ -173,7 +173,8 @@ std::string shared_temp_path(dist::Communicator& comm, const char* name) {
 
 }  // namespace
 
-// Note [Data-parallel tolerance]: the only difference from one process is where the rounding of
+// Note [Data-parallel tolerance]
+// The only difference from one process is where the rounding of
 // the batch mean happens (Note [Data-parallel determinism]); after 10 SGD-momentum steps the
 // parameters (|p| < 1) agree within 1e-5 (measured: printed below, 2.98e-08 on 2026-11-25).
 TEST_CASE("data parallel on 2 ranks equals one process on the global batch", "[dist]") {
@@ -209,7 +210,7 @@ TEST_CASE("gradient accumulation on 2 ranks equals one process on the global bat
   REQUIRE(max_abs_diff(single, train_dp(*comm, four)) <= 1e-5);
 }
 
-// Note [Buffer synchronisation]: batch norm as the first layer, so that its running statistics
+// See Note [Buffer synchronisation]: batch norm as the first layer, so that its running statistics
 // depend on the data only (not on the parameters, which differ from one process's by rounding).
 TEST_CASE("buffer synchronisation: ranks end with the average of their batch-norm statistics",
           "[dist]") {
@@ -321,8 +322,8 @@ TEST_CASE("ZeRO-1 sharded update equals plain data parallelism, with 1/2 of the 
       }
 }
 
-// Note [bf16 gradient buckets]: each rank's gradients lose all but 8 significant bits before the
-// sum, so bf16 buckets are not f32 buckets; after 10 SGD-momentum steps of small_mlp (|p| < 1,
+// See Note [bf16 gradient buckets]: each rank's gradients lose all but 8 significant bits before
+// the sum, so bf16 buckets are not f32 buckets; after 10 SGD-momentum steps of small_mlp (|p| < 1,
 // lr 0.1) the parameters must stay within 2e-3 of the f32 run's (measured: printed below), and
 // differ from it (else the bf16 path did not run). The ranks still agree bit for bit, run to run
 // too, with one bucket or one per parameter, overlapped or not. With ZeRO-1: refused.
@@ -364,7 +365,7 @@ TEST_CASE("data parallel is bitwise reproducible, with or without overlap, any b
   REQUIRE(train_dp(*comm, tiny) == a);
 }
 
-// Note [Host-staged device collectives]: on the CPU the test seam stages host tensors, so the
+// See Note [Host-staged device collectives]: on the CPU the test seam stages host tensors, so the
 // copies, the Work that holds the host buffers and the copy-back run; the GPU case is
 // tests/cuda/test_cuda_host_staged.cpp (CTest dist_host_staged_gpu).
 TEST_CASE("host-staged collectives equal the host backend's, and so does data parallelism",
@@ -481,7 +482,7 @@ std::vector<std::int64_t> lm_tokens(std::int64_t n) {
 std::vector<double> train_lm(dist::Communicator* comm, dist::DataParallelOptions options = {}) {
   const int rank = comm != nullptr ? comm->rank() : 0, ranks = comm != nullptr ? comm->size() : 1;
   Generator gen(3 + 100 * static_cast<std::uint64_t>(rank));  // ranks differ until the broadcast
-  auto net = std::make_shared<nn::LstmLanguageModel>(23, 8, 12, 2, false, &gen);
+  auto net = std::make_shared<models::LstmLanguageModel>(23, 8, 12, 2, false, &gen);
   optim::SGD opt(net->parameters(), optim::SGDOptions{.lr = 0.5, .momentum = 0.9});
   std::unique_ptr<dist::DataParallel> dp;
   if (comm != nullptr) {

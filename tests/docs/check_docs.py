@@ -10,8 +10,10 @@ Checks, each reporting every problem it finds (exit 1 if any):
            exists, relative to the repository root or to the doc's folder; globs and <placeholder>
            names must match something; links must resolve. Build outputs and the other things
            legitimately absent from a clone are in ALLOWED_ABSENT below, each with its reason.
-  notes    every `Note [Title]` cited in the code or the docs has a definition block: a comment
-           line holding only `// Note [Title]` (or `# Note [Title]`).
+  notes    every `Note [Title]` cited in the code or the docs has exactly one definition block: a
+           comment line holding only `// Note [Title]` (or `# Note [Title]`), the text below it.
+           A line that goes on after the title (`// Note [Title]: ...`) cites it; a citation that
+           starts a comment writes `// See Note [Title]` (Note [Note definitions and citations]).
   options  every command in the README's "Useful options" paragraph parses: it is run with
            --dry-run appended (it must exit 0) and once more with an unknown option added (it
            must fail), so a script that ignored its options would not pass.
@@ -70,7 +72,7 @@ ALLOWED_ABSENT = [
 # have (the specification is copied into docs/spec/; the standalone check covers every file).
 FORBIDDEN = [(r"(\.\./)+shared(/.*)?", "a folder outside the repository: cite docs/spec/")]
 
-# Note [No machine paths in the repository]: the absolute paths a development or GPU machine
+# See Note [No machine paths in the repository]: the absolute paths a development or GPU machine
 # writes into results (the same patterns as scripts/scrub_paths.py, which rewrites them).
 MACHINE_PATH = re.compile(r"(?<![\w.~$-])(/work/[\w.+-]+/|/(?:var/)?tmp/(?![\w.+-]*XXXXXX)[\w.+-]+"
                           r"|/root/|/home/[\w.+-]+/)")
@@ -210,22 +212,37 @@ class Checker:
                     self.check_path(doc, m[1], where)
 
     # ---------------------------------------------------------------- notes
+    # Note [Note definitions and citations]
+    # A Note is defined once, by a comment line holding only its title (docs/style.md), and cited
+    # anywhere else by its title in running text. The line form is the whole difference, so a
+    # citation must not take it: a test or a .cpp that opens a comment with the bare title would
+    # count as a second definition, and `// Note [X]: text` as a definition of a Note that may
+    # have none. Such lines are citations here, a bare title line outside the defining place is
+    # reported with both places, and a citation that opens a comment writes `See Note [X]`.
     def check_notes(self):
-        defined, cited = set(), []
-        # This file is left out: its messages hold Note [..] templates, not citations.
+        defined, cited = {}, []
         files = [f for f in self.tracked_files()
-                 if (f.suffix in CODE_EXT + (".md",) or f.name == "CMakeLists.txt")
-                 and f.resolve() != pathlib.Path(__file__).resolve()]
-        definition = re.compile(r"^\s*(?://+|#+|\*)?\s*Note \[([^\]]+)\](?:\s*$|:)")
+                 if f.suffix in CODE_EXT + (".md",) or f.name == "CMakeLists.txt"]
+        definition = re.compile(r"^\s*(?://+|#+|\*)?\s*Note \[([^\]]+)\]\s*$")
         for f in files:
             try:
                 text = f.read_text(encoding="utf-8")
             except (UnicodeDecodeError, OSError):
                 continue
-            for line in text.splitlines():
+            for lineno, line in enumerate(text.splitlines(), 1):
                 m = definition.match(line)
                 if m:
-                    defined.add(" ".join(m[1].split()))
+                    title = " ".join(m[1].split())
+                    where = f"{f.relative_to(self.root)}:{lineno}"
+                    if title in defined:
+                        self.fail("notes", f"{where}: Note [{title}] is defined a second time "
+                                           f"(first at {defined[title]}); a citation that opens "
+                                           f"a comment writes `See Note [{title}]`")
+                    else:
+                        defined[title] = where
+            # This file's citations are left out: its messages hold Note [..] templates.
+            if f.resolve() == pathlib.Path(__file__).resolve():
+                continue
             # Citations may wrap: join C++ string literals split over lines ("...passes "
             # "over memory]"), then each line break and the comment marker that follows.
             text = re.sub(r'"[ \t]*\n[ \t]*"', "", text)
@@ -235,7 +252,8 @@ class Checker:
         for title, f in cited:
             if title not in defined:
                 self.fail("notes", f"{f}: cites Note [{title}], which no file defines "
-                                   "(a comment line holding only `// Note [" + title + "]`)")
+                                   "(a comment line holding only `// Note [" + title + "]`, "
+                                   "the text on the lines below it)")
 
     # ---------------------------------------------------------------- options
     def useful_option_commands(self):

@@ -7,7 +7,7 @@
 
 namespace anvil::test {
 
-void train_language_model(nn::LstmLanguageModel& net, optim::Optimizer& opt,
+void train_language_model(models::LstmLanguageModel& net, optim::Optimizer& opt,
                           const std::vector<std::int64_t>& ids, std::int64_t batch,
                           std::int64_t seq_len, int epochs, Device device,
                           std::vector<double>* window_losses) {

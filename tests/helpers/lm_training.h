@@ -8,14 +8,14 @@
 #include <vector>
 
 #include "engine/core/device.h"
-#include "engine/nn/recurrent.h"
+#include "models/lstm_language_model.h"
 #include "engine/optim/optimizer.h"
 
 namespace anvil::test {
 
 // `net` and `opt`'s parameters live on `device`; the windows are moved there. With
 // `window_losses`, each window's loss is appended to it (one host read per window).
-void train_language_model(nn::LstmLanguageModel& net, optim::Optimizer& opt,
+void train_language_model(models::LstmLanguageModel& net, optim::Optimizer& opt,
                           const std::vector<std::int64_t>& ids, std::int64_t batch,
                           std::int64_t seq_len, int epochs, Device device = Device::cpu(),
                           std::vector<double>* window_losses = nullptr);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The PyTorch peer's configuration fallbacks (Note [Peer fallbacks], bench/peers/pytorch_models.py)
+"""The PyTorch peer's configuration fallbacks (Note [Peer fallbacks], bench/peers/pytorch_setup.py)
 and its parameter/FLOP count, without torch (CI has none).
 
     test_peer_config.py PYTORCH_MODELS_PY        (CTest: peer_config_fallback, tests/CMakeLists.txt)

@@ -24,7 +24,7 @@ void check_optimizer_config(const TrainConfig& c) {
                      "--momentum applies to sgd, not ", c.optimizer);
   const double wd = weight_decay_of(c);
   ANVIL_CHECK_CONFIG(wd >= 0 && wd <= 1, kWhere, "--weight-decay must be in [0, 1], got ", wd);
-  // Note [Sharded optimizer update]: a rank's shard is a flat block of several parameters.
+  // See Note [Sharded optimizer update]: a rank's shard is a flat block of several parameters.
   ANVIL_CHECK_CONFIG(!c.shard_optimizer || wd == 0, kWhere, "--shard-optimizer with weight decay (",
                      wd,
                      ") is not supported: a shard mixes weights and biases, which anvil train "

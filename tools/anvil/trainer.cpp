@@ -1,19 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `anvil train` loop (trainer.h): classification on image/sequence datasets through the
-// DataLoader, language models on PTB token streams with carried state (truncated BPTT).
+// DataLoader, language models on PTB token streams with carried state (truncated BPTT). The run's
+// stages are here; one epoch's steps are in train_epochs.cpp, the JSON log and the summary in
+// train_report.cpp.
 #include "tools/anvil/trainer.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <memory>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "data/loader.h"
 #include "data/ptb.h"
@@ -33,8 +31,9 @@
 #include "tools/anvil/fault_hook.h"
 #include "tools/anvil/optimizer_setup.h"
 #include "tools/anvil/output_paths.h"
-#include "tools/anvil/progress.h"
 #include "tools/anvil/task_data.h"
+#include "tools/anvil/train_epochs.h"
+#include "tools/anvil/train_report.h"
 
 namespace anvil::tools {
 
@@ -52,11 +51,6 @@ Device training_device(const TrainConfig& c) {
   return c.device == "cuda" ? Device::cuda(0) : Device::cpu();
 }
 
-// `t` on `device`: the loader's host batches are copied to the GPU (pinned staging for large
-// ones, Note [Pinned staging]) and the GPU's logits back to the host for the accuracy count;
-// a tensor already there is returned as is (no copy on a CPU run).
-Tensor on(const Tensor& t, Device device) { return t.device() == device ? t : t.to(device); }
-
 struct EvalResult {
   double loss = 0.0;    // mean per sample (classifiers) or per token (language models)
   double metric = 0.0;  // accuracy or perplexity
@@ -66,7 +60,7 @@ struct EvalResult {
 std::int64_t count_correct(const models::ModelInfo& info, const Tensor& logits,
                            const Tensor& targets) {
   // bf16 logits (--precision bf16: the last linear runs in bf16) widen exactly.
-  const Tensor l = on(logits, Device::cpu()).to(DType::f32).contiguous();
+  const Tensor l = on_device(logits, Device::cpu()).to(DType::f32).contiguous();
   const float* p = l.data<float>();
   const std::int64_t rows = l.sizes()[0], cols = l.numel() / std::max<std::int64_t>(rows, 1);
   std::int64_t correct = 0;
@@ -105,10 +99,10 @@ EvalResult evaluate_classifier(nn::Module& net, const models::ModelInfo& info,
   double loss_sum = 0;
   std::int64_t correct = 0, n = 0;
   while (auto b = loader.next()) {
-    const Tensor out = net.forward(on(b->inputs, device));
+    const Tensor out = net.forward(on_device(b->inputs, device));
     const std::int64_t rows = b->inputs.sizes()[0];
-    loss_sum +=
-        models::model_loss(info, out, on(b->targets, device)).item() * static_cast<double>(rows);
+    loss_sum += models::model_loss(info, out, on_device(b->targets, device)).item() *
+                static_cast<double>(rows);
     correct += count_correct(info, out, b->targets);
     n += rows;
   }
@@ -123,12 +117,6 @@ EvalResult evaluate_classifier(nn::Module& net, const models::ModelInfo& info,
   return {loss_sum / static_cast<double>(n), static_cast<double>(correct) / static_cast<double>(n)};
 }
 
-nn::LstmLanguageModel& as_language_model(nn::Module& net) {
-  auto* lm = dynamic_cast<nn::LstmLanguageModel*>(&net);
-  ANVIL_CHECK(lm != nullptr, kWhere, "model is not an LSTM language model");
-  return *lm;
-}
-
 // Perplexity over a token stream, state carried across consecutive windows; under data
 // parallelism each rank evaluates its rows and the sums are reduced
 // (models/language_model_eval.h).
@@ -136,7 +124,7 @@ EvalResult evaluate_language_model(nn::Module& net, const std::vector<std::int64
                                    std::int64_t batch, std::int64_t seq_len, Device device,
                                    dist::Communicator& comm) {
   const models::LanguageModelEval r =
-      models::evaluate_language_model(as_language_model(net), ids, batch, seq_len, device, &comm);
+      models::evaluate_language_model(net, ids, batch, seq_len, device, &comm);
   return {r.loss, r.perplexity};
 }
 
@@ -183,7 +171,7 @@ void check_config(const TrainConfig& c) {
                      "--bucket-mb must be in (0, ", kMaxBucketMb, "] MiB, got ", c.bucket_mb);
   ANVIL_CHECK_CONFIG(c.accumulate >= 1 && c.accumulate <= kMaxAccumulate, kWhere,
                      "--accumulate must be in [1, ", kMaxAccumulate, "], got ", c.accumulate);
-  // Note [Sharded optimizer update]: the gradient norm and the optimizer state are spread over
+  // See Note [Sharded optimizer update]: the gradient norm and the optimizer state are spread over
   // the ranks; neither clipping nor checkpoints gather them yet.
   ANVIL_CHECK_CONFIG(!c.shard_optimizer || c.clip_norm == 0, kWhere,
                      "--shard-optimizer with --clip is not supported: each rank holds only its "
@@ -193,7 +181,7 @@ void check_config(const TrainConfig& c) {
                      "optimizer state is spread over the ranks");
   ANVIL_CHECK_CONFIG(c.grad_bucket_dtype == "f32" || c.grad_bucket_dtype == "bf16", kWhere,
                      "--grad-bucket-dtype must be f32 or bf16, got '", c.grad_bucket_dtype, "'");
-  // Note [bf16 gradient buckets]: ZeRO-1's reduce-scatter has no bf16 form.
+  // See Note [bf16 gradient buckets]: ZeRO-1's reduce-scatter has no bf16 form.
   ANVIL_CHECK_CONFIG(c.grad_bucket_dtype == "f32" || !c.shard_optimizer, kWhere,
                      "--grad-bucket-dtype bf16 with --shard-optimizer is not supported: the "
                      "reduce-scatter of the sharded update has no bf16 form");
@@ -209,7 +197,7 @@ void check_config(const TrainConfig& c) {
                      "--precision tf32 is not supported yet: TF32 is a GPU tensor-core mode, and "
                      "anvil train does not switch its GPU kernels to it (use fp32, or force a "
                      "tf32 variant with --variant)");
-  // Note [Dynamic loss scaling]: the overflow check reads this rank's gradients; with
+  // See Note [Dynamic loss scaling]: the overflow check reads this rank's gradients; with
   // --shard-optimizer each rank holds only its block, and the ranks could disagree on a skip.
   ANVIL_CHECK_CONFIG(precision != Precision::fp16 || !c.shard_optimizer, kWhere,
                      "--precision fp16 with --shard-optimizer is not supported: each rank would "
@@ -370,143 +358,6 @@ std::vector<dist::HandshakeField> configuration_fields(const TrainConfig& c, std
   };
 }
 
-nlohmann::json report_json(const TrainConfig& c, const TrainReport& r) {
-  using nlohmann::json;
-  json epochs = json::array();
-  for (const auto& e : r.epochs)
-    epochs.push_back(
-        {{"epoch", e.epoch},
-         {"lr", e.lr},
-         {"train_loss", e.train_loss},
-         {"train_seconds", e.train_seconds},
-         {"loader_wait_seconds", e.loader_wait_seconds},
-         {"samples_per_second", e.samples_per_second},
-         {"val_loss", e.val_loss},
-         {"val_" + r.metric, std::isfinite(e.val_metric) ? json(e.val_metric) : json(nullptr)},
-         {"rss_end_MB", e.rss_end_bytes / 1048576.0},
-         {"rss_peak_MB", e.rss_peak_bytes / 1048576.0},
-         {"allocator_peak_MB", e.allocator_peak_bytes / 1048576.0},
-         {"gpu_allocator_peak_MB", e.gpu_allocator_peak_bytes / 1048576.0},
-         {"loss_scale", e.loss_scale > 0 ? json(e.loss_scale) : json(nullptr)},
-         {"skipped_steps", e.skipped_steps}});
-  json config = {{"model", c.model},
-                 {"dataset", c.dataset},
-                 {"epochs", c.epochs},
-                 {"optimizer", c.optimizer},
-                 {"lr", c.lr},
-                 {"momentum", c.momentum},
-                 {"weight_decay", weight_decay_of(c)},
-                 {"lr_schedule", c.lr_schedule},
-                 {"lr_schedule_description", schedule_description(c)},
-                 {"warmup_steps", c.warmup_steps},
-                 {"clip", c.clip_norm},
-                 {"lr_decay", c.lr_decay},
-                 {"decay_after", c.decay_after},
-                 {"threads", r.threads},
-                 {"device", c.device},
-                 {"seed", c.seed},
-                 {"val_split", c.val_split},
-                 {"subset", c.subset},
-                 {"loader_thread", c.loader_thread},
-                 {"normalize", c.normalize},
-                 {"checkpoint", c.checkpoint},
-                 {"resume", c.resume},
-                 {"dist", c.dist},
-                 {"bucket_mb", c.bucket_mb},
-                 {"overlap", c.overlap},
-                 {"accumulate", c.accumulate},
-                 {"shard_optimizer", c.shard_optimizer},
-                 {"grad_bucket_dtype", c.grad_bucket_dtype},
-                 {"on_divergence", c.on_divergence},
-                 {"precision", c.precision}};
-  if (c.target_accuracy) config["target_accuracy"] = *c.target_accuracy;
-  json result = {{"training_seconds", r.training_seconds},
-                 {"testing_seconds", r.testing_seconds},
-                 {"test_loss", r.test_loss},
-                 {"test_" + r.metric, r.test_metric},
-                 {"peak_rss_MB", r.peak_rss_bytes / 1048576.0},
-                 {"allocator_peak_MB", r.allocator_peak_bytes / 1048576.0},
-                 {"gpu_allocator_peak_MB", r.gpu_allocator_peak_bytes / 1048576.0},
-                 {"cpu_utilisation_pct", r.cpu_utilisation * 100.0},
-                 {"loader_wait_pct", r.loader_wait_fraction * 100.0},
-                 {"samples_per_second_total", r.samples_per_second_total},
-                 {"samples_per_second_per_rank", r.samples_per_second_per_rank},
-                 {"comm_wait_pct", r.comm_wait_fraction * 100.0},
-                 {"skipped_steps", r.skipped_steps}};
-  result["time_to_target_seconds"] =
-      r.time_to_target_seconds ? json(*r.time_to_target_seconds) : json(nullptr);
-  json prov = json::object();
-  for (const auto& [key, value] : r.provenance) prov[key] = value;
-  return {
-      {"tool", "anvil train"},
-      {"provenance", prov},
-      {"config", config},
-      {"model", r.model},
-      {"dataset", r.dataset},
-      {"device", r.device},
-      {"distributed",
-       {{"backend", r.dist_backend}, {"ranks", r.ranks}, {"version", r.dist_version}}},
-      {"parameters", r.parameters},
-      {"metric", r.metric},
-      {"samples", {{"train", r.train_samples}, {"val", r.val_samples}, {"test", r.test_samples}}},
-      {"first_epoch", r.first_epoch},
-      {"epochs", epochs},
-      {"result", result},
-      {"diverged", r.diverged ? json(*r.diverged) : json(nullptr)},
-      {"finished", r.testing_seconds > 0}};
-}
-
-// Rewrites the JSON log atomically (temporary file + rename): a reader never sees half a log.
-void write_json_log(const TrainConfig& c, const TrainReport& r) {
-  if (c.json_log.empty()) return;
-  const std::string tmp = temporary_path(c.json_log);  // unique per process
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    ANVIL_CHECK(f.good(), kWhere, "cannot write the JSON log ", tmp);
-    f << report_json(c, r).dump(2) << '\n';
-    ANVIL_CHECK(f.good(), kWhere, "writing the JSON log ", tmp, " failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, c.json_log, ec);
-  ANVIL_CHECK(!ec, kWhere, "cannot move ", tmp, " to ", c.json_log, ": ", ec.message());
-}
-
-// --clip: the gradients' global norm before clipping (a device scalar, read after the step so
-// that the step does not wait for it); nothing without --clip.
-std::optional<Tensor> clip_gradients(const TrainConfig& c, optim::Optimizer& opt) {
-  if (c.clip_norm <= 0) return std::nullopt;
-  return optim::clip_grad_norm_async_(opt.params(), c.clip_norm);
-}
-std::optional<double> read_norm(const std::optional<Tensor>& norm) {
-  return norm ? std::optional<double>(norm->item()) : std::nullopt;
-}
-
-// --precision fp16 (Note [Dynamic loss scaling]): backward of the loss times the scale; the
-// gradients are unscaled (and checked for overflow) before clipping, and the step is skipped
-// when one is inf or NaN. Without a scaler these are the plain calls.
-void backward_scaled(const Tensor& objective, optim::GradScaler* scaler) {
-  if (scaler != nullptr)
-    scaler->scale(objective).backward();
-  else
-    objective.backward();
-}
-// Clips (--clip) and steps; returns the gradient norm (--clip) of a step that ran, nothing when
-// the scaler skipped it (its norm is that of an overflow, no sign of divergence).
-std::optional<double> clip_and_step(const TrainConfig& c, optim::Optimizer& opt,
-                                    optim::GradScaler* scaler, dist::DataParallel* dp) {
-  if (scaler != nullptr) scaler->unscale_(opt);  // clipping sees the true gradients
-  const std::optional<Tensor> norm = clip_gradients(c, opt);
-  bool stepped = true;
-  if (scaler != nullptr) {
-    stepped = scaler->step(opt);
-    scaler->update();
-  } else {
-    opt.step();
-  }
-  if (dp != nullptr) dp->finish_update();  // ZeRO-1: the updated blocks to every rank
-  return stepped ? read_norm(norm) : std::nullopt;
-}
-
 // The model's buffers (batch-norm running statistics), in registration order.
 std::vector<Tensor> model_buffers(const nn::Module& net) {
   std::vector<Tensor> buffers;
@@ -521,130 +372,371 @@ std::vector<Tensor> checkpointed_state(nn::Module& net) {
   return state;
 }
 
-// Note [Global batch and micro-batches]
-// --batch B is the global batch of one optimizer step, whatever the rank count S and
-// --accumulate N: each rank's loader gives micro-batches of B / (S N) samples (Note [Sharded
-// epochs]), N consecutive ones form the rank's share of a step, so the step covers the same B
-// samples of the epoch's permutation as one process at batch B. Each micro-batch's mean loss is
-// weighted by rows_i / rows of the rank's step (1/N when they are equal), the ranks' equal shares
-// are averaged by the all-reduce, and the step's gradient is the mean over the B samples, as one
-// process at batch B computes it, up to rounding. The first N - 1 backward passes run under
-// DataParallel::no_sync() (Note [Accumulation without synchronisation]): one all-reduce per
-// step. An epoch's last step takes the micro-batches that are left (fewer, and the last one
-// possibly smaller), weighted by their rows: the same samples as one process's last batch. Not
-// equal to one process at batch B: a model whose forward depends on the batch (batch norm's
-// batch statistics, per micro-batch here) or on how many masks are drawn per call (dropout).
-// Language models are refused (their rows carry state across windows). B must be divisible by
-// S N; "batch per rank" in the logs is B / S, the micro-batch is printed beside it.
+// What a run builds before its first epoch, filled in by run_training's stages in order (the
+// communicator, the data, the model, the optimizer), and read by the epoch loop.
+struct Run {
+  explicit Run(const TrainConfig& c)
+      : config(c),
+        info(models::info(c.model)),  // throws listing the models
+        batch(c.batch > 0 ? c.batch : info.cpu_batch) {}
+  const TrainConfig& config;
+  const models::ModelInfo& info;
+  const std::int64_t batch;  // the global batch of one optimizer step
+  std::int64_t rank_batch = 0, micro_batch = 0;
+  dist::CommunicatorPtr comm;
+  int ranks = 1;
+  Device device;
+  TaskData task;
+  bool lm = false;  // a language model on a token stream
+  nn::ModulePtr net;
+  ResumeState resumed;
+  std::unique_ptr<dist::DataParallel> dp;
+  std::unique_ptr<optim::Optimizer> opt;
+  std::optional<optim::GradScaler> scaler;
+  data::LoaderOptions loader_options;
+  std::unique_ptr<data::DataLoader> loader;  // classifiers only
+  std::int64_t steps_per_epoch = 0;
+  std::unique_ptr<optim::LRScheduler> sched;
+  optim::GradScaler* scaler_ptr() { return scaler ? &*scaler : nullptr; }
+};
 
-// Up to `n` batches of `loader` into `out`; false when the epoch had none left.
-bool next_micro_batches(data::DataLoader& loader, int n, std::vector<data::LoadedBatch>& out) {
-  out.clear();
-  while (static_cast<int>(out.size()) < n) {
-    auto b = loader.next();
-    if (!b) break;
-    out.push_back(std::move(*b));
-  }
-  return !out.empty();
+// Note [Distributed anvil train]
+// The communicator and the checks that depend on the rank count
+// come before any data is read or model built.
+void open_communicator(Run& run, dist::CommunicatorPtr* job) {
+  const TrainConfig& config = run.config;
+  dist::CommunicatorPtr comm = dist::create_communicator(config.dist);
+  if (job != nullptr) *job = comm;  // Note [Failing fast across ranks]
+  // --device cuda on several ranks of a host backend: the gradients go through host copies, and
+  // ranks may share a GPU (Note [Host-staged device collectives]).
+  if (comm->size() > 1 && config.device == "cuda" && comm->cuda_device() < 0)
+    comm = dist::host_staged(comm);
+  const int ranks = comm->size();
+  const std::int64_t batch = run.batch;
+  ANVIL_CHECK(batch % ranks == 0, kWhere, "--batch ", batch, " is not divisible by the ", ranks,
+              " ranks (", comm->backend(), "); the global batch is split evenly over the ranks");
+  ANVIL_CHECK_CONFIG(batch % (ranks * config.accumulate) == 0, kWhere, "--batch ", batch,
+                     " is not divisible by ", ranks, " rank(s) x --accumulate ", config.accumulate,
+                     "; the global batch of a step is split into equal micro-batches");
+  // NCCL moves only device memory: on the host every collective would go over the bootstrap.
+  ANVIL_CHECK(comm->backend() != "nccl" || config.device == "cuda", kWhere,
+              "--dist nccl trains on the GPU: add --device cuda (or use --dist mpi on the CPU)");
+  run.comm = std::move(comm);
+  run.ranks = ranks;
+  run.rank_batch = batch / ranks;
+  // See Note [Global batch and micro-batches]: one step is `batch`, in `accumulate` micro-batches.
+  run.micro_batch = run.rank_batch / config.accumulate;
 }
 
-// One epoch's training loop over the classifier's loader, --accumulate micro-batches per step;
-// returns (mean loss, samples).
-std::pair<double, std::int64_t> train_classifier_epoch(
-    const TrainConfig& c, const models::ModelInfo& info, nn::Module& net, optim::Optimizer& opt,
-    optim::LRScheduler* sched, data::DataLoader& loader, int epoch, Device device,
-    std::ostream& out, dist::DataParallel* dp, DivergenceGuard& guard, FaultHook& faults,
-    optim::GradScaler* scaler) {
-  net.train();
-  loader.start_epoch(epoch);
-  Progress progress(out, c.progress_bar, fmt::format("epoch {}/{}", epoch + 1, c.epochs),
-                    (loader.batches_per_epoch() + c.accumulate - 1) / c.accumulate);
-  double loss_sum = 0;
-  std::int64_t n = 0, step = 0;
-  std::vector<data::LoadedBatch> micro;  // this step's micro-batches
-  while (next_micro_batches(loader, c.accumulate, micro)) {
-    faults.before_step();
-    opt.zero_grad();
-    std::int64_t rows = 0;
-    for (const auto& b : micro) rows += b.inputs.sizes()[0];
-    // The step's loss is the mean over its `rows` samples: micro-batch i weighs rows_i / rows.
-    std::vector<std::pair<Tensor, double>> losses;
-    for (std::size_t i = 0; i < micro.size(); ++i) {
-      std::optional<dist::DataParallel::NoSync> local;  // all but the last: no all-reduce
-      if (dp != nullptr && i + 1 < micro.size()) local.emplace(dp->no_sync());
-      Tensor loss = models::model_forward_loss(info, net, on(micro[i].inputs, device),
-                                               on(micro[i].targets, device));
-      const double weight =
-          static_cast<double>(micro[i].inputs.sizes()[0]) / static_cast<double>(rows);
-      backward_scaled(micro.size() == 1 ? loss : loss * weight, scaler);
-      losses.emplace_back(std::move(loss), weight);
-    }
-    if (dp != nullptr) dp->finish_gradients();  // averaged over the ranks before clipping
-    const std::optional<double> norm = clip_and_step(c, opt, scaler, dp);
-    if (sched != nullptr) sched->step();  // Note [Schedules in anvil train]
-    double step_loss = 0;
-    for (const auto& [loss, weight] : losses) step_loss += loss.item() * weight;
-    guard.check_step(epoch + 1, step + 1, step_loss, norm);
-    loss_sum += step_loss * static_cast<double>(rows);
-    n += rows;
-    progress.update(++step, loss_sum / static_cast<double>(n));
-  }
-  progress.finish();
-  if (dp != nullptr) {  // the epoch's loss over all ranks' samples
-    Tensor sums = Tensor::from_vector(std::vector<double>{loss_sum, static_cast<double>(n)}, {2});
-    dp->comm().all_reduce(sums, dist::ReduceOp::sum);
-    loss_sum = sums.data<double>()[0];
-    n = static_cast<std::int64_t>(std::llround(sums.data<double>()[1]));
-  }
-  return {loss_sum / static_cast<double>(n), n};
+// The report's description of the run (provenance, backend, threads), and the training device.
+TrainReport start_report(Run& run) {
+  const dist::Communicator& comm = *run.comm;
+  TrainReport r;
+  r.provenance = provenance();
+  r.dist_backend = comm.backend();
+  r.dist_version = comm.version();
+  r.rank = comm.rank();
+  r.ranks = run.ranks;
+  r.model = run.config.model;
+  r.threads = get_num_threads();
+  // Under nccl (and host-staged mpi) each rank trains on its communicator's GPU
+  // (Note [One GPU per rank], Note [Host-staged device collectives]).
+  run.device =
+      comm.cuda_device() >= 0 ? Device::cuda(comm.cuda_device()) : training_device(run.config);
+  r.device = run.device.is_cpu()
+                 ? "cpu"
+                 : run.device.str() + " " + require_cuda(kWhere).device_name(run.device.index);
+  return r;
 }
 
-// One epoch of truncated BPTT over the token stream; returns (mean loss per token, tokens).
-// `batch` is the global batch of streams; under data parallelism this rank trains on its rows of
-// it and carries their state (Note [Sharded PTB streams]), and the gradients are averaged.
-std::pair<double, std::int64_t> train_language_model_epoch(
-    const TrainConfig& c, const models::ModelInfo& info, nn::Module& net, optim::Optimizer& opt,
-    optim::LRScheduler* sched, const std::vector<std::int64_t>& ids, std::int64_t batch, int epoch,
-    Device device, std::ostream& out, dist::DataParallel* dp, DivergenceGuard& guard,
-    FaultHook& faults, optim::GradScaler* scaler) {
-  net.train();
-  auto& lm = as_language_model(net);
-  lm.reset_state();
-  const std::int64_t seq_len = info.sample_shape.at(0);
-  data::PtbBatcher batches(ids, batch, seq_len);
-  Progress progress(out, c.progress_bar, fmt::format("epoch {}/{}", epoch + 1, c.epochs),
-                    batches.num_batches());
-  double nll = 0;
-  std::int64_t tokens = 0, step = 0;
-  const int ranks = dp != nullptr ? dp->comm().size() : 1;
-  const int rank = dp != nullptr ? dp->comm().rank() : 0;
-  while (batches.has_next()) {
-    const data::PtbBatch b = data::shard_rows(batches.next(), ranks, rank);
-    faults.before_step();
-    opt.zero_grad();
-    // networks.md's loss: CE summed over the steps of the window, averaged over the batch.
-    Tensor loss =
-        models::model_forward_loss(info, net, on(b.inputs, device), on(b.targets, device));
-    backward_scaled(loss, scaler);
-    if (dp != nullptr) dp->finish_gradients();  // averaged over the ranks before clipping
-    const std::optional<double> norm = clip_and_step(c, opt, scaler, dp);
-    if (sched != nullptr) sched->step();  // Note [Schedules in anvil train]
-    const std::int64_t t = b.targets.sizes()[1];
-    const double step_loss = loss.item();
-    guard.check_step(epoch + 1, step + 1, step_loss, norm);
-    nll += step_loss / static_cast<double>(t) * static_cast<double>(b.targets.numel());
-    tokens += b.targets.numel();
-    progress.update(++step, nll / static_cast<double>(tokens));
+// Reads the dataset and checks it against the configuration; the report counts its samples.
+void load_data(Run& run, TrainReport& r) {
+  const TrainConfig& config = run.config;
+  run.task = load_task_data(run.info, config.dataset, config.val_split, config.subset);
+  const TaskData& task = run.task;
+  r.dataset = task.description;
+  const bool lm = task.language_model;
+  run.lm = lm;
+  // A window's rows carry their LSTM state to the next window (Note [Sharded PTB streams]):
+  // splitting the rows into micro-batches would need a state per micro-batch.
+  ANVIL_CHECK_CONFIG(!(lm && config.accumulate > 1), kWhere,
+                     "--accumulate applies to classifiers; ", config.model,
+                     " carries its state across windows of the whole batch of streams");
+  r.metric = lm ? "perplexity" : "accuracy";
+  ANVIL_CHECK(!(lm && config.target_accuracy), kWhere, "--target-accuracy applies to classifiers; ",
+              config.model, " reports perplexity");
+  check_split_sizes(task, run.batch, config.val_split);
+  if (lm) {
+    r.train_samples = static_cast<std::int64_t>(task.lm_train.size());
+    r.val_samples = static_cast<std::int64_t>(task.lm_val.size());
+    r.test_samples = static_cast<std::int64_t>(task.lm_test.size());
+  } else {
+    r.train_samples = task.train.size();
+    r.val_samples = task.val.inputs.defined() ? task.val.size() : 0;
+    r.test_samples = task.test.size();
   }
-  progress.finish();
-  lm.reset_state();
-  if (dp != nullptr) {  // the epoch's loss over all ranks' tokens
-    Tensor sums = Tensor::from_vector(std::vector<double>{nll, static_cast<double>(tokens)}, {2});
-    dp->comm().all_reduce(sums, dist::ReduceOp::sum);
-    nll = sums.data<double>()[0];
-    tokens = static_cast<std::int64_t>(std::llround(sums.data<double>()[1]));
+}
+
+// Note [Data parallelism on one NCCL rank]
+// An explicit --dist nccl builds the data-parallel path
+// on one rank too (averaging over one rank is the identity), so that a machine with one GPU runs
+// the NCCL broadcast and the bucketed gradient all-reduce; mpi and single do not.
+// --shard-optimizer builds it on one rank too (S = 1: the blocks are the whole buckets), and so
+// does --grad-bucket-dtype bf16 (one rank rounds its gradients as each of S ranks does).
+std::unique_ptr<dist::DataParallel> make_data_parallel(const Run& run) {
+  const TrainConfig& config = run.config;
+  const bool bf16_buckets = config.grad_bucket_dtype == "bf16";
+  if (!(run.ranks > 1 || run.comm->backend() == "nccl" || config.shard_optimizer || bf16_buckets))
+    return nullptr;
+  auto dp = std::make_unique<dist::DataParallel>(
+      run.comm, run.net->parameters(),
+      dist::DataParallelOptions{.bucket_cap_mb = config.bucket_mb,
+                                .overlap = config.overlap,
+                                .shard_optimizer = config.shard_optimizer,
+                                .grad_bucket_dtype = bf16_buckets ? DType::bf16 : DType::f32});
+  dp->broadcast_from_root(checkpointed_state(*run.net));  // every rank starts from rank 0's model
+  return dp;
+}
+
+// The model on its device, the checkpoint to resume from read and checked, the ranks agreed on
+// the configuration, and the data-parallel wrapper when the run has one.
+void build_model(Run& run, TrainReport& r) {
+  const TrainConfig& config = run.config;
+  manual_seed(config.seed);  // dropout masks (Note [Resuming a run])
+  run.net = models::create(config.model, {.seed = config.seed});
+  r.parameters = run.net->num_parameters();
+  // Initialised on the host (the same weights as a CPU run of this seed), moved before the
+  // optimizer takes the parameter handles; its state is then created on the same device.
+  if (run.device.is_cuda()) run.net->to(run.device);
+  if (!config.resume.empty()) run.resumed = read_resume(config, run.batch);
+  // Before the first collective of training (Note [Configuration handshake]).
+  dist::agree_on_configuration(*run.comm, configuration_fields(config, run.batch, run.rank_batch,
+                                                               run.task, r, *run.net, run.resumed));
+  run.dp = make_data_parallel(run);
+}
+
+// The optimizer, the loss scaler, the loader and the schedule; then the checkpoint's state, when
+// the run resumes, loaded into them and the model.
+void build_training(Run& run, TrainReport& r) {
+  const TrainConfig& config = run.config;
+  // ZeRO-1: the optimizer updates this rank's blocks (Note [Sharded optimizer update]).
+  run.opt = make_optimizer(
+      config, config.shard_optimizer ? run.dp->shard_parameters() : run.net->parameters());
+  if (run.dp) run.dp->prepare_optimizer(*run.opt);
+
+  // --precision fp16: dynamic loss scaling with PyTorch's defaults (Note [Dynamic loss
+  // scaling]); its state is checkpointed, so a resumed run continues with the same scale.
+  if (parse_precision(config.precision) == Precision::fp16) run.scaler.emplace();
+
+  run.loader_options = {.batch = run.micro_batch,
+                        .shuffle = true,
+                        .seed = config.seed,
+                        .background = config.loader_thread,
+                        .num_shards = run.ranks,
+                        .shard = run.comm->rank()};
+  const TaskData& task = run.task;
+  if (!run.lm && config.normalize && task.train.inputs.dtype() == DType::f32)
+    run.loader_options.normalization = data::Normalization::from_data(task.train.inputs);
+  // On a GPU the batches are gathered straight into page-locked memory, so each copy to the
+  // device is one DMA instead of a staged copy (Note [Pinned batches]); it is still waited for.
+  run.loader_options.pin_memory = run.device.is_cuda();
+  if (!run.lm) run.loader = std::make_unique<data::DataLoader>(task.train, run.loader_options);
+  // Optimizer steps per epoch (Note [Global batch and micro-batches]), for the schedules.
+  run.steps_per_epoch =
+      run.lm ? data::PtbBatcher(task.lm_train, run.batch, run.info.sample_shape.at(0)).num_batches()
+             : (run.loader->batches_per_epoch() + config.accumulate - 1) / config.accumulate;
+  run.sched = make_scheduler(config, *run.opt, std::max<std::int64_t>(run.steps_per_epoch, 1));
+
+  if (!config.resume.empty())
+    optim::load_checkpoint(config.resume, *run.net, run.opt.get(), run.sched.get(),
+                           run.scaler_ptr());
+  ANVIL_CHECK(run.resumed.epochs_done < config.epochs, kWhere, "--resume ", config.resume,
+              " already has ", run.resumed.epochs_done,
+              " epochs; ask for more than that with --epochs");
+  r.first_epoch = run.resumed.epochs_done + 1;
+  r.training_seconds = run.resumed.training_seconds;
+  r.time_to_target_seconds = run.resumed.time_to_target;
+}
+
+// The run's opening lines: model, data, optimizer, distribution.
+void print_run_header(const Run& run, const TrainReport& r, std::ostream& out) {
+  const TrainConfig& config = run.config;
+  out << fmt::format(
+      "anvil train: {} ({} parameters) on {}: {} train / {} validation / {} test {}, batch {}, "
+      "{} lr {}, {} thread(s), {}\n",
+      config.model, r.parameters, r.dataset, r.train_samples, r.val_samples, r.test_samples,
+      run.lm ? "tokens" : "samples", run.batch, config.optimizer, config.lr, r.threads, r.device);
+  if (run.sched || weight_decay_of(config) > 0)
+    out << fmt::format("optimizer: {}, weight decay {}{}; lr schedule: {} ({} steps per epoch)\n",
+                       config.optimizer, weight_decay_of(config),
+                       weight_decay_of(config) > 0 ? " (none on biases and norms)" : "",
+                       schedule_description(config), run.steps_per_epoch);
+  std::string per_step;  // what --batch means (Note [Global batch and micro-batches])
+  if (config.accumulate > 1)
+    per_step = fmt::format(
+        ", {} samples per rank per step in {} micro-batches of {} (global batch {} per step, "
+        "gradients accumulated locally, one all-reduce and one optimizer step)",
+        run.rank_batch, config.accumulate, run.micro_batch, run.batch);
+  else if (run.ranks > 1)
+    per_step = fmt::format(", {} samples per rank per step", run.rank_batch);
+  out << fmt::format("distributed: {} backend, {} rank(s){} ({})\n", r.dist_backend, run.ranks,
+                     per_step, r.dist_version);
+  if (run.dp) {
+    out << "data parallel: " << run.dp->describe() << "\n";
+    for (const std::string& note : run.dp->notes()) out << "data parallel: " << note << "\n";
   }
-  return {nll / static_cast<double>(tokens), tokens};
+}
+
+// This run's sums over its epochs (the epochs before a resume are not in them).
+struct RunTotals {
+  double wall = 0, cpu = 0, loader_wait = 0, comm_wait = 0;
+  std::int64_t samples = 0;
+};
+
+// One epoch's training loop with its learning rate, peaks and timings; the epoch's figures go
+// into `e` and the run's sums into `totals`.
+void train_epoch(Run& run, int epoch, DivergenceGuard& guard, FaultHook& faults, std::ostream& out,
+                 EpochReport& e, RunTotals& totals, TrainReport& r) {
+  const TrainConfig& config = run.config;
+  e.epoch = epoch + 1;
+  if (run.sched) {
+    e.lr = run.opt->lr();  // the lr of the epoch's first step (Note [Schedules in anvil train])
+  } else {
+    e.lr = lr_for_epoch(config, epoch);
+    run.opt->set_lr(e.lr);
+  }
+  reset_peak_rss();
+  reset_peak_memory();
+  if (run.device.is_cuda()) reset_peak_memory(run.device);
+  // Each rank its own dropout streams, from (seed, rank, epoch) (Note [Dropout under data
+  // parallelism]); one rank keeps the single-process streams.
+  if (run.ranks > 1) dist::seed_rank_streams(*run.net, config.seed, run.comm->rank(), epoch);
+  const double cpu0 = process_cpu_seconds();
+  optim::GradScaler* scaler = run.scaler_ptr();
+  const std::int64_t skipped0 = scaler != nullptr ? scaler->skipped_steps() : 0;
+  const auto t0 = Clock::now();
+  std::int64_t samples = 0;
+  if (run.lm) {
+    std::tie(e.train_loss, samples) = train_language_model_epoch(
+        config, run.info, *run.net, *run.opt, run.sched.get(), run.task.lm_train, run.batch, epoch,
+        run.device, out, run.dp.get(), guard, faults, scaler);
+  } else {
+    std::tie(e.train_loss, samples) =
+        train_classifier_epoch(config, run.info, *run.net, *run.opt, run.sched.get(), *run.loader,
+                               epoch, run.device, out, run.dp.get(), guard, faults, scaler);
+    e.loader_wait_seconds = run.loader->wait_seconds();
+  }
+  e.train_seconds = seconds_since(t0);
+  if (scaler != nullptr) {
+    e.loss_scale = scaler->get_scale();
+    e.skipped_steps = scaler->skipped_steps() - skipped0;
+    r.skipped_steps = scaler->skipped_steps();  // since the run began, resumed or not
+  }
+  // Every rank evaluates and checkpoints the same buffers (Note [Buffer synchronisation]).
+  if (run.dp) run.dp->synchronize_buffers(model_buffers(*run.net));
+  if (run.ranks > 1) {  // the slowest rank's time; waits averaged over the ranks
+    const double comm_wait0 = run.dp->wait_seconds_total();  // this run's epochs so far
+    e.train_seconds = run.comm->all_reduce_scalar(e.train_seconds, dist::ReduceOp::max);
+    e.loader_wait_seconds =
+        run.comm->all_reduce_scalar(e.loader_wait_seconds, dist::ReduceOp::average);
+    totals.comm_wait = run.comm->all_reduce_scalar(comm_wait0, dist::ReduceOp::average);
+  } else if (run.dp) {
+    totals.comm_wait = run.dp->wait_seconds_total();  // one NCCL rank
+  }
+  totals.samples += samples;
+  totals.cpu += process_cpu_seconds() - cpu0;
+  totals.wall += e.train_seconds;
+  totals.loader_wait += e.loader_wait_seconds;
+  e.samples_per_second = static_cast<double>(samples) / e.train_seconds;
+  e.allocator_peak_bytes = static_cast<double>(memory_stats().peak);
+  if (run.device.is_cuda())
+    e.gpu_allocator_peak_bytes = static_cast<double>(memory_stats(run.device).peak);
+  r.training_seconds += e.train_seconds;
+}
+
+// Loss and metric on the validation or the test split.
+EvalResult evaluate_split(Run& run, bool test) {
+  const TaskData& task = run.task;
+  if (run.lm)
+    return evaluate_language_model(*run.net, test ? task.lm_test : task.lm_val, run.batch,
+                                   run.info.sample_shape.at(0), run.device, *run.comm);
+  return evaluate_classifier(*run.net, run.info, test ? task.test : task.val, run.loader_options,
+                             run.device, *run.comm);
+}
+
+// The epoch's validation (when there is a split) and memory figures, and its printed lines.
+void finish_epoch_report(Run& run, EpochReport& e, TrainReport& r, std::ostream& out) {
+  const TrainConfig& config = run.config;
+  e.val_metric = std::numeric_limits<double>::quiet_NaN();
+  if (r.val_samples > 0) {
+    const EvalResult v = evaluate_split(run, /*test=*/false);
+    e.val_loss = v.loss;
+    e.val_metric = v.metric;
+    if (config.target_accuracy && !r.time_to_target_seconds && v.metric >= *config.target_accuracy)
+      r.time_to_target_seconds = r.training_seconds;
+  }
+  // Current first, then the high-water mark since the epoch began (evaluation included), so
+  // the peak printed is never below the current size.
+  e.rss_end_bytes = current_rss_bytes();
+  e.rss_peak_bytes = std::max(peak_rss_bytes(), e.rss_end_bytes);
+  r.peak_rss_bytes = std::max(r.peak_rss_bytes, e.rss_peak_bytes);
+  r.allocator_peak_bytes = std::max(r.allocator_peak_bytes, e.allocator_peak_bytes);
+  r.gpu_allocator_peak_bytes = std::max(r.gpu_allocator_peak_bytes, e.gpu_allocator_peak_bytes);
+  r.epochs.push_back(e);
+  out << fmt::format(
+      "epoch {}/{}: loss {:.4f}, val {} {}, {:.1f} s ({:.0f} {}/s, loader wait {:.2f} s), "
+      "RSS {:.0f} MB (peak {:.0f} MB)\n",
+      e.epoch, config.epochs, e.train_loss, r.metric,
+      std::isnan(e.val_metric) ? std::string("n/a") : fmt::format("{:.4f}", e.val_metric),
+      e.train_seconds, e.samples_per_second, run.lm ? "tokens" : "samples", e.loader_wait_seconds,
+      e.rss_end_bytes / 1048576.0, e.rss_peak_bytes / 1048576.0);
+  if (run.scaler)
+    out << fmt::format("epoch {}/{}: loss scale {}, {} step(s) skipped (gradient overflow)\n",
+                       e.epoch, config.epochs, e.loss_scale, e.skipped_steps);
+  out << std::flush;
+}
+
+// After an epoch: the ranks agree on whether the run diverged, and rank 0 writes the checkpoint
+// (unless it did) and the JSON log.
+void end_epoch(Run& run, int epoch, DivergenceGuard& guard, TrainReport& r, std::ostream& out) {
+  const TrainConfig& config = run.config;
+  dist::Communicator& comm = *run.comm;
+  // See Note [Divergence]: never a checkpoint of non-finite weights.
+  if (!guard.first() && !all_finite(checkpointed_state(*run.net)))
+    guard.weights_not_finite(epoch + 1);
+  // Note [Checkpoints after agreement]
+  // Every rank has finished the epoch (a rank that failed
+  // has ended the job) and says whether it saw a divergence; rank 0 writes only then, and
+  // only when no rank did.
+  std::optional<std::string> diverged = guard.first();
+  if (run.ranks > 1 && comm.all_reduce_scalar(diverged ? 1.0 : 0.0, dist::ReduceOp::max) > 0 &&
+      !diverged)
+    diverged = fmt::format("epoch {}, on another rank", epoch + 1);
+  if (diverged && !r.diverged) {  // --on-divergence continue: said once
+    r.diverged = *diverged;
+    out << "anvil train: training diverged at " << *r.diverged
+        << "; continuing (--on-divergence continue), no further checkpoints\n";
+  }
+  if (!config.checkpoint.empty() && comm.rank() == 0 && !r.diverged) {  // rank 0 writes
+    auto meta = run_metadata(config, run.batch);
+    meta["anvil_train.epochs_done"] = std::to_string(epoch + 1);
+    meta["anvil_train.training_seconds"] = fmt::format("{}", r.training_seconds);
+    if (r.time_to_target_seconds)
+      meta["anvil_train.time_to_target"] = fmt::format("{}", *r.time_to_target_seconds);
+    optim::save_checkpoint(config.checkpoint, *run.net, run.opt.get(), run.sched.get(), meta,
+                           run.scaler_ptr());
+  }
+  if (comm.rank() == 0) write_json_log(config, r);
+  if (run.ranks > 1) comm.barrier();  // the checkpoint exists before any rank goes on
+}
+
+// The run's rates from this run's sums.
+void summarise_totals(const RunTotals& totals, int ranks, TrainReport& r) {
+  r.cpu_utilisation = totals.cpu / (totals.wall * r.threads);
+  r.loader_wait_fraction = totals.loader_wait / totals.wall;
+  r.samples_per_second_total = static_cast<double>(totals.samples) / std::max(totals.wall, 1e-12);
+  r.samples_per_second_per_rank = r.samples_per_second_total / ranks;
+  r.comm_wait_fraction = totals.comm_wait / std::max(totals.wall, 1e-12);
 }
 
 }  // namespace
@@ -655,335 +747,37 @@ TrainReport run_training(const TrainConfig& config, std::ostream& out_all,
   // The whole run (training and evaluation) under the precision's policy; the optimizer and
   // the parameters stay f32 (Note [Autocast policy]).
   const AutocastGuard autocast(parse_precision(config.precision));
-  const models::ModelInfo& info = models::info(config.model);  // throws listing the models
-  const std::int64_t batch = config.batch > 0 ? config.batch : info.cpu_batch;
-  // Note [Distributed anvil train]: the communicator and the checks that depend on the rank
-  // count come before any data is read or model built.
-  dist::CommunicatorPtr comm = dist::create_communicator(config.dist);
-  if (job != nullptr) *job = comm;  // Note [Failing fast across ranks]
-  // --device cuda on several ranks of a host backend: the gradients go through host copies, and
-  // ranks may share a GPU (Note [Host-staged device collectives]).
-  if (comm->size() > 1 && config.device == "cuda" && comm->cuda_device() < 0)
-    comm = dist::host_staged(comm);
-  const int ranks = comm->size();
-  ANVIL_CHECK(batch % ranks == 0, kWhere, "--batch ", batch, " is not divisible by the ", ranks,
-              " ranks (", comm->backend(), "); the global batch is split evenly over the ranks");
-  ANVIL_CHECK_CONFIG(batch % (ranks * config.accumulate) == 0, kWhere, "--batch ", batch,
-                     " is not divisible by ", ranks, " rank(s) x --accumulate ", config.accumulate,
-                     "; the global batch of a step is split into equal micro-batches");
-  // NCCL moves only device memory: on the host every collective would go over the bootstrap.
-  ANVIL_CHECK(comm->backend() != "nccl" || config.device == "cuda", kWhere,
-              "--dist nccl trains on the GPU: add --device cuda (or use --dist mpi on the CPU)");
-  const std::int64_t rank_batch = batch / ranks;
-  // Note [Global batch and micro-batches]: one step is `batch`, in `accumulate` micro-batches.
-  const std::int64_t micro_batch = rank_batch / config.accumulate;
+  Run run(config);
+  open_communicator(run, job);
   std::ostream null_stream(nullptr);
-  std::ostream& out = comm->rank() == 0 ? out_all : null_stream;  // rank 0 prints
-  if (comm->rank() == 0) check_output_paths(config);              // rank 0 writes them
+  std::ostream& out = run.comm->rank() == 0 ? out_all : null_stream;  // rank 0 prints
+  if (run.comm->rank() == 0) check_output_paths(config);              // rank 0 writes them
   if (config.threads > 0) set_num_threads(config.threads);
 
-  TrainReport r;
-  r.provenance = provenance();
-  r.dist_backend = comm->backend();
-  r.dist_version = comm->version();
-  r.rank = comm->rank();
-  r.ranks = ranks;
-  r.model = config.model;
-  r.threads = get_num_threads();
-  // Under nccl (and host-staged mpi) each rank trains on its communicator's GPU
-  // (Note [One GPU per rank], Note [Host-staged device collectives]).
-  const Device device =
-      comm->cuda_device() >= 0 ? Device::cuda(comm->cuda_device()) : training_device(config);
-  r.device =
-      device.is_cpu() ? "cpu" : device.str() + " " + require_cuda(kWhere).device_name(device.index);
-  const TaskData task = load_task_data(info, config.dataset, config.val_split, config.subset);
-  r.dataset = task.description;
-  const bool lm = task.language_model;
-  // A window's rows carry their LSTM state to the next window (Note [Sharded PTB streams]):
-  // splitting the rows into micro-batches would need a state per micro-batch.
-  ANVIL_CHECK_CONFIG(!(lm && config.accumulate > 1), kWhere,
-                     "--accumulate applies to classifiers; ", config.model,
-                     " carries its state across windows of the whole batch of streams");
-  r.metric = lm ? "perplexity" : "accuracy";
-  ANVIL_CHECK(!(lm && config.target_accuracy), kWhere, "--target-accuracy applies to classifiers; ",
-              config.model, " reports perplexity");
-  check_split_sizes(task, batch, config.val_split);
-  if (lm) {
-    r.train_samples = static_cast<std::int64_t>(task.lm_train.size());
-    r.val_samples = static_cast<std::int64_t>(task.lm_val.size());
-    r.test_samples = static_cast<std::int64_t>(task.lm_test.size());
-  } else {
-    r.train_samples = task.train.size();
-    r.val_samples = task.val.inputs.defined() ? task.val.size() : 0;
-    r.test_samples = task.test.size();
-  }
-
-  manual_seed(config.seed);  // dropout masks (Note [Resuming a run])
-  nn::ModulePtr net = models::create(config.model, {.seed = config.seed});
-  r.parameters = net->num_parameters();
-  // Initialised on the host (the same weights as a CPU run of this seed), moved before the
-  // optimizer takes the parameter handles; its state is then created on the same device.
-  if (device.is_cuda()) net->to(device);
-  ResumeState resumed;
-  if (!config.resume.empty()) resumed = read_resume(config, batch);
-  // Before the first collective of training (Note [Configuration handshake]).
-  dist::agree_on_configuration(
-      *comm, configuration_fields(config, batch, rank_batch, task, r, *net, resumed));
-  // Note [Data parallelism on one NCCL rank]: an explicit --dist nccl builds the data-parallel
-  // path on one rank too (averaging over one rank is the identity), so that a machine with one
-  // GPU runs the NCCL broadcast and the bucketed gradient all-reduce; mpi and single do not.
-  // --shard-optimizer builds it on one rank too (S = 1: the blocks are the whole buckets), and
-  // so does --grad-bucket-dtype bf16 (one rank rounds its gradients as each of S ranks does).
-  std::unique_ptr<dist::DataParallel> dp;
-  const bool bf16_buckets = config.grad_bucket_dtype == "bf16";
-  if (ranks > 1 || comm->backend() == "nccl" || config.shard_optimizer || bf16_buckets) {
-    dp = std::make_unique<dist::DataParallel>(
-        comm, net->parameters(),
-        dist::DataParallelOptions{.bucket_cap_mb = config.bucket_mb,
-                                  .overlap = config.overlap,
-                                  .shard_optimizer = config.shard_optimizer,
-                                  .grad_bucket_dtype = bf16_buckets ? DType::bf16 : DType::f32});
-    dp->broadcast_from_root(checkpointed_state(*net));  // every rank starts from rank 0's model
-  }
-  // ZeRO-1: the optimizer updates this rank's blocks (Note [Sharded optimizer update]).
-  auto opt =
-      make_optimizer(config, config.shard_optimizer ? dp->shard_parameters() : net->parameters());
-  if (dp) dp->prepare_optimizer(*opt);
-
-  // --precision fp16: dynamic loss scaling with PyTorch's defaults (Note [Dynamic loss
-  // scaling]); its state is checkpointed, so a resumed run continues with the same scale.
-  std::optional<optim::GradScaler> scaler;
-  if (parse_precision(config.precision) == Precision::fp16) scaler.emplace();
-  optim::GradScaler* scaler_ptr = scaler ? &*scaler : nullptr;
-
-  data::LoaderOptions loader_options{.batch = micro_batch,
-                                     .shuffle = true,
-                                     .seed = config.seed,
-                                     .background = config.loader_thread,
-                                     .num_shards = ranks,
-                                     .shard = comm->rank()};
-  if (!lm && config.normalize && task.train.inputs.dtype() == DType::f32)
-    loader_options.normalization = data::Normalization::from_data(task.train.inputs);
-  // On a GPU the batches are gathered straight into page-locked memory, so each copy to the
-  // device is one DMA instead of a staged copy (Note [Pinned batches]); it is still waited for.
-  loader_options.pin_memory = device.is_cuda();
-  std::unique_ptr<data::DataLoader> loader;
-  if (!lm) loader = std::make_unique<data::DataLoader>(task.train, loader_options);
-  // Optimizer steps per epoch (Note [Global batch and micro-batches]), for the schedules.
-  const std::int64_t steps_per_epoch =
-      lm ? data::PtbBatcher(task.lm_train, batch, info.sample_shape.at(0)).num_batches()
-         : (loader->batches_per_epoch() + config.accumulate - 1) / config.accumulate;
-  const std::unique_ptr<optim::LRScheduler> sched =
-      make_scheduler(config, *opt, std::max<std::int64_t>(steps_per_epoch, 1));
-
-  if (!config.resume.empty())
-    optim::load_checkpoint(config.resume, *net, opt.get(), sched.get(), scaler_ptr);
-  ANVIL_CHECK(resumed.epochs_done < config.epochs, kWhere, "--resume ", config.resume,
-              " already has ", resumed.epochs_done,
-              " epochs; ask for more than that with --epochs");
-  r.first_epoch = resumed.epochs_done + 1;
-  r.training_seconds = resumed.training_seconds;
-  r.time_to_target_seconds = resumed.time_to_target;
-
-  out << fmt::format(
-      "anvil train: {} ({} parameters) on {}: {} train / {} validation / {} test {}, batch {}, "
-      "{} lr {}, {} thread(s), {}\n",
-      config.model, r.parameters, r.dataset, r.train_samples, r.val_samples, r.test_samples,
-      lm ? "tokens" : "samples", batch, config.optimizer, config.lr, r.threads, r.device);
-  if (sched || weight_decay_of(config) > 0)
-    out << fmt::format("optimizer: {}, weight decay {}{}; lr schedule: {} ({} steps per epoch)\n",
-                       config.optimizer, weight_decay_of(config),
-                       weight_decay_of(config) > 0 ? " (none on biases and norms)" : "",
-                       schedule_description(config), steps_per_epoch);
-  std::string per_step;  // what --batch means (Note [Global batch and micro-batches])
-  if (config.accumulate > 1)
-    per_step = fmt::format(
-        ", {} samples per rank per step in {} micro-batches of {} (global batch {} per step, "
-        "gradients accumulated locally, one all-reduce and one optimizer step)",
-        rank_batch, config.accumulate, micro_batch, batch);
-  else if (ranks > 1)
-    per_step = fmt::format(", {} samples per rank per step", rank_batch);
-  out << fmt::format("distributed: {} backend, {} rank(s){} ({})\n", r.dist_backend, ranks,
-                     per_step, r.dist_version);
-  if (dp) {
-    out << "data parallel: " << dp->describe() << "\n";
-    for (const std::string& note : dp->notes()) out << "data parallel: " << note << "\n";
-  }
+  TrainReport r = start_report(run);
+  load_data(run, r);
+  build_model(run, r);
+  build_training(run, r);
+  print_run_header(run, r, out);
 
   DivergenceGuard guard(config.on_divergence == "stop", config.checkpoint);
-  FaultHook faults = FaultHook::from_env(comm->rank());  // Note [Test fault hook]
-  double wall_this_run = 0, cpu_this_run = 0, wait_this_run = 0, comm_wait_this_run = 0;
-  std::int64_t samples_this_run = 0;
-  for (int epoch = resumed.epochs_done; epoch < config.epochs; ++epoch) {
+  FaultHook faults = FaultHook::from_env(run.comm->rank());  // Note [Test fault hook]
+  RunTotals totals;
+  for (int epoch = run.resumed.epochs_done; epoch < config.epochs; ++epoch) {
     EpochReport e;
-    e.epoch = epoch + 1;
-    if (sched) {
-      e.lr = opt->lr();  // the lr of the epoch's first step (Note [Schedules in anvil train])
-    } else {
-      e.lr = lr_for_epoch(config, epoch);
-      opt->set_lr(e.lr);
-    }
-    reset_peak_rss();
-    reset_peak_memory();
-    if (device.is_cuda()) reset_peak_memory(device);
-    // Each rank its own dropout streams, from (seed, rank, epoch) (Note [Dropout under data
-    // parallelism]); one rank keeps the single-process streams.
-    if (ranks > 1) dist::seed_rank_streams(*net, config.seed, comm->rank(), epoch);
-    const double cpu0 = process_cpu_seconds();
-    const std::int64_t skipped0 = scaler ? scaler->skipped_steps() : 0;
-    const auto t0 = Clock::now();
-    std::int64_t samples = 0;
-    if (lm) {
-      std::tie(e.train_loss, samples) =
-          train_language_model_epoch(config, info, *net, *opt, sched.get(), task.lm_train, batch,
-                                     epoch, device, out, dp.get(), guard, faults, scaler_ptr);
-    } else {
-      std::tie(e.train_loss, samples) =
-          train_classifier_epoch(config, info, *net, *opt, sched.get(), *loader, epoch, device, out,
-                                 dp.get(), guard, faults, scaler_ptr);
-      e.loader_wait_seconds = loader->wait_seconds();
-    }
-    e.train_seconds = seconds_since(t0);
-    if (scaler) {
-      e.loss_scale = scaler->get_scale();
-      e.skipped_steps = scaler->skipped_steps() - skipped0;
-      r.skipped_steps = scaler->skipped_steps();  // since the run began, resumed or not
-    }
-    // Every rank evaluates and checkpoints the same buffers (Note [Buffer synchronisation]).
-    if (dp) dp->synchronize_buffers(model_buffers(*net));
-    if (ranks > 1) {  // the slowest rank's time; waits averaged over the ranks
-      const double comm_wait0 = dp->wait_seconds_total();  // this run's epochs so far
-      e.train_seconds = comm->all_reduce_scalar(e.train_seconds, dist::ReduceOp::max);
-      e.loader_wait_seconds =
-          comm->all_reduce_scalar(e.loader_wait_seconds, dist::ReduceOp::average);
-      comm_wait_this_run = comm->all_reduce_scalar(comm_wait0, dist::ReduceOp::average);
-    } else if (dp) {
-      comm_wait_this_run = dp->wait_seconds_total();  // one NCCL rank
-    }
-    samples_this_run += samples;
-    cpu_this_run += process_cpu_seconds() - cpu0;
-    wall_this_run += e.train_seconds;
-    wait_this_run += e.loader_wait_seconds;
-    e.samples_per_second = static_cast<double>(samples) / e.train_seconds;
-    e.allocator_peak_bytes = static_cast<double>(memory_stats().peak);
-    if (device.is_cuda())
-      e.gpu_allocator_peak_bytes = static_cast<double>(memory_stats(device).peak);
-    r.training_seconds += e.train_seconds;
-
-    e.val_metric = std::numeric_limits<double>::quiet_NaN();
-    if (r.val_samples > 0) {
-      const EvalResult v =
-          lm ? evaluate_language_model(*net, task.lm_val, batch, info.sample_shape.at(0), device,
-                                       *comm)
-             : evaluate_classifier(*net, info, task.val, loader_options, device, *comm);
-      e.val_loss = v.loss;
-      e.val_metric = v.metric;
-      if (config.target_accuracy && !r.time_to_target_seconds &&
-          v.metric >= *config.target_accuracy)
-        r.time_to_target_seconds = r.training_seconds;
-    }
-    // Current first, then the high-water mark since the epoch began (evaluation included), so
-    // the peak printed is never below the current size.
-    e.rss_end_bytes = current_rss_bytes();
-    e.rss_peak_bytes = std::max(peak_rss_bytes(), e.rss_end_bytes);
-    r.peak_rss_bytes = std::max(r.peak_rss_bytes, e.rss_peak_bytes);
-    r.allocator_peak_bytes = std::max(r.allocator_peak_bytes, e.allocator_peak_bytes);
-    r.gpu_allocator_peak_bytes = std::max(r.gpu_allocator_peak_bytes, e.gpu_allocator_peak_bytes);
-    r.epochs.push_back(e);
-    out << fmt::format(
-        "epoch {}/{}: loss {:.4f}, val {} {}, {:.1f} s ({:.0f} {}/s, loader wait {:.2f} s), "
-        "RSS {:.0f} MB (peak {:.0f} MB)\n",
-        e.epoch, config.epochs, e.train_loss, r.metric,
-        std::isnan(e.val_metric) ? std::string("n/a") : fmt::format("{:.4f}", e.val_metric),
-        e.train_seconds, e.samples_per_second, lm ? "tokens" : "samples", e.loader_wait_seconds,
-        e.rss_end_bytes / 1048576.0, e.rss_peak_bytes / 1048576.0);
-    if (scaler)
-      out << fmt::format("epoch {}/{}: loss scale {}, {} step(s) skipped (gradient overflow)\n",
-                         e.epoch, config.epochs, e.loss_scale, e.skipped_steps);
-    out << std::flush;
-
-    // Note [Divergence]: never a checkpoint of non-finite weights.
-    if (!guard.first() && !all_finite(checkpointed_state(*net)))
-      guard.weights_not_finite(epoch + 1);
-    // Note [Checkpoints after agreement]: every rank has finished the epoch (a rank that failed
-    // has ended the job) and says whether it saw a divergence; rank 0 writes only then, and
-    // only when no rank did.
-    std::optional<std::string> diverged = guard.first();
-    if (ranks > 1 && comm->all_reduce_scalar(diverged ? 1.0 : 0.0, dist::ReduceOp::max) > 0 &&
-        !diverged)
-      diverged = fmt::format("epoch {}, on another rank", epoch + 1);
-    if (diverged && !r.diverged) {  // --on-divergence continue: said once
-      r.diverged = *diverged;
-      out << "anvil train: training diverged at " << *r.diverged
-          << "; continuing (--on-divergence continue), no further checkpoints\n";
-    }
-    if (!config.checkpoint.empty() && comm->rank() == 0 && !r.diverged) {  // rank 0 writes
-      auto meta = run_metadata(config, batch);
-      meta["anvil_train.epochs_done"] = std::to_string(epoch + 1);
-      meta["anvil_train.training_seconds"] = fmt::format("{}", r.training_seconds);
-      if (r.time_to_target_seconds)
-        meta["anvil_train.time_to_target"] = fmt::format("{}", *r.time_to_target_seconds);
-      optim::save_checkpoint(config.checkpoint, *net, opt.get(), sched.get(), meta, scaler_ptr);
-    }
-    if (comm->rank() == 0) write_json_log(config, r);
-    if (ranks > 1) comm->barrier();  // the checkpoint exists before any rank goes on
+    train_epoch(run, epoch, guard, faults, out, e, totals, r);
+    finish_epoch_report(run, e, r, out);
+    end_epoch(run, epoch, guard, r, out);
   }
-  r.cpu_utilisation = cpu_this_run / (wall_this_run * r.threads);
-  r.loader_wait_fraction = wait_this_run / wall_this_run;
-  r.samples_per_second_total =
-      static_cast<double>(samples_this_run) / std::max(wall_this_run, 1e-12);
-  r.samples_per_second_per_rank = r.samples_per_second_total / ranks;
-  r.comm_wait_fraction = comm_wait_this_run / std::max(wall_this_run, 1e-12);
+  summarise_totals(totals, run.ranks, r);
 
   const auto t_test = Clock::now();
-  const EvalResult test =
-      lm ? evaluate_language_model(*net, task.lm_test, batch, info.sample_shape.at(0), device,
-                                   *comm)
-         : evaluate_classifier(*net, info, task.test, loader_options, device, *comm);
+  const EvalResult test = evaluate_split(run, /*test=*/true);
   r.testing_seconds = seconds_since(t_test);
   r.test_loss = test.loss;
   r.test_metric = test.metric;
-  if (comm->rank() == 0) write_json_log(config, r);
+  if (run.comm->rank() == 0) write_json_log(config, r);
   return r;
-}
-
-void print_summary(const TrainReport& r, std::ostream& out) {
-  const bool acc = r.metric == "accuracy";
-  out << fmt::format("\n== {} on {} ({} thread(s), {})\n", r.model, r.dataset, r.threads, r.device);
-  out << fmt::format(
-      "training time      {:.2f} s ({} epoch(s){})\n", r.training_seconds,
-      r.first_epoch - 1 + static_cast<int>(r.epochs.size()),
-      r.first_epoch > 1 ? fmt::format(", resumed after epoch {}", r.first_epoch - 1) : "");
-  if (r.time_to_target_seconds)
-    out << fmt::format("time to target     {:.2f} s\n", *r.time_to_target_seconds);
-  out << fmt::format("testing time       {:.3f} s ({} test {})\n", r.testing_seconds,
-                     r.test_samples, acc ? "samples" : "tokens");
-  if (acc)
-    out << fmt::format("test accuracy      {:.2f} % (loss {:.4f})\n", r.test_metric * 100.0,
-                       r.test_loss);
-  else
-    out << fmt::format("test perplexity    {:.2f} (loss {:.4f})\n", r.test_metric, r.test_loss);
-  out << fmt::format("peak memory        {:.0f} MB resident, {:.0f} MB anvil CPU allocator\n",
-                     r.peak_rss_bytes / 1048576.0, r.allocator_peak_bytes / 1048576.0);
-  if (r.device != "cpu")
-    out << fmt::format("GPU memory         {:.0f} MB peak of anvil's caching allocator on {}\n",
-                       r.gpu_allocator_peak_bytes / 1048576.0, r.device);
-  out << fmt::format("CPU utilisation    {:.0f} % of {} thread(s)\n", r.cpu_utilisation * 100.0,
-                     r.threads);
-  out << fmt::format("data loader wait   {:.2f} % of training time\n",
-                     r.loader_wait_fraction * 100.0);
-  out << fmt::format("distributed        {} backend, {} rank(s) ({})\n", r.dist_backend, r.ranks,
-                     r.dist_version);
-  // A language model counts tokens, as its epoch lines do.
-  out << fmt::format("throughput         {:.0f} {}/s total, {:.0f} per rank\n",
-                     r.samples_per_second_total, acc ? "samples" : "tokens",
-                     r.samples_per_second_per_rank);
-  if (!r.epochs.empty() && r.epochs.back().loss_scale > 0)  // --precision fp16
-    out << fmt::format("loss scaling       scale {} at the end, {} step(s) skipped in all\n",
-                       r.epochs.back().loss_scale, r.skipped_steps);
-  if (r.ranks > 1 || r.dist_backend == "nccl")
-    out << fmt::format("communication wait {:.2f} % of training time (gradient all-reduce)\n",
-                       r.comm_wait_fraction * 100.0);
 }
 
 }  // namespace anvil::tools

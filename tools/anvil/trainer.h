@@ -76,7 +76,7 @@ struct TrainConfig {
   std::string resume;         // a checkpoint of the same configuration to continue from
   std::string json_log;       // a JSON document rewritten after every epoch when set
   bool progress_bar = false;  // redraw one line (a terminal) instead of printing lines
-  // Note [Divergence]: "stop" ends the run at the first non-finite loss or gradient norm;
+  // See Note [Divergence]: "stop" ends the run at the first non-finite loss or gradient norm;
   // "continue" trains on. Either way no checkpoint with non-finite weights is written.
   std::string on_divergence = "stop";
   // fp32 | tf32 | bf16 | fp16 (Note [Autocast policy]): bf16 and fp16 train under an
@@ -149,7 +149,8 @@ struct TrainReport {
   double samples_per_second_total = 0.0;
   double samples_per_second_per_rank = 0.0;
   double comm_wait_fraction = 0.0;
-  // Note [Divergence]: the first non-finite loss, gradient norm or weights of a run that went on
+  // See Note [Divergence]: the first non-finite loss, gradient norm or weights of a run that went
+  // on
   // (--on-divergence continue), e.g. "epoch 2, step 17: loss nan".
   std::optional<std::string> diverged;
   // --precision fp16: steps skipped over the whole run (before a resume included).

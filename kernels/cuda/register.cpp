@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // register_cuda_kernels(): the one place that knows every CUDA kernel family.
-#include "kernels/cuda/register_cuda.h"
+#include "kernels/cuda/register.h"
 
 #include <mutex>
 
