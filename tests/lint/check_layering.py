@@ -27,6 +27,7 @@ LAYERS = [
     ("engine/autograd/", "autograd"),
     ("engine/nn/", "nn"),
     ("engine/optim/", "optim"),
+    ("engine/distributed/", "distributed"),
     ("kernels/", "kernels"),
     ("data/", "data"),
     ("models/", "models"),
@@ -37,9 +38,10 @@ LAYERS = [
     ("tests/", "tests"),
     ("examples/", "examples"),
 ]
-ENGINE = {"core", "dispatch", "ops", "autograd", "nn", "optim"}
+ENGINE = {"core", "dispatch", "ops", "autograd", "nn", "optim", "distributed"}
 # Which layers each layer may include (docs/architecture.md, "Layering"):
-#   core <- dispatch <- ops <- autograd <- nn/optim; kernels see core and dispatch; data sees core.
+#   core <- dispatch <- ops <- autograd <- nn/optim <- distributed; kernels see core and dispatch;
+#   data sees core.
 LAYER_RULES = {
     "core": {"core"},
     "dispatch": {"core", "dispatch"},
@@ -48,6 +50,9 @@ LAYER_RULES = {
     "nn": {"core", "dispatch", "ops", "autograd", "nn"},
     # Checkpoints (engine/optim/checkpoint.h) save a Module with its optimizer; nn never sees optim.
     "optim": {"core", "dispatch", "ops", "autograd", "nn", "optim"},
+    # Data parallelism (Note [Communicator layering]): the communicators need core only; the
+    # data-parallel wrapper sees the module, its gradients' hooks and the optimizer it steps.
+    "distributed": {"core", "dispatch", "ops", "autograd", "nn", "optim", "distributed"},
     "kernels": {"core", "dispatch", "kernels"},
     "data": {"core", "data"},
     "models": ENGINE | {"models", "data"},
