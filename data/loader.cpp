@@ -183,10 +183,10 @@ void DataLoader::start_epoch(std::int64_t epoch, std::int64_t skip_batches) {
   }
 }
 
-DataLoader::iterator DataLoader::begin() {
+DataLoader::Iterator DataLoader::begin() {
   // Note [Loader as a range]: the epoch start_epoch prepared, else the one after the last.
   if (!epoch_untouched_) start_epoch(epoch_ + 1);
-  return iterator(this);
+  return Iterator(this);
 }
 
 LoadedBatch DataLoader::gather(std::int64_t batch_index) const {

@@ -138,36 +138,39 @@ class DataLoader {
   std::int64_t epoch() const { return epoch_; }
 
   // ---- range-for over one epoch (Note [Loader as a range]) ----------------------------------
-  struct sentinel {};
-  class iterator {
+  struct Sentinel {};
+  class Iterator {
    public:
+    // The member types std::iterator_traits reads, under the names the standard gives them.
+    // NOLINTBEGIN(readability-identifier-naming)
     using iterator_concept = std::input_iterator_tag;
     using iterator_category = std::input_iterator_tag;
     using value_type = LoadedBatch;
     using difference_type = std::ptrdiff_t;
     using pointer = LoadedBatch*;
     using reference = LoadedBatch&;
+    // NOLINTEND(readability-identifier-naming)
 
-    iterator() = default;
+    Iterator() = default;
     LoadedBatch& operator*() const { return *batch_; }
     LoadedBatch* operator->() const { return &*batch_; }
-    iterator& operator++() {
+    Iterator& operator++() {
       batch_ = loader_->next();
       return *this;
     }
     void operator++(int) { ++*this; }
-    friend bool operator==(const iterator& it, sentinel) { return !it.batch_.has_value(); }
+    friend bool operator==(const Iterator& it, Sentinel) { return !it.batch_.has_value(); }
 
    private:
     friend class DataLoader;
-    explicit iterator(DataLoader* loader) : loader_(loader), batch_(loader->next()) {}
+    explicit Iterator(DataLoader* loader) : loader_(loader), batch_(loader->next()) {}
     DataLoader* loader_ = nullptr;
     // mutable: operator* of an input iterator is const and hands out the batch to change.
     mutable std::optional<LoadedBatch> batch_;
   };
   // Starts the next epoch, or the one start_epoch prepared (Note [Loader as a range]).
-  iterator begin();
-  sentinel end() const { return {}; }
+  Iterator begin();
+  Sentinel end() const { return {}; }
 
  private:
   LoadedBatch gather(std::int64_t batch_index) const;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "data/loader.h"
+#include "helpers/counting_dataset.h"
 
 using namespace anvil;
 using namespace anvil::data;
@@ -16,16 +17,7 @@ using namespace anvil::data;
 namespace {
 
 // Inputs [n, 2] with row i = (i, i); targets [n] = i.
-TensorDataset counting_dataset(std::int64_t n) {
-  std::vector<float> x;
-  std::vector<std::int64_t> y;
-  for (std::int64_t i = 0; i < n; ++i) {
-    x.push_back(static_cast<float>(i));
-    x.push_back(static_cast<float>(i));
-    y.push_back(i);
-  }
-  return {Tensor::from_vector(x, {n, 2}), Tensor::from_vector(y, {n})};
-}
+TensorDataset counting_dataset(std::int64_t n) { return test::counting_dataset(n, 2); }
 
 void append_targets(const LoadedBatch& b, std::vector<std::int64_t>& out) {
   const auto* t = b.targets.data<std::int64_t>();
@@ -107,5 +99,5 @@ TEST_CASE("the loader's iterator is an input iterator that ends at the epoch's e
   ++it;
   REQUIRE((*it).targets.numel() == 2);  // the last, smaller batch (drop_last off)
   REQUIRE(std::next(it) == loader.end());
-  static_assert(std::input_iterator<DataLoader::iterator>);
+  static_assert(std::input_iterator<DataLoader::Iterator>);
 }
