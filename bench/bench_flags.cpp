@@ -79,8 +79,10 @@ bool on_off(const char* flag, const std::string& v) {
   return v == "on";
 }
 
-// A finite number above 0 (std::stod alone takes "0", "-1", "nan" and ignores trailing text).
-double positive_number(const char* flag, const char* what, const std::string& v) {
+// A finite number above 0, or also 0 when `zero_ok` (std::stod alone takes "-1", "nan" and
+// ignores trailing text).
+double checked_number(const char* flag, const char* what, const std::string& v,
+                      bool zero_ok = false) {
   std::size_t used = 0;
   double x = 0;
   try {
@@ -88,9 +90,9 @@ double positive_number(const char* flag, const char* what, const std::string& v)
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != v.size() || !(x > 0) || !std::isfinite(x))
-    throw std::invalid_argument(std::string(flag) + ": expected " + what + " above 0, got '" + v +
-                                "'");
+  if (used != v.size() || !(x > 0 || (zero_ok && x == 0)) || !std::isfinite(x))
+    throw std::invalid_argument(std::string(flag) + ": expected " + what +
+                                (zero_ok ? " >= 0" : " above 0") + ", got '" + v + "'");
   return x;
 }
 
@@ -145,11 +147,11 @@ const std::vector<Flag>& flags() {
        }},
       {"--anvil_kernel_min_time", "seconds each CPU kernel/ row runs (default 0.3)",
        [](Options& o, const std::string& v) {
-         o.kernel_min_time = positive_number("--anvil_kernel_min_time", "seconds", v);
+         o.kernel_min_time = checked_number("--anvil_kernel_min_time", "seconds", v);
        }},
       {"--anvil_gpu_min_time", "seconds each GPU model row runs; TF32 rows half (default 1)",
        [](Options& o, const std::string& v) {
-         o.gpu_min_time = positive_number("--anvil_gpu_min_time", "seconds", v);
+         o.gpu_min_time = checked_number("--anvil_gpu_min_time", "seconds", v);
        }},
       {"--anvil_test_broken_variant", "on: register the wrong-on-purpose GEMM variant test.broken",
        [](Options& o, const std::string& v) {
@@ -199,9 +201,9 @@ const std::vector<Flag>& flags() {
              o.precisions.push_back(p);
          }
        }},
-      {"--anvil_peak", "FP32 FMA peak of one core in GFLOP/s (default: measured at start-up)",
+      {"--anvil_peak", "FP32 FMA peak of one core in GFLOP/s (default or 0: measured at start-up)",
        [](Options& o, const std::string& v) {
-         o.peak_gflops_per_core = positive_number("--anvil_peak", "GFLOP/s", v);
+         o.peak_gflops_per_core = checked_number("--anvil_peak", "GFLOP/s", v, /*zero_ok=*/true);
        }},
   };
   return table;

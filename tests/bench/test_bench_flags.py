@@ -71,6 +71,7 @@ bad = {
     "--anvil_gpu_min_time=nan": ["--anvil_gpu_min_time", "nan"],
     "--anvil_mode=fast": ["--anvil_mode", "fast", "check or perf"],
     "--anvil_peak=fast": ["--anvil_peak", "fast"],
+    "--anvil_peak=-1": ["--anvil_peak", "'-1'", ">= 0"],
     "--anvil_precision=tf32": ["--anvil_precision", "tf32"],
     "--anvil_skip_variant=gemm=nosuch": ["--anvil_skip_variant", "nosuch"],
     "--anvil_nosuch=1": ["--anvil_nosuch=1", "--help"],
@@ -81,6 +82,10 @@ for arg, words in bad.items():
     check(out.returncode != 0, f"{arg} is accepted")
     check(len(lines) == 1 and all(w in lines[0] for w in words),
           f"{arg}: expected one line naming {words}, got {out.stderr.strip()!r}")
+
+# --anvil_peak=0 still means "measure it" (tests/bench/test_host_profile.py passes it).
+out = run("--benchmark_list_tests", "--benchmark_filter=^peak/", "--anvil_peak=0", *base[:3])
+check(out.returncode == 0, f"--anvil_peak=0 is refused: {out.stderr.strip()[-300:]}")
 
 # 4. The min_time note (nothing matches the filter: no row runs).
 out = run("--benchmark_min_time=0.01", "--benchmark_filter=^no_such_row$", *base)
