@@ -77,6 +77,8 @@ struct Options {
   // fp32): each step is built and run inside AutocastGuard{precision}, and a row of a mixed
   // precision is named .../threads:T/precision:bf16 (fp32 rows keep their names).
   std::vector<Precision> precisions{Precision::fp32};
+  // The command line as given, for the JSON context (anvil.command_line).
+  std::string command_line;
 };
 
 // Whether --anvil_skip_variant leaves `variant` of table `op` out.
@@ -90,10 +92,15 @@ bool validating();
 void register_row(const std::string& name, std::function<void(benchmark::State&)> fn,
                   double min_time, double min_warmup = -1.0);
 
-// Removes --anvil_* flags from argv (the rest goes to Google Benchmark) and applies
-// --anvil_variant=op=name[,...] through set_forced_variant().
+// Parses the --anvil_* flags (bench/bench_flags.cpp, with CLI11) and removes them from argv: the
+// rest goes to Google Benchmark. Applies --anvil_variant=op=name[,...] through
+// set_forced_variant(). Throws std::invalid_argument with one line naming the flag and the value
+// for a bad value or an unknown --anvil_* flag.
 Options parse_options(int& argc, char** argv);
 const Options& options();
+// anvil's flags, one line each, then Google Benchmark's: the help printer main() hands to
+// benchmark::Initialize, which calls it for --help.
+void print_help();
 
 // Adds machine, build and configuration facts to the JSON/console context.
 void add_context();

@@ -7,7 +7,7 @@
 int main(int argc, char** argv) {
   try {
     anvil::bench::parse_options(argc, argv);
-    benchmark::Initialize(&argc, argv);
+    benchmark::Initialize(&argc, argv, anvil::bench::print_help);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     anvil::bench::add_context();
     if (anvil::bench::options().test_broken_variant) anvil::bench::register_test_variants();

@@ -172,6 +172,8 @@ void DataLoader::start_epoch(std::int64_t epoch, std::int64_t skip_batches) {
   next_batch_ = skip_batches;
   end_batch_ = batches_per_epoch();
   wait_seconds_ = 0.0;
+  epoch_ = epoch;
+  epoch_untouched_ = true;
   if (opt_.background) {
     producer_done_ = false;
     stop_ = false;
@@ -179,6 +181,12 @@ void DataLoader::start_epoch(std::int64_t epoch, std::int64_t skip_batches) {
     producer_ =
         std::thread([this, first = next_batch_, last = end_batch_] { produce(first, last); });
   }
+}
+
+DataLoader::Iterator DataLoader::begin() {
+  // Note [Loader as a range]: the epoch start_epoch prepared, else the one after the last.
+  if (!epoch_untouched_) start_epoch(epoch_ + 1);
+  return Iterator(this);
 }
 
 LoadedBatch DataLoader::gather(std::int64_t batch_index) const {
@@ -218,6 +226,7 @@ void DataLoader::produce(std::int64_t first, std::int64_t last) {
 
 std::optional<LoadedBatch> DataLoader::next() {
   const auto t0 = Clock::now();
+  epoch_untouched_ = false;
   if (!opt_.background) {
     if (next_batch_ >= end_batch_) return std::nullopt;
     LoadedBatch b = gather(next_batch_++);

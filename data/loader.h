@@ -7,6 +7,9 @@
 //   data::DataLoader loader(train, {.batch = 80, .shuffle = true, .seed = 1});
 //   loader.start_epoch(0);
 //   while (auto b = loader.next()) step(b->inputs, b->targets);
+// or, one epoch per loop (Note [Loader as a range]):
+//   for (int e = 0; e < epochs; ++e)
+//     for (auto& batch : loader) step(batch.inputs, batch.targets);
 //
 // Note [Reproducible data order]
 // The order of epoch e is a permutation drawn from Generator(seed ^ f(e)) alone, never from a
@@ -35,9 +38,11 @@
 // other allocator (tests use it without a GPU); the contents and order of the batches do not
 // depend on where they live.
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -103,6 +108,16 @@ struct LoadedBatch {
   Tensor targets;  // [b, ...]
 };
 
+// Note [Loader as a range]
+// `for (auto& batch : loader)` runs one epoch, as libtorch's `for (auto& batch : *loader)`.
+// begin() starts the epoch after the last one started (epoch 0 the first time), so that
+// consecutive loops visit epochs 0, 1, 2, ... in the orders of Note [Reproducible data order];
+// but when start_epoch(e, skip) was called and no batch of it taken yet, the loop runs that
+// epoch from there, which is how a run resumed from a checkpoint continues. Leaving a loop early
+// abandons the rest of its epoch (the producer thread is stopped by the next start_epoch or the
+// destructor). The iterator is a single-pass input iterator over next(): it holds the current
+// batch, and two iterators of one loader share its position.
+
 class DataLoader {
  public:
   DataLoader(TensorDataset dataset, LoaderOptions options);
@@ -119,6 +134,43 @@ class DataLoader {
   std::optional<LoadedBatch> next();
   // Seconds next() spent waiting for (or, inline, gathering) batches since the last start_epoch.
   double wait_seconds() const { return wait_seconds_; }
+  // The epoch last started (by start_epoch or begin()); -1 before the first.
+  std::int64_t epoch() const { return epoch_; }
+
+  // ---- range-for over one epoch (Note [Loader as a range]) ----------------------------------
+  struct Sentinel {};
+  class Iterator {
+   public:
+    // The member types std::iterator_traits reads, under the names the standard gives them.
+    // NOLINTBEGIN(readability-identifier-naming)
+    using iterator_concept = std::input_iterator_tag;
+    using iterator_category = std::input_iterator_tag;
+    using value_type = LoadedBatch;
+    using difference_type = std::ptrdiff_t;
+    using pointer = LoadedBatch*;
+    using reference = LoadedBatch&;
+    // NOLINTEND(readability-identifier-naming)
+
+    Iterator() = default;
+    LoadedBatch& operator*() const { return *batch_; }
+    LoadedBatch* operator->() const { return &*batch_; }
+    Iterator& operator++() {
+      batch_ = loader_->next();
+      return *this;
+    }
+    void operator++(int) { ++*this; }
+    friend bool operator==(const Iterator& it, Sentinel) { return !it.batch_.has_value(); }
+
+   private:
+    friend class DataLoader;
+    explicit Iterator(DataLoader* loader) : loader_(loader), batch_(loader->next()) {}
+    DataLoader* loader_ = nullptr;
+    // mutable: operator* of an input iterator is const and hands out the batch to change.
+    mutable std::optional<LoadedBatch> batch_;
+  };
+  // Starts the next epoch, or the one start_epoch prepared (Note [Loader as a range]).
+  Iterator begin();
+  Sentinel end() const { return {}; }
 
  private:
   LoadedBatch gather(std::int64_t batch_index) const;
@@ -133,6 +185,8 @@ class DataLoader {
   std::int64_t next_batch_ = 0;      // inline mode: the next batch to gather
   std::int64_t end_batch_ = 0;
   double wait_seconds_ = 0.0;
+  std::int64_t epoch_ = -1;
+  bool epoch_untouched_ = false;  // start_epoch ran and next() has not been called since
 
   // Background producer (Note [Loader thread]).
   std::thread producer_;

@@ -9,6 +9,7 @@
 
 #include "data/loader.h"
 #include "engine/core/cuda_backend.h"
+#include "helpers/counting_dataset.h"
 
 using namespace anvil;
 using namespace anvil::data;
@@ -16,15 +17,7 @@ using namespace anvil::data;
 namespace {
 
 // Inputs [n, 3] with row i = (i, i, i); targets [n] = i.
-TensorDataset counting_dataset(std::int64_t n) {
-  std::vector<float> x;
-  std::vector<std::int64_t> y;
-  for (std::int64_t i = 0; i < n; ++i) {
-    for (int j = 0; j < 3; ++j) x.push_back(static_cast<float>(i));
-    y.push_back(i);
-  }
-  return {Tensor::from_vector(x, {n, 3}), Tensor::from_vector(y, {n})};
-}
+TensorDataset counting_dataset(std::int64_t n) { return test::counting_dataset(n, 3); }
 
 std::vector<std::int64_t> epoch_targets(DataLoader& loader, std::int64_t epoch,
                                         std::int64_t skip = 0) {

@@ -3,6 +3,8 @@
 // The basic layers: Linear, activations, Dropout, Flatten and the Sequential container.
 #include <initializer_list>
 #include <optional>
+#include <type_traits>
+#include <utility>
 
 #include "engine/core/random.h"
 #include "engine/nn/module.h"
@@ -91,6 +93,14 @@ class Sequential final : public Module {
  public:
   Sequential() = default;
   Sequential(std::initializer_list<ModulePtr> layers);
+  // Sequential(a, b, c), as libtorch's: the layers in order, named "0", "1", ...; unlike the
+  // braced list it works through std::make_shared<Sequential>(a, b, c), which cannot deduce a
+  // braced list. Only module pointers (any shared_ptr<Layer>) are taken.
+  template <typename... Layers>
+  requires(sizeof...(Layers) > 0 && (std::is_convertible_v<Layers&&, ModulePtr> &&
+                                     ...)) explicit Sequential(Layers&&... layers) {
+    (add(ModulePtr(std::forward<Layers>(layers))), ...);
+  }
   // Appends a layer named by its position ("0", "1", ...) unless a name is given.
   Sequential& add(ModulePtr layer, std::string name = {});
   Tensor forward(const Tensor& x) override;

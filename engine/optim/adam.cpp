@@ -3,6 +3,7 @@
 // the adam_update table (engine/dispatch/optimizer_problem.h) with the problem's
 // decoupled_decay flag telling the two apart.
 #include <cmath>
+#include <map>
 
 #include "engine/autograd/grad_mode.h"
 #include "engine/optim/optimizer.h"
@@ -28,6 +29,16 @@ using detail::text_of;
 // one kernel per device: the adam_update problem carries decoupled_decay, and the kernels take
 // the L2 coefficient (0 for AdamW) and the factor keep = 1 - lr * wd (1 for Adam, which leaves
 // p * keep - x bit-equal to Adam's p - x).
+//
+// Note [Per-parameter Adam steps]
+// The bias corrections 1 - beta^t use each parameter's own t, as torch.optim.Adam's
+// state['step']: t counts the steps in which that parameter had a gradient, so a parameter that
+// got none in a step (a frozen branch, an embedding row set, a layer added to the model later)
+// is not corrected as if it had been updated all along. A group added with add_param_group
+// starts at 0. Within a group, parameters with equal counts share one kernel call per
+// (device, dtype); the counts differ only after such steps. The counts are checkpointed as
+// "adam.step.<i>" per parameter with state; a checkpoint from before them has only the global
+// "step", which every parameter with state then takes, as the old update did.
 namespace {
 
 void check_options(const AdamOptions& o, const char* where) {
@@ -61,19 +72,46 @@ AdamBase::AdamBase(std::vector<std::vector<Tensor>> params, std::vector<AdamOpti
   for (std::size_t g = 0; g < groups_.size(); ++g) check_options(groups_[g], where);
   m_.resize(params_.size());
   v_.resize(params_.size());
+  param_steps_.assign(params_.size(), 0);
+}
+
+void AdamBase::add_group(std::vector<Tensor> params, const AdamOptions& options) {
+  const std::string where = type_name() + "::add_param_group";
+  check_options(options, where.c_str());
+  append_group(std::move(params), where.c_str());  // checks before it changes anything
+  groups_.push_back(options);
+  m_.resize(params_.size());
+  v_.resize(params_.size());
+  param_steps_.resize(params_.size(), 0);
+}
+
+std::int64_t AdamBase::param_steps(std::size_t i) const {
+  ANVIL_CHECK(i < params_.size(), (type_name() + "::param_steps").c_str(), "parameter ", i, " of ",
+              params_.size());
+  return param_steps_[i];
 }
 
 Adam::Adam(std::vector<Tensor> params, AdamOptions options)
-    : AdamBase({std::move(params)}, {options}, false) {}
+    : AdamBase({std::move(params)}, {options}, false), defaults_(options) {}
 
 Adam::Adam(std::vector<ParamGroup<AdamOptions>> groups, AdamOptions defaults)
-    : AdamBase(detail::tensors_of(groups), detail::options_of(groups, defaults), false) {}
+    : AdamBase(detail::tensors_of(groups), detail::options_of(groups, defaults), false),
+      defaults_(defaults) {}
+
+void Adam::add_param_group(ParamGroup<AdamOptions> group) {
+  add_group(std::move(group.params), group.options.value_or(defaults_));
+}
 
 AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options)
-    : AdamBase({std::move(params)}, {as_adam(options)}, true) {}
+    : AdamBase({std::move(params)}, {as_adam(options)}, true), defaults_(options) {}
 
 AdamW::AdamW(std::vector<ParamGroup<AdamWOptions>> groups, AdamWOptions defaults)
-    : AdamBase(detail::tensors_of(groups), as_adam(detail::options_of(groups, defaults)), true) {}
+    : AdamBase(detail::tensors_of(groups), as_adam(detail::options_of(groups, defaults)), true),
+      defaults_(defaults) {}
+
+void AdamW::add_param_group(ParamGroup<AdamWOptions> group) {
+  add_group(std::move(group.params), as_adam(group.options.value_or(defaults_)));
+}
 
 AdamWOptions AdamW::group_options(std::size_t g) const {
   const AdamOptions& o = groups_.at(g);
@@ -108,6 +146,8 @@ std::map<std::string, std::string> AdamBase::state_metadata() const {
     md[k + "weight_decay"] = text_of(o.weight_decay);
   }
   md["step"] = std::to_string(t_);
+  for (std::size_t i = 0; i < m_.size(); ++i)
+    if (m_[i].defined()) md["adam.step." + std::to_string(i)] = std::to_string(param_steps_[i]);
   return md;
 }
 
@@ -134,10 +174,31 @@ void AdamBase::load_state(const std::vector<std::pair<std::string, Tensor>>& ten
   for (std::size_t i = 0; i < params_.size(); ++i)
     ANVIL_CHECK(slots[0][i].defined() == slots[1][i].defined(), where, "parameter ", i, " has ",
                 slots[0][i].defined() ? "adam.m but no adam.v" : "adam.v but no adam.m");
+  // Note [Per-parameter Adam steps]: "adam.step.<i>" for every parameter with state, or none
+  // (a checkpoint from before the per-parameter counts: each takes the global step).
+  std::vector<std::int64_t> param_steps(params_.size(), 0);
+  bool any_own = false;
+  for (std::size_t i = 0; i < params_.size(); ++i)
+    any_own = any_own || metadata.count("adam.step." + std::to_string(i)) > 0;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const std::string key = "adam.step." + std::to_string(i);
+    const bool has_state = slots[0][i].defined();
+    if (!any_own) {
+      param_steps[i] = has_state ? t : 0;
+      continue;
+    }
+    ANVIL_CHECK(has_state == (metadata.count(key) > 0), where, "parameter ", i,
+                has_state ? " has adam.m but no " : " has no adam.m but has ", key);
+    if (!has_state) continue;
+    param_steps[i] = read_number<std::int64_t>(metadata, key, where);
+    ANVIL_CHECK(param_steps[i] >= 1 && param_steps[i] <= t, where, key,
+                " must be in [1, step = ", t, "], got ", param_steps[i]);
+  }
   groups_ = std::move(groups);
   t_ = t;
   m_ = std::move(slots[0]);
   v_ = std::move(slots[1]);
+  param_steps_ = std::move(param_steps);
 }
 
 void AdamBase::step() {
@@ -146,7 +207,9 @@ void AdamBase::step() {
   const std::string where = type_name() + "::step";
   for (std::size_t grp = 0; grp < groups_.size(); ++grp) {
     const AdamOptions& o = groups_[grp];
-    std::vector<TableCall> calls;
+    // One list of table calls per step count (Note [Per-parameter Adam steps]): each count has
+    // its own bias corrections. Usually every parameter of the group is in the same one.
+    std::map<std::int64_t, std::vector<TableCall>> calls_by_step;
     for (std::size_t i = group_begin_[grp]; i < group_begin_[grp + 1]; ++i) {
       Tensor& p = params_[i];
       const Tensor& g = p.grad();
@@ -156,21 +219,23 @@ void AdamBase::step() {
         m_[i] = Tensor::zeros(p.sizes(), p.dtype(), p.device());
         v_[i] = Tensor::zeros(p.sizes(), p.dtype(), p.device());
       }
-      TableCall& call = call_for(calls, OptimOp::adam, p);
+      TableCall& call = call_for(calls_by_step[++param_steps_[i]], OptimOp::adam, p);
       call.problem.decoupled_decay = decoupled_decay_;
       add_tensor(
           call, {p.data_ptr(), g.data_ptr(), m_[i].data_ptr(), v_[i].data_ptr(), p.numel(), false});
     }
-    // The bias corrections of step t, with this group's betas.
-    OptimizerArgs args;
-    args.adam = {o.lr,
-                 o.beta1,
-                 o.beta2,
-                 o.eps,
-                 o.weight_decay,
-                 1.0 - std::pow(o.beta1, static_cast<double>(t_)),
-                 1.0 - std::pow(o.beta2, static_cast<double>(t_))};
-    run_calls(calls, args);
+    for (auto& [t, calls] : calls_by_step) {
+      // The bias corrections of step t, with this group's betas.
+      OptimizerArgs args;
+      args.adam = {o.lr,
+                   o.beta1,
+                   o.beta2,
+                   o.eps,
+                   o.weight_decay,
+                   1.0 - std::pow(o.beta1, static_cast<double>(t)),
+                   1.0 - std::pow(o.beta2, static_cast<double>(t))};
+      run_calls(calls, args);
+    }
   }
 }
 

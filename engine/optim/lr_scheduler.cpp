@@ -38,6 +38,10 @@ void LRScheduler::apply_lrs() {
 }
 
 void LRScheduler::step() {
+  // A group added to the optimizer after this scheduler was built has no base lr here.
+  ANVIL_CHECK(opt_->num_groups() == base_lrs_.size(), (type_name() + "::step").c_str(),
+              "built for ", base_lrs_.size(), " parameter groups, the optimizer now has ",
+              opt_->num_groups(), " (build the scheduler again after add_param_group)");
   ++step_;
   apply_lrs();
 }

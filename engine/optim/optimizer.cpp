@@ -78,6 +78,23 @@ Optimizer::Optimizer(std::vector<std::vector<Tensor>> groups) {
   }
 }
 
+void Optimizer::append_group(std::vector<Tensor> params, const char* where) {
+  std::set<const void*> seen;
+  for (const auto& p : params_)
+    if (p.numel() > 0) seen.insert(p.data_ptr());
+  for (const auto& p : params) {
+    check_defined(p, where, "parameter");
+    ANVIL_CHECK(p.numel() == 0 || seen.insert(p.data_ptr()).second, where, "a parameter ",
+                shape_str(p.sizes()), " of the new group ", num_groups(),
+                " is already in a group of this optimizer");
+  }
+  for (auto& p : params) {
+    params_.push_back(std::move(p));
+    group_of_.push_back(num_groups());
+  }
+  group_begin_.push_back(params_.size());
+}
+
 std::size_t Optimizer::group_begin(std::size_t g) const {
   ANVIL_CHECK(g <= num_groups(), "Optimizer::group_begin", "group ", g, " of ", num_groups());
   return group_begin_[g];

@@ -64,8 +64,8 @@ class Optimizer {
   virtual std::vector<std::pair<std::string, Tensor>> state() const = 0;
   // Scalars as text: "type", "num_params", "num_groups", every group's options (group 0 as
   // "lr", "momentum", ...; group g > 0 as "group.<g>.lr", ...; with several groups also
-  // "group.<g>.num_params") and counters ("step"); doubles are written so that they read back
-  // to the same bits (Note [Group state keys]).
+  // "group.<g>.num_params") and counters ("step", Adam's "adam.step.<i>"); doubles are written so
+  // that they read back to the same bits (Note [Group state keys]).
   virtual std::map<std::string, std::string> state_metadata() const = 0;
   // Restores what state() and state_metadata() returned, options included (as
   // torch.optim.Optimizer.load_state_dict; call set_lr afterwards to override the rate).
@@ -84,6 +84,9 @@ class Optimizer {
   static std::string group_prefix(std::size_t g);
   // Throws unless g < num_groups() and lr is finite and >= 0.
   void check_group_lr(std::size_t g, double lr, const char* where) const;
+  // Appends a group (add_param_group): throws naming `where`, changing nothing, for an undefined
+  // parameter or one already in a group.
+  void append_group(std::vector<Tensor> params, const char* where);
   std::vector<Tensor> params_;
   std::vector<std::size_t> group_begin_;  // num_groups() + 1 offsets into params_
   std::vector<std::size_t> group_of_;     // the group of each parameter
@@ -145,11 +148,16 @@ struct AdamWOptions {
 };
 
 // The update of Adam and AdamW; the two differ only in how weight decay enters, a flag of the
-// update problem (OptimizerProblem::decoupled_decay), not a second set of kernels.
+// update problem (OptimizerProblem::decoupled_decay), not a second set of kernels. Each parameter
+// keeps its own step count, as PyTorch's state['step'] (Note [Per-parameter Adam steps]).
 class AdamBase : public Optimizer {
  public:
   void step() override;
+  // Calls of step(), whatever each parameter did in them.
   std::int64_t steps() const { return t_; }
+  // The steps parameter i (an index into params()) has taken: the steps in which it had a
+  // gradient, and so the t of its bias corrections. 0 before its first update.
+  std::int64_t param_steps(std::size_t i) const;
   double group_lr(std::size_t g) const override { return groups_.at(g).lr; }
   void set_group_lr(std::size_t g, double lr) override;
   std::vector<std::pair<std::string, Tensor>> state() const override;
@@ -160,12 +168,15 @@ class AdamBase : public Optimizer {
  protected:
   AdamBase(std::vector<std::vector<Tensor>> params, std::vector<AdamOptions> groups,
            bool decoupled_decay);
+  // add_param_group of Adam and AdamW: the group's parameters start with no state, step 0.
+  void add_group(std::vector<Tensor> params, const AdamOptions& options);
   std::vector<AdamOptions> groups_;  // per group (AdamW's as AdamOptions: the same fields)
 
  private:
   bool decoupled_decay_;
   std::int64_t t_ = 0;
   std::vector<Tensor> m_, v_;
+  std::vector<std::int64_t> param_steps_;  // per parameter (Note [Per-parameter Adam steps])
 };
 
 // torch.optim.Adam: weight decay is L2 added to the gradient.
@@ -173,9 +184,17 @@ class Adam final : public AdamBase {
  public:
   Adam(std::vector<Tensor> params, AdamOptions options);
   Adam(std::vector<ParamGroup<AdamOptions>> groups, AdamOptions defaults);
+  // torch.optim.Optimizer.add_param_group: a group added after construction (options unset:
+  // the constructor's defaults, or its options for the one-list constructor). Its parameters
+  // start with no state and count their own steps from 0. A scheduler built before refuses to
+  // step until it is rebuilt (it holds one base lr per group).
+  void add_param_group(ParamGroup<AdamOptions> group);
   const AdamOptions& options() const { return groups_[0]; }
   const AdamOptions& group_options(std::size_t g) const { return groups_.at(g); }
   std::string type_name() const override { return "Adam"; }
+
+ private:
+  AdamOptions defaults_;
 };
 
 // torch.optim.AdamW: p *= 1 - lr * weight_decay, then Adam's update without decay.
@@ -183,9 +202,14 @@ class AdamW final : public AdamBase {
  public:
   AdamW(std::vector<Tensor> params, AdamWOptions options);
   AdamW(std::vector<ParamGroup<AdamWOptions>> groups, AdamWOptions defaults);
+  // As Adam::add_param_group.
+  void add_param_group(ParamGroup<AdamWOptions> group);
   AdamWOptions options() const { return group_options(0); }
   AdamWOptions group_options(std::size_t g) const;
   std::string type_name() const override { return "AdamW"; }
+
+ private:
+  AdamWOptions defaults_;
 };
 
 // Scales all gradients so that their global L2 norm is at most max_norm; returns the norm

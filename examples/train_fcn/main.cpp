@@ -23,9 +23,9 @@ int main() {
     y = argmax(matmul(x, teacher), 1);  // [N] int64 class ids
   }
 
-  auto model = std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
+  auto model = std::make_shared<nn::Sequential>(
       std::make_shared<nn::Linear>(kFeatures, 64), nn::ReLU(), std::make_shared<nn::Linear>(64, 64),
-      nn::ReLU(), std::make_shared<nn::Linear>(64, kClasses)});
+      nn::ReLU(), std::make_shared<nn::Linear>(64, kClasses));
   optim::SGD opt(model->parameters(), optim::SGDOptions{.lr = 0.05, .momentum = 0.9});
   std::printf("%s", model->str().c_str());
   std::printf("%lld parameters, %lld samples, batch %lld\n",
