@@ -183,6 +183,14 @@ const std::vector<Flag>& flags() {
       {"--anvil_skip_variant",
        "leave variants out of gemm/ and kernel/, op=name[,name...] (repeatable)",
        [](Options& o, const std::string& v) { parse_skip_variants(v, o.skip_variants); }},
+      {"--anvil_skip_tag",
+       "leave out of gemm/ and kernel/ every variant with one of these tags: tf32,"
+       "nondeterministic,workspace,opt_in (Note [Variant tags]; repeatable)",
+       [](Options& o, const std::string& v) {
+         for (const auto& tag : split(v, ','))
+           o.skip_tags.insert(one_of("--anvil_skip_tag", tag,
+                                     {kTagTf32, kTagNondeterministic, kTagWorkspace, kTagOptIn}));
+       }},
       {"--anvil_mode", "check (validate, time once) or perf (time, no validation); default both",
        [](Options& o, const std::string& v) {
          o.mode = one_of("--anvil_mode", v, {"check", "perf"});

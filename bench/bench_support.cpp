@@ -26,7 +26,15 @@ std::string join(const std::vector<std::int64_t>& v) {
 
 bool skipped(const std::string& op, const std::string& variant) {
   auto it = options().skip_variants.find(op);
-  return it != options().skip_variants.end() && it->second.count(variant) > 0;
+  if (it != options().skip_variants.end() && it->second.count(variant) > 0) return true;
+  if (options().skip_tags.empty()) return false;
+  const VariantTableBase* table = find_variant_table(op);
+  if (table == nullptr) return false;
+  for (const auto& v : table->list())
+    if (v.name == variant)
+      for (const auto& tag : v.tags)
+        if (options().skip_tags.count(tag) > 0) return true;
+  return false;
 }
 
 bool validating() { return options().mode != "perf"; }

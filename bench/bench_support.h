@@ -69,6 +69,9 @@ struct Options {
   // Variants left out of the gemm/ and kernel/ families: --anvil_skip_variant=op=name[,name...]
   // (repeatable; each name must be a variant of the op's table).
   std::map<std::string, std::set<std::string>> skip_variants;
+  // Variants left out of the gemm/ and kernel/ families by tag (Note [Variant tags]):
+  // --anvil_skip_tag=tf32,nondeterministic (repeatable).
+  std::set<std::string> skip_tags;
   // --anvil_mode=check|perf (benchdnn's --mode=C|P); empty: both. check validates every row and
   // times one iteration; perf times without validating (the gemm and conv2d rows; the other
   // kernel rows always validate).
@@ -81,7 +84,7 @@ struct Options {
   std::string command_line;
 };
 
-// Whether --anvil_skip_variant leaves `variant` of table `op` out.
+// Whether --anvil_skip_variant or --anvil_skip_tag leaves `variant` of table `op` out.
 bool skipped(const std::string& op, const std::string& variant);
 // Whether the rows validate before timing (not with --anvil_mode=perf).
 bool validating();

@@ -9,12 +9,12 @@
 // Note [Communicator layering]
 // engine/distributed/ sits above engine/optim, and no lower engine layer includes it (the
 // layering lint, tests/lint/check_layering.py): communicator.h needs only engine/core (Tensor);
-// data_parallel.h adds autograd's hooks, nn's Module and the optimizer it steps. The MPI backend is a module of its own that the
-// engine dlopen()s on first use, as it does libanvil_cuda.so (Note [Lazy CUDA loading]), so a
-// process that never asks for "mpi" neither links nor loads Open MPI; a build without MPI simply
-// has no module and create_communicator("mpi") says so. NCCL lives in libanvil_cuda.so behind
-// the DeviceCollectives seam (engine/core/device_collectives.h), which kernels/cuda/ may
-// implement without seeing this header.
+// data_parallel.h adds autograd's hooks, nn's Module and the optimizer it steps. The MPI backend is
+// a module of its own that the engine dlopen()s on first use, as it does libanvil_cuda.so (Note
+// [Lazy CUDA loading]), so a process that never asks for "mpi" neither links nor loads Open MPI; a
+// build without MPI simply has no module and create_communicator("mpi") says so. NCCL lives in
+// libanvil_cuda.so behind the DeviceCollectives seam (engine/core/device_collectives.h), which
+// kernels/cuda/ may implement without seeing this header.
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -74,6 +74,7 @@ bad = {
     "--anvil_peak=-1": ["--anvil_peak", "'-1'", ">= 0"],
     "--anvil_precision=tf32": ["--anvil_precision", "tf32"],
     "--anvil_skip_variant=gemm=nosuch": ["--anvil_skip_variant", "nosuch"],
+    "--anvil_skip_tag=fast": ["--anvil_skip_tag", "fast", "opt_in"],
     "--anvil_nosuch=1": ["--anvil_nosuch=1", "--help"],
 }
 for arg, words in bad.items():
@@ -86,6 +87,16 @@ for arg, words in bad.items():
 # --anvil_peak=0 still means "measure it" (tests/bench/test_host_profile.py passes it).
 out = run("--benchmark_list_tests", "--benchmark_filter=^peak/", "--anvil_peak=0", *base[:3])
 check(out.returncode == 0, f"--anvil_peak=0 is refused: {out.stderr.strip()[-300:]}")
+
+# --anvil_skip_tag (Note [Variant tags]): cpu.im2col needs a workspace, so skipping that tag
+# drops its rows and keeps the others.
+listing = ["--benchmark_list_tests", "--anvil_kernels=on", "--anvil_models=cnn_mnist", "--anvil_threads=1",
+           "--anvil_gpu=off", "--benchmark_filter=^kernel/conv2d/"]
+kept = run(*listing).stdout.split()
+skipped = run(*listing, "--anvil_skip_tag=workspace").stdout.split()
+check(any("/cpu.im2col/" in r for r in kept), "no cpu.im2col rows to skip")
+check(skipped and not any("/cpu.im2col/" in r for r in skipped) and any("/cpu.onednn/" in r for r in skipped),
+      f"--anvil_skip_tag=workspace: {len(kept)} rows before, {len(skipped)} after")
 
 # 4. The min_time note (nothing matches the filter: no row runs).
 out = run("--benchmark_min_time=0.01", "--benchmark_filter=^no_such_row$", *base)
