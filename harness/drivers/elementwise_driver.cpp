@@ -23,7 +23,6 @@
 namespace anvil::harness {
 namespace {
 
-constexpr int kEwOps = static_cast<int>(EwOp::pow_scalar_backward) + 1;
 constexpr double kIntSentinel = -7777;
 
 bool positive_a(EwOp op) {
@@ -171,7 +170,7 @@ class ElementwiseDriver final : public TableDriver<ElementwiseProblem, Elementwi
     ANVIL_CHECK(name == "ops", "elementwise driver", "no problem group '", name,
                 "' (expected ops)");
     std::vector<nn::NamedProblem> out;
-    for (int o = 0; o < kEwOps; ++o) {
+    for (int o = 0; o < kEwOpCount; ++o) {
       const auto op = static_cast<EwOp>(o);
       for (DType dtype : {DType::f32, DType::f64, DType::i32, DType::i64}) {
         if (!is_floating(dtype) && !ew_allows_integers(op)) continue;
@@ -215,8 +214,7 @@ class ElementwiseDriver final : public TableDriver<ElementwiseProblem, Elementwi
 
   // Every CPU variant runs every problem.
   int minimum_problems(const std::string& group, DeviceType device) const override {
-    if (device == DeviceType::cuda) return kCudaMinimumPairs;
-    return static_cast<int>(this->group(group).size());
+    return every_pair(*this, group, device);
   }
 };
 

@@ -148,10 +148,7 @@ class ReduceDriver final : public TableDriver<ReduceProblem, ReduceTable> {
 
   // Every CPU variant runs every problem and pass.
   int minimum_problems(const std::string& group, DeviceType device) const override {
-    if (device == DeviceType::cuda) return kCudaMinimumPairs;
-    int pairs = 0;
-    for (const auto& np : this->group(group)) pairs += static_cast<int>(passes(np.problem).size());
-    return pairs;
+    return every_pair(*this, group, device);
   }
 };
 

@@ -216,8 +216,7 @@ class SoftmaxDriver final : public TableDriver<SoftmaxProblem, SoftmaxTable> {
 
   // Every CPU variant runs every problem.
   int minimum_problems(const std::string& group, DeviceType device) const override {
-    if (device == DeviceType::cuda) return kCudaMinimumPairs;
-    return static_cast<int>(this->group(group).size());
+    return every_pair(*this, group, device);
   }
 };
 

@@ -17,37 +17,37 @@
 namespace anvil::cuda {
 namespace {
 
-__host__ __device__ constexpr bool is_binary(EwCode op) {
+__host__ __device__ constexpr bool is_binary(EwOp op) {
   switch (op) {
-    case EwCode::add:
-    case EwCode::sub:
-    case EwCode::mul:
-    case EwCode::div:
-    case EwCode::pow:
-    case EwCode::maximum:
-    case EwCode::gt:
-    case EwCode::sigmoid_backward:
-    case EwCode::tanh_backward:
-    case EwCode::relu_backward:
-    case EwCode::pow_scalar_backward:
+    case EwOp::add:
+    case EwOp::sub:
+    case EwOp::mul:
+    case EwOp::div:
+    case EwOp::pow:
+    case EwOp::maximum:
+    case EwOp::gt:
+    case EwOp::sigmoid_backward:
+    case EwOp::tanh_backward:
+    case EwOp::relu_backward:
+    case EwOp::pow_scalar_backward:
       return true;
     default:
       return false;
   }
 }
 
-__host__ __device__ constexpr bool allows_integers(EwCode op) {
+__host__ __device__ constexpr bool allows_integers(EwOp op) {
   switch (op) {
-    case EwCode::neg:
-    case EwCode::abs:
-    case EwCode::sign:
-    case EwCode::add:
-    case EwCode::sub:
-    case EwCode::mul:
-    case EwCode::maximum:
-    case EwCode::gt:
-    case EwCode::add_scalar:
-    case EwCode::mul_scalar:
+    case EwOp::neg:
+    case EwOp::abs:
+    case EwOp::sign:
+    case EwOp::add:
+    case EwOp::sub:
+    case EwOp::mul:
+    case EwOp::maximum:
+    case EwOp::gt:
+    case EwOp::add_scalar:
+    case EwOp::mul_scalar:
       return true;
     default:
       return false;
@@ -83,57 +83,57 @@ __device__ __forceinline__ T mul_rn(T x, T y) {
 
 // One element of op: a, b as in elementwise_problem.h (b = incoming gradient in the backward
 // forms), s the scalar, alpha of add/sub.
-template <EwCode Op, typename T>
+template <EwOp Op, typename T>
 __device__ __forceinline__ T apply(T a, T b, T s, T alpha) {
-  if constexpr (Op == EwCode::neg)
+  if constexpr (Op == EwOp::neg)
     return static_cast<T>(-a);
-  else if constexpr (Op == EwCode::abs)
+  else if constexpr (Op == EwOp::abs)
     return a < T(0) ? static_cast<T>(-a) : a;
-  else if constexpr (Op == EwCode::sign)
+  else if constexpr (Op == EwOp::sign)
     return static_cast<T>((a > T(0)) - (a < T(0)));
-  else if constexpr (Op == EwCode::add)
+  else if constexpr (Op == EwOp::add)
     return static_cast<T>(a + mul_rn(alpha, b));
-  else if constexpr (Op == EwCode::sub)
+  else if constexpr (Op == EwOp::sub)
     return static_cast<T>(a - mul_rn(alpha, b));
-  else if constexpr (Op == EwCode::mul)
+  else if constexpr (Op == EwOp::mul)
     return static_cast<T>(a * b);
-  else if constexpr (Op == EwCode::maximum)  // Note [NaN propagation] (elementwise_functors.h)
+  else if constexpr (Op == EwOp::maximum)  // Note [NaN propagation] (elementwise_functors.h)
     return a > b || a != a ? a : b;
-  else if constexpr (Op == EwCode::gt)
+  else if constexpr (Op == EwOp::gt)
     return static_cast<T>(a > b ? 1 : 0);
-  else if constexpr (Op == EwCode::add_scalar)
+  else if constexpr (Op == EwOp::add_scalar)
     return static_cast<T>(a + s);
-  else if constexpr (Op == EwCode::mul_scalar)
+  else if constexpr (Op == EwOp::mul_scalar)
     return static_cast<T>(a * s);
-  else if constexpr (Op == EwCode::exp)
+  else if constexpr (Op == EwOp::exp)
     return m_exp(a);
-  else if constexpr (Op == EwCode::log)
+  else if constexpr (Op == EwOp::log)
     return m_log(a);
-  else if constexpr (Op == EwCode::sqrt)
+  else if constexpr (Op == EwOp::sqrt)
     return m_sqrt(a);
-  else if constexpr (Op == EwCode::sigmoid)
+  else if constexpr (Op == EwOp::sigmoid)
     return T(1) / (T(1) + m_exp(-a));
-  else if constexpr (Op == EwCode::tanh)
+  else if constexpr (Op == EwOp::tanh)
     return m_tanh(a);
-  else if constexpr (Op == EwCode::relu)  // NaN stays NaN
+  else if constexpr (Op == EwOp::relu)  // NaN stays NaN
     return a <= T(0) ? T(0) : a;
-  else if constexpr (Op == EwCode::div)
+  else if constexpr (Op == EwOp::div)
     return a / b;
-  else if constexpr (Op == EwCode::pow)
+  else if constexpr (Op == EwOp::pow)
     return m_pow(a, b);
-  else if constexpr (Op == EwCode::pow_scalar)
+  else if constexpr (Op == EwOp::pow_scalar)
     return m_pow(a, s);
-  else if constexpr (Op == EwCode::rsub_scalar)
+  else if constexpr (Op == EwOp::rsub_scalar)
     return s - a;
-  else if constexpr (Op == EwCode::rdiv_scalar)
+  else if constexpr (Op == EwOp::rdiv_scalar)
     return s / a;
-  else if constexpr (Op == EwCode::sigmoid_backward)
+  else if constexpr (Op == EwOp::sigmoid_backward)
     return b * a * (T(1) - a);
-  else if constexpr (Op == EwCode::tanh_backward)
+  else if constexpr (Op == EwOp::tanh_backward)
     return b * (T(1) - mul_rn(a, a));
-  else if constexpr (Op == EwCode::relu_backward)  // a NaN output passes the gradient
+  else if constexpr (Op == EwOp::relu_backward)  // a NaN output passes the gradient
     return a <= T(0) ? T(0) : b;
-  else if constexpr (Op == EwCode::pow_scalar_backward)
+  else if constexpr (Op == EwOp::pow_scalar_backward)
     return b * s * m_pow(a, s - T(1));
   else
     return a;  // unreachable: launch() checks the code
@@ -141,7 +141,7 @@ __device__ __forceinline__ T apply(T a, T b, T s, T alpha) {
 
 // out may alias a or b element for element (in-place ops); other overlaps are undefined, as on
 // the CPU. For unary ops b is never read.
-template <EwCode Op, typename T>
+template <EwOp Op, typename T>
 __global__ void ew_flat(T* out, const T* a, const T* b, std::int64_t n, T s, T alpha) {
   for (std::int64_t i = global_thread(); i < n; i += grid_threads()) {
     T bv = T(0);
@@ -151,7 +151,7 @@ __global__ void ew_flat(T* out, const T* a, const T* b, std::int64_t n, T s, T a
 }
 
 // Operands: 0 = out, 1 = a, 2 = b (out's strides for unary ops; b is then not read).
-template <EwCode Op, typename T, typename IndexT>
+template <EwOp Op, typename T, typename IndexT>
 __global__ void ew_strided(T* out, const T* a, const T* b, Geometry<3> g, T s, T alpha) {
   for (std::int64_t i = global_thread(); i < g.numel; i += grid_threads()) {
     std::int64_t off[3];
@@ -162,7 +162,7 @@ __global__ void ew_strided(T* out, const T* a, const T* b, Geometry<3> g, T s, T
   }
 }
 
-template <EwCode Op, typename T>
+template <EwOp Op, typename T>
 void launch(cudaStream_t stream, const EwLaunch& l, const Geometry<3>& g) {
   if constexpr (!std::is_floating_point_v<T> && !allows_integers(Op)) {
     fail("elementwise", "op code ", static_cast<int>(Op), " is not defined for dtype ",
@@ -186,8 +186,8 @@ void launch(cudaStream_t stream, const EwLaunch& l, const Geometry<3>& g) {
 // Finds the template instance of the runtime code (no macro tables: a compile-time walk).
 template <typename T, int Code = 0>
 void dispatch(cudaStream_t stream, const EwLaunch& l, const Geometry<3>& g) {
-  if constexpr (Code < static_cast<int>(EwCode::count)) {
-    if (static_cast<int>(l.op) == Code) return launch<static_cast<EwCode>(Code), T>(stream, l, g);
+  if constexpr (Code < kEwOpCount) {
+    if (static_cast<int>(l.op) == Code) return launch<static_cast<EwOp>(Code), T>(stream, l, g);
     return dispatch<T, Code + 1>(stream, l, g);
   } else {
     fail("elementwise", "unknown op code ", static_cast<int>(l.op));
