@@ -18,12 +18,7 @@
 
 namespace anvil {
 
-// Number of tensor inputs (1 or 2) of an op.
-int ew_arity(EwOp op);
 const char* ew_name(EwOp op);
-// True for ops defined on integer dtypes too (neg, abs, add, sub, mul, the scalar add/mul, maximum,
-// gt).
-bool ew_allows_integers(EwOp op);
 
 // A strided operand view handed to kernels (non-owning).
 struct EwOperand {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The op codes of the elementwise table (engine/dispatch/elementwise_problem.h), alone in their
-// header so that the CUDA launcher (kernels/cuda/elementwise_kernels.h, C++17 for nvcc) takes
-// the same enum as the table's problems.
+// The op codes of the elementwise table (engine/dispatch/elementwise_problem.h) with their arity
+// and integer support, alone in their header so that the CUDA kernels
+// (kernels/cuda/elementwise_kernels.h and .cu, C++17 for nvcc) use the same enum and tables as
+// the table's problems.
 #include <cstdint>
 
 namespace anvil {
@@ -38,6 +39,47 @@ enum class EwOp : std::uint8_t {
   relu_backward /* b*(a>0) */,
   pow_scalar_backward /* b*s*a^(s-1), a = x */,
 };
+
+// Number of tensor inputs (1 or 2) of an op. constexpr, so that the CUDA kernels use it too (in
+// constant expressions only: nvcc calls no host function from device code).
+constexpr int ew_arity(EwOp op) {
+  switch (op) {
+    case EwOp::add:
+    case EwOp::sub:
+    case EwOp::mul:
+    case EwOp::div:
+    case EwOp::pow:
+    case EwOp::maximum:
+    case EwOp::gt:
+    case EwOp::sigmoid_backward:
+    case EwOp::tanh_backward:
+    case EwOp::relu_backward:
+    case EwOp::pow_scalar_backward:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
+// True for ops defined on integer dtypes too (neg, abs, sign, add, sub, mul, the scalar add/mul,
+// maximum, gt).
+constexpr bool ew_allows_integers(EwOp op) {
+  switch (op) {
+    case EwOp::neg:
+    case EwOp::abs:
+    case EwOp::add:
+    case EwOp::sub:
+    case EwOp::mul:
+    case EwOp::add_scalar:
+    case EwOp::mul_scalar:
+    case EwOp::maximum:
+    case EwOp::gt:
+    case EwOp::sign:
+      return true;
+    default:
+      return false;
+  }
+}
 
 // The number of op codes (they run from 0 without gaps).
 inline constexpr int kEwOpCount = static_cast<int>(EwOp::pow_scalar_backward) + 1;

@@ -17,42 +17,12 @@
 namespace anvil::cuda {
 namespace {
 
-__host__ __device__ constexpr bool is_binary(EwOp op) {
-  switch (op) {
-    case EwOp::add:
-    case EwOp::sub:
-    case EwOp::mul:
-    case EwOp::div:
-    case EwOp::pow:
-    case EwOp::maximum:
-    case EwOp::gt:
-    case EwOp::sigmoid_backward:
-    case EwOp::tanh_backward:
-    case EwOp::relu_backward:
-    case EwOp::pow_scalar_backward:
-      return true;
-    default:
-      return false;
-  }
-}
-
-__host__ __device__ constexpr bool allows_integers(EwOp op) {
-  switch (op) {
-    case EwOp::neg:
-    case EwOp::abs:
-    case EwOp::sign:
-    case EwOp::add:
-    case EwOp::sub:
-    case EwOp::mul:
-    case EwOp::maximum:
-    case EwOp::gt:
-    case EwOp::add_scalar:
-    case EwOp::mul_scalar:
-      return true;
-    default:
-      return false;
-  }
-}
+// The op's arity and integer support as constants a kernel may read (ew_op.h's functions are
+// host functions, evaluated here at compile time).
+template <EwOp Op>
+inline constexpr bool kBinary = ew_arity(Op) == 2;
+template <EwOp Op>
+inline constexpr bool kIntegerOp = ew_allows_integers(Op);
 
 // The libm function of the matching precision (no fast-math intrinsics: results stay within
 // a few ulp of the CPU's std:: functions).
@@ -145,7 +115,7 @@ template <EwOp Op, typename T>
 __global__ void ew_flat(T* out, const T* a, const T* b, std::int64_t n, T s, T alpha) {
   for (std::int64_t i = global_thread(); i < n; i += grid_threads()) {
     T bv = T(0);
-    if constexpr (is_binary(Op)) bv = b[i];
+    if constexpr (kBinary<Op>) bv = b[i];
     out[i] = apply<Op, T>(a[i], bv, s, alpha);
   }
 }
@@ -157,14 +127,14 @@ __global__ void ew_strided(T* out, const T* a, const T* b, Geometry<3> g, T s, T
     std::int64_t off[3];
     offsets_of<3, IndexT>(g, static_cast<IndexT>(i), off);
     T bv = T(0);
-    if constexpr (is_binary(Op)) bv = b[off[2]];
+    if constexpr (kBinary<Op>) bv = b[off[2]];
     out[off[0]] = apply<Op, T>(a[off[1]], bv, s, alpha);
   }
 }
 
 template <EwOp Op, typename T>
 void launch(cudaStream_t stream, const EwLaunch& l, const Geometry<3>& g) {
-  if constexpr (!std::is_floating_point_v<T> && !allows_integers(Op)) {
+  if constexpr (!std::is_floating_point_v<T> && !kIntegerOp<Op>) {
     fail("elementwise", "op code ", static_cast<int>(Op), " is not defined for dtype ",
          dtype_name(l.dtype));
   } else {
@@ -197,7 +167,7 @@ void dispatch(cudaStream_t stream, const EwLaunch& l, const Geometry<3>& g) {
 }  // namespace
 
 void elementwise(cudaStream_t stream, const EwLaunch& l) {
-  const bool binary = is_binary(l.op);
+  const bool binary = ew_arity(l.op) == 2;
   ANVIL_CHECK(l.a != nullptr && l.out != nullptr && (!binary || l.b != nullptr), "elementwise",
               "null operand for op code ", static_cast<int>(l.op));
   // Unary ops: b takes out's strides so it never blocks coalescing (and is never read).
