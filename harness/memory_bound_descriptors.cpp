@@ -25,7 +25,6 @@ std::string listed(const std::vector<std::string_view>& words) {
   return s;
 }
 
-constexpr int kEwOps = static_cast<int>(EwOp::pow_scalar_backward) + 1;
 constexpr int kSoftmaxOps = static_cast<int>(SoftmaxOp::cross_entropy_forward_grad) + 1;
 
 }  // namespace
@@ -39,7 +38,7 @@ std::string elementwise_descriptor(const ElementwiseProblem& p) {
 
 ElementwiseProblem parse_elementwise(Reader& r) {
   const auto v = r.letters({"n"});
-  const auto ops = names<EwOp>(kEwOps, ew_name);
+  const auto ops = names<EwOp>(kEwOpCount, ew_name);
   const int op = r.take_choice(ops);
   ElementwiseProblem p;
   p.contiguous = !r.take_word("strided");
@@ -154,7 +153,8 @@ DropoutProblem parse_dropout(Reader& r) {
 // ---- optimizers ------------------------------------------------------------------------------
 
 std::string optimizer_descriptor(const OptimizerProblem& p) {
-  return detail::str_cat("t", p.tensors, "n", p.numel, p.momentum ? ":momentum" : "") +
+  return detail::str_cat("t", p.tensors, "n", p.numel, p.momentum ? ":momentum" : "",
+                         p.decoupled_decay ? ":decoupled" : "") +
          common_parts(p.dtype, p.device);
 }
 
@@ -163,12 +163,14 @@ OptimizerProblem parse_optimizer(Reader& r, OptimOp op) {
   OptimizerProblem p;
   p.op = op;
   p.momentum = r.take_word("momentum");
+  p.decoupled_decay = r.take_word("decoupled");  // AdamW
   p.dtype = r.take_dtype();
   p.device = r.take_device();
-  r.finish(op == OptimOp::sgd ? "momentum" : "no other part");
+  r.finish(op == OptimOp::sgd ? "momentum" : op == OptimOp::adam ? "decoupled" : "no other part");
   p.tensors = need(r, v, "t");
   p.numel = need(r, v, "n");
   if (p.momentum && op != OptimOp::sgd) r.fail("momentum applies to sgd_update only");
+  if (p.decoupled_decay && op != OptimOp::adam) r.fail("decoupled applies to adam_update only");
   if (p.tensors < 0 || (p.tensors == 0 && p.numel != 0))
     r.fail(detail::str_cat("t", p.tensors, " tensors cannot hold n", p.numel, " elements"));
   return p;

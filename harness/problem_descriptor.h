@@ -49,7 +49,8 @@
 //                 i32 (ids; i64 the default).  v10000d200n700:bwd
 //   dropout:      n, needed. parts: p<x> (the drop probability, default 0.5).  n40001:p0.2
 //   sgd_update, adam_update, grad_norm, grad_scale: t n (tensors in the list, elements over all
-//                 of them), both needed. parts: momentum (sgd_update only).  t7n103776:momentum
+//                 of them), both needed. parts: momentum (sgd_update only), decoupled
+//                 (adam_update only: AdamW's decay).  t7n103776:momentum
 // Every op also takes a dtype part (f32, the default, or f64) and a device part (cpu, the
 // default, cuda for cuda:0, cudaN for cuda:N).
 //

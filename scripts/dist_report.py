@@ -158,12 +158,17 @@ def measured(folder, ar, ctx, out, plots):
     return one, strong, weak
 
 
-def main():
+def report_cli(report_of, usage):
+    """The command line of the dist report scripts: one RESULTS_DIR, its report printed."""
     if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
+        print(usage, file=sys.stderr)
         return 2
-    print(report(sys.argv[1]))
+    print(report_of(sys.argv[1]))
     return 0
+
+
+def main():
+    return report_cli(report, __doc__)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dist_report import by_model, fmt, load, pct  # noqa: E402  (the shared table helpers)
+from dist_report import by_model, fmt, load, pct, report_cli  # noqa: E402  (the shared helpers)
 
 
 def rank_counts(folder, pattern):
@@ -138,11 +138,7 @@ def baselines(folder, one, step_ranks):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    print(report(sys.argv[1]))
-    return 0
+    return report_cli(report, __doc__)
 
 
 if __name__ == "__main__":

@@ -101,6 +101,18 @@ TEST_CASE("IMDB reviews file: CRLF line ends and a last line without newline and
 // ---- malformed files: one test case per kind
 // -------------------------------------------------------
 
+namespace {
+// A reviews file named `file` holding `content` is refused with a message naming the file and
+// then saying `message`.
+void check_reviews_refused(const std::string& file, const std::string& content,
+                           const std::string& message) {
+  ScratchDir dir("imdb");
+  const std::string index = dir.write("index.json", kIndexJson);
+  const std::string reviews = dir.write(file, content);
+  REQUIRE_THROWS_WITH(read_imdb(reviews, index), Contains(reviews + message));
+}
+}  // namespace
+
 TEST_CASE("IMDB malformed: missing reviews or word index file", "[data][imdb][malformed]") {
   ScratchDir dir("imdb");
   const std::string index = dir.write("index.json", kIndexJson);
@@ -113,10 +125,7 @@ TEST_CASE("IMDB malformed: missing reviews or word index file", "[data][imdb][ma
 }
 
 TEST_CASE("IMDB malformed: empty reviews file", "[data][imdb][malformed]") {
-  ScratchDir dir("imdb");
-  const std::string index = dir.write("index.json", kIndexJson);
-  const std::string reviews = dir.write("empty.tsv", "");
-  REQUIRE_THROWS_WITH(read_imdb(reviews, index), Contains(reviews + ": is empty (0 bytes)"));
+  check_reviews_refused("empty.tsv", "", ": is empty (0 bytes)");
 }
 
 TEST_CASE("IMDB malformed: binary data (NUL byte or invalid UTF-8)", "[data][imdb][malformed]") {
@@ -132,17 +141,11 @@ TEST_CASE("IMDB malformed: binary data (NUL byte or invalid UTF-8)", "[data][imd
 }
 
 TEST_CASE("IMDB malformed: blank line", "[data][imdb][malformed]") {
-  ScratchDir dir("imdb");
-  const std::string index = dir.write("index.json", kIndexJson);
-  const std::string reviews = dir.write("blank.tsv", "1\tthe\n\n0\ta\n");
-  REQUIRE_THROWS_WITH(read_imdb(reviews, index), Contains(reviews + " line 2: blank line"));
+  check_reviews_refused("blank.tsv", "1\tthe\n\n0\ta\n", " line 2: blank line");
 }
 
 TEST_CASE("IMDB malformed: line without a tab", "[data][imdb][malformed]") {
-  ScratchDir dir("imdb");
-  const std::string index = dir.write("index.json", kIndexJson);
-  const std::string reviews = dir.write("notab.tsv", "1\tthe\n0 a film\n");
-  REQUIRE_THROWS_WITH(read_imdb(reviews, index), Contains(reviews + " line 2: no tab"));
+  check_reviews_refused("notab.tsv", "1\tthe\n0 a film\n", " line 2: no tab");
 }
 
 TEST_CASE("IMDB malformed: label other than 0 or 1", "[data][imdb][malformed]") {

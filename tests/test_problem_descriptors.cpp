@@ -98,6 +98,7 @@ TEST_CASE("every pass, flag, dtype and device round-trips", "[descriptors]") {
       "dropout:n5",
       "sgd_update:t7n103776:momentum",
       "adam_update:t2n32767:f64",
+      "adam_update:t3n4:decoupled",
       "grad_norm:t1n1:cuda",
       "grad_scale:t4n2",
   };
@@ -179,6 +180,7 @@ TEST_CASE("bad descriptors are refused with one line naming the descriptor and t
       {"dropout:n10:p1", "must be in [0, 1)"},
       {"dropout:n10:p", "unknown part 'p'"},
       {"adam_update:t2n10:momentum", "momentum applies to sgd_update only"},
+      {"sgd_update:t2n10:decoupled", "decoupled applies to adam_update only"},
       {"grad_norm:t0n5", "cannot hold"},
       {"mb16ic64", "expected <op>:<descriptor>"},
   };

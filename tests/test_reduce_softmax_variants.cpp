@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The `reduce` and `softmax` tables on the CPU: every CPU variant (cpu.omp, ref) agrees on sums,
-// means, max with indices, softmax / log-softmax and their backward, and the fused
-// cross-entropy (i32 and i64 targets), across shapes above and below the OpenMP grain; the
-// default is cpu.omp; forcing an unknown or unsuitable variant is a clear error.
+// The `reduce` and `softmax` tables on the CPU beyond the driver loop (every variant against
+// `ref` on the drivers' shapes: harness/drivers/reduce_driver.cpp, softmax_driver.cpp,
+// tests/test_op_drivers.cpp): the tables' order and default, ties and NaN in max, special rows of
+// the cross-entropy, the forward with gradient equal to the separate forward and backward and in
+// place, out-of-range class ids and unknown or unsuitable variants refused clearly.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -16,8 +17,6 @@
 #include "engine/ops/reduce.h"
 #include "engine/ops/softmax.h"
 #include "helpers/gradcheck.h"
-#include "helpers/op_problems.h"
-#include "helpers/variant_harness.h"
 #include "kernels/register.h"
 
 using namespace anvil;
@@ -36,32 +35,6 @@ std::vector<std::string> cpu_variants(const Table& table) {
   for (const auto& v : table.variants())
     if (v.device == DeviceType::cpu) out.push_back(v.name);
   return out;
-}
-// fn() under every CPU variant of `table` (tests/helpers/variant_harness.h), each compared with
-// the `ref` result. `problem` is the problem of fn's table calls that supports() is asked about
-// (fn may make several; a variant that then declines one fails with the forced-variant error).
-template <typename Problem, typename Args, typename Fn>
-void against_ref(test::VariantHarness& harness, const VariantTable<Problem, Args>& table,
-                 const Problem& problem, Fn&& fn, double tol, const std::string& what) {
-  std::vector<Tensor> expect;
-  {
-    ForceVariant force(table.op(), "ref");
-    expect = fn();
-  }
-  harness.run(table, problem, what, [&](const typename VariantTable<Problem, Args>::Variant&) {
-    const std::vector<Tensor> got = fn();
-    if (got.size() != expect.size()) return std::string("wrong number of outputs");
-    std::string bad;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-      const std::string out = "output " + std::to_string(i);
-      if (got[i].sizes() != expect[i].sizes())
-        bad += out + " has shape " + shape_str(got[i].sizes()) + ", ref " +
-               shape_str(expect[i].sizes()) + "; ";
-      else
-        bad += test::compare(out, got[i], expect[i], tol);
-    }
-    return bad;
-  });
 }
 }  // namespace
 
@@ -92,39 +65,11 @@ TEST_CASE("reduce and softmax tables list cpu.omp first and ref last",
   CHECK(softmax_table().select(sp).name == "cpu.omp");
 }
 
-TEST_CASE("every CPU reduce variant agrees with ref", "[reduce][variants]") {
+TEST_CASE("every CPU max keeps the first of ties and a NaN", "[reduce][variants]") {
   register_builtin_kernels();
   const auto names = cpu_variants(reduce_table());
-  test::VariantHarness harness(reduce_table(), DeviceType::cpu, 1);
-  harness.require_all();
-  for (DType dt : {DType::f32, DType::f64}) {
-    for (const Shape& shape :
-         {Shape{4, 5, 6}, Shape{3, 1, 7, 2}, Shape{300, 257}, Shape{64, 40, 33}}) {
-      const Tensor x = rnd(shape, -1, 1, 7, dt);
-      const auto nd = static_cast<std::int64_t>(shape.size());
-      for (std::int64_t mask = 0; mask < (1 << nd); ++mask) {
-        std::vector<std::int64_t> dims;
-        for (std::int64_t d = 0; d < nd; ++d)
-          if (mask & (1 << d)) dims.push_back(d);
-        against_ref(
-            harness, reduce_table(), test::reduce_problem_of(ReduceOp::sum, x),
-            [&] {
-              return std::vector<Tensor>{ops::sum(x, dims), ops::mean(x, dims, true)};
-            },
-            dt == DType::f32 ? 1e-5 : 1e-12, shape_str(shape) + " mask " + std::to_string(mask));
-      }
-      for (std::int64_t d = 0; d < nd; ++d)
-        against_ref(
-            harness, reduce_table(), test::reduce_problem_of(ReduceOp::max, x),
-            [&] {
-              auto [v, i] = ops::max(x, d);
-              return std::vector<Tensor>{v, i};
-            },
-            0.0, shape_str(shape) + " max dim " + std::to_string(d));
-    }
-  }
-  harness.finish();
-  // Ties keep the first index, NaN wins and sticks to its first position.
+  // Ties keep the first index, NaN wins and sticks to its first position (the drivers' values
+  // have no ties: harness/drivers/reduce_driver.cpp).
   constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
   const Tensor s = Tensor::from_vector(std::vector<float>{2, 2, 1, 1, 1, kNan, 3, kNan}, {2, 4});
   for (const auto& name : names) {
@@ -135,73 +80,31 @@ TEST_CASE("every CPU reduce variant agrees with ref", "[reduce][variants]") {
   }
 }
 
-TEST_CASE("every CPU softmax variant agrees with ref", "[softmax][variants]") {
+// Special rows (all -inf, +inf present, NaN present): -inf, +inf and NaN log-sum-exps, in the
+// plain forward and the forward with gradient alike.
+TEST_CASE("every CPU cross-entropy keeps the log-sum-exp of special rows", "[softmax][variants]") {
   register_builtin_kernels();
-  const auto names = cpu_variants(softmax_table());
-  test::VariantHarness harness(softmax_table(), DeviceType::cpu, 1);
-  harness.require_all();
-  for (DType dt : {DType::f32, DType::f64}) {
-    const double tol = dt == DType::f32 ? 2e-6 : 1e-13;
-    for (const Shape& shape :
-         {Shape{1, 1}, Shape{3, 7}, Shape{5, 1500}, Shape{300, 129}, Shape{4, 3, 10}}) {
-      const Tensor x = rnd(shape, -6, 6, 11, dt), dy = rnd(shape, -1, 1, 12, dt);
-      for (bool log : {false, true})
-        against_ref(
-            harness, softmax_table(),
-            test::softmax_problem_of(log ? SoftmaxOp::log_softmax : SoftmaxOp::softmax, x),
-            [&] {
-              Tensor y = log ? ops::log_softmax(x) : ops::softmax(x);
-              return std::vector<Tensor>{y, ops::softmax_backward(y, dy, log)};
-            },
-            tol, shape_str(shape) + (log ? " log_softmax" : " softmax"));
-    }
-    for (DType it : {DType::i32, DType::i64}) {
-      for (const Shape& shape : {Shape{1, 3}, Shape{37, 10}, Shape{64, 2000}}) {
-        const Tensor x = rnd(shape, -5, 5, 13, dt);
-        const Tensor t = rnd({shape[0]}, 0, static_cast<double>(shape[1]) - 0.01, 14, it);
-        against_ref(
-            harness, softmax_table(),
-            test::softmax_problem_of(SoftmaxOp::cross_entropy_forward, x, it),
-            [&] {
-              auto [loss, lse] = ops::cross_entropy_forward(x, t);
-              return std::vector<Tensor>{loss, lse, ops::cross_entropy_backward(x, t, lse, 0.25)};
-            },
-            tol, shape_str(shape) + " cross-entropy " + std::string(dtype_name(it)));
-      }
-    }
-  }
-  harness.finish();
-  // Special rows: all -inf, +inf present, NaN present.
   constexpr float kInf = std::numeric_limits<float>::infinity();
   constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
   const Tensor sp = Tensor::from_vector(std::vector<float>{-kInf, -kInf, 1, kInf, 0, kNan}, {3, 2});
-  std::vector<double> expect;
-  {
-    ForceVariant force("softmax", "ref");
-    expect = anvil::test::values_f64(
-        ops::cross_entropy_forward(sp, Tensor::from_vector(std::vector<std::int64_t>{0, 0, 0}, {3}))
-            .second);
-  }
-  CHECK(expect[0] == -kInf);
-  CHECK(expect[1] == kInf);
-  CHECK(std::isnan(expect[2]));
-  for (const auto& name : names) {
+  const Tensor zeros = Tensor::from_vector(std::vector<std::int64_t>{0, 0, 0}, {3});
+  for (const auto& name : cpu_variants(softmax_table())) {
     ForceVariant force("softmax", name);
-    const auto got = anvil::test::values_f64(
-        ops::cross_entropy_forward(sp, Tensor::from_vector(std::vector<std::int64_t>{0, 0, 0}, {3}))
-            .second);
-    CHECK(got[0] == expect[0]);
-    CHECK(got[1] == expect[1]);
-    CHECK(std::isnan(got[2]));
+    for (const Tensor& lse : {ops::cross_entropy_forward(sp, zeros).second,
+                              ops::cross_entropy_forward_grad(sp, zeros, false, false).lse}) {
+      const auto got = anvil::test::values_f64(lse);
+      CHECK(got[0] == -kInf);
+      CHECK(got[1] == kInf);
+      CHECK(std::isnan(got[2]));
+    }
   }
 }
 
-TEST_CASE("every CPU variant of the cross-entropy forward with gradient agrees with ref",
+// Every variant of each op against ref is the driver loop's; here the ops agree with each other.
+TEST_CASE("every CPU cross-entropy forward with gradient equals the forward and backward",
           "[softmax][variants]") {
   register_builtin_kernels();
   const auto names = cpu_variants(softmax_table());
-  test::VariantHarness harness(softmax_table(), DeviceType::cpu, 1);
-  harness.require_all();
   for (DType dt : {DType::f32, DType::f64}) {
     const double tol = dt == DType::f32 ? 2e-6 : 1e-13;
     // Column counts around the 16-lane vectors and the 1024-element chunks; row counts below and
@@ -211,14 +114,6 @@ TEST_CASE("every CPU variant of the cross-entropy forward with gradient agrees w
       for (DType it : {DType::i32, DType::i64}) {
         const Tensor x = rnd(shape, -8, 8, 15, dt);
         const Tensor t = rnd({shape[0]}, 0, static_cast<double>(shape[1]) - 0.01, 16, it);
-        against_ref(
-            harness, softmax_table(),
-            test::softmax_problem_of(SoftmaxOp::cross_entropy_forward_grad, x, it),
-            [&] {
-              auto r = ops::cross_entropy_forward_grad(x, t, false, true);
-              return std::vector<Tensor>{r.losses, r.lse, r.grad, r.col_sums};
-            },
-            tol * 4, shape_str(shape) + " forward_grad " + std::string(dtype_name(it)));
         for (const auto& name : names) {
           ForceVariant force("softmax", name);
           INFO(name << ' ' << shape_str(shape));
@@ -240,20 +135,6 @@ TEST_CASE("every CPU variant of the cross-entropy forward with gradient agrees w
         }
       }
     }
-  }
-  harness.finish();
-  // Special rows (all -inf, +inf present, NaN present): the lse conventions of the plain forward.
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
-  const Tensor sp = Tensor::from_vector(std::vector<float>{-kInf, -kInf, 1, kInf, 0, kNan}, {3, 2});
-  const Tensor zeros = Tensor::from_vector(std::vector<std::int64_t>{0, 0, 0}, {3});
-  for (const auto& name : names) {
-    ForceVariant force("softmax", name);
-    const auto got =
-        anvil::test::values_f64(ops::cross_entropy_forward_grad(sp, zeros, false, false).lse);
-    CHECK(got[0] == -kInf);
-    CHECK(got[1] == kInf);
-    CHECK(std::isnan(got[2]));
   }
 }
 

@@ -8,6 +8,7 @@
 // formula from elementwise ops and a mean, with log(1 + e^-|x|) in place of log1p (its
 // absolute error, below one ulp of 1, is immaterial next to the max(x, 0) - x t terms).
 #include <cmath>
+#include <type_traits>
 
 #include "engine/autograd/autocast.h"
 #include "engine/autograd/autograd_meta.h"
@@ -44,6 +45,15 @@ Tensor bce_with_logits_composed(const Tensor& logits, const Tensor& target, cons
   }
   return loss;
 }
+// fn(xp, tp): the elements of the dense host tensors x and t of one floating dtype, typed.
+template <typename Fn>
+void with_float_elements(const Tensor& x, const Tensor& t, Fn&& fn) {
+  visit_floating(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    fn(x.data<T>(), t.data<T>());
+  });
+}
+
 }  // namespace
 
 Tensor binary_cross_entropy_with_logits(const Tensor& logits_in, const Tensor& target_in) {
@@ -62,15 +72,10 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits_in, const Tensor& t
   const std::int64_t n = x.numel();
   if (!logits.device().is_cpu()) return bce_with_logits_composed(logits, target, x, t, n);
   double s = 0.0;
-  visit_dtype(x.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    if constexpr (std::is_floating_point_v<T>) {
-      const T* xp = x.data<T>();
-      const T* tp = t.data<T>();
-      for (std::int64_t i = 0; i < n; ++i) {
-        const double xi = xp[i], ti = tp[i];
-        s += std::max(xi, 0.0) - xi * ti + std::log1p(std::exp(-std::abs(xi)));
-      }
+  with_float_elements(x, t, [&](const auto* xp, const auto* tp) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double xi = xp[i], ti = tp[i];
+      s += std::max(xi, 0.0) - xi * ti + std::log1p(std::exp(-std::abs(xi)));
     }
   });
   Tensor loss = Tensor::full({}, n > 0 ? s / static_cast<double>(n) : 0.0, logits.dtype());
@@ -81,18 +86,13 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits_in, const Tensor& t
              const double scale = g[0].item() / static_cast<double>(std::max<std::int64_t>(n, 1));
              Tensor dx = gx ? Tensor::empty(x.sizes(), x.dtype()) : Tensor();
              Tensor dt = gt ? Tensor::empty(x.sizes(), x.dtype()) : Tensor();
-             visit_dtype(x.dtype(), [&](auto zero) {
-               using T = decltype(zero);
-               if constexpr (std::is_floating_point_v<T>) {
-                 const T* xp = x.data<T>();
-                 const T* tp = t.data<T>();
-                 for (std::int64_t i = 0; i < n; ++i) {
-                   const double xi = xp[i];
-                   if (gx)
-                     dx.data<T>()[i] =
-                         static_cast<T>(scale * (1.0 / (1.0 + std::exp(-xi)) - tp[i]));
-                   if (gt) dt.data<T>()[i] = static_cast<T>(-scale * xi);
-                 }
+             with_float_elements(x, t, [&](const auto* xp, const auto* tp) {
+               using T = std::remove_cv_t<std::remove_pointer_t<decltype(xp)>>;
+               for (std::int64_t i = 0; i < n; ++i) {
+                 const double xi = xp[i];
+                 if (gx)
+                   dx.data<T>()[i] = static_cast<T>(scale * (1.0 / (1.0 + std::exp(-xi)) - tp[i]));
+                 if (gt) dt.data<T>()[i] = static_cast<T>(-scale * xi);
                }
              });
              return std::vector<Tensor>{dx, dt};

@@ -7,25 +7,6 @@
 
 namespace anvil {
 
-int ew_arity(EwOp op) {
-  switch (op) {
-    case EwOp::add:
-    case EwOp::sub:
-    case EwOp::mul:
-    case EwOp::div:
-    case EwOp::pow:
-    case EwOp::maximum:
-    case EwOp::gt:
-    case EwOp::sigmoid_backward:
-    case EwOp::tanh_backward:
-    case EwOp::relu_backward:
-    case EwOp::pow_scalar_backward:
-      return 2;
-    default:
-      return 1;
-  }
-}
-
 const char* ew_name(EwOp op) {
   switch (op) {
     case EwOp::neg:
@@ -80,24 +61,6 @@ const char* ew_name(EwOp op) {
       return "pow_scalar_backward";
   }
   return "?";
-}
-
-bool ew_allows_integers(EwOp op) {
-  switch (op) {
-    case EwOp::neg:
-    case EwOp::abs:
-    case EwOp::add:
-    case EwOp::sub:
-    case EwOp::mul:
-    case EwOp::add_scalar:
-    case EwOp::mul_scalar:
-    case EwOp::maximum:
-    case EwOp::gt:
-    case EwOp::sign:
-      return true;
-    default:
-      return false;
-  }
 }
 
 std::string ElementwiseProblem::key() const {

@@ -13,48 +13,12 @@
 
 #include "engine/core/device.h"
 #include "engine/core/dtype.h"
+#include "engine/dispatch/ew_op.h"
 #include "engine/dispatch/variant_table.h"
 
 namespace anvil {
 
-enum class EwOp : std::uint8_t {
-  // unary
-  neg,
-  exp,
-  log,
-  sqrt,
-  sigmoid,
-  tanh,
-  relu,
-  abs,
-  sign,
-  // binary (out = a op b); add/sub compute a + alpha*b, a - alpha*b
-  add,
-  sub,
-  mul,
-  div,
-  pow,
-  maximum,
-  gt,
-  // with a scalar s
-  add_scalar,
-  mul_scalar,
-  pow_scalar,
-  rsub_scalar /* s - a */,
-  rdiv_scalar /* s / a */,
-  // backward helpers: a = saved value, b = incoming gradient
-  sigmoid_backward /* b*a*(1-a), a = y */,
-  tanh_backward /* b*(1-a*a), a = y */,
-  relu_backward /* b*(a>0) */,
-  pow_scalar_backward /* b*s*a^(s-1), a = x */,
-};
-
-// Number of tensor inputs (1 or 2) of an op.
-int ew_arity(EwOp op);
 const char* ew_name(EwOp op);
-// True for ops defined on integer dtypes too (neg, abs, add, sub, mul, the scalar add/mul, maximum,
-// gt).
-bool ew_allows_integers(EwOp op);
 
 // A strided operand view handed to kernels (non-owning).
 struct EwOperand {

@@ -2,6 +2,8 @@
 // Optimizer problem descriptors and tables (engine/dispatch/optimizer_problem.h).
 #include "engine/dispatch/optimizer_problem.h"
 
+#include <iterator>
+
 #include "engine/core/error.h"
 #include "engine/dispatch/registration.h"
 
@@ -53,40 +55,23 @@ double OptimizerProblem::bytes() const {
   return per * static_cast<double>(numel) * static_cast<double>(dtype_size(dtype));
 }
 
-OptimizerTable& sgd_update_table() {
-  static OptimizerTable table("sgd_update", "it updates parameters in place");
-  register_builtin_kernels();  // fills the table on first use
-  return table;
-}
-OptimizerTable& adam_update_table() {
-  static OptimizerTable table("adam_update", "it updates parameters and moments in place");
-  register_builtin_kernels();  // fills the table on first use
-  return table;
-}
-OptimizerTable& grad_norm_table() {
-  static OptimizerTable table("grad_norm",
-                              "on a GPU it adds into its accumulator: each trial would add again");
-  register_builtin_kernels();  // fills the table on first use
-  return table;
-}
-OptimizerTable& grad_scale_table() {
-  static OptimizerTable table("grad_scale", "it scales gradients in place");
-  register_builtin_kernels();  // fills the table on first use
-  return table;
-}
-
+// The four tables, created together in OptimOp's order (so the list of tables keeps it) and
+// filled on first use.
 OptimizerTable& optimizer_table(OptimOp op) {
-  switch (op) {
-    case OptimOp::sgd:
-      return sgd_update_table();
-    case OptimOp::adam:
-      return adam_update_table();
-    case OptimOp::grad_norm:
-      return grad_norm_table();
-    case OptimOp::grad_scale:
-      return grad_scale_table();
-  }
-  fail("optimizer_table", "unknown op ", static_cast<int>(op));
+  static OptimizerTable tables[] = {
+      OptimizerTable("sgd_update", "it updates parameters in place"),
+      OptimizerTable("adam_update", "it updates parameters and moments in place"),
+      OptimizerTable("grad_norm",
+                     "on a GPU it adds into its accumulator: each trial would add again"),
+      OptimizerTable("grad_scale", "it scales gradients in place")};
+  register_builtin_kernels();  // fills the tables on first use
+  const auto i = static_cast<std::size_t>(op);
+  ANVIL_CHECK(i < std::size(tables), "optimizer_table", "unknown op ", static_cast<int>(op));
+  return tables[i];
 }
+OptimizerTable& sgd_update_table() { return optimizer_table(OptimOp::sgd); }
+OptimizerTable& adam_update_table() { return optimizer_table(OptimOp::adam); }
+OptimizerTable& grad_norm_table() { return optimizer_table(OptimOp::grad_norm); }
+OptimizerTable& grad_scale_table() { return optimizer_table(OptimOp::grad_scale); }
 
 }  // namespace anvil

@@ -18,6 +18,7 @@
 
 #include "engine/core/device.h"
 #include "engine/core/dtype.h"
+#include "engine/dispatch/optim_tensor.h"
 #include "engine/dispatch/variant_table.h"
 
 namespace anvil {
@@ -46,21 +47,6 @@ struct OptimizerProblem {
   std::string repr() const;
   // Bytes read and written by one call (the roofline of a memory-bound update).
   double bytes() const;
-};
-
-// One tensor of the list (non-owning; every buffer dense, `numel` elements of the problem's dtype).
-//   sgd:        param, grad, state1 = momentum buffer (null without momentum),
-//               first = the buffer was just created (it is set to the gradient, not blended)
-//   adam:       param, grad, state1 = m, state2 = v
-//   grad_norm:  grad
-//   grad_scale: grad (scaled in place)
-struct OptimTensor {
-  void* param = nullptr;
-  void* grad = nullptr;
-  void* state1 = nullptr;
-  void* state2 = nullptr;
-  std::int64_t numel = 0;
-  bool first = false;
 };
 
 struct SgdHyper {

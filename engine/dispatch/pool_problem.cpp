@@ -88,12 +88,23 @@ std::int64_t pool_output_size(std::int64_t in, std::int64_t kernel, std::int64_t
 
 namespace {
 
-void check_input(const Shape& x, DType dtype, const char* where) {
+// The problem's input part (kind, dtype, device, N C H W), once the input is checked.
+PoolProblem input_problem(PoolKind kind, const Shape& x, DType dtype, Device device,
+                          const char* where) {
   ANVIL_CHECK(x.size() == 4, where, "expected 4-D input (N,C,H,W), got ", shape_str(x));
   ANVIL_CHECK(is_floating(dtype), where, "needs a floating-point input (f32 or f64), got ",
               dtype_name(dtype));
   ANVIL_CHECK(x[1] > 0 && x[2] > 0 && x[3] > 0, where,
               "expected an input with non-empty C, H and W, got ", shape_str(x));
+  PoolProblem p;
+  p.kind = kind;
+  p.dtype = dtype;
+  p.device = device;
+  p.n = x[0];
+  p.c = x[1];
+  p.h = x[2];
+  p.w = x[3];
+  return p;
 }
 
 }  // namespace
@@ -104,7 +115,7 @@ PoolProblem make_pool_problem(PoolKind kind, const Shape& x, std::array<std::int
                               bool count_include_pad, DType dtype, Device device,
                               const char* where) {
   ANVIL_CHECK(kind != PoolKind::adaptive_avg, where, "use make_adaptive_pool_problem");
-  check_input(x, dtype, where);
+  PoolProblem p = input_problem(kind, x, dtype, device, where);
   if (stride[0] == 0 && stride[1] == 0) stride = kernel;  // PyTorch: stride defaults to kernel
   ANVIL_CHECK(kernel[0] > 0 && kernel[1] > 0, where, "kernel must be positive, got [", kernel[0],
               ",", kernel[1], "]");
@@ -119,14 +130,6 @@ PoolProblem make_pool_problem(PoolKind kind, const Shape& x, std::array<std::int
               "kernel [", kernel[0], ",", kernel[1], "] is larger than the padded input ",
               x[2] + 2 * padding[0], "x", x[3] + 2 * padding[1], " (input ", shape_str(x),
               ", padding [", padding[0], ",", padding[1], "])");
-  PoolProblem p;
-  p.kind = kind;
-  p.dtype = dtype;
-  p.device = device;
-  p.n = x[0];
-  p.c = x[1];
-  p.h = x[2];
-  p.w = x[3];
   p.kh = kernel[0];
   p.kw = kernel[1];
   p.sh = stride[0];
@@ -142,17 +145,9 @@ PoolProblem make_pool_problem(PoolKind kind, const Shape& x, std::array<std::int
 
 PoolProblem make_adaptive_pool_problem(const Shape& x, std::array<std::int64_t, 2> output_size,
                                        DType dtype, Device device, const char* where) {
-  check_input(x, dtype, where);
+  PoolProblem p = input_problem(PoolKind::adaptive_avg, x, dtype, device, where);
   ANVIL_CHECK(output_size[0] > 0 && output_size[1] > 0, where,
               "output size must be positive, got [", output_size[0], ",", output_size[1], "]");
-  PoolProblem p;
-  p.kind = PoolKind::adaptive_avg;
-  p.dtype = dtype;
-  p.device = device;
-  p.n = x[0];
-  p.c = x[1];
-  p.h = x[2];
-  p.w = x[3];
   p.oh = output_size[0];
   p.ow = output_size[1];
   return p;

@@ -126,17 +126,31 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
   return y;
 }
 
-Tensor conv2d_backward_data(const Tensor& dy, const Tensor& weight, const Shape& x_shape,
-                            const Conv2dOptions& params) {
+namespace {
+
+// The problem of a backward pass on `like`'s dtype and device (the weight or the input), once
+// dy is checked: on that device, of shape [N, K, P, Q] and of that dtype.
+ConvProblem backward_problem(const Shape& x_shape, const Shape& weight_shape, bool with_bias,
+                             const Conv2dOptions& params, const Tensor& like, const Tensor& dy,
+                             ConvPass pass) {
   const char* where = "conv2d backward";
-  ConvProblem p = conv2d_problem(x_shape, weight.sizes(), false, params, weight.dtype(), where);
-  check_same_device(weight, dy, where);  // the variants read dy on the problem's device
-  p.device = weight.device();
-  p.pass = ConvPass::backward_data;
-  ANVIL_CHECK(dy.sizes() == Shape({p.n, p.k, p.p(), p.q()}) && dy.dtype() == weight.dtype(), where,
+  ConvProblem p = conv2d_problem(x_shape, weight_shape, with_bias, params, like.dtype(), where);
+  check_same_device(like, dy, where);  // the variants read dy on the problem's device
+  p.device = like.device();
+  p.pass = pass;
+  ANVIL_CHECK(dy.sizes() == Shape({p.n, p.k, p.p(), p.q()}) && dy.dtype() == like.dtype(), where,
               "grad_output ", shape_str(dy.sizes()), ' ', dtype_name(dy.dtype()),
               " does not match [", p.n, ',', p.k, ',', p.p(), ',', p.q(), "] ",
-              dtype_name(weight.dtype()));
+              dtype_name(like.dtype()));
+  return p;
+}
+
+}  // namespace
+
+Tensor conv2d_backward_data(const Tensor& dy, const Tensor& weight, const Shape& x_shape,
+                            const Conv2dOptions& params) {
+  const ConvProblem p =
+      backward_problem(x_shape, weight.sizes(), false, params, weight, dy, ConvPass::backward_data);
   Tensor dx = Tensor::empty(x_shape, weight.dtype(), weight.device());
   if (p.n == 0) return dx;
   const Tensor dyc = raw::contiguous(dy), wc = raw::contiguous(weight);
@@ -152,15 +166,8 @@ Tensor conv2d_backward_data(const Tensor& dy, const Tensor& weight, const Shape&
 std::pair<Tensor, Tensor> conv2d_backward_weights(const Tensor& x, const Tensor& dy,
                                                   const Shape& weight_shape, bool with_bias,
                                                   const Conv2dOptions& params) {
-  const char* where = "conv2d backward";
-  ConvProblem p = conv2d_problem(x.sizes(), weight_shape, with_bias, params, x.dtype(), where);
-  check_same_device(x, dy, where);  // the variants read dy on the problem's device
-  p.device = x.device();
-  p.pass = ConvPass::backward_weights;
-  ANVIL_CHECK(dy.sizes() == Shape({p.n, p.k, p.p(), p.q()}) && dy.dtype() == x.dtype(), where,
-              "grad_output ", shape_str(dy.sizes()), ' ', dtype_name(dy.dtype()),
-              " does not match [", p.n, ',', p.k, ',', p.p(), ',', p.q(), "] ",
-              dtype_name(x.dtype()));
+  const ConvProblem p = backward_problem(x.sizes(), weight_shape, with_bias, params, x, dy,
+                                         ConvPass::backward_weights);
   Tensor dw = Tensor::empty(weight_shape, x.dtype(), x.device());
   Tensor db = with_bias ? Tensor::empty({p.k}, x.dtype(), x.device()) : Tensor();
   if (p.n == 0) {

@@ -110,27 +110,35 @@ GemmProblem make_problem(const Operand& A, const Operand& B, const Tensor& c, st
   return p;
 }
 
+// The checked operands of C = op(A) op(B) and their table problem.
+struct Planned {
+  Operand A, B;
+  GemmProblem problem;
+};
+Planned plan(const Tensor& a, bool ta, const Tensor& b, bool tb, const Tensor& c, double beta) {
+  check_args(a, ta, b, tb, c);
+  const std::int64_t nd = a.dim();
+  Planned pl{as_operand(a, ta), as_operand(b, tb), {}};
+  const std::int64_t m = c.sizes()[nd - 2], n = c.sizes()[nd - 1];
+  const std::int64_t k = a.sizes()[nd - (ta ? 2 : 1)];
+  pl.problem = make_problem(pl.A, pl.B, c, m, n, k, beta);
+  return pl;
+}
+
 }  // namespace
 
 GemmProblem gemm_problem_for(const Tensor& a, bool ta, const Tensor& b, bool tb, const Tensor& c,
                              double beta) {
-  check_args(a, ta, b, tb, c);
-  const std::int64_t nd = a.dim();
-  const Operand A = as_operand(a, ta), B = as_operand(b, tb);
-  const std::int64_t m = c.sizes()[nd - 2], n = c.sizes()[nd - 1];
-  const std::int64_t k = a.sizes()[nd - (ta ? 2 : 1)];
-  return make_problem(A, B, c, m, n, k, beta);
+  return plan(a, ta, b, tb, c, beta).problem;
 }
 
 void gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, const Tensor& c, double alpha,
           double beta) {
-  check_args(a, ta, b, tb, c);
-  const std::int64_t nd = a.dim();
-  const Operand A = as_operand(a, ta), B = as_operand(b, tb);
-  const std::int64_t m = c.sizes()[nd - 2], n = c.sizes()[nd - 1];
-  const std::int64_t k = a.sizes()[nd - (ta ? 2 : 1)];
+  const Planned pl = plan(a, ta, b, tb, c, beta);
+  const Operand &A = pl.A, &B = pl.B;
+  const std::int64_t m = pl.problem.m, n = pl.problem.n, k = pl.problem.k;
   GemmArgs args;
-  args.problem = make_problem(A, B, c, m, n, k, beta);
+  args.problem = pl.problem;
   args.problem.validate("gemm");
   args.a = A.t.data_ptr();
   args.b = B.t.data_ptr();

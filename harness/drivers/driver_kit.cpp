@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Operands and the scaled comparison of the op drivers (harness/drivers/driver_kit.h).
+// Operands, the scaled comparison and the every-pair minimum of the op drivers
+// (harness/drivers/driver_kit.h).
 #include "harness/drivers/driver_kit.h"
 
 #include <algorithm>
@@ -12,6 +13,15 @@
 #include "engine/core/views.h"
 
 namespace anvil::harness {
+
+int every_pair(const OpDriver& driver, const std::string& group, DeviceType device) {
+  if (device == DeviceType::cuda) return kCudaMinimumPairs;
+  int pairs = 0;
+  for (const auto& np : driver.group(group))
+    pairs += static_cast<int>(driver.passes(np.problem).size());
+  return pairs;
+}
+
 namespace {
 Operand placed(const Tensor& host, const Device& device) {
   return {device.is_cpu() ? host : raw::to_device(host, device), raw::to_dtype(host, DType::f64)};

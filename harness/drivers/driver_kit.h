@@ -20,6 +20,10 @@ namespace anvil::harness {
 // and dtype in ways the CPU counts do not predict.
 inline constexpr int kCudaMinimumPairs = 3;
 
+// The minimum of a driver whose every CPU variant runs every problem of a group in every pass:
+// the group's (problem, pass) pairs; kCudaMinimumPairs on the GPU.
+int every_pair(const OpDriver& driver, const std::string& group, DeviceType device);
+
 // A driver of a VariantTable<Problem, Args>.
 template <typename Problem, typename Table>
 class TableDriver : public OpDriver {

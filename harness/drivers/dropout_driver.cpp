@@ -134,8 +134,7 @@ class DropoutDriver final : public TableDriver<DropoutProblem, DropoutTable> {
 
   // Every CPU variant runs every problem.
   int minimum_problems(const std::string& group, DeviceType device) const override {
-    if (device == DeviceType::cuda) return kCudaMinimumPairs;
-    return static_cast<int>(this->group(group).size());
+    return every_pair(*this, group, device);
   }
 };
 

@@ -141,8 +141,7 @@ class EmbeddingDriver final : public TableDriver<EmbeddingProblem, EmbeddingTabl
 
   // Every CPU variant runs every problem and pass.
   int minimum_problems(const std::string& group, DeviceType device) const override {
-    if (device == DeviceType::cuda) return kCudaMinimumPairs;
-    return static_cast<int>(this->group(group).size()) * 2;
+    return every_pair(*this, group, device);
   }
 };
 

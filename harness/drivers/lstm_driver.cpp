@@ -148,8 +148,7 @@ class LstmDriver final : public TableDriver<LstmProblem, LstmTable> {
 
   // Every variant runs every problem and pass.
   int minimum_problems(const std::string& group, DeviceType device) const override {
-    if (device == DeviceType::cuda) return kCudaMinimumPairs;
-    return static_cast<int>(this->group(group).size()) * 3;
+    return every_pair(*this, group, device);
   }
 };
 

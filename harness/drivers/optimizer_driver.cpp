@@ -8,11 +8,13 @@
 // states, so each variant starts from the same values; run() is one step:
 //   sgd_update   lr 0.05, weight decay 0.01; with momentum 0.9, dampening 0.1, blending a
 //                buffer that exists (the creation step is tests/test_optimizer_variants.cpp's)
-//   adam_update  lr 0.01, betas 0.9 and 0.999, weight decay 0.01, the corrections of step 3
+//   adam_update  lr 0.01, betas 0.9 and 0.999, weight decay 0.01 (L2, or AdamW's decoupled
+//                decay where the problem says so), the corrections of step 3
 //   grad_norm    the squared norm into a host double
 //   grad_scale   the gradients times 0.37
 // Group "lists": one element, empty tensors, tensors either side of the CUDA chunk (16384), a
-// long list, in f32 and f64 (sgd_update: with and without momentum).
+// long list, in f32 and f64 (sgd_update: with and without momentum; adam_update: Adam and
+// AdamW).
 #include <cmath>
 #include <functional>
 #include <sstream>
@@ -164,9 +166,11 @@ class OptimizerDriver final : public TableDriver<OptimizerProblem, OptimizerTabl
     std::vector<nn::NamedProblem> out;
     for (DType dtype : {DType::f32, DType::f64})
       for (const auto& l : lists)
-        for (bool momentum : {false, true}) {
-          if (momentum && op_ != OptimOp::sgd) continue;
-          const OptimizerProblem p{op_, dtype, Device::cpu(), l[0], l[1], momentum};
+        for (bool flag : {false, true}) {  // sgd: momentum; adam: AdamW's decoupled decay
+          if (flag && op_ != OptimOp::sgd && op_ != OptimOp::adam) continue;
+          const bool sgd = op_ == OptimOp::sgd;
+          const OptimizerProblem p{op_,  dtype,       Device::cpu(), l[0],
+                                   l[1], sgd && flag, !sgd && flag};
           out.push_back({p.repr(), p});
         }
     return out;
@@ -198,8 +202,7 @@ class OptimizerDriver final : public TableDriver<OptimizerProblem, OptimizerTabl
 
   // Every CPU variant runs every problem.
   int minimum_problems(const std::string& group, DeviceType device) const override {
-    if (device == DeviceType::cuda) return kCudaMinimumPairs;
-    return static_cast<int>(this->group(group).size());
+    return every_pair(*this, group, device);
   }
 
  private:

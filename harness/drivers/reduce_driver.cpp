@@ -6,7 +6,10 @@
 // The outputs start as NaN (the index as -1).
 // Group "shapes": one element, small odd blocks, a long row, a long column, sizes above the
 // OpenMP grain, each in f32 and f64; and an empty reduced extent (the sum only: a max of
-// nothing is refused). Passes: the sum and the max of each.
+// nothing is refused). Group "dims": the [outer, reduce, inner] blocks that ops::sum, mean and
+// max make of [4, 5, 6], [3, 1, 7, 2], [300, 257] and [64, 40, 33] over every set of dims, in
+// f32 and f64. Passes: the sum and the max of each.
+#include <array>
 #include <cmath>
 #include <functional>
 
@@ -81,16 +84,24 @@ class ReduceDriver final : public TableDriver<ReduceProblem, ReduceTable> {
  public:
   ReduceDriver() : TableDriver(reduce_table()) {}
 
-  std::vector<std::string> groups() const override { return {"shapes"}; }
+  std::vector<std::string> groups() const override { return {"shapes", "dims"}; }
 
   std::vector<nn::NamedProblem> group(const std::string& name) const override {
-    ANVIL_CHECK(name == "shapes", "reduce driver", "no problem group '", name,
-                "' (expected shapes)");
-    const std::int64_t shapes[][3] = {{1, 1, 1},     {4, 5, 6},    {3, 7, 2},     {300, 257, 1},
-                                      {1, 257, 300}, {64, 40, 33}, {1, 40000, 1}, {2, 0, 3}};
+    ANVIL_CHECK(name == "shapes" || name == "dims", "reduce driver", "no problem group '", name,
+                "' (expected shapes or dims)");
+    const std::vector<std::array<std::int64_t, 3>> shapes = {
+        {1, 1, 1},     {4, 5, 6},    {3, 7, 2},     {300, 257, 1},
+        {1, 257, 300}, {64, 40, 33}, {1, 40000, 1}, {2, 0, 3}};
+    // Each tensor's blocks once; the kept-dims-first permutation of a split set of dims included.
+    const std::vector<std::array<std::int64_t, 3>> dims = {
+        {4, 5, 6},     {1, 4, 30},    {20, 6, 1},    {1, 20, 6},    {4, 30, 1},    {1, 120, 1},
+        {7, 6, 1},     {5, 24, 1},    {120, 1, 1},   {3, 1, 14},    {1, 3, 14},    {3, 7, 2},
+        {1, 21, 2},    {21, 2, 1},    {2, 21, 1},    {3, 14, 1},    {1, 42, 1},    {42, 1, 1},
+        {300, 257, 1}, {1, 300, 257}, {1, 77100, 1}, {77100, 1, 1}, {64, 40, 33},  {1, 64, 1320},
+        {2560, 33, 1}, {1, 2560, 33}, {64, 1320, 1}, {40, 2112, 1}, {1, 84480, 1}, {84480, 1, 1}};
     std::vector<nn::NamedProblem> out;
     for (DType dtype : {DType::f32, DType::f64})
-      for (const auto& s : shapes) {
+      for (const auto& s : name == "shapes" ? shapes : dims) {
         ReduceProblem p;
         p.dtype = dtype;
         p.outer = s[0];
@@ -137,10 +148,7 @@ class ReduceDriver final : public TableDriver<ReduceProblem, ReduceTable> {
 
   // Every CPU variant runs every problem and pass.
   int minimum_problems(const std::string& group, DeviceType device) const override {
-    if (device == DeviceType::cuda) return kCudaMinimumPairs;
-    int pairs = 0;
-    for (const auto& np : this->group(group)) pairs += static_cast<int>(passes(np.problem).size());
-    return pairs;
+    return every_pair(*this, group, device);
   }
 };
 

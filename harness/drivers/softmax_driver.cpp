@@ -7,8 +7,8 @@
 // scale of 0.25. The forward with gradient writes a separate gradient buffer and the column
 // sums. Every output starts as NaN.
 // Group "shapes": one element, small odd rows, long rows around the 16-lane vectors and the
-// 1024-element chunks, many short rows, each with every op in f32 and f64 (the cross-entropy
-// ops with i32 and i64 class ids).
+// 1024-element chunks (1025, 1500, 2049), many short rows (a [4, 3, 10] tensor's 12 rows), each
+// with every op in f32 and f64 (the cross-entropy ops with i32 and i64 class ids).
 #include <cmath>
 #include <functional>
 
@@ -144,8 +144,9 @@ class SoftmaxDriver final : public TableDriver<SoftmaxProblem, SoftmaxTable> {
   std::vector<nn::NamedProblem> group(const std::string& name) const override {
     ANVIL_CHECK(name == "shapes", "softmax driver", "no problem group '", name,
                 "' (expected shapes)");
-    const std::int64_t shapes[][2] = {{1, 1},    {3, 7},     {9, 17},    {37, 10},
-                                      {5, 1500}, {70, 1025}, {300, 129}, {64, 2000}};
+    const std::int64_t shapes[][2] = {{1, 1},     {1, 3},     {3, 7},    {9, 17},
+                                      {12, 10},   {37, 10},   {5, 1500}, {5, 2049},
+                                      {70, 1025}, {300, 129}, {64, 2000}};
     std::vector<nn::NamedProblem> out;
     for (DType dtype : {DType::f32, DType::f64})
       for (const auto& s : shapes)
@@ -215,8 +216,7 @@ class SoftmaxDriver final : public TableDriver<SoftmaxProblem, SoftmaxTable> {
 
   // Every CPU variant runs every problem.
   int minimum_problems(const std::string& group, DeviceType device) const override {
-    if (device == DeviceType::cuda) return kCudaMinimumPairs;
-    return static_cast<int>(this->group(group).size());
+    return every_pair(*this, group, device);
   }
 };
 

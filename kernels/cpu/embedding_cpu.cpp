@@ -9,33 +9,27 @@
 #include "engine/dispatch/embedding_problem.h"
 #include "kernels/cpu/embedding_register.h"
 #include "kernels/cpu/omp/embedding_omp.h"
+#include "kernels/value_index_types.h"
 
 namespace anvil::kernels {
 namespace {
 
-template <typename Fn>
-void with_types(const EmbeddingProblem& p, Fn&& fn) {
-  const bool i32 = p.index_dtype == DType::i32;
-  if (p.dtype == DType::f64) {
-    if (i32)
-      fn(double{}, std::int32_t{});
-    else
-      fn(double{}, std::int64_t{});
-  } else {
-    if (i32)
-      fn(float{}, std::int32_t{});
-    else
-      fn(float{}, std::int64_t{});
-  }
+// Checks the ids, then calls body(T{}, ids) with T the value type and ids typed.
+template <typename Body>
+void with_checked_ids(const EmbeddingArgs& a, Body&& body) {
+  const EmbeddingProblem& p = a.problem;
+  check_embedding_ids(p, a.ids);
+  visit_value_and_index(p.dtype, p.index_dtype, [&](auto zero, auto izero) {
+    using I = decltype(izero);
+    body(zero, static_cast<const I*>(a.ids));
+  });
 }
 
 void run_omp(const EmbeddingArgs& a) {
   const EmbeddingProblem& p = a.problem;
-  check_embedding_ids(p, a.ids);
-  with_types(p, [&](auto zero, auto izero) {
+  with_checked_ids(a, [&](auto zero, const auto* ids) {
     using T = decltype(zero);
-    using I = decltype(izero);
-    const I* ids = static_cast<const I*>(a.ids);
+    using I = std::remove_cv_t<std::remove_pointer_t<decltype(ids)>>;
     if (p.pass == EmbeddingPass::forward) {
       embedding_gather<T, I>(static_cast<const T*>(a.weight), ids, static_cast<T*>(a.out), p.n,
                              p.dim);
@@ -49,11 +43,8 @@ void run_omp(const EmbeddingArgs& a) {
 
 void run_ref(const EmbeddingArgs& a) {
   const EmbeddingProblem& p = a.problem;
-  check_embedding_ids(p, a.ids);
-  with_types(p, [&](auto zero, auto izero) {
+  with_checked_ids(a, [&](auto zero, const auto* ids) {
     using T = decltype(zero);
-    using I = decltype(izero);
-    const I* ids = static_cast<const I*>(a.ids);
     if (p.pass == EmbeddingPass::forward) {
       const T* w = static_cast<const T*>(a.weight);
       T* out = static_cast<T*>(a.out);

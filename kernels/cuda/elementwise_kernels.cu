@@ -17,42 +17,12 @@
 namespace anvil::cuda {
 namespace {
 
-__host__ __device__ constexpr bool is_binary(EwCode op) {
-  switch (op) {
-    case EwCode::add:
-    case EwCode::sub:
-    case EwCode::mul:
-    case EwCode::div:
-    case EwCode::pow:
-    case EwCode::maximum:
-    case EwCode::gt:
-    case EwCode::sigmoid_backward:
-    case EwCode::tanh_backward:
-    case EwCode::relu_backward:
-    case EwCode::pow_scalar_backward:
-      return true;
-    default:
-      return false;
-  }
-}
-
-__host__ __device__ constexpr bool allows_integers(EwCode op) {
-  switch (op) {
-    case EwCode::neg:
-    case EwCode::abs:
-    case EwCode::sign:
-    case EwCode::add:
-    case EwCode::sub:
-    case EwCode::mul:
-    case EwCode::maximum:
-    case EwCode::gt:
-    case EwCode::add_scalar:
-    case EwCode::mul_scalar:
-      return true;
-    default:
-      return false;
-  }
-}
+// The op's arity and integer support as constants a kernel may read (ew_op.h's functions are
+// host functions, evaluated here at compile time).
+template <EwOp Op>
+inline constexpr bool kBinary = ew_arity(Op) == 2;
+template <EwOp Op>
+inline constexpr bool kIntegerOp = ew_allows_integers(Op);
 
 // The libm function of the matching precision (no fast-math intrinsics: results stay within
 // a few ulp of the CPU's std:: functions).
@@ -83,57 +53,57 @@ __device__ __forceinline__ T mul_rn(T x, T y) {
 
 // One element of op: a, b as in elementwise_problem.h (b = incoming gradient in the backward
 // forms), s the scalar, alpha of add/sub.
-template <EwCode Op, typename T>
+template <EwOp Op, typename T>
 __device__ __forceinline__ T apply(T a, T b, T s, T alpha) {
-  if constexpr (Op == EwCode::neg)
+  if constexpr (Op == EwOp::neg)
     return static_cast<T>(-a);
-  else if constexpr (Op == EwCode::abs)
+  else if constexpr (Op == EwOp::abs)
     return a < T(0) ? static_cast<T>(-a) : a;
-  else if constexpr (Op == EwCode::sign)
+  else if constexpr (Op == EwOp::sign)
     return static_cast<T>((a > T(0)) - (a < T(0)));
-  else if constexpr (Op == EwCode::add)
+  else if constexpr (Op == EwOp::add)
     return static_cast<T>(a + mul_rn(alpha, b));
-  else if constexpr (Op == EwCode::sub)
+  else if constexpr (Op == EwOp::sub)
     return static_cast<T>(a - mul_rn(alpha, b));
-  else if constexpr (Op == EwCode::mul)
+  else if constexpr (Op == EwOp::mul)
     return static_cast<T>(a * b);
-  else if constexpr (Op == EwCode::maximum)  // Note [NaN propagation] (elementwise_functors.h)
+  else if constexpr (Op == EwOp::maximum)  // Note [NaN propagation] (elementwise_functors.h)
     return a > b || a != a ? a : b;
-  else if constexpr (Op == EwCode::gt)
+  else if constexpr (Op == EwOp::gt)
     return static_cast<T>(a > b ? 1 : 0);
-  else if constexpr (Op == EwCode::add_scalar)
+  else if constexpr (Op == EwOp::add_scalar)
     return static_cast<T>(a + s);
-  else if constexpr (Op == EwCode::mul_scalar)
+  else if constexpr (Op == EwOp::mul_scalar)
     return static_cast<T>(a * s);
-  else if constexpr (Op == EwCode::exp)
+  else if constexpr (Op == EwOp::exp)
     return m_exp(a);
-  else if constexpr (Op == EwCode::log)
+  else if constexpr (Op == EwOp::log)
     return m_log(a);
-  else if constexpr (Op == EwCode::sqrt)
+  else if constexpr (Op == EwOp::sqrt)
     return m_sqrt(a);
-  else if constexpr (Op == EwCode::sigmoid)
+  else if constexpr (Op == EwOp::sigmoid)
     return T(1) / (T(1) + m_exp(-a));
-  else if constexpr (Op == EwCode::tanh)
+  else if constexpr (Op == EwOp::tanh)
     return m_tanh(a);
-  else if constexpr (Op == EwCode::relu)  // NaN stays NaN
+  else if constexpr (Op == EwOp::relu)  // NaN stays NaN
     return a <= T(0) ? T(0) : a;
-  else if constexpr (Op == EwCode::div)
+  else if constexpr (Op == EwOp::div)
     return a / b;
-  else if constexpr (Op == EwCode::pow)
+  else if constexpr (Op == EwOp::pow)
     return m_pow(a, b);
-  else if constexpr (Op == EwCode::pow_scalar)
+  else if constexpr (Op == EwOp::pow_scalar)
     return m_pow(a, s);
-  else if constexpr (Op == EwCode::rsub_scalar)
+  else if constexpr (Op == EwOp::rsub_scalar)
     return s - a;
-  else if constexpr (Op == EwCode::rdiv_scalar)
+  else if constexpr (Op == EwOp::rdiv_scalar)
     return s / a;
-  else if constexpr (Op == EwCode::sigmoid_backward)
+  else if constexpr (Op == EwOp::sigmoid_backward)
     return b * a * (T(1) - a);
-  else if constexpr (Op == EwCode::tanh_backward)
+  else if constexpr (Op == EwOp::tanh_backward)
     return b * (T(1) - mul_rn(a, a));
-  else if constexpr (Op == EwCode::relu_backward)  // a NaN output passes the gradient
+  else if constexpr (Op == EwOp::relu_backward)  // a NaN output passes the gradient
     return a <= T(0) ? T(0) : b;
-  else if constexpr (Op == EwCode::pow_scalar_backward)
+  else if constexpr (Op == EwOp::pow_scalar_backward)
     return b * s * m_pow(a, s - T(1));
   else
     return a;  // unreachable: launch() checks the code
@@ -141,30 +111,30 @@ __device__ __forceinline__ T apply(T a, T b, T s, T alpha) {
 
 // out may alias a or b element for element (in-place ops); other overlaps are undefined, as on
 // the CPU. For unary ops b is never read.
-template <EwCode Op, typename T>
+template <EwOp Op, typename T>
 __global__ void ew_flat(T* out, const T* a, const T* b, std::int64_t n, T s, T alpha) {
   for (std::int64_t i = global_thread(); i < n; i += grid_threads()) {
     T bv = T(0);
-    if constexpr (is_binary(Op)) bv = b[i];
+    if constexpr (kBinary<Op>) bv = b[i];
     out[i] = apply<Op, T>(a[i], bv, s, alpha);
   }
 }
 
 // Operands: 0 = out, 1 = a, 2 = b (out's strides for unary ops; b is then not read).
-template <EwCode Op, typename T, typename IndexT>
+template <EwOp Op, typename T, typename IndexT>
 __global__ void ew_strided(T* out, const T* a, const T* b, Geometry<3> g, T s, T alpha) {
   for (std::int64_t i = global_thread(); i < g.numel; i += grid_threads()) {
     std::int64_t off[3];
     offsets_of<3, IndexT>(g, static_cast<IndexT>(i), off);
     T bv = T(0);
-    if constexpr (is_binary(Op)) bv = b[off[2]];
+    if constexpr (kBinary<Op>) bv = b[off[2]];
     out[off[0]] = apply<Op, T>(a[off[1]], bv, s, alpha);
   }
 }
 
-template <EwCode Op, typename T>
+template <EwOp Op, typename T>
 void launch(cudaStream_t stream, const EwLaunch& l, const Geometry<3>& g) {
-  if constexpr (!std::is_floating_point_v<T> && !allows_integers(Op)) {
+  if constexpr (!std::is_floating_point_v<T> && !kIntegerOp<Op>) {
     fail("elementwise", "op code ", static_cast<int>(Op), " is not defined for dtype ",
          dtype_name(l.dtype));
   } else {
@@ -186,8 +156,8 @@ void launch(cudaStream_t stream, const EwLaunch& l, const Geometry<3>& g) {
 // Finds the template instance of the runtime code (no macro tables: a compile-time walk).
 template <typename T, int Code = 0>
 void dispatch(cudaStream_t stream, const EwLaunch& l, const Geometry<3>& g) {
-  if constexpr (Code < static_cast<int>(EwCode::count)) {
-    if (static_cast<int>(l.op) == Code) return launch<static_cast<EwCode>(Code), T>(stream, l, g);
+  if constexpr (Code < kEwOpCount) {
+    if (static_cast<int>(l.op) == Code) return launch<static_cast<EwOp>(Code), T>(stream, l, g);
     return dispatch<T, Code + 1>(stream, l, g);
   } else {
     fail("elementwise", "unknown op code ", static_cast<int>(l.op));
@@ -197,7 +167,7 @@ void dispatch(cudaStream_t stream, const EwLaunch& l, const Geometry<3>& g) {
 }  // namespace
 
 void elementwise(cudaStream_t stream, const EwLaunch& l) {
-  const bool binary = is_binary(l.op);
+  const bool binary = ew_arity(l.op) == 2;
   ANVIL_CHECK(l.a != nullptr && l.out != nullptr && (!binary || l.b != nullptr), "elementwise",
               "null operand for op code ", static_cast<int>(l.op));
   // Unary ops: b takes out's strides so it never blocks coalescing (and is never read).

@@ -8,42 +8,12 @@
 #include <cstdint>
 
 #include "engine/core/dtype.h"
+#include "engine/dispatch/ew_op.h"
 
 namespace anvil::cuda {
 
-// The op codes, in the order of anvil::EwOp (engine/dispatch/elementwise_problem.h);
-// pointwise_register.cpp checks the correspondence at compile time.
-enum class EwCode : int {
-  neg,
-  exp,
-  log,
-  sqrt,
-  sigmoid,
-  tanh,
-  relu,
-  abs,
-  sign,
-  add,
-  sub,
-  mul,
-  div,
-  pow,
-  maximum,
-  gt,
-  add_scalar,
-  mul_scalar,
-  pow_scalar,
-  rsub_scalar,
-  rdiv_scalar,
-  sigmoid_backward,
-  tanh_backward,
-  relu_backward,
-  pow_scalar_backward,
-  count,  // number of codes
-};
-
 struct EwLaunch {
-  EwCode op = EwCode::add;
+  EwOp op = EwOp::add;
   DType dtype = DType::f32;
   const std::int64_t* sizes = nullptr;  // output shape, ndim dims (operands broadcast to it)
   int ndim = 0;

@@ -17,8 +17,10 @@
 #include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_error_report.cuh"
 #include "kernels/cuda/embedding_kernels.h"
 #include "kernels/cuda/pointwise_geometry.cuh"
+#include "kernels/value_index_types.h"
 
 namespace anvil::cuda {
 namespace {
@@ -45,18 +47,6 @@ __global__ void gather_kernel(const T* weight, const I* ids, T* out, std::int64_
       if (c == 0) atomicMin(bad_pos, static_cast<unsigned long long>(r));
     }
   }
-}
-
-template <typename I>
-__global__ void report_kernel(const unsigned long long* bad_pos, const I* ids, std::int64_t rows,
-                              DeviceErrorRecord* record) {
-  const unsigned long long r = *bad_pos;
-  if (r == ~0ull || record->code != kDeviceErrorNone) return;
-  record->a = static_cast<std::int64_t>(r);
-  record->b = static_cast<std::int64_t>(ids[r]);
-  record->c = rows;
-  __threadfence_system();
-  record->code = kDeviceErrorEmbeddingIndex;
 }
 
 // keys[i] = ids[i] (kBadKey when out of range), values[i] = i.
@@ -87,22 +77,6 @@ __global__ void run_sum_kernel(const unsigned* keys, const unsigned* positions, 
         acc += dy[static_cast<std::int64_t>(positions[k]) * dim + c];
       grad[static_cast<std::int64_t>(key) * dim + c] = acc;
     }
-  }
-}
-
-template <typename Fn>
-void with_types(DType dtype, DType index_dtype, Fn&& fn) {
-  const bool i32 = index_dtype == DType::i32;
-  if (dtype == DType::f64) {
-    if (i32)
-      fn(double{}, std::int32_t{});
-    else
-      fn(double{}, std::int64_t{});
-  } else {
-    if (i32)
-      fn(float{}, std::int32_t{});
-    else
-      fn(float{}, std::int64_t{});
   }
 }
 
@@ -138,14 +112,15 @@ void embedding_forward(cudaStream_t stream, DType dtype, DType index_dtype, cons
   auto* bad = static_cast<unsigned long long*>(scratch);
   ANVIL_CUDA_CHECK(cudaMemsetAsync(bad, 0xff, sizeof(unsigned long long), stream));  // "none"
   const std::int64_t total = n * dim;
-  with_types(dtype, index_dtype, [&](auto zero, auto izero) {
+  kernels::visit_value_and_index(dtype, index_dtype, [&](auto zero, auto izero) {
     using T = decltype(zero);
     using I = decltype(izero);
     gather_kernel<T, I><<<grid_for(total), kEmbThreads, 0, stream>>>(
         static_cast<const T*>(weight), static_cast<const I*>(ids), static_cast<T*>(out), rows, dim,
         total, bad);
     ANVIL_CUDA_CHECK(cudaGetLastError());
-    report_kernel<I><<<1, 1, 0, stream>>>(bad, static_cast<const I*>(ids), rows, record);
+    report_bad_id<I><<<1, 1, 0, stream>>>(bad, static_cast<const I*>(ids), rows,
+                                          kDeviceErrorEmbeddingIndex, record);
     ANVIL_CUDA_CHECK(cudaGetLastError());
   });
 }
@@ -177,7 +152,7 @@ void embedding_backward(cudaStream_t stream, DType dtype, DType index_dtype, con
   auto* values_out = reinterpret_cast<unsigned*>(base + 3 * words);
   void* cub_temp = base + 4 * words;
   std::size_t temp_bytes = temp;
-  with_types(dtype, index_dtype, [&](auto zero, auto izero) {
+  kernels::visit_value_and_index(dtype, index_dtype, [&](auto zero, auto izero) {
     using T = decltype(zero);
     using I = decltype(izero);
     keys_kernel<I><<<grid_for(n), kEmbThreads, 0, stream>>>(static_cast<const I*>(ids), rows, n,

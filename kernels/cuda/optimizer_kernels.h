@@ -12,19 +12,13 @@
 #include <cstdint>
 
 #include "engine/core/dtype.h"
+#include "engine/dispatch/optim_tensor.h"
 
 namespace anvil::cuda {
 
-// One tensor of the list, as optimizer_problem.h's OptimTensor (state1 = momentum buffer or
-// Adam's m, state2 = Adam's v; `first` = SGD's momentum buffer was just created).
-struct MultiTensorEntry {
-  void* param = nullptr;
-  void* grad = nullptr;
-  void* state1 = nullptr;
-  void* state2 = nullptr;
-  std::int64_t numel = 0;
-  bool first = false;
-};
+// One tensor of the list: the table's own OptimTensor (state1 = momentum buffer or Adam's m,
+// state2 = Adam's v; `first` = SGD's momentum buffer was just created).
+using MultiTensorEntry = OptimTensor;
 
 // Bytes of device scratch one call over `count` tensors needs (the pointer/size table and the
 // reduction's partial sums). The caller allocates it on the stream's device; it may be reused

@@ -22,32 +22,6 @@
 namespace anvil::cuda {
 namespace {
 
-// The launcher's op codes mirror anvil::EwOp one for one.
-constexpr bool same_code(EwOp op, EwCode code) {
-  return static_cast<int>(op) == static_cast<int>(code);
-}
-static_assert(same_code(EwOp::neg, EwCode::neg) && same_code(EwOp::exp, EwCode::exp) &&
-                  same_code(EwOp::log, EwCode::log) && same_code(EwOp::sqrt, EwCode::sqrt) &&
-                  same_code(EwOp::sigmoid, EwCode::sigmoid) &&
-                  same_code(EwOp::tanh, EwCode::tanh) && same_code(EwOp::relu, EwCode::relu) &&
-                  same_code(EwOp::abs, EwCode::abs) && same_code(EwOp::sign, EwCode::sign) &&
-                  same_code(EwOp::add, EwCode::add) && same_code(EwOp::sub, EwCode::sub) &&
-                  same_code(EwOp::mul, EwCode::mul) && same_code(EwOp::div, EwCode::div) &&
-                  same_code(EwOp::pow, EwCode::pow) && same_code(EwOp::maximum, EwCode::maximum) &&
-                  same_code(EwOp::gt, EwCode::gt) &&
-                  same_code(EwOp::add_scalar, EwCode::add_scalar) &&
-                  same_code(EwOp::mul_scalar, EwCode::mul_scalar) &&
-                  same_code(EwOp::pow_scalar, EwCode::pow_scalar) &&
-                  same_code(EwOp::rsub_scalar, EwCode::rsub_scalar) &&
-                  same_code(EwOp::rdiv_scalar, EwCode::rdiv_scalar) &&
-                  same_code(EwOp::sigmoid_backward, EwCode::sigmoid_backward) &&
-                  same_code(EwOp::tanh_backward, EwCode::tanh_backward) &&
-                  same_code(EwOp::relu_backward, EwCode::relu_backward) &&
-                  same_code(EwOp::pow_scalar_backward, EwCode::pow_scalar_backward) &&
-                  static_cast<int>(EwCode::count) ==
-                      static_cast<int>(EwOp::pow_scalar_backward) + 1,
-              "EwCode (kernels/cuda/elementwise_kernels.h) must follow EwOp's order");
-
 Support elementwise_support(const ElementwiseProblem& p) {
   if (is_half(p.dtype))
     return Support::no(detail::str_cat("no ", dtype_name(p.dtype), " kernel yet (CPU only)"));
@@ -61,7 +35,7 @@ void run_elementwise(const ElementwiseArgs& a) {
   cudaStream_t s = stream(device);
   DeviceGuard guard(device);
   EwLaunch l;
-  l.op = static_cast<EwCode>(static_cast<int>(a.problem.op));
+  l.op = a.problem.op;
   l.dtype = a.problem.dtype;
   l.sizes = a.sizes;
   l.ndim = a.ndim;

@@ -11,9 +11,11 @@
 #include <limits>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_error_report.cuh"
 #include "kernels/cuda/host_waits.h"
 #include "kernels/cuda/pointwise_geometry.cuh"
 #include "kernels/cuda/softmax_kernels.h"
+#include "kernels/value_index_types.h"
 
 namespace anvil::cuda {
 namespace {
@@ -89,20 +91,6 @@ __global__ void __launch_bounds__(512)
   }
 }
 
-// One thread, after ce_fwd: the first bad row of this call (if any) goes to the device's error
-// record, unless an earlier error is still unreported (Note [Host waits in a step]).
-template <typename I>
-__global__ void ce_report(const unsigned long long* bad_row, const I* target, std::int64_t cols,
-                          DeviceErrorRecord* record) {
-  const unsigned long long row = *bad_row;
-  if (row == ~0ull || record->code != kDeviceErrorNone) return;
-  record->a = static_cast<std::int64_t>(row);
-  record->b = static_cast<std::int64_t>(target[row]);
-  record->c = cols;
-  __threadfence_system();  // the fields reach host memory before the code that announces them
-  record->code = kDeviceErrorCrossEntropyTarget;
-}
-
 template <typename T, typename I, typename G>
 __global__ void __launch_bounds__(512)
     ce_bwd(const T* x, const I* target, const T* lse, T* dx, std::int64_t rows, std::int64_t cols,
@@ -141,29 +129,13 @@ void check_index(const char* where, DType index_dtype) {
               "expected class ids of dtype i32 or i64, got ", dtype_name(index_dtype));
 }
 
-template <typename Fn>
-void with_types(DType dtype, DType index_dtype, Fn&& fn) {
-  const bool i32 = index_dtype == DType::i32;
-  if (dtype == DType::f64) {
-    if (i32)
-      fn(double{}, std::int32_t{});
-    else
-      fn(double{}, std::int64_t{});
-  } else {
-    if (i32)
-      fn(float{}, std::int32_t{});
-    else
-      fn(float{}, std::int64_t{});
-  }
-}
-
 }  // namespace
 
 void softmax_rows(cudaStream_t stream, DType dtype, const void* x, void* y, std::int64_t rows,
                   std::int64_t cols, bool log) {
   check_float("softmax_rows", dtype, rows, cols);
   if (rows == 0 || cols == 0) return;
-  with_types(dtype, DType::i64, [&](auto zero, auto) {
+  visit_floating(dtype, [&](auto zero) {
     using T = decltype(zero);
     for_rows(rows, cols, [&](unsigned grid, int block, auto tag) {
       softmax_fwd<T, decltype(tag)><<<grid, block, 0, stream>>>(
@@ -176,7 +148,7 @@ void softmax_backward_rows(cudaStream_t stream, DType dtype, const void* y, cons
                            void* dx, std::int64_t rows, std::int64_t cols, bool log) {
   check_float("softmax_backward_rows", dtype, rows, cols);
   if (rows == 0 || cols == 0) return;
-  with_types(dtype, DType::i64, [&](auto zero, auto) {
+  visit_floating(dtype, [&](auto zero) {
     using T = decltype(zero);
     for_rows(rows, cols, [&](unsigned grid, int block, auto tag) {
       softmax_bwd<T, decltype(tag)>
@@ -196,7 +168,7 @@ void cross_entropy_forward(cudaStream_t stream, DType dtype, DType index_dtype, 
               "null flag buffer or error record");
   auto* bad = static_cast<unsigned long long*>(flag);
   ANVIL_CUDA_CHECK(cudaMemsetAsync(bad, 0xff, sizeof(unsigned long long), stream));  // "none"
-  with_types(dtype, index_dtype, [&](auto zero, auto izero) {
+  kernels::visit_value_and_index(dtype, index_dtype, [&](auto zero, auto izero) {
     using T = decltype(zero);
     using I = decltype(izero);
     for_rows(rows, cols, [&](unsigned grid, int block, auto tag) {
@@ -204,13 +176,10 @@ void cross_entropy_forward(cudaStream_t stream, DType dtype, DType index_dtype, 
           static_cast<const T*>(x), static_cast<const I*>(target), static_cast<T*>(loss),
           static_cast<T*>(lse), rows, cols, bad);
     });
+    // The first bad row of this call (if any) to the device's error record.
+    report_bad_id<I><<<1, 1, 0, stream>>>(bad, static_cast<const I*>(target), cols,
+                                          kDeviceErrorCrossEntropyTarget, record);
   });
-  if (index_dtype == DType::i32)
-    ce_report<std::int32_t>
-        <<<1, 1, 0, stream>>>(bad, static_cast<const std::int32_t*>(target), cols, record);
-  else
-    ce_report<std::int64_t>
-        <<<1, 1, 0, stream>>>(bad, static_cast<const std::int64_t*>(target), cols, record);
   ANVIL_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -220,7 +189,7 @@ void cross_entropy_backward(cudaStream_t stream, DType dtype, DType index_dtype,
   check_float("cross_entropy_backward", dtype, rows, cols);
   check_index("cross_entropy_backward", index_dtype);
   if (rows == 0 || cols == 0) return;
-  with_types(dtype, index_dtype, [&](auto zero, auto izero) {
+  kernels::visit_value_and_index(dtype, index_dtype, [&](auto zero, auto izero) {
     using T = decltype(zero);
     using I = decltype(izero);
     for_rows(rows, cols, [&](unsigned grid, int block, auto tag) {

@@ -31,7 +31,7 @@ std::vector<MultiTensorEntry> entries_of(const OptimizerArgs& a) {
   for (std::int64_t k = 0; k < a.problem.tensors; ++k) {
     const OptimTensor& t = a.tensors[k];
     if (t.numel == 0) continue;
-    out.push_back({t.param, t.grad, t.state1, t.state2, t.numel, t.first});
+    out.push_back(t);
   }
   return out;
 }

@@ -7,13 +7,7 @@
 #  - bad options and bad data fail with a non-zero status and one clear line on stderr
 #    (tests/cli/test_anvil_limits.sh checks the statuses: 2 for usage errors, 1 otherwise).
 # Usage: test_anvil_cli.sh path/to/anvil
-set -uo pipefail
-anvil=${1:?usage: test_anvil_cli.sh path/to/anvil}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "${BASH_SOURCE[0]}")/cli_test_prelude.sh" "$@"
 # expect_ok NAME PATTERN... -- CMD...: CMD succeeds and its stdout matches every PATTERN.
 expect_ok() {
   local name=$1; shift

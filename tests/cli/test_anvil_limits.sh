@@ -11,12 +11,7 @@
 #  - divergence: a NaN loss stops the run and keeps the last good checkpoint byte for byte;
 #  - outputs probed before the first epoch, temporary files unique per process, splits too small.
 # Usage: test_anvil_limits.sh path/to/anvil
-set -uo pipefail
-anvil=${1:?usage: test_anvil_limits.sh path/to/anvil}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "${BASH_SOURCE[0]}")/cli_test_prelude.sh" "$@"
 
 # expect STATUS NAME PATTERN -- CMD...: CMD exits with STATUS, prints nothing on stdout before
 # the refusal unless STATUS is 1, and stderr is exactly one line "anvil: error: ..." matching

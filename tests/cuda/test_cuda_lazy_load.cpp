@@ -110,6 +110,7 @@ TEST_CASE("the CUDA GEMM variants join the gemm table once the backend was asked
   for (const auto& v : gemm_table().variants()) order.push_back(v.name);
   auto at = [&](const char* n) { return std::find(order.begin(), order.end(), n) - order.begin(); };
   CHECK(at("cuda.cublas") < at("cuda.cublas.tf32"));
+  CHECK(at("cuda.cublas.tf32") < at("cuda.custom.gemm_tiled"));
 #else
   for (const auto& v : gemm_table().variants()) CHECK(v.device == DeviceType::cpu);
 #endif

@@ -44,34 +44,19 @@ void setup() {
 
 }  // namespace
 
-// Every CUDA variant of the optimizer tables against ref on the host
-// (tests/helpers/optimizer_cases.h).
+// What the GPU driver loop (tests/cuda/test_cuda_op_drivers.cpp) does not check of the CUDA
+// optimizer variants, against ref on the host (tests/helpers/optimizer_cases.h): SGD's momentum
+// buffer from its creation step on, nesterov; grad_norm's determinism; grad_scale's found_inf.
 TEST_CASE("cuda.custom.sgd matches ref", "[cuda][optim]") {
   setup();
   const DType dtype = GENERATE(DType::f32, DType::f64);
   const double tol = dtype == DType::f32 ? 2e-6 : 1e-13;
-  const std::vector<SgdHyper> cases = {{0.1, 0.0, 0.0, 0.0, false},
-                                       {0.1, 0.0, 0.0, 0.01, false},
-                                       {0.05, 0.9, 0.0, 0.0, false},
-                                       {0.05, 0.9, 0.1, 0.01, false},
-                                       {0.05, 0.9, 0.0, 0.001, true}};
+  const std::vector<SgdHyper> cases = {{0.05, 0.9, 0.0, 0.0, false}, {0.05, 0.9, 0.0, 0.001, true}};
   test::VariantHarness harness(sgd_update_table(), DeviceType::cuda,
                                static_cast<int>(cases.size()));
   for (const auto& h : cases) anvil::test::check_sgd_variants(harness, dtype, kGpu, h, tol, 3);
   harness.finish();
   CHECK(harness.ran("cuda.custom.sgd") == static_cast<int>(cases.size()));
-}
-
-TEST_CASE("cuda.custom.adam matches ref (Adam's L2 and AdamW's decoupled decay)", "[cuda][optim]") {
-  setup();
-  const DType dtype = GENERATE(DType::f32, DType::f64);
-  const double wd = GENERATE(0.0, 0.01, 0.5);
-  const bool decoupled = GENERATE(false, true);
-  test::VariantHarness harness(adam_update_table(), DeviceType::cuda, 1);
-  anvil::test::check_adam_variants(harness, dtype, kGpu, wd, dtype == DType::f32 ? 5e-6 : 1e-12, 5,
-                                   decoupled);
-  harness.finish();
-  CHECK(harness.ran("cuda.custom.adam") == 1);
 }
 
 TEST_CASE("cuda.custom.grad_norm and grad_scale match ref", "[cuda][optim]") {

@@ -4,12 +4,7 @@
 # prints), the distributed lines and JSON context, and checkpoint/resume on 2 ranks (every rank
 # resumes from rank 0's file) ending with the same test loss as the uninterrupted run.
 # Usage: test_dist_train_cli.sh MPIRUN ANVIL
-set -uo pipefail
-mpirun=$1 anvil=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-lsan=(); [[ -n ${LSAN_OPTIONS:-} ]] && lsan=(-x LSAN_OPTIONS)  # sanitizer builds
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/dist_train_prelude.sh" "$@"
 run() {  # name, extra options...
   local name=$1; shift
   "$mpirun" --allow-run-as-root --oversubscribe --bind-to none "${lsan[@]}" -np 2 -x OMP_NUM_THREADS=1 \
@@ -17,7 +12,6 @@ run() {  # name, extra options...
     --subset 800 --batch 80 --optimizer adam --lr 1e-3 --threads 1 --seed 3 "$@" \
     > "$tmp/$name.out" 2>&1 || { cat "$tmp/$name.out"; fail "$name: exit status"; }
 }
-field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
 # Refused before any work: nccl without a GPU (checked where there is none), a batch 2 ranks do
 # not divide (both print one clear line and exit 1).
@@ -38,7 +32,5 @@ grep -q '^communication wait ' "$tmp/whole.out" || fail "no communication wait l
 [[ $(field "$tmp/whole.json" "d['distributed']['ranks']") == 2 ]] || fail "JSON lacks ranks"
 run first --epochs 1 --checkpoint "$tmp/ck.safetensors"
 run resumed --epochs 2 --resume "$tmp/ck.safetensors" --json-log "$tmp/resumed.json"
-a=$(field "$tmp/whole.json" "repr(d['result']['test_loss'])")
-b=$(field "$tmp/resumed.json" "repr(d['result']['test_loss'])")
-[[ "$a" == "$b" ]] || fail "resumed test loss $b differs from uninterrupted $a"
-echo "PASS (test loss $a both ways)"
+same_test_loss "$tmp/whole.json" "$tmp/resumed.json"
+echo "PASS (test loss $loss both ways)"

@@ -12,12 +12,7 @@
 #    JSON config and the checkpoint (a bf16 checkpoint does not resume as f32).
 # Synthetic MNIST-format data keeps each run to seconds.
 # Usage: test_dist_train_equivalence.sh MPIRUN ANVIL
-set -uo pipefail
-mpirun=$1 anvil=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-lsan=(); [[ -n ${LSAN_OPTIONS:-} ]] && lsan=(-x LSAN_OPTIONS)  # sanitizer builds
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/dist_train_prelude.sh" "$@"
 python3 - "$tmp/data" <<'PY'
 import os, random, struct, sys
 d = sys.argv[1]; os.makedirs(d, exist_ok=True)

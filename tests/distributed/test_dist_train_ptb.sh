@@ -5,12 +5,7 @@
 # (Note [Sharded PTB streams]); the 2-rank run ends within rounding of the 1-rank run on the same
 # global batch, and checkpoint/resume on 2 ranks equals the uninterrupted 2-rank run bit for bit.
 # Usage: test_dist_train_ptb.sh MPIRUN ANVIL
-set -uo pipefail
-mpirun=$1 anvil=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-lsan=(); [[ -n ${LSAN_OPTIONS:-} ]] && lsan=(-x LSAN_OPTIONS)  # sanitizer builds
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/dist_train_prelude.sh" "$@"
 args=(train --model ptb_small --dataset ptb --subset 1000 --batch 4 --optimizer sgd --lr 1.0
       --clip 5 --threads 1 --seed 3)
 run2() {  # name, extra options...: 2 ranks
@@ -19,7 +14,6 @@ run2() {  # name, extra options...: 2 ranks
     -x ANVIL_DIST_TIMEOUT=60 "$anvil" "${args[@]}" "$@" > "$tmp/$name.out" 2>&1 ||
     { cat "$tmp/$name.out"; fail "$name: exit status"; }
 }
-field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
 OMP_NUM_THREADS=1 "$anvil" "${args[@]}" --epochs 2 --json-log "$tmp/one.json" > "$tmp/one.out" 2>&1 ||
   { cat "$tmp/one.out"; fail "1 rank: exit status"; }
@@ -47,7 +41,5 @@ sys.exit(0 if worst <= 1e-4 else 1)
 PY
 run2 first --epochs 1 --checkpoint "$tmp/ck.safetensors"
 run2 resumed --epochs 2 --resume "$tmp/ck.safetensors" --json-log "$tmp/resumed.json"
-a=$(field "$tmp/two.json" "repr(d['result']['test_loss'])")
-b=$(field "$tmp/resumed.json" "repr(d['result']['test_loss'])")
-[[ "$a" == "$b" ]] || fail "resumed test loss $b differs from uninterrupted $a"
-echo "PASS (2-rank test loss $a, resumed the same)"
+same_test_loss "$tmp/two.json" "$tmp/resumed.json"
+echo "PASS (2-rank test loss $loss, resumed the same)"

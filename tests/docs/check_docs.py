@@ -501,33 +501,27 @@ class Checker:
                                   "(second after a shebang)")
 
 
+CHECKS = ("paths", "notes", "options", "tables", "standalone", "status", "notrun", "spdx")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("root")
     ap.add_argument("--anvil", help="the anvil binary (for the tables check)")
-    ap.add_argument("--only", default="paths,notes,options,tables,standalone,status,notrun,spdx")
+    ap.add_argument("--only", default=",".join(CHECKS))
     args = ap.parse_args()
     c = Checker(args.root)
     checks = args.only.split(",")
-    if "paths" in checks:
-        c.check_paths()
-    if "notes" in checks:
-        c.check_notes()
-    if "options" in checks:
-        c.check_options()
-    if "tables" in checks:
-        if args.anvil:
+    for name in checks:
+        if name not in CHECKS:
+            c.fail("usage", f"--only: no check '{name}' (expected {', '.join(CHECKS)})")
+    for name in (n for n in CHECKS if n in checks):
+        if name != "tables":
+            getattr(c, "check_" + name)()
+        elif args.anvil:
             c.check_tables(args.anvil)
         else:
             c.fail("tables", "no --anvil binary given")
-    if "standalone" in checks:
-        c.check_standalone()
-    if "status" in checks:
-        c.check_status()
-    if "notrun" in checks:
-        c.check_notrun()
-    if "spdx" in checks:
-        c.check_spdx()
     for p in c.problems:
         print(p)
     print(f"check_docs: {len(c.problems)} problem(s) in {', '.join(checks)}")

@@ -116,44 +116,6 @@ void check_sgd_variants(VariantHarness& harness, DType dtype, Device device, con
               });
 }
 
-void check_adam_variants(VariantHarness& harness, DType dtype, Device device, double wd, double tol,
-                         std::uint64_t seed, bool decoupled) {
-  const TensorList base = make_list(dtype, seed);
-  auto hyper = [wd](int t) {
-    return AdamHyper{1e-2, 0.9, 0.999, 1e-8, wd, 1 - std::pow(0.9, t), 1 - std::pow(0.999, t)};
-  };
-  std::vector<TensorList> want;
-  TensorList r = base.to(Device::cpu());
-  for (int t = 1; t <= 3; ++t) {
-    auto e = r.entries(false);
-    OptimizerArgs a = args_for(OptimOp::adam, dtype, Device::cpu(), e);
-    a.problem.decoupled_decay = decoupled;
-    a.adam = hyper(t);
-    variant(adam_update_table(), "ref").fn(a);
-    want.push_back(r.to(Device::cpu()));
-  }
-  const TensorList dev_list = base.to(device);
-  auto e0 = dev_list.entries(false);
-  OptimizerArgs a0 = args_for(OptimOp::adam, dtype, device, e0);
-  a0.problem.decoupled_decay = decoupled;
-  harness.run(adam_update_table(), a0.problem,
-              std::string(dtype_name(dtype)) + " wd=" + std::to_string(wd) +
-                  (decoupled ? " decoupled" : " L2"),
-              [&](const OptimizerTable::Variant& v) {
-                const TensorList l = base.to(device);
-                for (int t = 1; t <= 3; ++t) {
-                  auto e = l.entries(false);
-                  OptimizerArgs a = args_for(OptimOp::adam, dtype, device, e);
-                  a.problem.decoupled_decay = decoupled;
-                  a.adam = hyper(t);
-                  v.fn(a);
-                  const std::string bad = compare_lists(want[t - 1], l, tol);
-                  if (!bad.empty()) return "after step " + std::to_string(t) + ": " + bad;
-                }
-                return std::string();
-              });
-}
-
 void check_grad_norm_variants(VariantHarness& harness, DType dtype, Device device, double rel_tol,
                               bool deterministic, std::uint64_t seed) {
   const TensorList base = make_list(dtype, seed);

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The optimizer-table checks shared by the CPU and GPU tests (tests/test_optimizer_variants.cpp,
-// tests/cuda/test_cuda_training.cpp): lists of parameter/gradient/state tensors of mixed sizes,
-// and one function per op that runs every variant of a harness's device (variant_harness.h) on a
-// list and compares it, step by step, with `ref` run on the host on the same values.
+// tests/cuda/test_cuda_training.cpp) for what the op drivers' problems do not name (SGD's buffer
+// creation step, nesterov, grad_norm's determinism, grad_scale's found_inf flag): lists of
+// parameter/gradient/state tensors of mixed sizes, and one function per op that runs every
+// variant of a harness's device (variant_harness.h) on a list and compares it, step by step,
+// with `ref` run on the host on the same values. One step of every variant on every problem is
+// the driver loop's (harness/drivers/optimizer_driver.cpp).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -45,10 +48,6 @@ const typename Table::Variant& variant(Table& t, const std::string& name) {
 // device on `device` against ref on the host; `tol` on every element after each step.
 void check_sgd_variants(VariantHarness& harness, DType dtype, Device device, const SgdHyper& h,
                         double tol, std::uint64_t seed);
-// adam_update: three steps (bias corrections of steps 1-3), weight decay `wd`, L2 (Adam) or
-// decoupled (AdamW, OptimizerProblem::decoupled_decay).
-void check_adam_variants(VariantHarness& harness, DType dtype, Device device, double wd, double tol,
-                         std::uint64_t seed, bool decoupled = false);
 // grad_norm: the variant's squared norm within relative `rel_tol` of ref's (and, when
 // `deterministic`, the same bits on a second call); grad_scale (0.37): gradients equal to ref's,
 // and with a found_inf flag (loss scaling) the flag set exactly when an inf or NaN was planted.

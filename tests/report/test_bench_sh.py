@@ -19,12 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-FAILURES = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
+from checks import FAILURES, check, finish  # noqa: E402  (beside this file)
 
 
 def bench(repo, args, env):
@@ -105,13 +100,8 @@ def main():
     finally:
         shutil.rmtree(tmp)
 
-    if FAILURES:
-        print(f"FAIL: {len(FAILURES)} check(s)")
-        for f in FAILURES:
-            print("  " + f)
-        sys.exit(1)
-    print("PASS: bench.sh --dry-run checks models/threads/peers/reps and prints count, estimate and "
-          "set-up actions; flags after -- reach anvil_bench")
+    sys.exit(finish("PASS: bench.sh --dry-run checks models/threads/peers/reps and prints count, "
+                    "estimate and set-up actions; flags after -- reach anvil_bench"))
 
 
 if __name__ == "__main__":

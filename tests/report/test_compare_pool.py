@@ -20,12 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-FAILURES = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
+from checks import FAILURES, check, finish  # noqa: E402  (beside this file)
 
 
 def close(x, y):
@@ -246,10 +241,7 @@ def main():
     check(mod.torch_pct_of({"pct_peak": None}, 110.0) is None, "no pct_peak: none")
     check(mod.torch_pct_of({"pct_peak": 40.0}, None) is None, "no anvil peak: none")
 
-    if FAILURES:
-        print("FAILED:\n  " + "\n  ".join(FAILURES))
-        sys.exit(1)
-    print("compare_report.py pool: all checks passed")
+    sys.exit(finish("compare_report.py pool: all checks passed"))
 
 
 if __name__ == "__main__":

@@ -24,16 +24,12 @@ from layout_checks import figures_beside_tables  # noqa: E402
 
 from matplotlib_python import require_matplotlib  # noqa: E402  (beside this file)
 
-FAILURES = []
+from checks import FAILURES, check, finish  # noqa: E402  (beside this file)
+
 SHAPES = {"dlbench_1024x2048x26752": (1024, 2048, 26752), "odd_65x33x129": (65, 33, 129)}
 MODES = ("NN", "NT", "TN", "TT")
 VARIANTS = ("cuda.cublas", "cuda.cublas.tf32", "cuda.custom.gemm_tiled")
 MISSING = ("odd_65x33x129", "TT", "cuda.cublas.tf32")  # e.g. skipped with an error
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
 
 
 def anvil_ms(shape, mode, variant):
@@ -152,12 +148,7 @@ def main():
     md = render(report_py, with_torch=False)
     check("GPU GEMM beside torch.mm" not in md, "no torch.mm rows: no section")
 
-    if FAILURES:
-        print(f"FAIL: {len(FAILURES)} check(s)")
-        for f in FAILURES:
-            print("  " + f)
-        sys.exit(1)
-    print("PASS: the GPU GEMM table holds the rows' GFLOP/s, ratios and penalties")
+    sys.exit(finish("PASS: the GPU GEMM table holds the rows' GFLOP/s, ratios and penalties"))
 
 
 if __name__ == "__main__":

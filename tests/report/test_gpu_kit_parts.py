@@ -18,12 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-FAILURES = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
+from checks import FAILURES, check, finish  # noqa: E402  (beside this file)
 
 
 def fake_bench(argv):
@@ -107,11 +102,7 @@ def main():
         check("pytorch vgg16 b32 torch.compile: not run:" in missing,
               f"a job past the budget is not named in missing.txt:\n{missing}")
         check(os.path.exists(os.path.join(steps, "anvil_vgg16_b32.json")), "the anvil steps job wrote no JSON")
-    if FAILURES:
-        print("FAIL:\n" + "\n".join(FAILURES))
-        return 1
-    print("PASS: gpu_kit.sh run --dry-run for every part; the part runner with stand-ins")
-    return 0
+    return finish("PASS: gpu_kit.sh run --dry-run for every part; the part runner with stand-ins")
 
 
 if __name__ == "__main__":

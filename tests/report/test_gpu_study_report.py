@@ -16,12 +16,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from layout_checks import figures_beside_tables, regenerate_above_tables, summary_first  # noqa: E402
 
-FAILURES = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
+from checks import FAILURES, check, finish  # noqa: E402  (beside this file)
 
 
 def report(kit, folder):
@@ -85,11 +80,7 @@ def main():
         text = report(kit, d)
         check("Missing parts: **steps**, **peers**." in text, "steps not named missing once its folder is gone")
         check("**Missing: no `steps` folder.**" in text, "no missing note in the steps section")
-    if FAILURES:
-        print("FAIL:\n" + "\n".join(FAILURES))
-        return 1
-    print("PASS: the GPU study report from the hand-made fixture")
-    return 0
+    return finish("PASS: the GPU study report from the hand-made fixture")
 
 
 if __name__ == "__main__":

@@ -15,12 +15,7 @@ import os
 import sys
 import tempfile
 
-FAILURES = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
+from checks import FAILURES, check, finish  # noqa: E402  (beside this file)
 
 
 def main():
@@ -59,10 +54,7 @@ def main():
         # The CPU vs GPU key drops the step definition, so GPU rows meet their CPU twins.
         check(rs.device_free_key("model/fcn5/train_step/batch:64/device:cuda/input:pinned")
               == "model/fcn5/train_step/batch:64", "device_free_key keeps input:")
-    if FAILURES:
-        print("\n".join(FAILURES))
-        sys.exit(1)
-    print("ok")
+    sys.exit(finish("ok"))
 
 
 if __name__ == "__main__":

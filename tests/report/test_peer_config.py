@@ -16,12 +16,7 @@ import importlib.util
 import sys
 import types
 
-FAILURES = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
+from checks import FAILURES, check, finish  # noqa: E402  (beside this file)
 
 
 def main():
@@ -119,10 +114,7 @@ def main():
     except RuntimeError as e:
         check("before the mkldnn conversion" in str(e), f"converted model: {e}")
 
-    if FAILURES:
-        print("FAILED:\n  " + "\n  ".join(FAILURES))
-        sys.exit(1)
-    print("pytorch_models.py configuration fallbacks: all checks passed")
+    sys.exit(finish("pytorch_models.py configuration fallbacks: all checks passed"))
 
 
 if __name__ == "__main__":

@@ -26,12 +26,7 @@ from collections import defaultdict
 UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 from matplotlib_python import require_matplotlib  # noqa: E402  (beside this file)
 
-FAILURES = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
+from checks import FAILURES, check, finish  # noqa: E402  (beside this file)
 
 
 def close(cell, want, digits=None, sig=None):
@@ -368,12 +363,7 @@ def main():
     tmp, md = render(report_py, fixture, drop="cuda")
     check("No GPU results" in md, "without cuda records the report says there are no GPU results")
     shutil.rmtree(tmp)
-    if FAILURES:
-        print(f"FAIL: {len(FAILURES)} check(s)")
-        for f in FAILURES:
-            print("  " + f)
-        sys.exit(1)
-    print(f"PASS: report.md from {fixture} holds the fixture's numbers; {len(plots)} plots")
+    sys.exit(finish(f"PASS: report.md from {fixture} holds the fixture's numbers; {len(plots)} plots"))
 
 
 if __name__ == "__main__":

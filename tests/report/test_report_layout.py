@@ -22,6 +22,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import finish  # noqa: E402
 from layout_checks import figures_beside_tables, regenerate_above_tables, summary_first  # noqa: E402
 from matplotlib_python import require_matplotlib  # noqa: E402
 
@@ -113,13 +114,9 @@ def main():
                 fails.append(f"{name}: stddev {got}, want the aggregate's {sd}")
     finally:
         shutil.rmtree(tmp)
-    if fails:
-        print(f"FAIL: {len(fails)} check(s)")
-        for f in fails:
-            print("  " + f)
-        sys.exit(1)
-    print(f"PASS: report.md layout: summary first, a Regenerate line above every table, {len(images)} "
-          "captioned plots beside their tables, stddev aggregates kept for the error bars")
+    sys.exit(finish(f"PASS: report.md layout: summary first, a Regenerate line above every table, "
+                    f"{len(images)} captioned plots beside their tables, stddev aggregates kept "
+                    "for the error bars", fails))
 
 
 if __name__ == "__main__":

@@ -86,12 +86,7 @@ void run_onednn(const BatchNormArgs& a) {
       args.emplace(DNNL_ARG_SHIFT, in(e->stat_md, a.bias));
       args.emplace(DNNL_ARG_DST, memory(e->data_md, eng, a.y));
     }
-    if (e->scratchpad_bytes > 0)
-      args.emplace(DNNL_ARG_SCRATCHPAD,
-                   memory(e->scratchpad_md, eng,
-                          onednn::thread_scratchpad(e->scratchpad_bytes, "cpu.onednn")));
-    e->primitive.execute(onednn::cpu_stream(), args);
-    onednn::cpu_stream().wait();
+    onednn::execute_and_wait(e->primitive, args, e->scratchpad_md, e->scratchpad_bytes);
   } catch (const dnnl::error& err) {
     onednn::fail_status("cpu.onednn", step, p.repr(), err);
   }

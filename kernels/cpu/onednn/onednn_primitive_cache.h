@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Small shared pieces of the oneDNN pooling and batch-norm variants: the CPU engine and stream,
-// a per-thread user scratchpad, and a bounded primitive cache keyed by problem + thread count.
+// a per-thread user scratchpad, the execute step, and a bounded primitive cache keyed by
+// problem + thread count.
 // The reasoning is Note [oneDNN matmul primitive cache] (gemm_onednn.cpp), applied per problem:
 // creation is slow (implementation search, JIT), so each distinct (problem key, omp threads)
 // creates once; entries are immutable and shared; creation runs outside the lock.
@@ -39,6 +40,21 @@ inline dnnl::stream& cpu_stream() {
 inline void* thread_scratchpad(std::size_t bytes, const char* where) {
   thread_local ScratchBuffer buf;
   return buf.get(bytes, where);
+}
+
+// Runs `primitive` on the CPU stream with `args` (and, when it needs one, this thread's
+// scratchpad of `scratchpad_md`) and waits for it: the execute step of the pooling and
+// batch-norm variants.
+inline void execute_and_wait(const dnnl::primitive& primitive,
+                             std::unordered_map<int, dnnl::memory>& args,
+                             const dnnl::memory::desc& scratchpad_md,
+                             std::size_t scratchpad_bytes) {
+  if (scratchpad_bytes > 0)
+    args.emplace(DNNL_ARG_SCRATCHPAD,
+                 dnnl::memory(scratchpad_md, cpu_engine(),
+                              thread_scratchpad(scratchpad_bytes, "cpu.onednn")));
+  primitive.execute(cpu_stream(), args);
+  cpu_stream().wait();
 }
 
 // A process-wide cache of immutable entries E, bounded (cleared past kMax entries).
