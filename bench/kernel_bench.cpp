@@ -31,8 +31,9 @@
 //   layer of a training step does (Note [Cold L2]). A table that updates its inputs in place (its
 //   no-autotune reason says so) gets them back from prepare() every 32 calls, outside the timed
 //   part.
-// * Counters: FLOP/s and bytes/s from the driver's counts; pct_peak on the CPU against the
-//   measured FMA peak.
+// * Counters: FLOP/s and bytes/s from the driver's counts; on the CPU pct_peak against the
+//   measured FMA peak and pct_bandwidth against the measured STREAM triad of the row's thread
+//   count (GPU rows: no measured ceiling yet).
 // The rows of one (problem, pass, device) are registered next to each other, so that they share
 // one case (its inputs and ref), made on first use.
 #include <benchmark/benchmark.h>
@@ -51,6 +52,7 @@
 #include "bench/registrations.h"
 #include "engine/core/cuda_backend.h"
 #include "harness/op_driver.h"
+#include "kernels/cpu/peak/machine_peak.h"
 #include "kernels/cudnn_conv_plan.h"
 #include "harness/problem_descriptor.h"
 #include "models/registry.h"
@@ -99,6 +101,17 @@ harness::OpCase& case_for(const Target& t) {
   return *current;
 }
 
+// The STREAM-triad bandwidth of `threads` threads (bytes/s), measured once per thread count on
+// first use: the ceiling of the memory-bound rows' pct_bandwidth, as the FMA peak is pct_peak's.
+double triad_bandwidth(int threads) {
+  static std::map<int, double> measured;
+  auto it = measured.find(threads);
+  if (it == measured.end())
+    it = measured.emplace(threads, measure_triad_bandwidth(threads, std::int64_t{16} << 20, 5))
+             .first;
+  return it->second;
+}
+
 void timed_cpu(benchmark::State& state, harness::OpCase& c, const std::string& variant,
                bool refresh, double flops, double bytes, int threads) {
   using Clock = std::chrono::steady_clock;
@@ -122,9 +135,13 @@ void timed_cpu(benchmark::State& state, harness::OpCase& c, const std::string& v
         benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
     set_pct_peak(state, flops, seconds, threads);
   }
-  if (bytes > 0)
+  if (bytes > 0) {
     state.SetBytesProcessed(
         static_cast<std::int64_t>(bytes * static_cast<double>(state.iterations())));
+    if (seconds > 0)
+      state.counters["pct_bandwidth"] = bytes * static_cast<double>(state.iterations()) / seconds /
+                                        triad_bandwidth(threads) * 100.0;
+  }
 }
 
 void timed_gpu(benchmark::State& state, harness::OpCase& c, const std::string& variant,
