@@ -217,7 +217,7 @@ void register_target(const Target& t) {
   for (const auto& variant : variants_on(*t.driver, gpu ? DeviceType::cuda : DeviceType::cpu)) {
     if (gpu) {
       auto* b =
-          benchmark::RegisterBenchmark((stem + variant + tail).c_str(),
+          benchmark::RegisterBenchmark(detail::str_cat(stem, variant, tail).c_str(),
                                        [=](benchmark::State& st) { run_row(st, t, variant, 0); })
               ->UseManualTime()
               ->Unit(benchmark::kMillisecond);
@@ -253,7 +253,7 @@ void add_model(std::vector<Target>& out, const std::string& model, std::int64_t 
           np.name.rfind(prefix, 0) == 0 ? np.name.substr(prefix.size()) : np.name;
       const std::string source = detail::str_cat(model, ":", layer, "/batch:", batch);
       if (device.is_cpu())
-        benchmark::AddCustomContext("anvil.kernel." + model + ":" + layer,
+        benchmark::AddCustomContext(detail::str_cat("anvil.kernel.", model, ":", layer),
                                     harness::descriptor(np.problem));
       add_passes(out, *d, source, np.problem, device, false);
     }
@@ -272,8 +272,8 @@ void add_groups(std::vector<Target>& out, const Device& device) {
                                                   device.is_cpu() ? "cpu" : "cuda"),
                                   std::to_string(d->minimum_problems(group, device.type)));
       for (const auto& np : d->group(group))
-        add_passes(out, *d, group + ":" + harness::descriptor(np.problem), np.problem, device,
-                   false);
+        add_passes(out, *d, detail::str_cat(group, ":", harness::descriptor(np.problem)),
+                   np.problem, device, false);
     }
   }
 }
