@@ -37,6 +37,24 @@ def time_loop(step, warmup: int, reps: int, min_time: float, min_steps: int):
     return per_rep
 
 
+def step_record(a, per_rep, flops, rss_start, rss_import) -> dict:
+    """The timing fields every CPU step record shares: the steps of each repetition, their
+    statistics, % of peak, memory and the run's precision. median_s / mean_s are over all timed
+    steps; median_of_rep_means_s is the statistic anvil_bench reports (Google Benchmark: mean
+    time per iteration of each repetition, median over them)."""
+    flat = [t for r in per_rep for t in r]
+    rep_means = [statistics.fmean(r) for r in per_rep]
+    return {
+        "warmup_steps": a.warmup, "reps": a.reps, "steps": len(flat), "steps_per_rep": [len(r) for r in per_rep],
+        "median_s": statistics.median(flat), "mean_s": statistics.fmean(flat), "min_s": min(flat),
+        "rep_means_s": rep_means, "median_of_rep_means_s": statistics.median(rep_means),
+        "pct_peak": pct_of_peak(flops, statistics.median(flat), a),
+        "peak_gflops_per_core": a.peak or None, "peak_source": a.peak_source,
+        "peak_rss_MB": peak_rss_mb(), "process": a.process, "rss_at_start_MB": rss_start, "rss_after_import_MB": rss_import,
+        "precision": a.precision,
+    }
+
+
 def net_child_main(a, cfg: dict, rss_start: float) -> None:
     """child_main for the CNN and LSTM networks (NETS): same timing loop and JSON fields."""
     torch = setup_torch(a.threads, cfg)
@@ -49,8 +67,6 @@ def net_child_main(a, cfg: dict, rss_start: float) -> None:
     ns = NetStep(torch, F, a.model, batch, train, cfg.get("sgd", "for_loop"), amp)
     macs = ns.macs_per_sample()
     per_rep = time_loop(ns.step, a.warmup, a.reps, a.min_time, a.min_steps)
-    flat = [t for r in per_rep for t in r]
-    rep_means = [statistics.fmean(r) for r in per_rep]
     # Training counted as 3x the forward FLOPs (the nominal count anvil_bench uses).
     flops = 2.0 * macs * batch * (3.0 if train else 1.0)
     out = {
@@ -59,13 +75,7 @@ def net_child_main(a, cfg: dict, rss_start: float) -> None:
         "params_networks_md": spec["params"], "macs_per_sample": macs,
         "optimizer": {"sgd_lr": spec["lr"], "momentum": spec["momentum"], "clip_grad_norm": spec.get("clip")}
         if train else None,
-        "warmup_steps": a.warmup, "reps": a.reps, "steps": len(flat), "steps_per_rep": [len(r) for r in per_rep],
-        "median_s": statistics.median(flat), "mean_s": statistics.fmean(flat), "min_s": min(flat),
-        "rep_means_s": rep_means, "median_of_rep_means_s": statistics.median(rep_means),
-        "pct_peak": pct_of_peak(flops, statistics.median(flat), a),
-        "peak_gflops_per_core": a.peak or None, "peak_source": a.peak_source,
-        "peak_rss_MB": peak_rss_mb(), "process": a.process, "rss_at_start_MB": rss_start, "rss_after_import_MB": rss_import,
-        "precision": a.precision,
+        **step_record(a, per_rep, flops, rss_start, rss_import),
         "config": dict(torch_facts(torch, dict(cfg, inference="eager", inference_by_model=None)),
                        autocast=autocast),
     }
@@ -132,21 +142,11 @@ def phase_main(a) -> None:
 
     step = train_step if train else inference_step
     per_rep = time_loop(step, a.warmup, a.reps, a.min_time, a.min_steps)
-    flat = [t for r in per_rep for t in r]
-    rep_means = [statistics.fmean(r) for r in per_rep]
     flops = 3.0 * fwd_flops if train else fwd_flops
     out = {
         "peer": "pytorch", "model": a.model, "phase": "train_step" if train else "inference_step",
         "threads": a.threads, "batch": batch, "params": params,
-        "warmup_steps": a.warmup, "reps": a.reps, "steps": len(flat), "steps_per_rep": [len(r) for r in per_rep],
-        # median_s / mean_s over all timed steps; median_of_rep_means_s is the statistic anvil_bench
-        # reports (Google Benchmark: mean time per iteration of each repetition, median over them).
-        "median_s": statistics.median(flat), "mean_s": statistics.fmean(flat), "min_s": min(flat),
-        "rep_means_s": rep_means, "median_of_rep_means_s": statistics.median(rep_means),
-        "pct_peak": pct_of_peak(flops, statistics.median(flat), a),
-        "peak_gflops_per_core": a.peak or None, "peak_source": a.peak_source,
-        "peak_rss_MB": peak_rss_mb(), "process": a.process, "rss_at_start_MB": rss_start, "rss_after_import_MB": rss_import,
-        "precision": a.precision,
+        **step_record(a, per_rep, flops, rss_start, rss_import),
         "config": dict(torch_facts(torch, cfg), autocast=autocast),
     }
     if train and a.breakdown:
