@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Pools the rounds of run1-run4 (one machine, each round an A/B pair): the per-round B/A of every
+"""Pools the rounds of every run (one machine, each round an A/B pair): the per-round B/A of every
 model step, median, min and max. Writes pooled.md beside this file. Python 3 standard library only."""
 import glob
 import json
