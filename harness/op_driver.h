@@ -80,6 +80,10 @@ class OpDriver {
   virtual std::vector<Candidate> candidates(const OpProblem& p) const = 0;
   // The variant the table selects for `p` without forcing (Note [Variant selection]).
   virtual std::string select(const OpProblem& p) const = 0;
+  // select(p) with autotune's trials run on `c` (made for p) through time_trial(): with autotune
+  // on, the tuned winner (Note [Autotune trials]); an op that does not autotune selects as
+  // select(p) does.
+  virtual std::string select_tuned(const OpProblem& p, OpCase& c) const = 0;
 
   // The named groups of problems (on the CPU, f32) and one of them; an unknown name throws.
   virtual std::vector<std::string> groups() const = 0;

@@ -195,9 +195,8 @@ TEST_CASE(
   SelectionPolicy tuned;
   tuned.tuned_winner = "slow";
   tuned.heuristic_pick = "fast";
-  CHECK_THAT(
-      describe_selection("op", "p", cands, 2, tuned),
-      Contains("by=autotune") && Contains("fast (supported, but slower than slow in autotune)"));
+  CHECK_THAT(describe_selection("op", "p", cands, 2, tuned),
+             Contains("by=autotune") && Contains("fast (supported, but autotune picked slow)"));
   SelectionPolicy forced;
   forced.forced = "ref";
   CHECK_THAT(describe_selection("op", "p", cands, 3, forced),

@@ -138,8 +138,9 @@ std::map<std::string, std::string> config_summary() {
   m["threads"] = std::to_string(get_num_threads());
   m["omp_max_threads"] = std::to_string(omp_get_max_threads());
   for (const char* name :
-       {"ANVIL_NUM_THREADS", "ANVIL_VARIANT", "ANVIL_AUTOTUNE", "OMP_WAIT_POLICY", "OMP_PROC_BIND",
-        "ANVIL_CUDA_LIBRARY", "ANVIL_CPU_HUGE_PAGES", "ANVIL_CPU_CACHE_BOUND", "ANVIL_VERBOSE"}) {
+       {"ANVIL_NUM_THREADS", "ANVIL_VARIANT", "ANVIL_AUTOTUNE", "ANVIL_AUTOTUNE_SEED",
+        "OMP_WAIT_POLICY", "OMP_PROC_BIND", "ANVIL_CUDA_LIBRARY", "ANVIL_CPU_HUGE_PAGES",
+        "ANVIL_CPU_CACHE_BOUND", "ANVIL_VERBOSE"}) {
     const std::string v = env_or_empty(name);
     if (!v.empty()) m[std::string("env.") + name] = v;
   }

@@ -7,6 +7,7 @@
 //                      OMP_NUM_THREADS or the hardware threads); at most max_threads()
 //   ANVIL_VARIANT      forced variants, "op=name[,op=name...]" (e.g. "gemm=cpu.blocked")
 //   ANVIL_AUTOTUNE     1 to time the candidate variants once per problem and keep the fastest
+//   ANVIL_AUTOTUNE_SEED the order of autotune's trials, an integer (Note [Autotune trials])
 //   ANVIL_CUDA_LIBRARY path of libanvil_cuda.so when it is not next to libanvil
 //   ANVIL_CPU_HUGE_PAGES 0 to keep large CPU blocks off transparent huge pages (allocator.h)
 //   ANVIL_CPU_CACHE_BOUND 0 to let the CPU block cache grow past the live high-water mark

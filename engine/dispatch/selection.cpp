@@ -165,11 +165,11 @@ std::string describe_selection(const std::string& op, const std::string& problem
   const std::string& name = candidates.at(chosen).name;
   const std::string by = rule_of(name, policy);
   // Why a variant that supports the problem was passed over.
-  const std::string passed_over =
-      by == "forced"      ? "supported, but " + name + " is forced"
-      : by == "autotune"  ? "supported, but slower than " + name + " in autotune"
-      : by == "heuristic" ? "supported, but the heuristic picks " + name
-                          : "supported, but " + name + " comes first in the order";
+  const std::string passed_over = by == "forced"     ? "supported, but " + name + " is forced"
+                                  : by == "autotune" ? "supported, but autotune picked " + name
+                                  : by == "heuristic"
+                                      ? "supported, but the heuristic picks " + name
+                                      : "supported, but " + name + " comes first in the order";
   std::string declined;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     if (i == chosen) continue;

@@ -38,8 +38,9 @@ struct SelectionPolicy {
   std::string forced;          // "" = not forced
   std::string tuned_winner;    // autotune result for this problem ("" = none yet)
   std::string heuristic_pick;  // the table heuristic's choice ("" = none)
-  // With autotune on, why it did not decide ("" = it ran, or autotune is off): the op does not
-  // autotune (Note [Ops that do not autotune]), or the call passed no trial.
+  // With autotune on: what its trials timed and picked (Note [Autotune trials]), or why it did
+  // not decide: the op does not autotune (Note [Ops that do not autotune]), or the call passed no
+  // trial. "" when autotune is off.
   std::string autotune_note;
 };
 
@@ -85,12 +86,14 @@ class ForceVariant {
 //   anvil dispatch: op=gemm problem=<repr> chosen=cpu.onednn by=order declined: cpu.eigen
 //   (supported, but cpu.onednn comes first in the order); ref (supported, but ...)
 // (one line in reality). `by` is the rule of Note [Variant selection] that decided: forced,
-// autotune, heuristic or order. With autotune on but not deciding, the line ends with
-// `autotune: <why>` (Note [Ops that do not autotune]). Every other variant is listed with its
-// reason: its own supports() answer, or why a supporting variant was passed over. A training loop
-// repeats the same problems every step, so ANVIL_VERBOSE=dispatch prints each distinct decision
-// (op, problem key, chosen variant, rule) once per process; ANVIL_VERBOSE=dispatch_all prints every
-// call. A selection that fails prints nothing: its error lists every variant's reason.
+// autotune, heuristic or order. A decision by autotune ends with `autotune: winner <name> (seed
+// <s>): <variant> <time> us, ...`, what its trials timed (Note [Autotune trials]); with autotune
+// on but not deciding, the line ends with `autotune: <why>` (Note [Ops that do not autotune]).
+// Every other variant is listed with its reason: its own supports() answer, or why a supporting
+// variant was passed over. A training loop repeats the same problems every step, so
+// ANVIL_VERBOSE=dispatch prints each distinct decision (op, problem key, chosen variant, rule)
+// once per process; ANVIL_VERBOSE=dispatch_all prints every call. A selection that fails prints
+// nothing: its error lists every variant's reason.
 
 // 0 = off, 1 = each distinct decision once, 2 = every selection (ANVIL_VERBOSE).
 int dispatch_verbosity();

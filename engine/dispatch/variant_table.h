@@ -24,6 +24,7 @@
 
 #include "engine/core/device.h"
 #include "engine/core/error.h"
+#include "engine/dispatch/autotune_trials.h"
 #include "engine/dispatch/host_profile.h"
 #include "engine/dispatch/problem_fields.h"
 #include "engine/dispatch/selection.h"
@@ -66,6 +67,8 @@ class VariantTableBase {
   virtual void clear_autotune_cache() = 0;
   // Why the op never autotunes ("" when it does): Note [Ops that do not autotune].
   virtual std::string no_autotune_reason() const = 0;
+  // What autotune timed for each problem it has a winner for (Note [Autotune trials]).
+  virtual std::vector<AutotuneRecord> autotune_records() const = 0;
 };
 
 // Global index of tables by op name, for `anvil info`, benchmarks and error messages. A table
@@ -282,8 +285,8 @@ class VariantTable final : public VariantTableBase {
 
   // The variant that runs `p` (Note [Variant selection]). With autotune on and no winner cached
   // for p, `time_variant(v)` is called for every supporting variant (it must run v on scratch
-  // outputs and return seconds) and the fastest is cached. Repeated decisions come from the
-  // memo (Note [Selection memo]).
+  // outputs and return seconds), in rounds, and the winner is cached (Note [Autotune trials]).
+  // Repeated decisions come from the memo (Note [Selection memo]).
   const Variant& select(const Problem& p,
                         const std::function<double(const Variant&)>& time_variant = nullptr) {
     const Snapshot& s = snapshot();  // one snapshot for the whole decision
@@ -320,6 +323,14 @@ class VariantTable final : public VariantTableBase {
   // Runs `args` on the selected variant.
   void run(const Args& args, const std::function<double(const Variant&)>& time_variant = nullptr) {
     select(args.problem, time_variant).fn(args);
+  }
+
+  std::vector<AutotuneRecord> autotune_records() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<AutotuneRecord> out;
+    out.reserve(tuned_.size());
+    for (const auto& entry : tuned_) out.push_back(entry.second);
+    return out;
   }
 
   void clear_autotune_cache() override {
@@ -383,7 +394,7 @@ class VariantTable final : public VariantTableBase {
       else if (!time_variant)
         policy.autotune_note = "no trial for this call";
       else
-        policy.tuned_winner = tuned_winner(s, p, cands, time_variant);
+        policy.tuned_winner = tuned_winner(s, p, cands, time_variant, policy.autotune_note);
     }
     if (s.heuristic) policy.heuristic_pick = s.heuristic(p);
     const std::string repr = p.repr();
@@ -445,29 +456,39 @@ class VariantTable final : public VariantTableBase {
     return out;
   }
 
+  // The cached winner for p, or autotune's trials and their winner (Note [Autotune trials]),
+  // with what was timed as the dispatch log's note.
   std::string tuned_winner(const Snapshot& s, const Problem& p, const std::vector<Candidate>& cands,
-                           const std::function<double(const Variant&)>& time_variant) {
+                           const std::function<double(const Variant&)>& time_variant,
+                           std::string& note) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (auto it = tuned_.find(p); it != tuned_.end()) return it->second;
-    }
-    // Timed outside the lock: two threads may time the same new problem; both store a winner.
-    std::string best;
-    double best_s = 0;
-    for (std::size_t i = 0; i < s.variants.size(); ++i) {
-      const Variant& v = *s.variants[i];
-      if (!cands[i].support.ok || v.name == "ref") continue;
-      time_variant(v);  // warm-up (primitive creation, page faults)
-      double t = time_variant(v);
-      t = std::min(t, time_variant(v));
-      if (best.empty() || t < best_s) {
-        best = v.name;
-        best_s = t;
+      if (auto it = tuned_.find(p); it != tuned_.end()) {
+        note = describe_trials(it->second);
+        return it->second.winner;
       }
     }
+    // Timed outside the lock: two threads may time the same new problem; both store a winner.
+    std::vector<const Variant*> timed;
+    for (std::size_t i = 0; i < s.variants.size(); ++i)
+      if (cands[i].support.ok && s.variants[i]->name != "ref") timed.push_back(s.variants[i]);
+    if (timed.empty()) return {};
+    AutotuneRecord r;
+    r.problem = p.repr();
+    r.seed = autotune_seed();
+    r.seconds.assign(timed.size(), -1);
+    for (int round = 0; round < kAutotuneRounds; ++round) {
+      for (const std::size_t i : trial_order(timed.size(), r.seed, p.key(), round)) {
+        const double t = time_variant(*timed[i]);
+        r.order.push_back(timed[i]->name);
+        if (round > 0 && (r.seconds[i] < 0 || t < r.seconds[i])) r.seconds[i] = t;
+      }
+    }
+    for (const Variant* v : timed) r.variants.push_back(v->name);
+    r.winner = r.variants[autotune_pick(r.seconds)];
+    note = describe_trials(r);
     std::lock_guard<std::mutex> lock(mu_);
-    tuned_[p] = best;
-    return best;
+    return tuned_.insert_or_assign(p, std::move(r)).first->second.winner;
   }
 
   std::string op_;
@@ -475,10 +496,10 @@ class VariantTable final : public VariantTableBase {
   mutable std::mutex mu_;                                   // guards the members below and writers
   std::vector<std::unique_ptr<const Variant>> nodes_;       // every variant, never moved
   std::vector<std::unique_ptr<const Snapshot>> snapshots_;  // every snapshot published
-  std::unordered_map<Problem, std::string, ProblemHasher> tuned_;  // autotune winners
-  mutable std::shared_mutex memo_mu_;                              // guards memo_
-  std::unordered_map<MemoKey, const Variant*, MemoHash> memo_;     // Note [Selection memo]
-  std::vector<std::string> order_{"ref"};                          // Note [Variant order]
+  std::unordered_map<Problem, AutotuneRecord, ProblemHasher> tuned_;  // autotune winners
+  mutable std::shared_mutex memo_mu_;                                 // guards memo_
+  std::unordered_map<MemoKey, const Variant*, MemoHash> memo_;        // Note [Selection memo]
+  std::vector<std::string> order_{"ref"};                             // Note [Variant order]
   bool order_declared_ = false;
 };
 

@@ -11,6 +11,7 @@
 
 #include "engine/core/random.h"
 #include "engine/core/tensor.h"
+#include "engine/dispatch/trial_timer.h"
 #include "harness/op_driver.h"
 
 namespace anvil::harness {
@@ -36,6 +37,16 @@ class TableDriver : public OpDriver {
   }
   std::string select(const OpProblem& p) const override {
     return table_.select(std::get<Problem>(p)).name;
+  }
+  std::string select_tuned(const OpProblem& p, OpCase& c) const override {
+    const Problem& problem = std::get<Problem>(p);
+    const std::string op = table_.op();
+    auto trial = [&](const typename Table::Variant& v) {
+      c.prepare(v.name);
+      return time_trial(
+          problem.device, [&c] { c.run(); }, op.c_str());
+    };
+    return table_.select(problem, trial).name;
   }
 
  protected:

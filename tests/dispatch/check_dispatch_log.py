@@ -102,8 +102,13 @@ def main():
                 m["autotune"] or "").startswith("off for this op: "):
             problems.append(f"ANVIL_AUTOTUNE=1: elementwise must say it does not autotune: "
                             f"{m.string}")
-        if m["op"] == "gemm" and m["autotune"]:
-            problems.append(f"ANVIL_AUTOTUNE=1: gemm autotunes, no note expected: {m.string}")
+        # A tuned decision's note is what the trials timed (Note [Autotune trials]): the winner,
+        # the trial seed and every timed variant's time.
+        if m["op"] == "gemm" and m["by"] == "autotune" and not re.match(
+                rf"winner {re.escape(m['chosen'])} \(seed \d+\): \S+ [0-9.e+-]+ us",
+                m["autotune"] or ""):
+            problems.append(f"ANVIL_AUTOTUNE=1: a gemm decided by autotune must list its trials: "
+                            f"{m.string}")
     if not any(m["op"] == "elementwise" and m["autotune"] for m, _ in tuned_parsed):
         problems.append(f"ANVIL_AUTOTUNE=1: no elementwise line with its autotune note: {tuned}")
 

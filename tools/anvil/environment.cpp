@@ -43,6 +43,7 @@ const std::vector<Range> kRanges = {
     {"ANVIL_MPI_PROGRESS_US", 1, 100000, true},     // the poll interval, microseconds
     {"ANVIL_ALLREDUCE_CHUNK_KIB", 1, 65536, true},  // chunked/ring all-reduce chunk
     {"ANVIL_CUDNN_WORKSPACE_MB", 0, 1 << 24, true},
+    {"ANVIL_AUTOTUNE_SEED", 0, 9223372036854775807.0, true},  // Note [Autotune trials]
 };
 
 std::string joined(const std::vector<std::string>& values) {
