@@ -25,6 +25,8 @@ import statistics
 import subprocess
 import sys
 
+import provenance as P  # scripts/provenance.py (Note [Provenance]); this script's folder is on the path
+
 NAME = re.compile(r"^gemm/(?P<variant>[^/]+)/(?P<mode>NN|NT|TN|TT)/(?P<shape>[^/]+)/threads:(?P<t>\d+)")
 
 
@@ -103,7 +105,10 @@ def main() -> None:
             json.dump({"rows": out_rows, "rounds": [{"cells": {"/".join(map(str, k)): v for k, v in r["cells"].items()},
                                                      "picks": {"/".join(map(str, k)): v for k, v in r["picks"].items()}}
                                                     for r in rounds],
-                       "context": rounds[0]["context"], "command": rounds[0]["command"]}, f, indent=1)
+                       "context": rounds[0]["context"], "command": rounds[0]["command"],
+                       # anvil_bench's own fields (its revision and libraries) over this script's
+                       "provenance": {**P.provenance(), **P.from_bench_context(rounds[0]["context"])}},
+                      f, indent=1)
 
 
 if __name__ == "__main__":

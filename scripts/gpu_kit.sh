@@ -74,6 +74,8 @@
 #   train_*.json      with --with-fashion-mnist packed: `anvil train` of mlp_mnist on real
 #                     Fashion-MNIST on cuda and on the CPU (same seed)
 #   summary.txt       one line per stage with its exit status
+#   provenance.json   the run's machine, GPU, kit revision and time (scripts/provenance.py; every
+#                     part folder and dist/ get one too)
 # The exit status is non-zero when a test binary failed or a library did not resolve (on a
 # machine without a GPU the GPU test binaries exit 77, "skipped"). CTest `gpu_kit` packs and runs
 # the kit with --tests-only on every build that has the CUDA backend (tests/cuda/test_gpu_kit.sh);
@@ -252,6 +254,12 @@ run() {
   : > "$summary"
   note() { echo "$*" | tee -a "$summary"; }
   cat "$root/KIT.txt" | tee -a "$summary"
+  # This copy of the tree may have no .git: the JSON the run's Python writers make (the peers,
+  # gpu_study.py) names the kit's revision, and provenance.json the machine (Note [Provenance]).
+  ANVIL_GIT_REVISION="$(sed -n 's/^revision: //p' "$root/KIT.txt")"
+  export ANVIL_GIT_REVISION
+  if python3 scripts/provenance.py --out "$out/provenance.json"; then note "provenance: $out/provenance.json"
+  else note "provenance: FAIL (scripts/provenance.py)"; status=1; fi
 
   # cudart, cuBLAS 13 and cuDNN 9 of the machine: the toolkit's, else PyTorch's nvidia-* wheels
   # (the H100 machine has cuDNN only in /opt/torch/.venv/.../site-packages/nvidia/cudnn/lib).

@@ -145,6 +145,9 @@ run_dist() {
   local t_start=$SECONDS
   mkdir -p "$d"
   note() { echo "$*" | tee -a "$summary"; }
+  # The stage's machine and revision (Note [Provenance]; gpu_kit.sh run exports the kit's
+  # revision as ANVIL_GIT_REVISION); anvil_dist_bench's JSON files carry their own.
+  python3 scripts/provenance.py --out "$d/provenance.json" || note "dist: no provenance.json"
   left() { echo $((budget - (SECONDS - t_start))); }
   [ -x "$root/mpi/bin/orterun" ] || { note "dist: FAIL: no Open MPI in the kit (pack with --with-mpi)"; return 1; }
   eval "$(mpi_env "$root")"

@@ -41,6 +41,8 @@ import subprocess
 import sys
 import time
 
+import provenance as P  # scripts/provenance.py (Note [Provenance]); this script's folder is on the path
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # networks.md's GPU mini-batch sweep (models/{fcn,cnn,lstm}.cpp ModelInfo::gpu_batches).
 SWEEP = {"fcn5": [32, 64, 128, 256, 512, 1024], "fcn8": [32, 64, 128, 256, 512, 1024],
@@ -218,6 +220,11 @@ class Runner:
         os.makedirs(self.out, exist_ok=True)
         self.jobs_tsv = open(os.path.join(self.out, "jobs.tsv"), "a")
         self.missing = open(os.path.join(self.out, "missing.txt"), "a")
+        # The part's provenance (Note [Provenance]): provenance.json, and in each record this
+        # runner writes; anvil_bench's JSON carries its own, the peers' rows theirs.
+        self.provenance = P.provenance()
+        with open(os.path.join(self.out, "provenance.json"), "w") as f:
+            json.dump({"provenance": self.provenance}, f, indent=2)
 
     def left(self):
         return self.a.budget - (time.monotonic() - self.t0)
@@ -305,7 +312,7 @@ def anvil_probe(r, m):
             rec = {"model": m, "batch": b, "fits": ok if ok or oom else None, "gpu_alloc_peak_MB": peak,
                    "why": msg if not ok else "", "seconds": round(secs, 1)}
         with open(results, "a") as f:
-            f.write(json.dumps(dict(rec, kind="memory_probe", engine="anvil")) + "\n")
+            f.write(json.dumps(dict(rec, kind="memory_probe", engine="anvil", provenance=r.provenance)) + "\n")
         return rec["fits"]
 
     lo, hi, b, status = 0, None, SWEEP[m][-1], "ok"
@@ -337,7 +344,8 @@ def anvil_probe(r, m):
             "running out of memory (anvil_memory.jsonl, stderr.log)"}[status]
     with open(results, "a") as f:
         f.write(json.dumps({"kind": "max_batch", "engine": "anvil", "model": m, "max_batch": lo,
-                            "first_oom": hi, "cap": PROBE_CAP[m], "note": note}) + "\n")
+                            "first_oom": hi, "cap": PROBE_CAP[m], "note": note,
+                            "provenance": r.provenance}) + "\n")
     if status != "ok":
         r.miss(f"anvil {m} largest training batch", note)
     return status

@@ -5,8 +5,11 @@
     provenance_problems({"schema": ..., ...})  ->  [] or the problems found
 
 Imported by the tests of each writer: the training log (tests/cli/test_anvil_cli.sh), the
-benchmarks' context (tests/bench/test_bench_suite.py) and the distributed benchmark
-(tests/distributed/test_dist_train_cli.sh).
+benchmarks' context (tests/bench/test_bench_suite.py), the distributed benchmark
+(tests/distributed/test_dist_bench_provenance.py), the Python writers (peers, compare_report.py,
+gemm_default_check.py, scripts/provenance.py: tests/report/test_provenance_writers.py) and the GPU
+study's runner (tests/report/test_gpu_kit_parts.py). The field list is written out here, not
+imported from scripts/provenance.py, so that a field dropped there fails these tests.
 """
 import re
 

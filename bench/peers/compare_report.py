@@ -55,6 +55,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pytorch_models import NETS  # noqa: E402 -- the networks' kinds (cnn, lstm); torch not imported
+from pytorch_setup import P  # noqa: E402 -- scripts/provenance.py (Note [Provenance])
 
 # The issues' speed targets, anvil/PyTorch: the CNNs (issue 3) no slower in training and
 # inference; the LSTM language models (issue 4) 10 % faster in training, no slower in inference;
@@ -202,7 +203,8 @@ def summarize(a) -> None:
                         "median step",
            "pytorch_config": {"chosen": cfg_doc.get("chosen"), "effective": torch_config,
                               "tuning_measurements": cfg_doc.get("measurements")},
-           "anvil_context": anvil_context, "commands": commands, "machine": machine_record()}
+           "anvil_context": anvil_context, "commands": commands, "machine": machine_record(),
+           "provenance": P.provenance(compared_libraries(anvil_context, torch_config))}
     with open(a.json, "w") as f:
         json.dump(doc, f, indent=2)
     with open(a.md, "w") as f:
@@ -322,6 +324,16 @@ def machine_identity(doc: dict) -> dict:
                        for c in ctx.get("caches") or []]
     ident["machine"] = {k: v for k, v in (doc.get("machine") or {}).items() if k != "source"} or None
     return ident
+
+
+def compared_libraries(anvil_context: dict, torch_config: dict) -> dict:
+    """The versions the compared runs used: anvil_bench's kernel libraries (its context's
+    anvil.library.<name>) and the PyTorch peer's torch_version."""
+    libs = {k[len("library."):]: v for k, v in P.from_bench_context(anvil_context).items()
+            if k.startswith("library.")}
+    if torch_config.get("torch_version"):
+        libs["torch"] = torch_config["torch_version"]
+    return libs
 
 
 def machine_record() -> dict:

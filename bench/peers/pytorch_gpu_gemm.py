@@ -18,8 +18,12 @@ GPU time over the number of products. Output into C (`out=`), as anvil writes it
 """
 import argparse
 import json
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import provenance as P  # noqa: E402  (scripts/provenance.py: Note [Provenance])
 
 
 def parse_shape(text):
@@ -64,7 +68,8 @@ def main(argv):
         raise SystemExit("pytorch_gpu_gemm.py: torch.cuda.is_available() is False")
     dev = torch.device("cuda:0")
     facts = {"torch": torch.__version__, "torch_cuda": torch.version.cuda,
-             "device_name": torch.cuda.get_device_name(0)}
+             "device_name": torch.cuda.get_device_name(0),
+             "provenance": P.provenance(P.torch_libraries(torch), torch=torch)}
     gen = torch.Generator(device=dev).manual_seed(1)
     for shape in a.shapes.split(","):
         name, m, n, k = parse_shape(shape)

@@ -23,8 +23,12 @@ repetitions' means, "rep_seconds" each, "spread_pct" their (max - min) over the 
 """
 import argparse
 import json
+import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import provenance as P  # noqa: E402  (scripts/provenance.py: Note [Provenance])
 
 LAYERS = [("lstm32", 32, b, 256, 256) for b in (128, 256, 512)] + \
          [("lstm64", 64, b, 256, 256) for b in (128, 256, 512)] + \
@@ -91,7 +95,8 @@ def run_math(a, torch, math):
              "cudnn": torch.backends.cudnn.version(), "device_name": torch.cuda.get_device_name(0),
              "tf32": tf32, "math": math,
              "config": {"name": "defaults", "cudnn_benchmark": True, "tf32": tf32, "graphs": False,
-                        "compile": False, "channels_last": False, "foreach": "pytorch default"}}
+                        "compile": False, "channels_last": False, "foreach": "pytorch default"},
+             "provenance": P.provenance(P.torch_libraries(torch), torch=torch)}
     torch.manual_seed(1)
     if not a.steps_only:
         for model, T, B, I, H in LAYERS:

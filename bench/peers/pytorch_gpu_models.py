@@ -49,6 +49,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pytorch_models as pm  # noqa: E402  (the CPU peer: network builders and tables)
+from pytorch_setup import P  # noqa: E402  (scripts/provenance.py: Note [Provenance])
 
 CONFIGS = ("defaults", "best", "compile")
 STEPS = ("copied", "pinned", "resident")
@@ -322,6 +323,7 @@ def run_row(a, torch, F, config, phase, step, math):
         msg = str(e).strip().splitlines()
         row = dict(base, error=f"{type(e).__name__}: {msg[0][:300] if msg else ''}")
     row["config"] = config_record(torch, a.model, config, math, a.compile_mode, sgd_foreach(torch, s))
+    row["provenance"] = pm.peer_provenance(torch, on_gpu=True)
     print(json.dumps(row), flush=True)
     del s
     torch.cuda.empty_cache()
@@ -350,7 +352,8 @@ def probe_max_batch(a, torch, F):
         gc.collect()
         torch.cuda.empty_cache()
         print(json.dumps({"peer": "pytorch", "device": "cuda", "kind": "memory_probe", "model": a.model,
-                          "batch": b, "fits": ok, "gpu_peak_alloc_MB": peak, "oom": why}), flush=True)
+                          "batch": b, "fits": ok, "gpu_peak_alloc_MB": peak, "oom": why,
+                          "provenance": pm.peer_provenance(torch, on_gpu=True)}), flush=True)
         return ok
 
     lo, hi, b = 0, None, a.start
@@ -369,7 +372,8 @@ def probe_max_batch(a, torch, F):
     print(json.dumps({"peer": "pytorch", "device": "cuda", "kind": "max_batch", "model": a.model,
                       "max_batch": lo, "first_oom": hi, "cap": a.cap,
                       "note": "cap reached without running out of memory" if hi is None else "",
-                      "device_name": torch.cuda.get_device_name(0), "torch": torch.__version__}), flush=True)
+                      "device_name": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                      "provenance": pm.peer_provenance(torch, on_gpu=True)}), flush=True)
 
 
 def main(argv):
@@ -406,12 +410,13 @@ def main(argv):
             p.error("--batch is required unless --probe-max-batch")
         plan = rows_planned(a)
         if a.dry_run or a.explain:
+            prov = P.provenance() if a.explain else None
             for config, phase, step, math in plan:
                 if a.explain:
                     print(json.dumps({"peer": "pytorch", "device": "cuda", "model": a.model, "batch": a.batch,
                                       "phase": f"{phase}_step" if phase == "train" else "inference_step",
                                       "step": step, "math": math, "error": a.explain,
-                                      "config": {"name": config}}))
+                                      "config": {"name": config}, "provenance": prov}))
                 else:
                     print(f"{a.model} batch {a.batch}: {config} {phase} {step} {math}")
             return 0

@@ -68,8 +68,8 @@ from pytorch_nets import (  # noqa: E402
 from pytorch_setup import (  # noqa: E402
     ALLOCATOR_CANDIDATES, INFERENCE_CANDIDATES, JEMALLOC, MKL_CANDIDATES, PRESET, SGD_CANDIDATES,
     TCMALLOC, WAIT_CANDIDATES, child_env, effective_config, ensure_allocators, find_library,
-    fma_peak_gflops, fork_per_phase, load_config, log, pct_of_peak, peak_rss_mb, resolve_peak,
-    rss_now_mb, run_child, shim_buildable,
+    fma_peak_gflops, fork_per_phase, load_config, log, pct_of_peak, peak_rss_mb, peer_provenance,
+    resolve_peak, rss_now_mb, run_child, shim_buildable,
 )
 from pytorch_timing import (  # noqa: E402
     child_main, probe_gemm_main, probe_layer_gemms_main, probe_sgd_main, time_loop,
@@ -256,7 +256,8 @@ def tune_main(a) -> None:
         log(f"  {model:10s} " + "  ".join(f"{c}: {med(v):.5f} s" for c, v in res.items()) + f" -> {by_model[model]}")
     chosen["inference_by_model"] = by_model
 
-    out = {"chosen": chosen, "measurements": report}
+    import torch  # the children measured; this process names the version they ran
+    out = {"chosen": chosen, "measurements": report, "provenance": peer_provenance(torch)}
     text = json.dumps(out, indent=2)
     if a.out:
         with open(a.out, "w") as f:
@@ -287,6 +288,7 @@ def check_main(a) -> None:
             rel = row["macs_per_sample"] / spec["macs"]
             assert 0.98 < rel < 1.02, f"{name}: {row['macs_per_sample']:.4g} MACs, networks.md says {spec['macs']:.4g}"
         row["seconds"] = round(time.perf_counter() - t0, 2)
+        row["provenance"] = peer_provenance(torch)
         print(json.dumps(row), flush=True)
 
 

@@ -14,6 +14,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import provenance as P  # noqa: E402  (scripts/provenance.py: Note [Provenance])
+
 
 # ---------------------------------------------------------------------------------------------
 # Configuration candidates. Each maps to environment variables / preloads of the child process.
@@ -432,6 +435,13 @@ def mkl_cpu_type(torch) -> dict:
                 "mkl_serv_cpuiszen": int(lib.mkl_serv_cpuiszen())}
     except (OSError, AttributeError) as e:
         return {"error": str(e)}
+
+
+def peer_provenance(torch, on_gpu: bool = False) -> dict:
+    """The provenance block of a PyTorch peer row (Note [Provenance]). Take it after the row's
+    memory fields: on the GPU it asks torch for the device; on the CPU nvidia-smi, so that a CPU
+    peer never initialises CUDA."""
+    return P.provenance(P.torch_libraries(torch), torch=torch if on_gpu else None)
 
 
 def torch_facts(torch, cfg: dict) -> dict:

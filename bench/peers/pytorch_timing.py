@@ -16,7 +16,7 @@ from pytorch_nets import (
 )
 from pytorch_setup import (
     SGD_CANDIDATES, fork_per_phase, loaded_allocator, mkl_cpu_type, pct_of_peak, peak_rss_mb,
-    rss_now_mb, setup_torch, torch_facts,
+    peer_provenance, rss_now_mb, setup_torch, torch_facts,
 )
 
 
@@ -83,6 +83,7 @@ def net_child_main(a, cfg: dict, rss_start: float) -> None:
         out["seq_len"] = spec["steps"]
     if a.profile:
         out["profile_top_ops"] = profile_ops(torch, ns.step, a.profile)
+    out["provenance"] = peer_provenance(torch)
     print(json.dumps(out), flush=True)
 
 
@@ -153,6 +154,7 @@ def phase_main(a) -> None:
         out["phases"] = breakdown(torch, F, net, opt, x, y, a)
     if a.profile:
         out["profile_top_ops"] = profile_ops(torch, step, a.profile)
+    out["provenance"] = peer_provenance(torch)
     print(json.dumps(out), flush=True)
 
 
@@ -207,6 +209,7 @@ def cuda_child_main(a, cfg, torch, F, net, x_host, y_host, batch, train, rss_sta
         "gpu_peak_reserved_MB": torch.cuda.max_memory_reserved() / 1048576.0,
         "peak_rss_MB": peak_rss_mb(), "process": a.process, "rss_at_start_MB": rss_start, "rss_after_import_MB": rss_import,
         "config": facts,
+        "provenance": peer_provenance(torch, on_gpu=True),
     }
     print(json.dumps(out), flush=True)
 
@@ -267,7 +270,8 @@ def probe_sgd_main(a) -> None:
             if i:
                 times[c].append(time.perf_counter() - t0)
     print(json.dumps({"probe": "sgd", "model": a.model, "threads": a.threads,
-                      "median_s": {c: statistics.median(v) for c, v in times.items()}}), flush=True)
+                      "median_s": {c: statistics.median(v) for c, v in times.items()},
+                      "provenance": peer_provenance(torch)}), flush=True)
 
 
 def probe_layer_gemms_main(a) -> None:
@@ -305,7 +309,8 @@ def probe_layer_gemms_main(a) -> None:
         rows.append({"gemm": name, "mode": mode, "m": m, "n": n, "k": k, "median_s": sec,
                      "gflops": 2.0 * m * n * k / sec / 1e9})
     print(json.dumps({"probe": "layer_gemms", "model": a.model, "threads": a.threads, "rows": rows,
-                      "sum_s": sum(r["median_s"] for r in rows)}), flush=True)
+                      "sum_s": sum(r["median_s"] for r in rows), "provenance": peer_provenance(torch)}),
+          flush=True)
 
 
 def probe_gemm_main(a) -> None:
@@ -332,6 +337,7 @@ def probe_gemm_main(a) -> None:
         if a.onednn:
             entry["onednn"] = probe_onednn(torch, A, B, flop, a.min_time)
         res["shapes"].append(entry)
+    res["provenance"] = peer_provenance(torch)
     print(json.dumps(res), flush=True)
 
 

@@ -43,6 +43,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+import provenance as P  # noqa: E402  (scripts/provenance.py: Note [Provenance])
 
 
 def torch_peer():
@@ -381,6 +383,7 @@ def phase_main(a) -> None:
     }
     if st.kind == "lstm":
         out["seq_len"] = NETS[a.model]["steps"]
+    out["provenance"] = P.provenance(P.tensorflow_libraries(tf, keras))  # after the memory fields
     print(json.dumps(out), flush=True)
 
 
@@ -435,6 +438,8 @@ def tune_main(a) -> None:
         res["faster"] = min(("graph", "xla"), key=lambda k: res[k])
         result[model] = res
         log(model, res)
+    import tensorflow as tf  # the children measured; this process names the version they ran
+    result["provenance"] = P.provenance(P.tensorflow_libraries(tf))
     print(json.dumps(result, indent=2))
 
 

@@ -6,8 +6,9 @@
 # Packs into a temporary folder, runs `gpu_kit.sh run --tests-only` there and checks its summary:
 # every library resolves, oneDNN and Google Benchmark come from the kit (not from this machine),
 # the lazy-load test passes, and the GPU test binaries pass with a GPU or report themselves
-# skipped (exit 77) without one, which must then make the run's status non-zero. This keeps the
-# kit working for a GPU machine that has none of the Debian packages (a new shared library the
+# skipped (exit 77) without one, which must then make the run's status non-zero; the run's
+# provenance.json (and with --with-mpi dist/provenance.json) has every field and the kit's revision.
+# This keeps the kit working for a GPU machine that has none of the Debian packages (a new shared library the
 # build starts to need is packed or shows up here as unresolved on such a machine's list).
 # --with-mpi (registered when the MPI backend is built): packs the kit's Open MPI too and runs
 # `gpu_kit.sh run --dist-only` (2 ranks, mlp_mnist, small) with this machine's Open MPI hidden in a
@@ -21,6 +22,18 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; for f in "$tmp"/pack.log "$tmp"/run.log; do [ -f "$f" ] && sed 's/^/  /' "$f"; done; exit 1; }
 export ANVIL_GPU_KIT_DIR="$tmp/kit" ANVIL_BUILD_DIR="$build"
+# prov_problems FILE: the provenance problems of FILE's "provenance" object (tests/provenance_check.py),
+# nothing when it has every field (Note [Provenance]); exit 1 when it has problems.
+prov_problems() {
+  python3 - "$1" "$src/tests" <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[2])
+from provenance_check import provenance_problems
+problems = provenance_problems(json.load(open(sys.argv[1])).get("provenance", {}))
+print("; ".join(problems))
+sys.exit(1 if problems else 0)
+PY
+}
 
 ANVIL_GPU_KIT_XZ_LEVEL=0 bash "$src/scripts/gpu_kit.sh" pack --allow-dirty "${with_mpi[@]}" > "$tmp/pack.log" 2>&1 || fail "gpu_kit.sh pack exited non-zero"
 kit="$tmp/kit/anvil-gpu-kit.tar.xz"
@@ -38,6 +51,11 @@ rc=$?
 summary="$tmp/out/summary.txt"
 [ -f "$summary" ] || fail "no summary.txt"
 grep -q "^libraries: all resolve" "$summary" || fail "libraries did not all resolve"
+[ -f "$tmp/out/provenance.json" ] || fail "no provenance.json"
+why=$(prov_problems "$tmp/out/provenance.json") || fail "provenance.json: $why"
+kit_rev=$(sed -n 's/^revision: //p' "$summary" | head -1)
+grep -q "\"git_revision\": \"$kit_rev\"" "$tmp/out/provenance.json" ||
+  fail "provenance.json does not name the kit's revision $kit_rev"
 grep -q "libdnnl.so.2 => $tmp/kit/root/syslib/libdnnl.so.2" "$tmp/out/ldd.txt" ||
   fail "oneDNN does not resolve from the kit: $(grep libdnnl "$tmp/out/ldd.txt" | head -1)"
 grep -q "^test_cuda_lazy_load: exit 0 " "$summary" || fail "test_cuda_lazy_load did not pass from the kit"
@@ -68,6 +86,7 @@ if [ ${#with_mpi[@]} -gt 0 ]; then
   [ -f "$s" ] || fail "no summary.txt from run --dist-only"
   grep -q "^dist: libraries: all resolve; libmpi.so.40 => $tmp/kit/root/mpi/lib/libmpi.so.40$" "$s" ||
     fail "libmpi does not come from the kit: $(grep '^dist: lib' "$s")"
+  why=$(prov_problems "$tmp/dist/dist/provenance.json") || fail "dist/provenance.json: $why"
   grep -q "^dist mpi_check: exit 0 " "$s" || fail "the 2-rank MPI check failed from the kit"
   grep -q "^dist mpi_check: All tests passed" "$s" || fail "the MPI check's tests did not all pass"
   grep -q "^dist scaling: exit 0 " "$s" || fail "dist_bench.sh --ranks 1,2 failed from the kit"

@@ -7,7 +7,8 @@
   2. scripts/gpu_study.py's runner with a stand-in anvil_bench and a stand-in python (this file's
      --fake-bench / --fake-python modes): the memory part's bisection finds the largest batch the
      stand-in accepts (out-of-memory error rows above 300), every job is logged in jobs.tsv, and
-     with a budget too small for the steps part the jobs not started are named in missing.txt.
+     with a budget too small for the steps part the jobs not started are named in missing.txt;
+     the part's provenance.json and each record it writes carry the provenance fields.
 
     test_gpu_kit_parts.py REPO_ROOT     (CTest: gpu_kit_parts)
 """
@@ -19,6 +20,9 @@ import sys
 import tempfile
 
 from checks import FAILURES, check, finish  # noqa: E402  (beside this file)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from provenance_check import provenance_problems  # noqa: E402  (tests/)
 
 
 def fake_bench(argv):
@@ -88,6 +92,10 @@ def main():
         check(best and best[0]["max_batch"] == 288 and best[0]["first_oom"] == 304,
               f"anvil's largest batch: {best}")
         probes = [x["batch"] for x in rows if x["kind"] == "memory_probe"]
+        # Note [Provenance]: the part's provenance.json and every record the runner writes.
+        for x in rows + [json.load(open(os.path.join(mem, "provenance.json")))]:
+            check(not provenance_problems(x.get("provenance", {})),
+                  f"provenance of {x.get('kind', 'provenance.json')}: {provenance_problems(x.get('provenance', {}))}")
         check(probes == [128, 256, 512, 384, 320, 288, 304], f"probe order {probes}")
         peer = open(os.path.join(mem, "peer_memory.jsonl")).read()
         check('"max_batch": 280' in peer, "the PyTorch probe's line is not in peer_memory.jsonl")
