@@ -6,16 +6,18 @@
 // optimizer, and a checkpoint of the grown optimizer resumed bit for bit.
 #include <catch2/catch.hpp>
 
-#include <cmath>
 #include <string>
 #include <vector>
 
 #include "anvil/anvil.h"
 #include "helpers/bytes.h"
 #include "helpers/datasets.h"
+#include "helpers/f64_steps.h"
 #include "helpers/gradcheck.h"
 
 using namespace anvil;
+using test::f64_tensor;
+using test::step_gradient;
 
 namespace {
 
@@ -44,29 +46,9 @@ struct Reference {
   }
 };
 
-Tensor tensor_of(const std::vector<double>& v) {
-  return Tensor::from_vector(v, {static_cast<std::int64_t>(v.size())});
-}
-
-std::vector<double> values(const Tensor& t) {
-  return std::vector<double>(t.data<double>(), t.data<double>() + t.numel());
-}
-
-// A gradient that differs per parameter, element and step.
-std::vector<double> gradient(std::size_t n, int step, int which) {
-  std::vector<double> g;
-  for (std::size_t i = 0; i < n; ++i)
-    g.push_back(std::cos(0.9 * step + 1.7 * which + static_cast<double>(i)));
-  return g;
-}
-
 // Largest |got - want| / (|want| + 1) over the elements.
 double error(const Tensor& got, const Reference& want) {
-  const auto g = values(got);
-  double worst = 0;
-  for (std::size_t i = 0; i < g.size(); ++i)
-    worst = std::max(worst, std::abs(g[i] - want.p[i]) / (std::abs(want.p[i]) + 1));
-  return worst;
+  return test::max_relative_error(got, want.p, 1.0);
 }
 
 bool same(const Tensor& a, const Tensor& b) {
@@ -87,7 +69,7 @@ TEST_CASE("an SGD group added part-way updates with its own options, buffers fro
           ? optim::SGDOptions{.lr = 0.05, .momentum = 0.7, .weight_decay = 0.2, .nesterov = true}
           : optim::SGDOptions{.lr = 0.3, .momentum = 0.5, .dampening = 0.25};
   const std::vector<double> a0{0.5, -1.25, 2.0}, c0{-0.75, 0.125};
-  Tensor a = tensor_of(a0), c = tensor_of(c0);
+  Tensor a = f64_tensor(a0), c = f64_tensor(c0);
   optim::SGD opt({a}, first);
   Reference ra{first, a0}, rc{added, c0};
   for (int step = 1; step <= 5; ++step) {
@@ -99,11 +81,11 @@ TEST_CASE("an SGD group added part-way updates with its own options, buffers fro
       CHECK(opt.group_options(1).momentum == added.momentum);
       CHECK(opt.group_options(1).nesterov == nesterov);
     }
-    a.mutable_grad() = tensor_of(gradient(3, step, 0));
-    ra.step(gradient(3, step, 0));
+    a.mutable_grad() = f64_tensor(step_gradient(3, step, 0));
+    ra.step(step_gradient(3, step, 0));
     if (step >= 3) {
-      c.mutable_grad() = tensor_of(gradient(2, step, 1));
-      rc.step(gradient(2, step, 1));
+      c.mutable_grad() = f64_tensor(step_gradient(2, step, 1));
+      rc.step(step_gradient(2, step, 1));
     }
     opt.step();
     CHECK(error(a, ra) < 1e-14);
@@ -113,33 +95,33 @@ TEST_CASE("an SGD group added part-way updates with its own options, buffers fro
   // step (a buffer of zeros, b = (1 - dampening) g) ends elsewhere.
   if (added.dampening != 0) {
     Reference blended{added, c0, std::vector<double>(c0.size(), 0.0), true};
-    for (int step = 3; step <= 5; ++step) blended.step(gradient(2, step, 1));
+    for (int step = 3; step <= 5; ++step) blended.step(step_gradient(2, step, 1));
     CHECK(error(c, blended) > 1e-4);
   }
   // And the group's own options mattered: the first group's options give another c.
   Reference with_first{first, c0};
-  for (int step = 3; step <= 5; ++step) with_first.step(gradient(2, step, 1));
+  for (int step = 3; step <= 5; ++step) with_first.step(step_gradient(2, step, 1));
   CHECK(error(c, with_first) > 1e-3);
 }
 
 TEST_CASE("an SGD group without options takes the constructor's defaults", "[optim][sgd][groups]") {
   // The one-list constructor: its options are the defaults.
   const optim::SGDOptions options{.lr = 0.2, .momentum = 0.3, .dampening = 0.1};
-  optim::SGD one({tensor_of({1.0})}, options);
-  one.add_param_group({.params = {tensor_of({2.0})}});
+  optim::SGD one({f64_tensor({1.0})}, options);
+  one.add_param_group({.params = {f64_tensor({2.0})}});
   CHECK(one.group_options(1).lr == 0.2);
   CHECK(one.group_options(1).momentum == 0.3);
   CHECK(one.group_options(1).dampening == 0.1);
   // A changed lr of group 0 (a scheduler's) is not a default: the constructor's is.
   one.set_group_lr(0, 0.01);
-  one.add_param_group({.params = {tensor_of({3.0})}});
+  one.add_param_group({.params = {f64_tensor({3.0})}});
   CHECK(one.group_lr(2) == 0.2);
 
   // The grouped constructor: its defaults, not its first group's options.
   const optim::SGDOptions defaults{.lr = 0.4, .weight_decay = 1e-3};
-  optim::SGD grouped({{.params = {tensor_of({1.0})}, .options = optim::SGDOptions{.lr = 0.9}}},
+  optim::SGD grouped({{.params = {f64_tensor({1.0})}, .options = optim::SGDOptions{.lr = 0.9}}},
                      defaults);
-  grouped.add_param_group({.params = {tensor_of({2.0})}});
+  grouped.add_param_group({.params = {f64_tensor({2.0})}});
   CHECK(grouped.group_lr(1) == 0.4);
   CHECK(grouped.group_options(1).weight_decay == 1e-3);
   // Added groups are steppable right away and set_lr reaches them.
@@ -148,23 +130,23 @@ TEST_CASE("an SGD group without options takes the constructor's defaults", "[opt
 }
 
 TEST_CASE("SGD::add_param_group refuses bad groups and changes nothing", "[optim][sgd][groups]") {
-  Tensor a = tensor_of({1.0, 2.0});
+  Tensor a = f64_tensor({1.0, 2.0});
   optim::SGD opt({a}, optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
   CHECK_THROWS_WITH(
-      opt.add_param_group({.params = {tensor_of({0.0}), a}}),
+      opt.add_param_group({.params = {f64_tensor({0.0}), a}}),
       Catch::Contains("SGD::add_param_group") && Catch::Contains("already in a group"));
   CHECK_THROWS_WITH(opt.add_param_group({.params = {Tensor()}}),
                     Catch::Contains("SGD::add_param_group"));
-  CHECK_THROWS_WITH(
-      opt.add_param_group({.params = {tensor_of({0.0})}, .options = optim::SGDOptions{.lr = -0.5}}),
-      Catch::Contains("SGD::add_param_group") && Catch::Contains("-0.5"));
-  CHECK_THROWS_WITH(opt.add_param_group({.params = {tensor_of({0.0})},
+  CHECK_THROWS_WITH(opt.add_param_group(
+                        {.params = {f64_tensor({0.0})}, .options = optim::SGDOptions{.lr = -0.5}}),
+                    Catch::Contains("SGD::add_param_group") && Catch::Contains("-0.5"));
+  CHECK_THROWS_WITH(opt.add_param_group({.params = {f64_tensor({0.0})},
                                          .options = optim::SGDOptions{.nesterov = true}}),
                     Catch::Contains("SGD::add_param_group") && Catch::Contains("Nesterov"));
   CHECK(opt.num_groups() == 1);
   CHECK(opt.params().size() == 1);
   // Still steps as a one-group optimizer with one momentum tensor.
-  a.mutable_grad() = tensor_of({1.0, 1.0});
+  a.mutable_grad() = f64_tensor({1.0, 1.0});
   opt.step();
   CHECK(opt.state().size() == 1);
 }
