@@ -59,6 +59,7 @@ set(_anvil_internal_headers
   engine/distributed/mpi/mpi_allreduce_thread.h)  # the MPI module's all-reduce thread
 list(REMOVE_ITEM _anvil_public_headers ${_anvil_internal_headers})
 list(APPEND _anvil_public_headers include/anvil/anvil.h)
+set(ANVIL_PUBLIC_HEADERS ${_anvil_public_headers})  # also the API reference's input (AnvilApiDocs)
 install(CODE "
   set(ANVIL_SOURCE_DIR \"${PROJECT_SOURCE_DIR}\")
   set(ANVIL_STAGE_DIR \"${PROJECT_BINARY_DIR}/install-headers\")

@@ -83,8 +83,8 @@ ImageDataset read_mnist(const std::string& images_path, const std::string& label
 ImageDataset mnist_from_idx(const IdxArray& images, const IdxArray& labels,
                             const std::string& images_name, const std::string& labels_name);
 
-// A folder in the layout of the MNIST / Fashion-MNIST downloads: <split>-images-idx3-ubyte and
-// <split>-labels-idx1-ubyte, each uncompressed or with ".gz" (the uncompressed one is taken when
+// A folder in the layout of the MNIST / Fashion-MNIST downloads: `<split>-images-idx3-ubyte` and
+// `<split>-labels-idx1-ubyte`, each uncompressed or with ".gz" (the uncompressed one is taken when
 // both exist). split: "train", or "t10k" / "test" for the test set.
 ImageDataset read_mnist_dir(const std::string& dir, const std::string& split,
                             const IdxOptions& options = {});

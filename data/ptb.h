@@ -47,12 +47,13 @@ class Vocabulary {
   // words containing whitespace.
   explicit Vocabulary(std::vector<std::string> words);
 
-  // Counts the tokens of the files (with one <eos> per line) and orders the words by count,
+  // Counts the tokens of the files (with one `<eos>` per line) and orders the words by count,
   // descending, ties alphabetically (byte order): deterministic ids, the most frequent first.
   static Vocabulary build(const std::vector<std::string>& paths);
   static Vocabulary build(const std::string& path) { return build(std::vector<std::string>{path}); }
-  // One word per line, line i = id i (a trailing '\r' is ignored). Throws on a missing, empty or
-  // binary file, a blank line, a word with inner whitespace and a duplicate (naming both lines).
+  // One word per line, line i = id i (a trailing carriage return is ignored). Throws on a
+  // missing, empty or binary file, a blank line, a word with inner whitespace and a duplicate
+  // (naming both lines).
   static Vocabulary load(const std::string& path);
   // The same from text in memory (`name` only for messages); the PTB fuzz target calls it.
   static Vocabulary parse(const std::string& text, const std::string& name);
@@ -79,10 +80,10 @@ class Vocabulary {
 // What the reader does with a token missing from the vocabulary.
 enum class UnknownWords {
   kReject,    // throw, naming the file, the line and the word
-  kMapToUnk,  // use the id of <unk> (the vocabulary must contain <unk>)
+  kMapToUnk,  // use the id of `<unk>` (the vocabulary must contain `<unk>`)
 };
 
-// Reads a PTB text file into token ids (one <eos> per line appended). Throws anvil::Error naming
+// Reads a PTB text file into token ids (one `<eos>` per line appended). Throws anvil::Error naming
 // the file for: a missing/unreadable file, an empty file (no words), binary data (a NUL byte or
 // invalid UTF-8: "not a text file"), and, with kReject, a word missing from `vocab`.
 std::vector<std::int64_t> read_ptb_ids(const std::string& path, const Vocabulary& vocab,

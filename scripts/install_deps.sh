@@ -22,6 +22,7 @@ packages=(
   dataset-fashion-mnist                 # loader tests and the training CLI
   xz-utils                              # scripts/gpu_kit.sh archives (CTest gpu_kit)
   libopenmpi-dev openmpi-bin            # distributed training: the mpi backend, mpirun (docs/distributed.md)
+  doxygen                               # the API reference, CTest docs_api_reference (docs/library.md)
 )
 
 missing=()

@@ -14,8 +14,12 @@
 #include <vector>
 
 #include "anvil/anvil.h"
+#include "helpers/f64_steps.h"
 
 using namespace anvil;
+using test::f64_tensor;
+using test::f64_values;
+using test::step_gradient;
 
 namespace {
 
@@ -55,29 +59,9 @@ Reference reference_of(const std::vector<double>& p0, const optim::AdamOptions& 
           std::vector<double>(p0.size())};
 }
 
-Tensor tensor_of(const std::vector<double>& v) {
-  return Tensor::from_vector(v, {static_cast<std::int64_t>(v.size())});
-}
-
-std::vector<double> values(const Tensor& t) {
-  return std::vector<double>(t.data<double>(), t.data<double>() + t.numel());
-}
-
-// A gradient that differs per parameter, element and step.
-std::vector<double> gradient(std::size_t n, int step, int which) {
-  std::vector<double> g;
-  for (std::size_t i = 0; i < n; ++i)
-    g.push_back(std::sin(1.3 * step + 0.7 * which + static_cast<double>(i)));
-  return g;
-}
-
 // Largest |got - want| / (|want| + lr) over the elements.
 double error(const Tensor& got, const Reference& want) {
-  const auto g = values(got);
-  double worst = 0;
-  for (std::size_t i = 0; i < g.size(); ++i)
-    worst = std::max(worst, std::abs(g[i] - want.p[i]) / (std::abs(want.p[i]) + want.lr));
-  return worst;
+  return test::max_relative_error(got, want.p, want.lr);
 }
 
 }  // namespace
@@ -91,7 +75,7 @@ TEST_CASE("a parameter without a gradient in a step keeps its own Adam step coun
   const optim::AdamOptions o{
       .lr = 0.05, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1};
   const std::vector<double> a0{0.5, -1.25, 2.0}, b0{-0.75, 0.125};
-  Tensor a = tensor_of(a0), b = tensor_of(b0);
+  Tensor a = f64_tensor(a0), b = f64_tensor(b0);
   std::unique_ptr<optim::AdamBase> opt;
   if (decoupled)
     opt = std::make_unique<optim::AdamW>(std::vector<Tensor>{a, b},
@@ -107,11 +91,11 @@ TEST_CASE("a parameter without a gradient in a step keeps its own Adam step coun
   // b gets a gradient in steps 1, 4 and 5 only: its t runs 1, 2, 3 while a's runs 1 to 5.
   for (int step = 1; step <= 5; ++step) {
     const bool b_has_grad = step == 1 || step >= 4;
-    a.mutable_grad() = tensor_of(gradient(3, step, 0));
-    b.mutable_grad() = b_has_grad ? tensor_of(gradient(2, step, 1)) : Tensor();
+    a.mutable_grad() = f64_tensor(step_gradient(3, step, 0));
+    b.mutable_grad() = b_has_grad ? f64_tensor(step_gradient(2, step, 1)) : Tensor();
     opt->step();
-    ra.step(gradient(3, step, 0));
-    if (b_has_grad) rb.step(gradient(2, step, 1));
+    ra.step(step_gradient(3, step, 0));
+    if (b_has_grad) rb.step(step_gradient(2, step, 1));
     CHECK(error(a, ra) < 1e-13);
     CHECK(error(b, rb) < 1e-13);
   }
@@ -120,10 +104,10 @@ TEST_CASE("a parameter without a gradient in a step keeps its own Adam step coun
   CHECK(opt->param_steps(1) == 3);
   // With one global count, b's last update would have been corrected as step 5, not 3.
   Reference global = reference_of(b0, o, decoupled);
-  global.step(gradient(2, 1, 1));
+  global.step(step_gradient(2, 1, 1));
   global.t = 3;
-  global.step(gradient(2, 4, 1));
-  global.step(gradient(2, 5, 1));
+  global.step(step_gradient(2, 4, 1));
+  global.step(step_gradient(2, 5, 1));
   CHECK(error(b, global) > 1e-4);
   CHECK_THROWS_WITH(opt->param_steps(2), Catch::Contains("param_steps") && Catch::Contains("2"));
 }
@@ -132,7 +116,7 @@ TEST_CASE("a group added with add_param_group counts its steps from 0",
           "[optim][adam][param_steps]") {
   const optim::AdamWOptions defaults{.lr = 0.02, .weight_decay = 0.05};
   const std::vector<double> a0{1.0, -2.0}, c0{0.25, 0.5, -0.5};
-  Tensor a = tensor_of(a0), c = tensor_of(c0);
+  Tensor a = f64_tensor(a0), c = f64_tensor(c0);
   optim::AdamW opt({a}, defaults);
   const optim::AdamOptions od{.lr = defaults.lr, .weight_decay = defaults.weight_decay};
   const optim::AdamOptions oc{.lr = 0.1, .beta1 = 0.5, .weight_decay = 0.0};
@@ -146,11 +130,11 @@ TEST_CASE("a group added with add_param_group counts its steps from 0",
       REQUIRE(opt.params().size() == 2);
       REQUIRE(opt.param_steps(1) == 0);
     }
-    a.mutable_grad() = tensor_of(gradient(2, step, 0));
-    ra.step(gradient(2, step, 0));
+    a.mutable_grad() = f64_tensor(step_gradient(2, step, 0));
+    ra.step(step_gradient(2, step, 0));
     if (step >= 3) {
-      c.mutable_grad() = tensor_of(gradient(3, step, 2));
-      rc.step(gradient(3, step, 2));
+      c.mutable_grad() = f64_tensor(step_gradient(3, step, 2));
+      rc.step(step_gradient(3, step, 2));
     }
     opt.step();
     CHECK(error(a, ra) < 1e-13);
@@ -161,7 +145,7 @@ TEST_CASE("a group added with add_param_group counts its steps from 0",
   CHECK(opt.group_options(1).lr == 0.1);
 
   // A group without options takes the constructor's defaults.
-  Tensor d = tensor_of({3.0});
+  Tensor d = f64_tensor({3.0});
   opt.add_param_group({.params = {d}});
   CHECK(opt.group_options(2).weight_decay == 0.05);
   CHECK(opt.group_options(2).lr == 0.02);
@@ -169,14 +153,14 @@ TEST_CASE("a group added with add_param_group counts its steps from 0",
 
 TEST_CASE("add_param_group refuses a parameter already in a group and changes nothing",
           "[optim][adam][param_steps]") {
-  Tensor a = tensor_of({1.0, 2.0});
+  Tensor a = f64_tensor({1.0, 2.0});
   optim::Adam opt({a}, {});
   CHECK_THROWS_WITH(
-      opt.add_param_group({.params = {Tensor(tensor_of({0.0})), a}}),
+      opt.add_param_group({.params = {Tensor(f64_tensor({0.0})), a}}),
       Catch::Contains("Adam::add_param_group") && Catch::Contains("already in a group"));
   CHECK(opt.num_groups() == 1);
   CHECK(opt.params().size() == 1);
-  CHECK_THROWS_WITH(opt.add_param_group({.params = {tensor_of({0.0})},
+  CHECK_THROWS_WITH(opt.add_param_group({.params = {f64_tensor({0.0})},
                                          .options = optim::AdamOptions{.beta1 = 1.5}}),
                     Catch::Contains("Adam::add_param_group") && Catch::Contains("betas"));
   CHECK(opt.num_groups() == 1);
@@ -184,10 +168,10 @@ TEST_CASE("add_param_group refuses a parameter already in a group and changes no
 
 TEST_CASE("a scheduler built before add_param_group refuses to step",
           "[optim][adam][param_steps]") {
-  Tensor a = tensor_of({1.0});
+  Tensor a = f64_tensor({1.0});
   optim::Adam opt({a}, {.lr = 0.1});
   optim::StepLR sched(opt, 2);
-  opt.add_param_group({.params = {tensor_of({2.0})}});
+  opt.add_param_group({.params = {f64_tensor({2.0})}});
   CHECK_THROWS_WITH(sched.step(), Catch::Contains("StepLR::step") &&
                                       Catch::Contains("built for 1 parameter groups") &&
                                       Catch::Contains("now has 2"));
@@ -198,13 +182,13 @@ TEST_CASE("per-parameter Adam step counts go through a checkpoint",
   const std::vector<double> a0{0.5, -1.0}, b0{2.0};
   auto run_steps = [&](Tensor& a, Tensor& b, optim::Adam& opt, int from, int to) {
     for (int step = from; step <= to; ++step) {
-      a.mutable_grad() = tensor_of(gradient(2, step, 0));
-      b.mutable_grad() = step % 2 == 0 ? tensor_of(gradient(1, step, 1)) : Tensor();
+      a.mutable_grad() = f64_tensor(step_gradient(2, step, 0));
+      b.mutable_grad() = step % 2 == 0 ? f64_tensor(step_gradient(1, step, 1)) : Tensor();
       opt.step();
     }
   };
   // Uninterrupted: steps 1-6 (b has a gradient in 2, 4 and 6).
-  Tensor a = tensor_of(a0), b = tensor_of(b0);
+  Tensor a = f64_tensor(a0), b = f64_tensor(b0);
   optim::Adam opt({a, b}, {.lr = 0.03});
   run_steps(a, b, opt, 1, 3);
   const auto md = opt.state_metadata();
@@ -213,24 +197,24 @@ TEST_CASE("per-parameter Adam step counts go through a checkpoint",
   CHECK(md.at("adam.step.1") == "1");
   std::vector<std::pair<std::string, Tensor>> saved;
   for (const auto& [name, t] : opt.state()) saved.emplace_back(name, t.clone());
-  const std::vector<double> a3 = values(a), b3 = values(b);
+  const std::vector<double> a3 = f64_values(a), b3 = f64_values(b);
   run_steps(a, b, opt, 4, 6);
 
   // Resumed from the state after step 3: the same values, bit for bit.
-  Tensor ra = tensor_of(a3), rb = tensor_of(b3);
+  Tensor ra = f64_tensor(a3), rb = f64_tensor(b3);
   optim::Adam resumed({ra, rb}, {.lr = 0.03});
   resumed.load_state(saved, md);
   CHECK(resumed.param_steps(0) == 3);
   CHECK(resumed.param_steps(1) == 1);
   run_steps(ra, rb, resumed, 4, 6);
-  CHECK(values(ra) == values(a));
-  CHECK(values(rb) == values(b));
+  CHECK(f64_values(ra) == f64_values(a));
+  CHECK(f64_values(rb) == f64_values(b));
 
   // A checkpoint from before the per-parameter counts: every parameter with state takes "step".
   auto old_md = md;
   old_md.erase("adam.step.0");
   old_md.erase("adam.step.1");
-  optim::Adam old({tensor_of(a3), tensor_of(b3)}, {.lr = 0.03});
+  optim::Adam old({f64_tensor(a3), f64_tensor(b3)}, {.lr = 0.03});
   old.load_state(saved, old_md);
   CHECK(old.param_steps(0) == 3);
   CHECK(old.param_steps(1) == 3);

@@ -9,7 +9,7 @@
 // One table holds all three passes (the pass is a problem field), so forcing a variant by name
 // (ANVIL_VARIANT=conv2d=cpu.im2col) forces forward, backward-data and backward-weights together.
 // Variants: ref (f32/f64), cpu.im2col, cpu.onednn, cpu.onednn.nchw, cpu.onednn.winograd; bf16:
-// cpu.onednn.bf16 (avx512_bf16) and cpu.bf16_via_f32; f16: cpu.f16_via_f32; cuda.cudnn.<algo>.
+// cpu.onednn.bf16 (avx512_bf16) and cpu.bf16_via_f32; f16: cpu.f16_via_f32; `cuda.cudnn.<algo>`.
 #include <cstdint>
 #include <string>
 #include <tuple>

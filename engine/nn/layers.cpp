@@ -112,6 +112,10 @@ Sequential::Sequential(std::initializer_list<ModulePtr> layers) {
 
 Sequential& Sequential::add(ModulePtr layer, std::string name) {
   ANVIL_CHECK(layer != nullptr, "Sequential::add", "null layer");
+  // Later layers get the previous one's single output (Note [Multi-input modules]).
+  ANVIL_CHECK(children().empty() || layer->num_inputs() == 1, "Sequential::add", "layer ",
+              children().size(), " (", layer->type_name(), ") takes ", layer->num_inputs(),
+              " inputs; only the first layer of a Sequential may take several");
   if (name.empty()) name = std::to_string(children().size());
   register_module(std::move(name), std::move(layer));
   return *this;
@@ -121,6 +125,17 @@ Tensor Sequential::forward(const Tensor& x) {
   Tensor h = x;
   for (const auto& [name, m] : children()) h = m->forward(h);
   return h;
+}
+
+Tensor Sequential::forward_inputs(const std::vector<Tensor>& inputs) {
+  if (children().empty()) return Module::forward_inputs(inputs);  // the identity of one input
+  Tensor h = children().front().second->forward_inputs(inputs);
+  for (std::size_t i = 1; i < children().size(); ++i) h = children()[i].second->forward(h);
+  return h;
+}
+
+std::size_t Sequential::num_inputs() const {
+  return children().empty() ? 1 : children().front().second->num_inputs();
 }
 
 Shape Sequential::output_shape(const Shape& in) const {

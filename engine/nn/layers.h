@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The basic layers: Linear, activations, Dropout, Flatten and the Sequential container.
+#include <concepts>
 #include <initializer_list>
 #include <optional>
 #include <type_traits>
@@ -101,9 +102,19 @@ class Sequential final : public Module {
                                      ...)) explicit Sequential(Layers&&... layers) {
     (add(ModulePtr(std::forward<Layers>(layers))), ...);
   }
-  // Appends a layer named by its position ("0", "1", ...) unless a name is given.
+  // Appends a layer named by its position ("0", "1", ...) unless a name is given. Only the first
+  // layer may take several inputs (num_inputs() > 1); a later one is refused.
   Sequential& add(ModulePtr layer, std::string name = {});
   Tensor forward(const Tensor& x) override;
+  // The inputs go to the first layer (forward_inputs), its output through the others: a
+  // Sequential whose first layer is a MultiInputModule<2> is called as seq->forward(a, b).
+  template <std::same_as<Tensor>... More>
+  Tensor forward(const Tensor& a, const Tensor& b, const More&... more) {
+    return forward_inputs({a, b, more...});
+  }
+  Tensor forward_inputs(const std::vector<Tensor>& inputs) override;
+  // The first layer's (1 when empty).
+  std::size_t num_inputs() const override;
   std::string type_name() const override { return "Sequential"; }
   Shape output_shape(const Shape& in) const override;
   double forward_flops(const Shape& in) const override;

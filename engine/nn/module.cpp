@@ -139,6 +139,12 @@ void Module::train(bool on) {
 }
 
 // Note [Sequence-model hooks] in module.h.
+Tensor Module::forward_inputs(const std::vector<Tensor>& inputs) {
+  ANVIL_CHECK(inputs.size() == 1, (type_name() + "::forward_inputs").c_str(), "takes 1 input, got ",
+              inputs.size());
+  return forward(inputs.front());
+}
+
 void Module::reset_state() {
   for (auto& [n, m] : children_) m->reset_state();
 }

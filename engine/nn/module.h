@@ -26,6 +26,13 @@ class Module {
   virtual ~Module() = default;
   virtual Tensor forward(const Tensor& x) = 0;
   Tensor operator()(const Tensor& x) { return forward(x); }
+  // How many tensors forward takes: 1, or N for a MultiInputModule<N> (engine/nn/multi_input.h),
+  // or a Sequential's first layer's.
+  virtual std::size_t num_inputs() const { return 1; }
+  // forward for code that holds a Module& and cannot call a typed N-input forward (Note
+  // [Multi-input modules]): here exactly one tensor, passed to forward; throws
+  // "<type>::forward_inputs: takes 1 input, got <n>" otherwise.
+  virtual Tensor forward_inputs(const std::vector<Tensor>& inputs);
 
   // "Linear", "Sequential", ...
   virtual std::string type_name() const = 0;

@@ -168,16 +168,35 @@ void Optimizer::zero_grad(bool set_to_none) {
 // ---- SGD ------------------------------------------------------------------------------------
 
 SGD::SGD(std::vector<Tensor> params, SGDOptions options)
-    : Optimizer(std::move(params)), groups_{options} {
+    : Optimizer(std::move(params)), groups_{options}, defaults_(options) {
   check_options(options, "SGD");
   momentum_.resize(params_.size());
 }
 
 SGD::SGD(std::vector<ParamGroup<SGDOptions>> groups, SGDOptions defaults)
-    : Optimizer(detail::tensors_of(groups)), groups_(detail::options_of(groups, defaults)) {
+    : Optimizer(detail::tensors_of(groups)),
+      groups_(detail::options_of(groups, defaults)),
+      defaults_(defaults) {
   for (std::size_t g = 0; g < groups_.size(); ++g)
     check_options(groups_[g], ("SGD group " + std::to_string(g)).c_str());
   momentum_.resize(params_.size());
+}
+
+void SGD::add_param_group(ParamGroup<SGDOptions> group) {
+  const char* where = "SGD::add_param_group";
+  const SGDOptions o = group.options.value_or(defaults_);
+  check_options(o, where);
+  ANVIL_CHECK(!folded_ || (o.momentum == 0 && o.weight_decay == 0 && !o.nesterov), where,
+              "this optimizer is folded into backward, which needs plain SGD, but the group has "
+              "momentum=",
+              o.momentum, " weight_decay=", o.weight_decay, " nesterov=", o.nesterov);
+  const std::size_t first = params_.size();
+  append_group(std::move(group.params), where);  // checks before it changes anything
+  groups_.push_back(o);
+  momentum_.resize(params_.size());  // no buffers: the first step copies the gradient
+  if (folded_)
+    for (std::size_t i = first; i < params_.size(); ++i)
+      ensure_autograd_meta(params_[i]).folded_sgd_lr = o.lr;
 }
 
 std::vector<std::pair<std::string, Tensor>> SGD::state() const {

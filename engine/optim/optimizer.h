@@ -105,6 +105,11 @@ class SGD final : public Optimizer {
   SGD(std::vector<Tensor> params, SGDOptions options);
   SGD(std::vector<Tensor> params, double lr) : SGD(std::move(params), SGDOptions{lr}) {}
   SGD(std::vector<ParamGroup<SGDOptions>> groups, SGDOptions defaults);
+  // torch.optim.Optimizer.add_param_group: a group added after construction (options unset:
+  // the constructor's defaults, or its options for the one-list constructor). Its parameters
+  // start without momentum buffers; on a folded optimizer the group must be plain SGD and is
+  // folded too. A scheduler built before refuses to step until it is rebuilt.
+  void add_param_group(ParamGroup<SGDOptions> group);
   void step() override;
   double group_lr(std::size_t g) const override { return groups_.at(g).lr; }
   void set_group_lr(std::size_t g, double lr) override;
@@ -125,6 +130,7 @@ class SGD final : public Optimizer {
 
  private:
   std::vector<SGDOptions> groups_;  // per group
+  SGDOptions defaults_;             // for add_param_group
   bool folded_ = false;
   std::vector<Tensor> momentum_;  // per parameter, created on the first step
 };

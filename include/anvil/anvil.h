@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The umbrella header, #include <anvil/anvil.h>: everything a library user needs. It only
+// The umbrella header, `#include <anvil/anvil.h>`: everything a library user needs. It only
 // includes. It lives outside engine/ because it spans every layer (and data/, models/).
 #include "data/cifar.h"
 #include "data/idx.h"
@@ -29,6 +29,7 @@
 #include "engine/nn/init.h"
 #include "engine/nn/layers.h"
 #include "engine/nn/module.h"
+#include "engine/nn/multi_input.h"
 #include "engine/nn/pooling.h"
 #include "engine/nn/recurrent.h"
 #include "engine/optim/checkpoint.h"
