@@ -477,9 +477,7 @@ void run_via_f32(const PoolArgs& a) {
 }
 
 Support supports_omp(const PoolProblem& p) {
-  if (!is_floating(p.dtype))
-    return Support::no(
-        detail::str_cat("cpu.omp handles f32 and f64 only, not ", dtype_name(p.dtype)));
+  if (Support s = floating_support(p.dtype); !s.ok) return s;  // "needs f32 or f64, got bf16"
   if (p.h * p.w > std::numeric_limits<std::int32_t>::max())
     return Support::no("cpu.omp stores max positions as int32: the plane is too large");
   return Support::yes();
