@@ -138,7 +138,7 @@ class Reader {
     return integers ? take_dtype_of({DType::f32, DType::f64, DType::i32, DType::i64})
                     : take_dtype_of({DType::f32, DType::f64});
   }
-  // conv2d also takes the 16-bit types of autocast (Note [Autocast policy]).
+  // conv2d and the pools also take the 16-bit types of autocast (Note [Autocast policy]).
   DType take_dtype_or_half() {
     return take_dtype_of({DType::f32, DType::f64, DType::bf16, DType::f16});
   }

@@ -210,9 +210,9 @@ PoolProblem parse_pool(Reader& r, PoolKind kind) {
   const int pass = r.take_choice(kPoolPasses);
   const bool ceil = r.take_word("ceil");
   const bool exclude_pad = r.take_word("exclude_pad");
-  const DType dtype = r.take_dtype();
+  const DType dtype = r.take_dtype_or_half();
   const Device device = r.take_device();
-  r.finish(adaptive ? "fwd_i fwd_t bwd" : "fwd_i fwd_t bwd, ceil, exclude_pad");
+  r.finish(adaptive ? "fwd_i fwd_t bwd, bf16 f16" : "fwd_i fwd_t bwd, ceil, exclude_pad, bf16 f16");
   if (exclude_pad && kind != PoolKind::avg) r.fail("exclude_pad applies to avg_pool2d only");
   PoolProblem p;
   if (adaptive) {

@@ -23,10 +23,11 @@
 //   max_pool2d, avg_pool2d: mb ic ih iw kh kw sh sw ph pw oh ow. Needed: ic ih kh. Defaults:
 //                 mb 2, iw = ih, kw = kh, sh = kh (PyTorch: the stride is the window), sw = sh,
 //                 ph 0, pw = ph; oh/ow are computed and, when given, must match.
-//                 parts: fwd_i (default) | fwd_t | bwd, ceil, exclude_pad (avg only).
-//                 mb16ic64ih112kh3sh2ph1:fwd_t
+//                 parts: fwd_i (default) | fwd_t | bwd, ceil, exclude_pad (avg only); dtype
+//                 also bf16 or f16.  mb16ic64ih112kh3sh2ph1:fwd_t, mb2ic96ih55kh3sh2:bwd:bf16
 //   adaptive_avg_pool2d: mb ic ih iw oh ow. Needed: ic ih oh. Defaults: mb 2, iw = ih, ow = oh.
-//                 parts: fwd_i (default) | fwd_t | bwd.  mb16ic2048ih7oh1
+//                 parts: fwd_i (default) | fwd_t | bwd; dtype also bf16 or f16.
+//                 mb16ic2048ih7oh1
 //   batch_norm2d: mb ic ih iw. Needed: ic ih. Defaults: mb 2, iw = ih.
 //                 parts: fwd_t (default) | fwd_i | bwd; batch (normalised with the batch
 //                 statistics; the default except with fwd_i) | global (with the given ones);

@@ -36,9 +36,11 @@ void declare_variant_orders() {
   reduce_table().set_order({"cpu.omp", "cuda.custom.reduce", "ref"});
   softmax_table().set_order({"cpu.omp", "cuda.custom.softmax", "ref"});
   // oneDNN's JIT pooling first; a heuristic names cpu.omp where oneDNN falls back to slow code
-  // (Note [Pool default order]).
+  // (Note [Pool default order]). bf16 likewise: oneDNN's JIT bf16 pooling, else the plane-wise
+  // widening fallback (Note [oneDNN bf16 pooling]); f16 has only the fallback.
   for (PoolKind kind : {PoolKind::max, PoolKind::avg, PoolKind::adaptive_avg})
-    pool_table(kind).set_order({"cpu.onednn", "cpu.omp", "cuda.custom", "cuda.cudnn", "ref"});
+    pool_table(kind).set_order({"cpu.onednn", "cpu.onednn.bf16", "cpu.omp", "cpu.bf16_via_f32",
+                                "cpu.f16_via_f32", "cuda.custom", "cuda.cudnn", "ref"});
   // cpu.onednn after cpu.omp: on plain NCHW oneDNN 2.6 runs `ncsp_bnorm`, 3-10x slower on the
   // ResNet-50 shapes (docs/kernels/pool_bn.md).
   batch_norm2d_table().set_order({"cuda.cudnn", "cpu.omp", "cuda.custom", "cpu.onednn", "ref"});

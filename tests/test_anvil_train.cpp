@@ -253,7 +253,7 @@ TEST_CASE("anvil train --precision bf16 trains to about fp32's accuracy with f32
 
 TEST_CASE("anvil train --precision bf16 trains cnn_mnist to about fp32's loss and accuracy",
           "[train][real_data][autocast][conv]") {
-  // The convolutions run in bf16 too (Note [Autocast policy]), the pools in f32.
+  // The convolutions and the pools run in bf16 too (Note [Autocast policy]).
   std::ostringstream log;
   auto fp32 = small_run("cnn_mnist");
   fp32.epochs = 1;

@@ -232,8 +232,8 @@ TEST_CASE("the dispatch decision for a 16-bit problem names its dtype", "[half][
 }
 
 TEST_CASE("ops without 16-bit kernels refuse bf16/f16 by name", "[half][errors]") {
-  // (matmul takes bf16/f16 through the GEMM `ref`: tests/test_autocast.cpp; conv2d through
-  // cpu.onednn.bf16 and the via-f32 variants: tests/test_autocast_conv.cpp.)
+  // (matmul takes bf16/f16 through the GEMM `ref`: tests/test_autocast.cpp; conv2d and the
+  // pools through cpu.onednn.bf16 and the via-f32 variants: tests/test_autocast_conv.cpp.)
   const Tensor a = Tensor::ones({4, 4}, DType::bf16);
   CHECK_THROWS_WITH(softmax(a), Contains("softmax") && Contains("bf16"));
   CHECK_THROWS_WITH(ops::log_softmax(Tensor::ones({2, 3}, DType::f16)),
@@ -241,7 +241,9 @@ TEST_CASE("ops without 16-bit kernels refuse bf16/f16 by name", "[half][errors]"
   const Tensor img = Tensor::ones({1, 1, 4, 4}, DType::f16);
   CHECK_THROWS_WITH(conv2d(img, Tensor::ones({1, 1, 3, 3}, DType::bf16)),
                     Contains("input is f16 but weight is bf16"));
-  CHECK_THROWS_WITH(max_pool2d(img, Pool2dOptions{.kernel = {2, 2}}), Contains("f16"));
+  // Pooling takes bf16/f16 (docs/kernels/pool_bn.md); an integer image is refused, naming them.
+  CHECK_THROWS_WITH(max_pool2d(Tensor::ones({1, 1, 4, 4}, DType::i32), Pool2dOptions{}),
+                    Contains("i32") && Contains("bf16 or f16"));
   Tensor p = Tensor::ones({3}, DType::bf16);
   CHECK_THROWS_WITH(p.set_requires_grad(true), Contains("set_requires_grad") && Contains("bf16"));
 }

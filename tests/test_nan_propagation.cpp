@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // NaN stays visible (Note [NaN propagation], kernels/cpu/elementwise_functors.h), as in PyTorch:
 // relu, relu_backward, maximum, max pooling (values, workspace and backward), max reductions and
-// the relu fused into a convolution, under every CPU variant of each table, f32 and f64, dense
-// (the vector selects) and strided. The CUDA kernels have the same checks in
-// tests/cuda/test_cuda_pointwise.cpp.
+// the relu fused into a convolution, under every CPU variant of each table, f32 and f64 (max
+// pooling also bf16 and f16, in the variants that take them), dense (the vector selects) and
+// strided. The CUDA kernels have the same checks in tests/cuda/test_cuda_pointwise.cpp.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -157,16 +157,17 @@ TEST_CASE("max pooling propagates NaN and routes its gradient to it under every 
   const std::vector<Geo> geos = {{9, 11, 3, 2, 1}, {8, 10, 2, 2, 0}, {7, 70, 3, 1, 0}};
   std::vector<std::string> variants = {""};  // "" = the default selection
   for (const auto& name : cpu_variants(max_pool2d_table())) {
-    // See Note [oneDNN max pooling and NaN]: oneDNN drops NaN, so it is opt-in for max pooling.
+    // See Note [oneDNN max pooling and NaN]: oneDNN drops NaN, so it is opt-in for max pooling
+    // (in bf16 too: Note [oneDNN bf16 pooling]).
     if (max_pool2d_table().find(name)->opt_in)
-      CHECK(name == "cpu.onednn");
+      CHECK((name == "cpu.onednn" || name == "cpu.onednn.bf16"));
     else
       variants.push_back(name);
   }
-  CHECK(variants.size() >= 3);  // default, cpu.omp, ref
+  CHECK(variants.size() >= 5);  // default, cpu.omp, cpu.bf16_via_f32, cpu.f16_via_f32, ref
   for (const auto& name : variants) {
     for (const Geo& g : geos) {
-      for (DType dt : {DType::f32, DType::f64}) {
+      for (DType dt : {DType::f32, DType::f64, DType::bf16, DType::f16}) {
         const std::int64_t N = 2, C = 3;
         std::vector<double> xv(static_cast<std::size_t>(N * C * g.h * g.w));
         for (std::size_t i = 0; i < xv.size(); ++i) {
@@ -178,10 +179,12 @@ TEST_CASE("max pooling propagates NaN and routes its gradient to it under every 
                       : std::sin(0.7 * static_cast<double>(i));  // no ties
         }
         const Tensor x = tensor_of(xv, {N, C, g.h, g.w}, dt);
-        xv = values_f64(x);  // as stored (f32 rounds)
+        xv = values_f64(x);  // as stored (f32, bf16 and f16 round)
         const PoolProblem p = ops::pool2d_problem(PoolKind::max, x, {g.k, g.k}, {g.s, g.s},
                                                   {g.p, g.p}, false, true, "test");
         INFO((name.empty() ? "default" : name) << " " << p.repr());
+        // Each variant in the dtypes it takes (the 16-bit ones in theirs only).
+        if (!name.empty() && !max_pool2d_table().find(name)->supports(p).ok) continue;
         // Brute force: NaN if the window holds one (then its position), else the first max.
         std::vector<double> want_y, want_dx(xv.size(), 0.0);
         for (std::int64_t pl = 0; pl < N * C; ++pl)

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <variant>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -63,29 +64,55 @@ TEST_CASE("pool output sizes follow the PyTorch ceil_mode rule", "[pool]") {
   CHECK(max_pool2d(x, test::pool_options(2, 2, 1, true)).sizes() == Shape{1, 1, 3, 3});
 }
 
+namespace {
+
+// The first of f32, bf16, f16 that `name` of the max_pool2d table takes (the 16-bit variants
+// take their own type only).
+DType variant_dtype(const std::string& name) {
+  for (const DType t : {DType::f32, DType::bf16, DType::f16}) {
+    const PoolProblem p = make_pool_problem(PoolKind::max, {1, 1, 4, 4}, {2, 2}, {2, 2}, {0, 0},
+                                            false, true, t, Device::cpu(), "test");
+    const auto* v = max_pool2d_table().find(name);
+    if (!v->supports || v->supports(p).ok) return t;
+  }
+  return DType::f32;
+}
+
+}  // namespace
+
 TEST_CASE("pool known values match PyTorch", "[pool]") {
   register_builtin_kernels();
-  Tensor x = Tensor::arange(30.0).reshape({1, 1, 5, 6});
   for (const auto& v : max_pool2d_table().variants()) {
     INFO("variant " << v.name);
+    // oneDNN 2.6 has no JIT bf16 pooling for one channel, so cpu.onednn.bf16 declines these
+    // problems; the pooling driver loops check it on the layers (tests/test_op_drivers.cpp).
+    if (v.name == "cpu.onednn.bf16") continue;
+    // Each variant in its type: the inputs (integers up to 29) are exact in bf16 and f16, the
+    // maxima too; averages round to the type (bf16: 8 bits, up to 0.0625 at 16..32).
+    const DType dt = variant_dtype(v.name);
+    const double tol = dt == DType::f32 ? 1e-5 : 0.07;
+    const Tensor x = Tensor::arange(30.0).reshape({1, 1, 5, 6}).to(dt);
     ForceVariant f1("max_pool2d", v.name), f2("avg_pool2d", v.name),
         f3("adaptive_avg_pool2d", v.name);
-    check_values(max_pool2d(Tensor::arange(16.0).reshape({1, 1, 4, 4}), test::pool_options(2, 2)),
-                 {5, 7, 13, 15});
+    check_values(
+        max_pool2d(Tensor::arange(16.0).reshape({1, 1, 4, 4}).to(dt), test::pool_options(2, 2)),
+        {5, 7, 13, 15}, 0.0);
     check_values(max_pool2d(x, test::pool_options(3, 2, 1, true)),
-                 {7, 9, 11, 11, 19, 21, 23, 23, 25, 27, 29, 29});
+                 {7, 9, 11, 11, 19, 21, 23, 23, 25, 27, 29, 29}, 0.0);
     check_values(avg_pool2d(x, test::pool_options(3, 2, 1, true, false)),
-                 {3.5, 5, 7, 8, 12.5, 14, 16, 17, 21.5, 23, 25, 26});
+                 {3.5, 5, 7, 8, 12.5, 14, 16, 17, 21.5, 23, 25, 26}, tol);
     // include_pad with ceil_mode: oneDNN cannot (its divisor would be 9 in the last column).
-    if (v.name != "cpu.onednn") {
+    if (v.name != "cpu.onednn" && v.name != "cpu.onednn.bf16") {
       check_values(avg_pool2d(x, test::pool_options(3, 2, 1, true, true)),
                    {1.5555555820, 3.3333332538, 4.6666665077, 2.6666667461, 8.3333330154, 14.0,
-                    16.0, 8.5, 9.5555553436, 15.3333330154, 16.6666660308, 8.6666669846});
-      check_values(avg_pool2d(Tensor::ones({1, 1, 6, 6}), test::pool_options(3, 2, 1, true)),
-                   {4 / 9., 6 / 9., 6 / 9., 3 / 9., 6 / 9., 1, 1, .5, 6 / 9., 1, 1, .5, 3 / 9., .5,
-                    .5, .25});
+                    16.0, 8.5, 9.5555553436, 15.3333330154, 16.6666660308, 8.6666669846},
+                   tol);
+      check_values(
+          avg_pool2d(Tensor::ones({1, 1, 6, 6}).to(dt), test::pool_options(3, 2, 1, true)),
+          {4 / 9., 6 / 9., 6 / 9., 3 / 9., 6 / 9., 1, 1, .5, 6 / 9., 1, 1, .5, 3 / 9., .5, .5, .25},
+          tol);
       check_values(adaptive_avg_pool2d(x, {3, 4}),
-                   {3.5, 4.5, 6.5, 7.5, 12.5, 13.5, 15.5, 16.5, 21.5, 22.5, 24.5, 25.5});
+                   {3.5, 4.5, 6.5, 7.5, 12.5, 13.5, 15.5, 16.5, 21.5, 22.5, 24.5, 25.5}, tol);
     }
   }
   Tensor g = global_avg_pool2d(Tensor::arange(24.0).reshape({2, 3, 2, 2}));
@@ -425,11 +452,14 @@ TEST_CASE("max pooling backward through the graph", "[pool]") {
   x.set_requires_grad(true);
   for (const auto& v : max_pool2d_table().variants()) {
     INFO("variant " << v.name);
+    if (v.name == "cpu.onednn.bf16") continue;  // declines one channel (as above)
     ForceVariant force("max_pool2d", v.name);
     x.mutable_grad() = Tensor();
-    Tensor y = max_pool2d(x, test::pool_options(2, 2));
+    // A 16-bit variant pools x cast to its type (exact for these integers); the cast's
+    // backward brings the gradient back to f32.
+    Tensor y = max_pool2d(x.to(variant_dtype(v.name)), test::pool_options(2, 2));
     check_values(y, {9, 8, 7, 6});
-    y.backward(Tensor::ones(y.sizes()));
+    y.backward(Tensor::ones(y.sizes(), y.dtype()));
     check_values(x.grad(), {0, 1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1});
   }
 }
@@ -522,4 +552,64 @@ TEST_CASE("default selection follows the documented order", "[pool][batch_norm][
   }
   ForceVariant force("max_pool2d", "ref");
   CHECK(max_pool2d_table().select(f64).name == "ref");
+}
+
+TEST_CASE("16-bit pooling selects oneDNN's JIT bf16 pooling or the named fallbacks",
+          "[pool][variants][bf16]") {
+  register_builtin_kernels();
+  const auto problem = [](PoolKind kind, DType t) {
+    return make_pool_problem(kind, {2, 64, 56, 56}, {3, 3}, {2, 2}, {1, 1}, false, true, t,
+                             Device::cpu(), "test");
+  };
+  // Max pooling: oneDNN's bf16 max drops NaN as its f32 one does, so it is opt-in and the
+  // plane-wise fallback is the default (Note [oneDNN bf16 pooling]).
+  const PoolProblem max16 = problem(PoolKind::max, DType::bf16);
+  CHECK(max_pool2d_table().find("cpu.onednn.bf16")->opt_in);
+  CHECK(max_pool2d_table().select_uncached(max16).name == "cpu.bf16_via_f32");
+  // Average pooling: oneDNN's JIT bf16 pooling where it has one (avx512_core), else the
+  // fallback, with the reason naming the CPU or oneDNN's implementation.
+  const PoolProblem avg16 = problem(PoolKind::avg, DType::bf16);
+  const Support onednn = avg_pool2d_table().find("cpu.onednn.bf16")->supports(avg16);
+  INFO("cpu.onednn.bf16: " << (onednn.ok ? "supported" : onednn.reason));
+  CHECK(avg_pool2d_table().select_uncached(avg16).name ==
+        (onednn.ok ? "cpu.onednn.bf16" : "cpu.bf16_via_f32"));
+  if (!onednn.ok)
+    CHECK((onednn.reason.find("this CPU") != std::string::npos ||
+           onednn.reason.find("offers only") != std::string::npos));
+  // Adaptive pooling as in f32 (Note [Pool default order]); f16 has only its fallback.
+  const PoolProblem gap16 =
+      make_adaptive_pool_problem({2, 2048, 7, 7}, {1, 1}, DType::bf16, Device::cpu(), "test");
+  CHECK(adaptive_avg_pool2d_table().select_uncached(gap16).name == "cpu.bf16_via_f32");
+  CHECK(max_pool2d_table().select_uncached(problem(PoolKind::max, DType::f16)).name ==
+        "cpu.f16_via_f32");
+  CHECK(avg_pool2d_table().select_uncached(problem(PoolKind::avg, DType::f16)).name ==
+        "cpu.f16_via_f32");
+  // The f32 variants name the type they take.
+  CHECK_THAT(max_pool2d_table().find("cpu.omp")->supports(max16).reason,
+             Catch::Contains("needs f32 or f64, got bf16"));
+  CHECK_THAT(avg_pool2d_table().find("cpu.onednn")->supports(avg16).reason,
+             Catch::Contains("f32 only, not bf16"));
+}
+
+// Run by ctest as pool_bf16_below_avx512_core, with ONEDNN_MAX_CPU_ISA=AVX2: oneDNN then has no
+// JIT bf16 pooling, as on a CPU without avx512_core (tests/CMakeLists.txt).
+TEST_CASE("bf16 pooling below avx512_core runs the named fallback", "[.][pool][bf16][isa]") {
+  const char* isa = std::getenv("ONEDNN_MAX_CPU_ISA");
+  REQUIRE(isa != nullptr);
+  REQUIRE(std::string(isa) == "AVX2");
+  register_builtin_kernels();
+  Generator g(5);
+  const Tensor x = uniform({2, 8, 13, 11}, -1.0, 1.0, DType::f32, &g).to(DType::bf16);
+  const PoolProblem p =
+      ops::pool2d_problem(PoolKind::avg, x, {3, 3}, {2, 2}, {1, 1}, false, true, "test");
+  const Support s = avg_pool2d_table().find("cpu.onednn.bf16")->supports(p);
+  CHECK_FALSE(s.ok);
+  CHECK_THAT(s.reason, Catch::Contains("needs avx512_core; this CPU lacks it"));
+  CHECK(avg_pool2d_table().select_uncached(p).name == "cpu.bf16_via_f32");
+  // It runs, and matches ref (f32 sums rounded once: within one bf16 rounding of |y| <= 1).
+  const Tensor y = avg_pool2d(x, test::pool_options(3, 2, 1));
+  REQUIRE(y.dtype() == DType::bf16);
+  ForceVariant force("avg_pool2d", "ref");
+  const Tensor want = avg_pool2d(x, test::pool_options(3, 2, 1));
+  check_values(y, values_f64(want), 1.0 / 256);
 }

@@ -86,6 +86,8 @@ TEST_CASE("variant tags come from one vocabulary and mark the variants they desc
       }
   CHECK(has(tags("conv2d", "cpu.im2col"), anvil::kTagWorkspace));
   CHECK(has(tags("max_pool2d", "cpu.onednn"), anvil::kTagOptIn));
+  CHECK(has(tags("max_pool2d", "cpu.onednn.bf16"), anvil::kTagOptIn));  // drops NaN too
+  CHECK_FALSE(has(tags("avg_pool2d", "cpu.onednn.bf16"), anvil::kTagOptIn));
   CHECK(tags("gemm", "cpu.blocked").empty());
   if (anvil::gemm_table().find("cuda.cublas.tf32") != nullptr) {
     CHECK(has(tags("gemm", "cuda.cublas.tf32"), anvil::kTagTf32));

@@ -19,12 +19,14 @@ namespace anvil {
 // cast 16-bit inputs up to f32 and output f32, so a bf16 activation never reaches an exp, a
 // long sum or a batch statistic. PyTorch's CPU lists put conv and linear in the low list and
 // keep the losses and the long reductions in f32; its batch norm takes a bf16 input but keeps
-// its statistics in f32, which anvil's f32-only batch-norm kernels get by the cast up. The
-// pooling ops (max_pool2d, avg_pool2d, adaptive_avg_pool2d) are in the FP32 list for a
-// different reason: anvil's pooling kernels are f32/f64 only (PyTorch pools in bf16), so a
-// bf16 conv output is widened before the pool and the next conv narrows it again; a bf16
-// pooling variant would save those two passes.
-// Every other op runs in the type of its inputs. The casts go through Tensor::to, so autograd
+// its statistics in f32, which anvil's f32-only batch-norm kernels get by the cast up.
+// Every other op runs in the type of its inputs, the pooling ops (max_pool2d, avg_pool2d,
+// adaptive_avg_pool2d) among them, as PyTorch pools in bf16: max pooling selects (exact in any
+// type) and the 16-bit pooling variants sum averages in f32 and round once (Note [oneDNN bf16
+// pooling], Note [16-bit pooling via f32 planes]), so a bf16 conv output goes through the pool
+// to the next conv with no widening before it and no narrowing after. On the GPU, whose pooling
+// kernels are f32/f64 only, a 16-bit input under autocast is still pooled in f32
+// (engine/autograd/functions_pool.cpp). The casts go through Tensor::to, so autograd
 // records them and the backward of a cast is the cast back: a gradient reaches an f32 parameter in
 // f32 (the master weights stay f32). The GEMM kernels accumulate in f32 or wider: until the fast
 // bf16 kernels exist, `ref` takes bf16/f16 operands, accumulates in double and rounds the output
@@ -56,9 +58,6 @@ inline constexpr AutocastOp kAutocastOps[] = {
     {"sum", AutocastList::fp32},
     {"mean", AutocastList::fp32},
     {"batch_norm2d", AutocastList::fp32},
-    {"max_pool2d", AutocastList::fp32},
-    {"avg_pool2d", AutocastList::fp32},
-    {"adaptive_avg_pool2d", AutocastList::fp32},
 };
 
 std::string_view autocast_list_name(AutocastList list);

@@ -92,8 +92,8 @@ namespace {
 PoolProblem input_problem(PoolKind kind, const Shape& x, DType dtype, Device device,
                           const char* where) {
   ANVIL_CHECK(x.size() == 4, where, "expected 4-D input (N,C,H,W), got ", shape_str(x));
-  ANVIL_CHECK(is_floating(dtype), where, "needs a floating-point input (f32 or f64), got ",
-              dtype_name(dtype));
+  ANVIL_CHECK(is_any_floating(dtype), where,
+              "needs a floating-point input (f32, f64, bf16 or f16), got ", dtype_name(dtype));
   ANVIL_CHECK(x[1] > 0 && x[2] > 0 && x[3] > 0, where,
               "expected an input with non-empty C, H and W, got ", shape_str(x));
   PoolProblem p;

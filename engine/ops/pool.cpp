@@ -11,8 +11,8 @@ namespace {
 
 void check_cpu_or_same(const Tensor& x, const char* where) {
   check_defined(x, where, "input");
-  ANVIL_CHECK(is_floating(x.dtype()), where, "needs a floating-point input (f32 or f64), got ",
-              dtype_name(x.dtype()));
+  ANVIL_CHECK(is_any_floating(x.dtype()), where,
+              "needs a floating-point input (f32, f64, bf16 or f16), got ", dtype_name(x.dtype()));
 }
 
 void check_matches(const Tensor& x, const PoolProblem& p, const char* where) {

@@ -8,9 +8,21 @@
 // dropped last window, a window as large as the input, a 1x1 input; avg pooling with padding
 // counted and excluded; adaptive: odd, upsampling and divisible sizes) and "layers" (the models'
 // pooling layers at batch 1-2: AlexNet, the ResNet-50 stem, VGG16, cnn_mnist, a CIFAR-style
-// ceil-mode pool; adaptive: ResNet-50's global pool, VGG16's 7x7 on 7x7 and on 1x1 inputs).
+// ceil-mode pool; adaptive: ResNet-50's global pool, VGG16's 7x7 on 7x7 and on 1x1 inputs) and
+// "half" (both of them in bf16 and in f16, for the 16-bit variants: Note [Half pool tolerance]).
+//
+// Note [Half pool tolerance]
+// A 16-bit case's inputs are bf16/f16 values (max pooling: distinct ones, see half_distinct()),
+// read exactly by ref in f64. A maximum is one of them (exact); an average, and a backward
+// element (the sum of the few gradients routed to it, or of its windows' shares), is summed in
+// f32, with an error far below the 16-bit unit roundoff u (2^-8 bf16, 2^-11 f16) at these
+// window sizes, and rounded once: off by at most u * |ref|. The bound is 2u, room for a kernel
+// that rounds a partial sum once more (oneDNN's bf16 backward may); a variant that skips the
+// rounding is exact, one that reads the wrong element or window is off by order 1.
+#include <cmath>
 #include <functional>
 
+#include "engine/core/views.h"
 #include "engine/dispatch/pool_problem.h"
 #include "engine/dispatch/selection.h"
 #include "engine/ops/pool.h"
@@ -27,9 +39,12 @@ class PoolCase final : public OpCase {
            std::function<double(const std::string&)> bound)
       : table_(table), p_(p), bound_(std::move(bound)) {
     Generator gen(seed);
-    x_ = p.kind == PoolKind::max
-             ? distinct_operand({p.n, p.c, p.h, p.w}, p.dtype, p.device, seed)
-             : uniform_operand({p.n, p.c, p.h, p.w}, -1, 1, p.dtype, p.device, gen);
+    if (p.kind != PoolKind::max)
+      x_ = uniform_operand({p.n, p.c, p.h, p.w}, -1, 1, p.dtype, p.device, gen);
+    else if (is_half(p.dtype))
+      x_ = half_distinct(p, seed);
+    else
+      x_ = distinct_operand({p.n, p.c, p.h, p.w}, p.dtype, p.device, seed);
     dy_ = uniform_operand({p.n, p.c, p.oh, p.ow}, -1, 1, p.dtype, p.device, gen);
   }
 
@@ -79,6 +94,27 @@ class PoolCase final : public OpCase {
   }
 
  private:
+  // Max-pooling inputs for a 16-bit problem: multiples of 2^-(bits-1) in [-1, 1), bits = 8 (bf16)
+  // or 11 (f16) significant bits, so each is exact in the type. An odd multiplier permutes the
+  // residues mod 2^bits, so any 2^bits consecutive elements differ; every window of the groups
+  // spans fewer (checked), so no window holds a tie and every variant routes each gradient to
+  // the same element.
+  static Operand half_distinct(const PoolProblem& p, std::uint64_t seed) {
+    const int bits = p.dtype == DType::bf16 ? 8 : 11;
+    const std::int64_t values = std::int64_t{1} << bits;
+    ANVIL_CHECK((p.kh - 1) * p.w + p.kw <= values, pool_op_name(p.kind), "driver: a ", p.kh, "x",
+                p.kw, " window over rows of ", p.w, " spans more than ", values,
+                " elements, so its ", dtype_name(p.dtype), " inputs could tie");
+    Tensor t = Tensor::empty({p.n, p.c, p.h, p.w}, DType::f64);
+    double* d = t.data<double>();
+    const auto mask = static_cast<std::uint64_t>(values - 1);
+    for (std::int64_t i = 0; i < t.numel(); ++i) {
+      const std::uint64_t k = ((static_cast<std::uint64_t>(i) + seed) * 2654435761ULL) & mask;
+      d[i] = std::ldexp(static_cast<double>(k), 1 - bits) - 1.0;
+    }
+    return {placed_on(raw::to_dtype(t, p.dtype), p.device), t};
+  }
+
   const PoolTable& table_;
   PoolProblem p_;
   std::function<double(const std::string&)> bound_;
@@ -93,11 +129,21 @@ class PoolDriver final : public TableDriver<PoolProblem, PoolTable> {
  public:
   explicit PoolDriver(PoolKind kind) : TableDriver(pool_table(kind)), kind_(kind) {}
 
-  std::vector<std::string> groups() const override { return {"odd", "layers"}; }
+  std::vector<std::string> groups() const override { return {"odd", "layers", "half"}; }
 
   std::vector<nn::NamedProblem> group(const std::string& name) const override {
-    ANVIL_CHECK(name == "odd" || name == "layers", table_.op().c_str(),
-                "driver: no problem group '", name, "' (expected odd or layers)");
+    ANVIL_CHECK(name == "odd" || name == "layers" || name == "half", table_.op().c_str(),
+                "driver: no problem group '", name, "' (expected odd, layers or half)");
+    if (name == "half") {  // Note [Half pool tolerance]
+      std::vector<nn::NamedProblem> out;
+      for (const char* type : {"bf16", "f16"})
+        for (const char* g : {"odd", "layers"})
+          for (const auto& np : group(g)) {
+            const std::string d = np.name + ":" + type;
+            out.push_back({d, parse_problem(table_.op(), d)});
+          }
+      return out;
+    }
     const bool odd = name == "odd";
     std::vector<std::string> descriptors;
     if (kind_ == PoolKind::adaptive_avg) {
@@ -141,8 +187,11 @@ class PoolDriver final : public TableDriver<PoolProblem, PoolTable> {
     return std::make_unique<PoolCase>(table_, q, seed, bound_of(q.dtype));
   }
 
-  // Max pooling copies values (exact); averages sum a window: a few roundings.
+  // Max pooling copies values (exact); averages sum a window: a few roundings. bf16/f16: twice
+  // the type's unit roundoff (Note [Half pool tolerance]).
   double tolerance(const std::string& variant, DType dtype) const override {
+    if (dtype == DType::bf16) return 2.0 * std::ldexp(1.0, -8);
+    if (dtype == DType::f16) return 2.0 * std::ldexp(1.0, -11);
     return (kind_ == PoolKind::max ? 1.0 : 64.0) * rounding_of(variant, dtype);
   }
 
@@ -150,8 +199,12 @@ class PoolDriver final : public TableDriver<PoolProblem, PoolTable> {
   // counted) and adaptive sizes that do not divide the input. At least three problems of each
   // max/avg group remain, one adaptive odd problem (10x8 -> 5x4) and two adaptive layers, each
   // with its three passes.
+  // The half group: each 16-bit variant runs at least three problems of its type, two for
+  // adaptive pooling (oneDNN's JIT bf16 pooling takes the two divisible layers, 7 -> 1 and
+  // 7 -> 7, and none of the odd problems, of 2-3 channels: Note [oneDNN bf16 pooling]).
   int minimum_problems(const std::string& group, DeviceType device) const override {
     if (device == DeviceType::cuda) return kCudaMinimumPairs;
+    if (group == "half") return (kind_ == PoolKind::adaptive_avg ? 2 : 3) * 3;
     if (kind_ != PoolKind::adaptive_avg) return 3 * 3;
     return (group == "odd" ? 1 : 2) * 3;
   }

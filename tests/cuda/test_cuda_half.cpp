@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // bf16 and f16 tensors on the GPU (kernels/cuda/copy_kernels.cu): transfers, fills and
 // converting copies on the device, dense and strided, must give the host's bit patterns
-// (engine/core/half_types.h, round to nearest even). Runs only with a GPU (gpu_main.cpp).
+// (engine/core/half_types.h, round to nearest even); under autocast a 16-bit input is pooled in
+// f32 on the GPU, whose pooling kernels are f32/f64 only. Runs only with a GPU (gpu_main.cpp).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -9,7 +10,9 @@
 #include <vector>
 
 #include "anvil/anvil.h"
+#include "engine/autograd/autocast.h"
 #include "engine/core/views.h"
+#include "helpers/gradcheck.h"
 #include "helpers/half_bits.h"
 
 using namespace anvil;
@@ -97,4 +100,22 @@ TEST_CASE("device casts to and from bf16/f16 round as the host does", "[cuda][ha
     raw::slice(zh, 1, 1, 6, 2).fill_(1.0 / 3.0);
     CHECK(bits_of(z) == bits_of(zh));
   }
+}
+
+TEST_CASE("under autocast a 16-bit input is pooled in f32 on the GPU", "[cuda][half][autocast]") {
+  require_cuda("test_cuda_half");
+  // On the CPU the pools run in their input's type (tests/test_autocast_conv.cpp); the CUDA
+  // pooling kernels decline bf16/f16, so engine/autograd/functions_pool.cpp widens first.
+  Generator gen(19);
+  const Tensor x = uniform({2, 3, 8, 8}, -1.0, 1.0, DType::f32, &gen).to(DType::bf16);
+  const Tensor xg = x.to(kGpu);
+  const Pool2dOptions two{.kernel = {2, 2}};
+  const Tensor want = max_pool2d(x.to(DType::f32), two);
+  const AutocastGuard autocast(Precision::bf16);
+  const Tensor y = max_pool2d(xg, two);
+  CHECK(y.dtype() == DType::f32);
+  CHECK(y.device() == kGpu);
+  CHECK(test::values_f64(y.to(Device::cpu())) == test::values_f64(want));
+  CHECK(avg_pool2d(xg, two).dtype() == DType::f32);
+  CHECK(global_avg_pool2d(xg).dtype() == DType::f32);
 }

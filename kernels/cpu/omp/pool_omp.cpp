@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Pooling `cpu.omp`: max / average / adaptive-average 2-D pooling, forward and backward, f32 and
-// f64, OpenMP-parallel over the N*C planes (each thread owns whole planes: no write conflicts).
+// f64, OpenMP-parallel over the N*C planes (each thread owns whole planes: no write conflicts);
+// and its 16-bit twins cpu.bf16_via_f32 / cpu.f16_via_f32 (Note [16-bit pooling via f32 planes]).
 // Layout: dense NCHW. Max workspace: int32 ih*W + iw per output, as `ref` (Note [Max-pool
 // workspace]); ties and NaN resolve as in `ref` (first maximum in window order wins, a NaN
 // always wins, the last one in window order).
@@ -22,6 +23,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "engine/core/half_types.h"
 #include "engine/dispatch/floating_variant.h"
 #include "engine/dispatch/pool_problem.h"
 #include "kernels/cpu/omp/omp_kernels.h"
@@ -266,13 +268,14 @@ void adaptive_backward_plane(const PoolProblem& p, const Axis& rows, const Axis&
     }
 }
 
-// ---- drivers
-// ---------------------------------------------------------------------------------------
+// ---- drivers ----------------------------------------------------------------------------------
 
 // Adaptive pooling to 1x1 (global average: a contiguous plane sum) or to the input size (an
-// identity, e.g. VGG16's 7x7 -> 7x7): straight loops, no windows.
+// identity, e.g. VGG16's 7x7 -> 7x7): straight loops, no windows. T may be a 16-bit type: the
+// identity copies its bits, the sums read it as float (C) and round each output once.
 template <typename T>
 void run_global_or_identity(const PoolArgs& a) {
+  using C = ComputeType<T>;
   const PoolProblem& p = a.problem;
   const std::int64_t planes = p.planes(), hw = p.h * p.w;
   const bool parallel = p.in_numel() >= kParallelGrain;
@@ -293,14 +296,14 @@ void run_global_or_identity(const PoolArgs& a) {
     for (std::int64_t pl = 0; pl < planes; ++pl) {
       const T* xp = x + pl * hw;
       double total = 0;
-      for (std::int64_t i0 = 0; i0 < hw; i0 += 512) {  // T lanes per block, blocks in double
+      for (std::int64_t i0 = 0; i0 < hw; i0 += 512) {  // C lanes per block, blocks in double
         const std::int64_t i1 = std::min(hw, i0 + 512);
-        T acc = 0;
+        C acc = 0;
 #pragma omp simd reduction(+ : acc)
-        for (std::int64_t i = i0; i < i1; ++i) acc += xp[i];
+        for (std::int64_t i = i0; i < i1; ++i) acc += convert_element<C>(xp[i]);
         total += acc;
       }
-      y[pl] = static_cast<T>(total * inv);
+      y[pl] = convert_element<T>(total * inv);
     }
     return;
   }
@@ -308,21 +311,25 @@ void run_global_or_identity(const PoolArgs& a) {
   T* dx = static_cast<T*>(a.dx);
 #pragma omp parallel for schedule(static) if (parallel)
   for (std::int64_t pl = 0; pl < planes; ++pl) {
-    const T g = static_cast<T>(dy[pl] * inv);
+    const T g = convert_element<T>(convert_element<double>(dy[pl]) * inv);
     std::fill(dx + pl * hw, dx + (pl + 1) * hw, g);
   }
 }
 
-template <typename T>
-void run(const PoolArgs& a) {
-  PoolProblem p = a.problem;
-  if (p.kind == PoolKind::adaptive_avg &&
-      ((p.oh == 1 && p.ow == 1) || (p.oh == p.h && p.ow == p.w))) {
-    run_global_or_identity<T>(a);
-    return;
-  }
-  // Adaptive bins of one size (H % OH == 0, W % OW == 0) are the fixed windows
-  // kernel = stride = H / OH without padding: run them on the vectorised sweeps.
+// The windowed problem as the plane kernels take it: adaptive bins of one size
+// (H % OH == 0, W % OW == 0) are the fixed windows kernel = stride = H / OH without padding, so
+// they run on the vectorised sweeps.
+struct Plan {
+  PoolProblem p;
+  Axis rows, cols;
+  std::int64_t in_plane = 0, out_plane = 0;
+  bool parallel = false;
+};
+
+Plan plan_of(const PoolProblem& problem) {
+  Plan plan;
+  PoolProblem& p = plan.p;
+  p = problem;
   if (p.kind == PoolKind::adaptive_avg && p.h % p.oh == 0 && p.w % p.ow == 0) {
     p.kind = PoolKind::avg;
     p.kh = p.sh = p.h / p.oh;
@@ -330,84 +337,183 @@ void run(const PoolArgs& a) {
     p.ph = p.pw = 0;
   }
   const bool adaptive = p.kind == PoolKind::adaptive_avg;
-  const Axis rows = adaptive ? make_adaptive_axis(p.h, p.oh)
-                             : make_axis(p.h, p.oh, p.kh, p.sh, p.ph, p.count_include_pad);
-  const Axis cols = adaptive ? make_adaptive_axis(p.w, p.ow)
-                             : make_axis(p.w, p.ow, p.kw, p.sw, p.pw, p.count_include_pad);
-  const std::int64_t planes = p.planes(), in_plane = p.h * p.w, out_plane = p.oh * p.ow;
-  const bool parallel = p.in_numel() + p.out_numel() >= kParallelGrain;
+  plan.rows = adaptive ? make_adaptive_axis(p.h, p.oh)
+                       : make_axis(p.h, p.oh, p.kh, p.sh, p.ph, p.count_include_pad);
+  plan.cols = adaptive ? make_adaptive_axis(p.w, p.ow)
+                       : make_axis(p.w, p.ow, p.kw, p.sw, p.pw, p.count_include_pad);
+  plan.in_plane = p.h * p.w;
+  plan.out_plane = p.oh * p.ow;
+  plan.parallel = p.in_numel() + p.out_numel() >= kParallelGrain;
+  return plan;
+}
 
-  if (p.pass != PoolPass::backward) {
-    const T* x = static_cast<const T*>(a.x);
-    T* y = static_cast<T*>(a.y);
-    std::int32_t* idx = nullptr;
-    if (p.kind == PoolKind::max && p.pass == PoolPass::forward_training) {
-      *a.workspace = Tensor::empty({p.n, p.c, p.oh, p.ow}, DType::i32);
-      idx = a.workspace->data<std::int32_t>();
-    }
-#pragma omp parallel for schedule(static) if (parallel)
-    for (std::int64_t pl = 0; pl < planes; ++pl) {
-      const T* xp = x + pl * in_plane;
-      T* yp = y + pl * out_plane;
-      switch (p.kind) {
-        case PoolKind::max:
-          max_plane_any(p, rows, cols, xp, yp, idx ? idx + pl * out_plane : nullptr);
-          break;
-        case PoolKind::avg:
-          avg_plane_any(p, rows, cols, xp, yp);
-          break;
-        case PoolKind::adaptive_avg:
-          adaptive_plane(p, rows, cols, xp, yp);
-          break;
-      }
-    }
+bool is_global_or_identity(const PoolProblem& p) {
+  return p.kind == PoolKind::adaptive_avg &&
+         ((p.oh == 1 && p.ow == 1) || (p.oh == p.h && p.ow == p.w));
+}
+
+// One plane's forward; idx (may be null) receives the max positions.
+template <typename T>
+void forward_plane(const Plan& plan, const T* xp, T* yp, std::int32_t* idx) {
+  switch (plan.p.kind) {
+    case PoolKind::max:
+      max_plane_any(plan.p, plan.rows, plan.cols, xp, yp, idx);
+      break;
+    case PoolKind::avg:
+      avg_plane_any(plan.p, plan.rows, plan.cols, xp, yp);
+      break;
+    case PoolKind::adaptive_avg:
+      adaptive_plane(plan.p, plan.rows, plan.cols, xp, yp);
+      break;
+  }
+}
+
+// One plane's backward into dxp (zeroed here); ip: the plane's max positions; g: OW scratch.
+template <typename T>
+void backward_plane(const Plan& plan, const T* dyp, T* dxp, const std::int32_t* ip, T* g) {
+  std::fill(dxp, dxp + plan.in_plane, T(0));
+  switch (plan.p.kind) {
+    case PoolKind::max:
+      for (std::int64_t o = 0; o < plan.out_plane; ++o) dxp[ip[o]] += dyp[o];
+      break;
+    case PoolKind::avg:
+      avg_backward_plane_any(plan.p, plan.rows, plan.cols, dyp, dxp, g);
+      break;
+    case PoolKind::adaptive_avg:
+      adaptive_backward_plane(plan.p, plan.rows, plan.cols, dyp, dxp);
+      break;
+  }
+}
+
+// The training forward's int32 workspace (max pooling), or null.
+std::int32_t* make_workspace(const PoolArgs& a) {
+  const PoolProblem& p = a.problem;
+  if (p.kind != PoolKind::max || p.pass != PoolPass::forward_training) return nullptr;
+  *a.workspace = Tensor::empty({p.n, p.c, p.oh, p.ow}, DType::i32);
+  return a.workspace->data<std::int32_t>();
+}
+
+template <typename T>
+void run(const PoolArgs& a) {
+  if (is_global_or_identity(a.problem)) {
+    run_global_or_identity<T>(a);
     return;
   }
-
+  const Plan plan = plan_of(a.problem);
+  const std::int64_t planes = plan.p.planes(), in_plane = plan.in_plane, out_plane = plan.out_plane;
+  if (plan.p.pass != PoolPass::backward) {
+    const T* x = static_cast<const T*>(a.x);
+    T* y = static_cast<T*>(a.y);
+    std::int32_t* idx = make_workspace(a);
+#pragma omp parallel for schedule(static) if (plan.parallel)
+    for (std::int64_t pl = 0; pl < planes; ++pl)
+      forward_plane(plan, x + pl * in_plane, y + pl * out_plane,
+                    idx ? idx + pl * out_plane : nullptr);
+    return;
+  }
   const T* dy = static_cast<const T*>(a.dy);
   T* dx = static_cast<T*>(a.dx);
-  const std::int32_t* idx = p.kind == PoolKind::max ? a.workspace->data<std::int32_t>() : nullptr;
-#pragma omp parallel if (parallel)
+  const std::int32_t* idx =
+      plan.p.kind == PoolKind::max ? a.workspace->data<std::int32_t>() : nullptr;
+#pragma omp parallel if (plan.parallel)
   {
-    std::vector<T> g(static_cast<std::size_t>(p.ow));
+    std::vector<T> g(static_cast<std::size_t>(plan.p.ow));
+#pragma omp for schedule(static)
+    for (std::int64_t pl = 0; pl < planes; ++pl)
+      backward_plane(plan, dy + pl * out_plane, dx + pl * in_plane,
+                     idx ? idx + pl * out_plane : nullptr, g.data());
+  }
+}
+
+// Note [16-bit pooling via f32 planes]
+// cpu.bf16_via_f32 / cpu.f16_via_f32 run a 16-bit problem on the f32 plane kernels above, one
+// plane at a time: each thread widens its plane of x (or dy) into an f32 buffer (exact), runs the
+// f32 sweep there and rounds the plane of y (or dx) into the 16-bit output once. A plane (55x55
+// for AlexNet's pool1, 224x224 at most) stays in the core's cache between the three steps, so
+// the cost over f32 pooling is two in-cache passes, not the two trips through memory of casting
+// the whole tensor to f32 and back. Maxima are copied (exact), averages and the gradients summed
+// in f32 and rounded once, and NaN propagates as in cpu.omp (the reason these, not oneDNN's
+// bf16 max pooling, are the default for max pooling: Note [oneDNN max pooling and NaN]).
+template <typename S>
+void widen_plane(const S* src, std::int64_t n, float* dst) {
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = src[i].to_float();
+}
+template <typename S>
+void narrow_plane(const float* src, std::int64_t n, S* dst) {
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = S(src[i]);
+}
+
+template <typename S>
+void run_via_f32(const PoolArgs& a) {
+  if (is_global_or_identity(a.problem)) {
+    run_global_or_identity<S>(a);
+    return;
+  }
+  const Plan plan = plan_of(a.problem);
+  const std::int64_t planes = plan.p.planes(), in_plane = plan.in_plane, out_plane = plan.out_plane;
+  const bool forward = plan.p.pass != PoolPass::backward;
+  std::int32_t* idx =
+      forward ? make_workspace(a)
+              : (plan.p.kind == PoolKind::max ? a.workspace->data<std::int32_t>() : nullptr);
+  const S* in = static_cast<const S*>(forward ? a.x : a.dy);
+  S* out = static_cast<S*>(forward ? a.y : a.dx);
+  const std::int64_t in_n = forward ? in_plane : out_plane;  // elements read per plane
+  const std::int64_t out_n = forward ? out_plane : in_plane;
+#pragma omp parallel if (plan.parallel)
+  {
+    std::vector<float> src(static_cast<std::size_t>(in_n)), dst(static_cast<std::size_t>(out_n));
+    std::vector<float> g(static_cast<std::size_t>(plan.p.ow));
 #pragma omp for schedule(static)
     for (std::int64_t pl = 0; pl < planes; ++pl) {
-      T* dxp = dx + pl * in_plane;
-      const T* dyp = dy + pl * out_plane;
-      std::fill(dxp, dxp + in_plane, T(0));
-      switch (p.kind) {
-        case PoolKind::max: {
-          const std::int32_t* ip = idx + pl * out_plane;
-          for (std::int64_t o = 0; o < out_plane; ++o) dxp[ip[o]] += dyp[o];
-          break;
-        }
-        case PoolKind::avg:
-          avg_backward_plane_any(p, rows, cols, dyp, dxp, g.data());
-          break;
-        case PoolKind::adaptive_avg:
-          adaptive_backward_plane(p, rows, cols, dyp, dxp);
-          break;
-      }
+      widen_plane(in + pl * in_n, in_n, src.data());
+      std::int32_t* ip = idx ? idx + pl * out_plane : nullptr;
+      if (forward)
+        forward_plane<float>(plan, src.data(), dst.data(), ip);
+      else
+        backward_plane<float>(plan, src.data(), dst.data(), ip, g.data());
+      narrow_plane(dst.data(), out_n, out + pl * out_n);
     }
   }
 }
 
 Support supports_omp(const PoolProblem& p) {
-  if (!is_floating(p.dtype)) return Support::no("cpu.omp pooling handles f32 and f64 only");
+  if (Support s = floating_support(p.dtype); !s.ok) return s;  // "needs f32 or f64, got bf16"
   if (p.h * p.w > std::numeric_limits<std::int32_t>::max())
     return Support::no("cpu.omp stores max positions as int32: the plane is too large");
   return Support::yes();
 }
 
+// The 16-bit variant `name` for `dtype` (Note [16-bit pooling via f32 planes]).
+template <typename S>
+PoolTable::Variant via_f32_variant(const char* name, DType dtype) {
+  return {.name = name,
+          .supports =
+              [name, dtype](const PoolProblem& p) {
+                if (p.dtype != dtype)
+                  return Support::no(detail::str_cat(name, " handles ", dtype_name(dtype),
+                                                     " only, not ", dtype_name(p.dtype)));
+                if (p.h * p.w > std::numeric_limits<std::int32_t>::max())
+                  return Support::no("max positions are stored as int32: the plane is too large");
+                return Support::yes();
+              },
+          .fn = run_via_f32<S>,
+          .description = detail::str_cat(dtype_name(dtype),
+                                         ": each plane widened to f32 in cache, cpu.omp's sweeps, "
+                                         "rounded once (Note [16-bit pooling via f32 planes])")};
+}
+
 }  // namespace
 
 void register_pool_omp() {
-  for (PoolKind kind : {PoolKind::max, PoolKind::avg, PoolKind::adaptive_avg})
+  for (PoolKind kind : {PoolKind::max, PoolKind::avg, PoolKind::adaptive_avg}) {
     pool_table(kind).add({.name = "cpu.omp",
                           .supports = supports_omp,
                           .fn = floating_fn(run<float>, run<double>),
                           .description = "OpenMP over N*C planes, vectorised row sweeps "
                                          "(Note [Row-sweep pooling])"});
+    pool_table(kind).add(via_f32_variant<BFloat16>("cpu.bf16_via_f32", DType::bf16));
+    pool_table(kind).add(via_f32_variant<Float16>("cpu.f16_via_f32", DType::f16));
+  }
 }
 
 }  // namespace anvil::kernels

@@ -8,6 +8,7 @@
 //   adaptive_avg -> pooling_avg_exclude_padding with kernel = stride = H/OH, only when H % OH == 0
 //                   and W % OW == 0 (then PyTorch's bins are exactly those windows).
 // ceil_mode is expressed by a larger bottom/right padding (Note [oneDNN pooling padding]).
+// `cpu.onednn.bf16` is the same primitives with bf16 src/dst (Note [oneDNN bf16 pooling]).
 #include <string>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -62,8 +63,8 @@ Geometry geometry(const PoolProblem& p) {
   return g;
 }
 
-Support supports_onednn(const PoolProblem& p) {
-  if (p.dtype != DType::f32) return Support::no("cpu.onednn pooling handles f32 only");
+// The geometry checks both variants share (f32 and bf16).
+Support supports_geometry(const PoolProblem& p) {
   if (p.kind == PoolKind::adaptive_avg) {
     if (p.h % p.oh != 0 || p.w % p.ow != 0)
       return Support::no(detail::str_cat(
@@ -93,9 +94,10 @@ struct PoolEntry {
 
 std::shared_ptr<const PoolEntry> create(const PoolProblem& p) {
   const Geometry g = geometry(p);
-  const memory::desc src_md({p.n, p.c, p.h, p.w}, memory::data_type::f32, memory::format_tag::nchw);
-  const memory::desc dst_md({p.n, p.c, p.oh, p.ow}, memory::data_type::f32,
-                            memory::format_tag::nchw);
+  // f32, or bf16 for cpu.onednn.bf16 (the problem's dtype; the cache key holds it).
+  const auto type = p.dtype == DType::bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+  const memory::desc src_md({p.n, p.c, p.h, p.w}, type, memory::format_tag::nchw);
+  const memory::desc dst_md({p.n, p.c, p.oh, p.ow}, type, memory::format_tag::nchw);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   auto e = std::make_shared<PoolEntry>();
@@ -132,6 +134,60 @@ onednn::PrimitiveCache<PoolEntry>& cache() {
   return c;
 }
 
+Support supports_onednn(const PoolProblem& p) {
+  if (p.dtype != DType::f32)
+    return Support::no(detail::str_cat("cpu.onednn handles f32 only, not ", dtype_name(p.dtype)));
+  return supports_geometry(p);
+}
+
+// Note [oneDNN bf16 pooling]
+// cpu.onednn.bf16 runs oneDNN 2.6's pooling primitives with bf16 src and dst (diff_* likewise).
+// Max pooling selects, so it is exact in any type; average pooling sums the window in f32 inside
+// the primitive and rounds each output once. oneDNN's JIT bf16 pooling needs avx512_core and no
+// more: on a CPU without avx512_bf16 it converts with its own emulation of the bf16 rounding
+// (no vcvtneps2bf16), so unlike the bf16 conv (Note [oneDNN bf16 conv]) this variant does not
+// ask for avx512_bf16. Where oneDNN has no JIT implementation for the problem (below
+// avx512_core, or a shape it gives to `simple_nchw` / `ref`: seen for 1-3 channels, e.g. the
+// pooling driver's odd problems) the variant declines, naming the implementation, and
+// cpu.bf16_via_f32 runs (Note [16-bit pooling via f32 planes]); those loops are the kind that
+// Note [Pool default order] measured tens of times slower than anvil's sweeps in f32.
+// Max pooling here drops NaN like the f32 variant (measured 2026-11-28: a window holding a NaN
+// gives its largest number, a window of NaNs -inf, oneDNN's -FLT_MAX rounded to bf16), so it is
+// opt-in for max pooling too (Note [oneDNN max pooling and NaN]).
+Support supports_onednn_bf16(const PoolProblem& p) {
+  if (p.dtype != DType::bf16)
+    return Support::no(
+        detail::str_cat("cpu.onednn.bf16 handles bf16 only, not ", dtype_name(p.dtype)));
+  if (Support s = supports_geometry(p); !s.ok) return s;
+  // cpu_isa values are bit sets: an ISA includes the bits of those below it.
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  if ((isa & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core)
+    return Support::no(
+        "oneDNN 2.6's JIT bf16 pooling needs avx512_core; this CPU lacks it (or ONEDNN_MAX_CPU_ISA "
+        "is below it): cpu.bf16_via_f32 runs instead");
+  std::string impl;
+  try {
+    impl = cache().get(p.key(), [&] { return create(p); })->impl;
+  } catch (const dnnl::error& err) {
+    return Support::no(
+        detail::str_cat("oneDNN 2.6 cannot create a bf16 pooling primitive for "
+                        "this problem (",
+                        dnnl_status2str(err.status), ")"));
+  }
+  if (impl.rfind("jit", 0) != 0)
+    return Support::no(detail::str_cat(
+        "oneDNN 2.6 offers only its ", impl,
+        " implementation for this bf16 pooling problem, not a JIT one (Note [oneDNN bf16 "
+        "pooling])"));
+  // oneDNN may give the training forward to a non-JIT implementation when the backward has a
+  // JIT one (seen for 2-3 channels). A max backward reads that forward's workspace, so it must
+  // run where the forward runs; averages follow the same rule, so each problem is wholly this
+  // variant's or wholly the fallback's.
+  if (p.pass == PoolPass::backward)
+    return supports_onednn_bf16(p.with_pass(PoolPass::forward_training));
+  return Support::yes();
+}
+
 // Note [Pool default order]
 // cpu.onednn leads cpu.omp in the order (kernels/variant_order.cpp) because oneDNN's JIT pooling
 // (it transposes NCHW to a blocked layout internally) beats our row sweeps on the AlexNet and
@@ -143,6 +199,11 @@ onednn::PrimitiveCache<PoolEntry>& cache() {
 std::string pool_heuristic(const PoolProblem& p) {
   // Adaptive pooling: cpu.omp's plane sums (to 1x1) and copies (to the input size) beat the
   // oneDNN primitive on the ResNet-50 / VGG16 shapes (docs/kernels/pool_bn.md).
+  // bf16: oneDNN's JIT average pooling, else (max pooling: its oneDNN variant is opt-in; adaptive
+  // pooling as for f32) the plane-wise fallback (Note [oneDNN bf16 pooling]).
+  if (p.dtype == DType::bf16)
+    return p.kind == PoolKind::avg && supports_onednn_bf16(p).ok ? "cpu.onednn.bf16"
+                                                                 : "cpu.bf16_via_f32";
   if (p.kind == PoolKind::adaptive_avg) return "cpu.omp";
   if (!supports_onednn(p).ok) return {};
   try {
@@ -175,16 +236,17 @@ void run_onednn(const PoolArgs& a) {
       } else {
         ANVIL_CHECK(
             a.workspace && a.workspace->defined() && a.workspace->nbytes() >= e->workspace_bytes,
-            "cpu.onednn",
-            "max-pool backward needs the workspace of a cpu.onednn training "
-            "forward of the same problem (",
+            p.dtype == DType::bf16 ? "cpu.onednn.bf16" : "cpu.onednn",
+            "max-pool backward needs the workspace of a training forward of the same variant "
+            "and problem (",
             e->workspace_bytes, " bytes) in ", p.repr());
       }
       args.emplace(DNNL_ARG_WORKSPACE, memory(e->workspace_md, eng, a.workspace->data_ptr()));
     }
     onednn::execute_and_wait(e->primitive, args, e->scratchpad_md, e->scratchpad_bytes);
   } catch (const dnnl::error& err) {
-    onednn::fail_status("cpu.onednn", step, p.repr(), err);
+    onednn::fail_status(p.dtype == DType::bf16 ? "cpu.onednn.bf16" : "cpu.onednn", step, p.repr(),
+                        err);
   }
 }
 
@@ -206,6 +268,16 @@ void register_pool_onednn() {
                            ? "oneDNN 2.6 max pooling, cached per problem; opt-in: drops NaN"
                            : "oneDNN 2.6 pooling primitives on plain NCHW, cached per problem",
         .opt_in = kind == PoolKind::max,
+    });
+  for (PoolKind kind : {PoolKind::max, PoolKind::avg, PoolKind::adaptive_avg})
+    pool_table(kind).add({
+        .name = "cpu.onednn.bf16",
+        .supports = supports_onednn_bf16,
+        .fn = run_onednn,
+        .description = kind == PoolKind::max
+                           ? "oneDNN 2.6 JIT bf16 max pooling (avx512_core); opt-in: drops NaN"
+                           : "oneDNN 2.6 JIT bf16 pooling (avx512_core), f32 sums, rounded once",
+        .opt_in = kind == PoolKind::max,  // Note [oneDNN bf16 pooling]
     });
   for (PoolKind kind : {PoolKind::max, PoolKind::avg, PoolKind::adaptive_avg})
     pool_table(kind).set_heuristic(pool_heuristic);  // Note [Pool default order]
