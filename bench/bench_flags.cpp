@@ -315,6 +315,9 @@ Options parse_options(int& argc, char** argv) {
     o.peak_gflops_per_core = measure_fma_flops(1, 0.3) / 1e9;
     o.peak_source = std::string("measured at start-up, 1 thread, ") + fma_isa() + " FMA";
   }
+  const bool bf16_rows =
+      std::find(o.precisions.begin(), o.precisions.end(), Precision::bf16) != o.precisions.end();
+  if (bf16_rows && !listing) o.peak_bf16_gflops_per_core = measure_bf16_dot_flops(1, 0.3) / 1e9;
   return o;
 }
 

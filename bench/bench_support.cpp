@@ -61,6 +61,9 @@ void add_context() {
   benchmark::AddCustomContext("anvil.peak_gflops_per_core",
                               std::to_string(options().peak_gflops_per_core));
   benchmark::AddCustomContext("anvil.peak_source", options().peak_source);
+  if (options().peak_bf16_gflops_per_core > 0)
+    benchmark::AddCustomContext("anvil.peak_bf16_gflops_per_core",
+                                std::to_string(options().peak_bf16_gflops_per_core));
   benchmark::AddCustomContext("anvil.command_line", options().command_line);
   benchmark::AddCustomContext(
       "anvil.thread_sweep",
@@ -102,6 +105,14 @@ void set_pct_peak(benchmark::State& state, double flops_per_iteration, double se
   if (seconds <= 0) return;
   const double achieved = flops_per_iteration * static_cast<double>(state.iterations()) / seconds;
   state.counters["pct_peak"] = achieved / (options().peak_gflops_per_core * 1e9 * threads) * 100.0;
+}
+
+void set_pct_peak_bf16(benchmark::State& state, double flops_per_iteration, double seconds,
+                       int threads) {
+  const double peak = options().peak_bf16_gflops_per_core;
+  if (seconds <= 0 || peak <= 0) return;
+  const double achieved = flops_per_iteration * static_cast<double>(state.iterations()) / seconds;
+  state.counters["pct_peak_bf16"] = achieved / (peak * 1e9 * threads) * 100.0;
 }
 
 }  // namespace anvil::bench

@@ -28,6 +28,10 @@ struct Options {
   // unless given with --anvil_peak=G. "% of peak" counters are against threads x this.
   double peak_gflops_per_core = 0.0;
   std::string peak_source;
+  // bf16 dot-product (vdpbf16ps) peak of one core in GFLOP/s, measured at start-up when a bf16
+  // policy is in --anvil_precision and the CPU has avx512_bf16 (else 0): the ceiling of the
+  // bf16 rows' `pct_peak_bf16`, as the FMA peak is `pct_peak`'s.
+  double peak_bf16_gflops_per_core = 0.0;
   // Fold plain SGD into backward in training steps (Note [Folded SGD]); --anvil_fold_sgd=off
   // times the ordinary gradient-then-step path.
   bool fold_sgd = true;
@@ -112,5 +116,8 @@ void add_context();
 // `seconds` is the wall time of the timed loop (Google Benchmark 1.7 does not expose it, and a
 // rate counter would print a misleading "/s" unit).
 void set_pct_peak(benchmark::State& state, double flops_per_iteration, double seconds, int threads);
+// Sets "pct_peak_bf16" the same way against the bf16 dot peak, when it was measured.
+void set_pct_peak_bf16(benchmark::State& state, double flops_per_iteration, double seconds,
+                       int threads);
 
 }  // namespace anvil::bench

@@ -179,6 +179,9 @@ void run_model(benchmark::State& state, const std::string& name, Phase phase, st
       state.counters["FLOP/s"] =
           benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
       set_pct_peak(state, flops, timed_seconds, threads);
+      // A bf16 step runs its GEMMs and convolutions on the bf16 dot units: pct_peak (FP32 FMA)
+      // can pass 100 % there, so the row also reports its share of the bf16 peak.
+      if (precision == Precision::bf16) set_pct_peak_bf16(state, flops, timed_seconds, threads);
     }
     // With the reset: the process's resident peak during the timed steps (the model, its
     // activations and gradients, plus the libraries' baseline); without: since process start.

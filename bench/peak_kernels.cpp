@@ -24,6 +24,18 @@ void register_peak_benchmarks() {
         ->Iterations(1)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
+    if (options().peak_bf16_gflops_per_core > 0)  // bf16 rows asked for, and the CPU has it
+      benchmark::RegisterBenchmark(
+          anvil::detail::str_cat("peak/bf16_dot_avx512/threads:", t).c_str(),
+          [t](benchmark::State& st) {
+            double flops = 0;
+            for (auto _ : st) flops = measure_bf16_dot_flops(t, 0.2);
+            st.counters["FLOP/s"] = flops;
+            st.counters["per_core_GFLOP/s"] = flops / t / 1e9;
+          })
+          ->Iterations(1)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(anvil::detail::str_cat("peak/stream_triad/threads:", t).c_str(),
                                  [t](benchmark::State& st) {
                                    double bw = 0;

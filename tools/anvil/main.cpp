@@ -155,6 +155,9 @@ void print_info(bool measure_peak) {
   if (threads > 1)
     std::cout << fmt::format("  FP32 FMA, {} threads      {:.1f} GFLOP/s\n", threads,
                              measure_fma_flops(threads, 0.3) / 1e9);
+  if (has_bf16_dot())  // the ceiling of the bf16 GEMM and convolution variants
+    std::cout << fmt::format("  bf16 dot, 1 thread       {:.1f} GFLOP/s\n",
+                             measure_bf16_dot_flops(1, 0.3) / 1e9);
   std::cout << fmt::format("  memory bandwidth, {} thr.  {:.1f} GB/s\n", threads,
                            measure_triad_bandwidth(threads, 16 << 20, 5) / 1e9);
 }

@@ -13,6 +13,7 @@ namespace anvil {
 namespace detail {
 float fma_loop_avx512(std::int64_t iters);
 float fma_loop_avx2(std::int64_t iters);
+float bf16_dot_loop_avx512(std::int64_t iters);
 }  // namespace detail
 
 namespace {
@@ -21,17 +22,10 @@ bool has_avx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_support
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
-}  // namespace
 
-const char* fma_isa() { return has_avx512() ? "avx512" : has_avx2() ? "avx2" : "none"; }
-
-double measure_fma_flops(int threads, double seconds) {
-  const bool wide = has_avx512();
-  if (!wide && !has_avx2()) return 0.0;
-  const double flops_per_iter = 12.0 * (wide ? 16 : 8) * 2.0;
-  auto loop = [wide](std::int64_t n) {
-    return wide ? detail::fma_loop_avx512(n) : detail::fma_loop_avx2(n);
-  };
+// FLOP/s of `loop` (flops_per_iter per iteration) on `threads` threads for about `seconds`.
+template <typename Loop>
+double measure_loop_flops(const Loop& loop, double flops_per_iter, int threads, double seconds) {
   // Calibrate the iteration count on one thread, then run all threads together.
   std::int64_t iters = 1 << 16;
   volatile float sink = 0;
@@ -50,6 +44,25 @@ double measure_fma_flops(int threads, double seconds) {
     best = std::max(best, flops_per_iter * static_cast<double>(iters) * threads / dt);
   }
   return best;
+}
+}  // namespace
+
+const char* fma_isa() { return has_avx512() ? "avx512" : has_avx2() ? "avx2" : "none"; }
+
+double measure_fma_flops(int threads, double seconds) {
+  const bool wide = has_avx512();
+  if (!wide && !has_avx2()) return 0.0;
+  auto loop = [wide](std::int64_t n) {
+    return wide ? detail::fma_loop_avx512(n) : detail::fma_loop_avx2(n);
+  };
+  return measure_loop_flops(loop, 12.0 * (wide ? 16 : 8) * 2.0, threads, seconds);
+}
+
+bool has_bf16_dot() { return __builtin_cpu_supports("avx512bf16"); }
+
+double measure_bf16_dot_flops(int threads, double seconds) {
+  if (!has_bf16_dot()) return 0.0;
+  return measure_loop_flops(detail::bf16_dot_loop_avx512, 12.0 * 32 * 2.0, threads, seconds);
 }
 
 double measure_triad_bandwidth(int threads, std::int64_t n, int reps) {
