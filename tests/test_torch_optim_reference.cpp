@@ -34,11 +34,13 @@ const json& reference() {
 // make_reference.py's initial values and gradients (its "initial" and "gradient" fields).
 std::vector<double> initial(int n, int k) {
   std::vector<double> v;
+  v.reserve(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) v.push_back(std::sin(0.7 * i + k));
   return v;
 }
 std::vector<double> gradient(int n, int k, int step) {
   std::vector<double> v;
+  v.reserve(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) v.push_back(std::cos(1.3 * i + 0.4 * step + k) * (1 + 0.1 * step));
   return v;
 }
@@ -134,6 +136,7 @@ TEST_CASE("the lr schedulers match PyTorch's recorded lr on every group", "[opti
     INFO(name);
     const std::vector<double> base = rec["base_lr"];
     std::vector<optim::ParamGroup<optim::SGDOptions>> groups;
+    groups.reserve(base.size());
     for (const double lr : base)
       groups.push_back({.params = {f64_tensor({0.0})}, .options = optim::SGDOptions{.lr = lr}});
     optim::SGD opt(std::move(groups), {});
