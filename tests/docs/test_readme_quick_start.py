@@ -57,7 +57,11 @@ def main() -> int:
         else:
             failures.append(f"unknown quick-start command `{cmd}`: teach tests/docs/test_readme_quick_start.py")
             continue
-        r = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=1200)
+        try:
+            r = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=1200)
+        except FileNotFoundError as e:
+            failures.append(f"`{cmd}`: {e}")
+            continue
         ran.append(words[0] if not words[0].startswith("build/") else words[0].split("/")[-1])
         out = r.stdout + r.stderr
         if r.returncode != 0:
