@@ -5,37 +5,35 @@
 
 #include <benchmark/benchmark.h>
 
+#include <string>
+
 #include "bench/bench_support.h"
 #include "bench/registrations.h"
 #include "anvil/anvil.h"
 
 namespace anvil::bench {
 
+namespace {
+// One row timing a FLOP/s ceiling (measure(threads, seconds)) on t threads.
+void register_flops_peak(const std::string& name, int t, double (*measure)(int, double)) {
+  benchmark::RegisterBenchmark(anvil::detail::str_cat(name, "/threads:", t).c_str(),
+                               [t, measure](benchmark::State& st) {
+                                 double flops = 0;
+                                 for (auto _ : st) flops = measure(t, 0.2);
+                                 st.counters["FLOP/s"] = flops;
+                                 st.counters["per_core_GFLOP/s"] = flops / t / 1e9;
+                               })
+      ->Iterations(1)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+}
+}  // namespace
+
 void register_peak_benchmarks() {
   for (int t : options().threads) {
-    benchmark::RegisterBenchmark(
-        anvil::detail::str_cat("peak/fma_", fma_isa(), "/threads:", t).c_str(),
-        [t](benchmark::State& st) {
-          double flops = 0;
-          for (auto _ : st) flops = measure_fma_flops(t, 0.2);
-          st.counters["FLOP/s"] = flops;
-          st.counters["per_core_GFLOP/s"] = flops / t / 1e9;
-        })
-        ->Iterations(1)
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
+    register_flops_peak(anvil::detail::str_cat("peak/fma_", fma_isa()), t, measure_fma_flops);
     if (options().peak_bf16_gflops_per_core > 0)  // bf16 rows asked for, and the CPU has it
-      benchmark::RegisterBenchmark(
-          anvil::detail::str_cat("peak/bf16_dot_avx512/threads:", t).c_str(),
-          [t](benchmark::State& st) {
-            double flops = 0;
-            for (auto _ : st) flops = measure_bf16_dot_flops(t, 0.2);
-            st.counters["FLOP/s"] = flops;
-            st.counters["per_core_GFLOP/s"] = flops / t / 1e9;
-          })
-          ->Iterations(1)
-          ->UseRealTime()
-          ->Unit(benchmark::kMillisecond);
+      register_flops_peak("peak/bf16_dot_avx512", t, measure_bf16_dot_flops);
     benchmark::RegisterBenchmark(anvil::detail::str_cat("peak/stream_triad/threads:", t).c_str(),
                                  [t](benchmark::State& st) {
                                    double bw = 0;
